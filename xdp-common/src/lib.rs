@@ -1,1 +1,136 @@
-//! placeholder
+//! Types shared by the XDP program (`xdp-ebpf`) and userspace.
+//!
+//! Everything here is `#![no_std]` and dependency-free, so the eBPF build never pulls in std.
+//! The maps hold plain `u64`s (already `aya::Pod`); names and indices live here so the two sides
+//! can't disagree.
+#![no_std]
+#![forbid(unsafe_code)]
+
+/// Name of the global (in `.rodata`) that holds the market-data UDP destination port, in host
+/// byte order. Userspace sets it at load time with `EbpfLoader::override_global`.
+pub const GLOBAL_MD_PORT: &str = "MD_PORT";
+
+/// Name of the global that selects what the program does with a market-data frame
+/// (see [`Action`]).
+pub const GLOBAL_ACTION: &str = "MD_ACTION";
+
+/// Name of the per-CPU counter array.
+pub const MAP_COUNTERS: &str = "COUNTERS";
+
+/// Name of the XSKMAP, indexed by RX queue.
+pub const MAP_XSKS: &str = "XSKS";
+
+/// Name of the XDP program in the object.
+pub const PROG_NAME: &str = "md_redirect";
+
+/// Entries in the XSKMAP: one per RX queue the program may see.
+pub const MAX_QUEUES: u32 = 64;
+
+/// What the program does with a frame of the market-data flow.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Redirect into the AF_XDP socket of the frame's RX queue (the trader's path).
+    Redirect = 0,
+    /// Pass to the kernel stack (the kernel-UDP path still sees the program's counters).
+    Pass = 1,
+}
+
+impl Action {
+    /// Decodes the byte stored in [`GLOBAL_ACTION`]; unknown values mean [`Action::Pass`], the
+    /// safe choice.
+    pub const fn from_u8(v: u8) -> Self {
+        match v {
+            0 => Action::Redirect,
+            _ => Action::Pass,
+        }
+    }
+}
+
+/// Per-CPU counters, each a `u64` slot in [`MAP_COUNTERS`].
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counter {
+    /// Market-data frames redirected into an AF_XDP socket.
+    Redirected = 0,
+    /// Market-data frames whose redirect failed (no socket bound on that queue).
+    RedirectFailed,
+    /// Market-data frames passed to the kernel because the action is [`Action::Pass`].
+    PassedMarketData,
+    /// Frames that are not IPv4 (ARP, IPv6, VLAN-tagged, ...), passed.
+    PassedNotIpv4,
+    /// IPv4 frames that are not UDP, passed.
+    PassedNotUdp,
+    /// UDP to another port, passed.
+    PassedOtherPort,
+    /// IPv4 fragments (any offset or more-fragments set), passed: only the first fragment carries
+    /// the UDP header, so the flow can't be told from the rest.
+    PassedFragment,
+    /// IPv4 with options (IHL > 5), passed: the trader's fast parser does not handle them.
+    PassedIpOptions,
+    /// Frames too short for the headers they claim, or with impossible header fields (IHL < 5,
+    /// total length shorter than the headers, UDP length < 8); passed for the kernel to drop.
+    Malformed,
+}
+
+impl Counter {
+    /// Number of counters; the map's `max_entries`.
+    pub const COUNT: u32 = 9;
+
+    /// Every counter, in index order.
+    pub const ALL: [Counter; Self::COUNT as usize] = [
+        Counter::Redirected,
+        Counter::RedirectFailed,
+        Counter::PassedMarketData,
+        Counter::PassedNotIpv4,
+        Counter::PassedNotUdp,
+        Counter::PassedOtherPort,
+        Counter::PassedFragment,
+        Counter::PassedIpOptions,
+        Counter::Malformed,
+    ];
+
+    /// The counter's slot in the map.
+    pub const fn index(self) -> u32 {
+        self as u32
+    }
+
+    /// A stable snake-case name, for reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Counter::Redirected => "redirected",
+            Counter::RedirectFailed => "redirect_failed",
+            Counter::PassedMarketData => "passed_market_data",
+            Counter::PassedNotIpv4 => "passed_not_ipv4",
+            Counter::PassedNotUdp => "passed_not_udp",
+            Counter::PassedOtherPort => "passed_other_port",
+            Counter::PassedFragment => "passed_fragment",
+            Counter::PassedIpOptions => "passed_ip_options",
+            Counter::Malformed => "malformed",
+        }
+    }
+
+    /// True for every counter that means the frame went to the kernel.
+    pub const fn is_pass(self) -> bool {
+        !matches!(self, Counter::Redirected | Counter::RedirectFailed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counter_indices_are_dense_and_in_order() {
+        for (i, c) in Counter::ALL.iter().enumerate() {
+            assert_eq!(c.index() as usize, i, "{c:?}");
+        }
+    }
+
+    #[test]
+    fn unknown_action_byte_is_pass() {
+        assert_eq!(Action::from_u8(0), Action::Redirect);
+        assert_eq!(Action::from_u8(1), Action::Pass);
+        assert_eq!(Action::from_u8(200), Action::Pass);
+    }
+}

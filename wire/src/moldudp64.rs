@@ -1,0 +1,381 @@
+//! MoldUDP64 downstream packets (NASDAQ MoldUDP64 Protocol Specification, v1.00).
+//!
+//! ```text
+//!  0                   10                  18        20
+//! +---------------------+-------------------+---------+--------+---------------+-----
+//! | Session (10, alpha) | Sequence (u64 BE) | Count   | Length | Message bytes | ...
+//! |                     | seq of 1st msg    | (u16 BE)| (u16)  | (Length)      |
+//! +---------------------+-------------------+---------+--------+---------------+-----
+//! ```
+//!
+//! A count of 0 is a heartbeat and 0xFFFF is end of session; neither carries blocks. The `n`-th
+//! block (from 0) carries message sequence number `sequence + n`.
+
+use crate::{Error, Result, be};
+
+/// Byte ranges of the MoldUDP64 header.
+pub mod field {
+    use crate::{Field, Rest};
+
+    /// Session: 10 bytes, alphanumeric, identifies the session the sequence numbers belong to.
+    pub const SESSION: Field = 0..10;
+    /// Sequence number of the first message in the packet (or the next expected, for heartbeats
+    /// and end of session).
+    pub const SEQUENCE: Field = 10..18;
+    /// Message count: blocks in the packet; 0 = heartbeat, 0xFFFF = end of session.
+    pub const COUNT: Field = 18..20;
+    /// Message blocks, each `[u16 length][length bytes]`.
+    pub const PAYLOAD: Rest = 20..;
+    /// The length prefix of a message block, relative to the block's start.
+    pub const BLOCK_LEN: Field = 0..2;
+}
+
+/// Length of the MoldUDP64 header.
+pub const HEADER_LEN: usize = field::PAYLOAD.start;
+/// Length of a message block's length prefix.
+pub const BLOCK_HEADER_LEN: usize = field::BLOCK_LEN.end;
+/// Message count meaning "end of session" (MoldUDP64 spec, "End of Session").
+pub const END_OF_SESSION: u16 = 0xFFFF;
+/// Message count meaning "heartbeat".
+pub const HEARTBEAT: u16 = 0;
+/// The largest message count a data packet can carry: 0xFFFF is reserved for end of session.
+pub const MAX_COUNT: u16 = END_OF_SESSION - 1;
+
+/// A MoldUDP64 session name: 10 bytes of alphanumeric text, space padded on the right.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Session(pub [u8; 10]);
+
+impl Session {
+    /// Builds a session from text of at most 10 printable ASCII characters, padding with spaces.
+    pub fn new(name: &str) -> Result<Self> {
+        let mut out = [b' '; 10];
+        let bytes = name.as_bytes();
+        if bytes.len() > out.len() || !bytes.iter().all(|b| (0x20..=0x7e).contains(b)) {
+            return Err(Error::BadStock);
+        }
+        out[..bytes.len()].copy_from_slice(bytes);
+        Ok(Session(out))
+    }
+
+    /// The session bytes without the right-hand space padding.
+    pub fn trimmed(&self) -> &[u8] {
+        trim_spaces(&self.0)
+    }
+}
+
+pub(crate) fn trim_spaces(bytes: &[u8]) -> &[u8] {
+    let end = bytes.iter().rposition(|&b| b != b' ').map_or(0, |i| i + 1);
+    bytes.get(..end).unwrap_or_default()
+}
+
+/// A read/write view of a MoldUDP64 packet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Packet<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> Packet<T> {
+    /// Wraps a buffer without checking its length; accessors panic if it is shorter than
+    /// [`HEADER_LEN`]. Use [`Packet::new_checked`] on anything from the network.
+    pub const fn new_unchecked(buffer: T) -> Packet<T> {
+        Packet { buffer }
+    }
+
+    /// Wraps a buffer after [`Packet::check_len`], so that no accessor can panic.
+    pub fn new_checked(buffer: T) -> Result<Packet<T>> {
+        let packet = Self::new_unchecked(buffer);
+        packet.check_len()?;
+        Ok(packet)
+    }
+
+    /// Checks that the buffer holds the whole header. The blocks are checked as they are
+    /// iterated ([`Packet::messages`]) or all at once by [`Repr::parse`].
+    pub fn check_len(&self) -> Result<()> {
+        let have = self.buffer.as_ref().len();
+        if have < HEADER_LEN {
+            return Err(Error::Truncated { need: HEADER_LEN, have });
+        }
+        Ok(())
+    }
+
+    /// Returns the underlying buffer.
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+
+    /// The session.
+    pub fn session(&self) -> Session {
+        Session(be::bytes(self.buffer.as_ref(), field::SESSION))
+    }
+
+    /// The sequence number of the first message.
+    pub fn sequence(&self) -> u64 {
+        be::u64(self.buffer.as_ref(), field::SEQUENCE)
+    }
+
+    /// The message count as sent (0 = heartbeat, 0xFFFF = end of session).
+    pub fn count(&self) -> u16 {
+        be::u16(self.buffer.as_ref(), field::COUNT)
+    }
+
+    /// Whether this is a heartbeat (count 0).
+    pub fn is_heartbeat(&self) -> bool {
+        self.count() == HEARTBEAT
+    }
+
+    /// Whether this is the end-of-session packet (count 0xFFFF).
+    pub fn is_end_of_session(&self) -> bool {
+        self.count() == END_OF_SESSION
+    }
+
+    /// The number of message blocks the header announces: the count, or 0 for end of session.
+    pub fn block_count(&self) -> u16 {
+        match self.count() {
+            END_OF_SESSION => 0,
+            n => n,
+        }
+    }
+
+    /// The sequence number that follows this packet's messages (wrapping at 2^64).
+    pub fn next_sequence(&self) -> u64 {
+        self.sequence().wrapping_add(u64::from(self.block_count()))
+    }
+
+    /// The bytes after the header: the message blocks.
+    pub fn payload(&self) -> &[u8] {
+        &self.buffer.as_ref()[field::PAYLOAD]
+    }
+
+    /// An iterator over the message blocks; see [`Messages`].
+    pub fn messages(&self) -> Messages<'_> {
+        Messages::new(self.payload(), self.count())
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
+    /// Sets the session.
+    pub fn set_session(&mut self, value: Session) {
+        be::set_bytes(self.buffer.as_mut(), field::SESSION, &value.0);
+    }
+
+    /// Sets the sequence number of the first message.
+    pub fn set_sequence(&mut self, value: u64) {
+        be::set_u64(self.buffer.as_mut(), field::SEQUENCE, value);
+    }
+
+    /// Sets the message count.
+    pub fn set_count(&mut self, value: u16) {
+        be::set_u16(self.buffer.as_mut(), field::COUNT, value);
+    }
+
+    /// The bytes after the header, mutably.
+    pub fn payload_mut(&mut self) -> &mut [u8] {
+        &mut self.buffer.as_mut()[field::PAYLOAD]
+    }
+}
+
+impl<T: AsRef<[u8]>> AsRef<[u8]> for Packet<T> {
+    fn as_ref(&self) -> &[u8] {
+        self.buffer.as_ref()
+    }
+}
+
+/// Iterator over a packet's message blocks, yielding each message's bytes.
+///
+/// Framing errors end the iteration: after a block whose length runs past the end of the packet
+/// ([`Error::BlockOverrun`]), a packet that ends before the count is reached
+/// ([`Error::MissingBlocks`], or [`Error::Truncated`] for a partial length prefix), or bytes after
+/// the last announced block ([`Error::TrailingBytes`]), it yields that error once and then `None`.
+/// A zero-length block ([`Error::EmptyBlock`]) leaves the framing intact, so iteration goes on
+/// after it. Every item, `Ok` or `Err`, stands for one sequence number: item `n` is message
+/// `sequence + n`.
+#[derive(Debug, Clone)]
+pub struct Messages<'a> {
+    rest: &'a [u8],
+    /// Offset of `rest` from the start of the packet.
+    offset: usize,
+    claimed: u16,
+    index: u16,
+    done: bool,
+}
+
+impl<'a> Messages<'a> {
+    fn new(payload: &'a [u8], count: u16) -> Self {
+        let claimed = if count == END_OF_SESSION { 0 } else { count };
+        Messages { rest: payload, offset: HEADER_LEN, claimed, index: 0, done: false }
+    }
+
+    /// Index of the block the next call to `next` examines.
+    pub fn index(&self) -> u16 {
+        self.index
+    }
+
+    fn fail(&mut self, error: Error) -> Option<Result<&'a [u8]>> {
+        self.done = true;
+        Some(Err(error))
+    }
+}
+
+impl<'a> Iterator for Messages<'a> {
+    type Item = Result<&'a [u8]>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        if self.index == self.claimed {
+            self.done = true;
+            if self.rest.is_empty() {
+                return None;
+            }
+            let (offset, len) = (self.offset, self.rest.len());
+            return self.fail(Error::TrailingBytes { offset, len });
+        }
+        let Some((len, rest)) = self.rest.split_first_chunk::<BLOCK_HEADER_LEN>() else {
+            if self.rest.is_empty() {
+                let (claimed, found) = (self.claimed, self.index);
+                return self.fail(Error::MissingBlocks { claimed, found });
+            }
+            let (need, have) = (self.offset + BLOCK_HEADER_LEN, self.offset + self.rest.len());
+            return self.fail(Error::Truncated { need, have });
+        };
+        let len = u16::from_be_bytes(*len);
+        let Some((block, rest)) = rest.split_at_checked(usize::from(len)) else {
+            let (index, remaining) = (self.index, rest.len());
+            return self.fail(Error::BlockOverrun { index, len, remaining });
+        };
+        let index = self.index;
+        self.rest = rest;
+        self.offset += BLOCK_HEADER_LEN + block.len();
+        self.index += 1;
+        if block.is_empty() {
+            return Some(Err(Error::EmptyBlock { index }));
+        }
+        Some(Ok(block))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        if self.done {
+            return (0, Some(0));
+        }
+        // At most the remaining count, plus one trailing-bytes error.
+        (0, Some(usize::from(self.claimed - self.index) + 1))
+    }
+}
+
+impl core::iter::FusedIterator for Messages<'_> {}
+
+/// The header of a MoldUDP64 packet, with its block framing validated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Repr {
+    /// The session.
+    pub session: Session,
+    /// Sequence number of the first message.
+    pub sequence: u64,
+    /// Message count as on the wire (0 = heartbeat, 0xFFFF = end of session).
+    pub count: u16,
+}
+
+impl Repr {
+    /// Parses the header and walks the blocks once without copying: succeeds exactly when
+    /// [`Packet::messages`] would yield only `Ok` items.
+    pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Packet<&T>) -> Result<Repr> {
+        packet.check_len()?;
+        if let Some(error) = packet.messages().find_map(Result::err) {
+            return Err(error);
+        }
+        Ok(Repr { session: packet.session(), sequence: packet.sequence(), count: packet.count() })
+    }
+
+    /// Length of the header this `Repr` emits; the blocks are written after it (see
+    /// [`PacketBuilder`]).
+    pub const fn buffer_len(&self) -> usize {
+        HEADER_LEN
+    }
+
+    /// Writes the header. The packet must have been checked to hold [`HEADER_LEN`] bytes.
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut Packet<&mut T>) {
+        let Repr { session, sequence, count } = *self;
+        packet.set_session(session);
+        packet.set_sequence(sequence);
+        packet.set_count(count);
+    }
+}
+
+/// Builds a MoldUDP64 packet in a caller's buffer: header first, then blocks appended one at a
+/// time, with the count kept up to date after each, so the buffer always holds a valid packet.
+#[derive(Debug)]
+pub struct PacketBuilder<'a> {
+    buffer: &'a mut [u8],
+    len: usize,
+    count: u16,
+}
+
+impl<'a> PacketBuilder<'a> {
+    /// Starts a packet with `count` 0 (a heartbeat until a block is appended).
+    pub fn new(buffer: &'a mut [u8], session: Session, sequence: u64) -> Result<Self> {
+        let have = buffer.len();
+        let mut packet = Packet::new_checked(&mut *buffer)
+            .map_err(|_| Error::NoSpace { need: HEADER_LEN, have })?;
+        Repr { session, sequence, count: HEARTBEAT }.emit(&mut packet);
+        Ok(PacketBuilder { buffer, len: HEADER_LEN, count: 0 })
+    }
+
+    /// Reserves a block of `len` bytes, updates the count and returns the block's bytes for the
+    /// caller to fill (so an ITCH message can be emitted in place, without a copy). The returned
+    /// bytes hold whatever the buffer held before.
+    pub fn reserve(&mut self, len: usize) -> Result<&mut [u8]> {
+        let prefix = u16::try_from(len).map_err(|_| Error::TooLong { len })?;
+        if len == 0 {
+            return Err(Error::EmptyBlock { index: self.count });
+        }
+        if self.count == MAX_COUNT {
+            return Err(Error::CountFull);
+        }
+        let need = BLOCK_HEADER_LEN + len;
+        let have = self.remaining();
+        if need > have {
+            return Err(Error::NoSpace { need, have });
+        }
+        let start = self.len;
+        self.len += need;
+        self.count += 1;
+        be::set_u16(self.buffer, field::COUNT, self.count);
+        // In bounds: `need <= remaining()` was checked above.
+        let (head, body) = self.buffer[start..self.len].split_at_mut(BLOCK_HEADER_LEN);
+        head.copy_from_slice(&prefix.to_be_bytes());
+        Ok(body)
+    }
+
+    /// Appends one message block.
+    pub fn push(&mut self, message: &[u8]) -> Result<()> {
+        self.reserve(message.len())?.copy_from_slice(message);
+        Ok(())
+    }
+
+    /// Blocks appended so far.
+    pub fn count(&self) -> u16 {
+        self.count
+    }
+
+    /// Bytes written so far, header included.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no block has been appended yet.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Bytes still free in the buffer.
+    pub fn remaining(&self) -> usize {
+        self.buffer.len() - self.len
+    }
+
+    /// The finished packet: the written prefix of the buffer.
+    pub fn finish(self) -> &'a mut [u8] {
+        let len = self.len;
+        self.buffer.get_mut(..len).unwrap_or_default()
+    }
+}
