@@ -1,1 +1,517 @@
-//! placeholder
+//! The lab: an exchange namespace and a trader namespace joined by one veth pair.
+//!
+//! ```text
+//!   netns <name>-ex                          netns <name>-tr
+//!  ┌───────────────────────┐               ┌───────────────────────┐
+//!  │ replay / exchange     │               │ trader (XDP + AF_XDP) │
+//!  │ ex0 198.18.0.1/30     │◄── veth ────► │ tr0 198.18.0.2/30     │
+//!  │ 02:00:c6:12:00:01     │               │ 02:00:c6:12:00:02     │
+//!  └───────────────────────┘               └───────────────────────┘
+//! ```
+//!
+//! Addresses come from 198.18.0.0/15 (RFC 2544, benchmarking), there is no default route and
+//! nothing is created in the root namespace: the veth is made inside the exchange namespace
+//! with its peer placed straight into the trader's, so concurrent labs never collide on an
+//! interface name and no lab packet can leave the machine.
+//!
+//! The lab is built with iproute2's `ip` (each command is printed to stderr before it runs,
+//! so a user sees exactly what is done to the machine). [`Lab`] is a guard: dropping it
+//! removes the namespaces, also while a test panics.
+#![forbid(unsafe_code)]
+
+mod caps;
+mod ns;
+
+use std::{
+    fmt,
+    net::Ipv4Addr,
+    path::Path,
+    process::{Command, Output},
+};
+
+pub use caps::{Capability, check_capabilities};
+pub use ns::{NetnsGuard, enter, in_netns};
+
+/// Prefix of every namespace this project creates; `netns-status` and the CI check look for it.
+pub const PREFIX: &str = "t2t";
+
+/// Where `ip netns` keeps its namespace handles.
+pub const NETNS_RUN_DIR: &str = "/var/run/netns";
+
+/// Errors of lab management.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A lab name that would make invalid namespace names.
+    #[error(
+        "invalid lab name {name:?}: use 1-{max} characters from [a-z0-9-], starting with a letter"
+    )]
+    InvalidName {
+        /// The name given.
+        name: String,
+        /// The longest name accepted.
+        max: usize,
+    },
+    /// The process lacks a capability the operation needs.
+    #[error(
+        "missing privilege: {} (run as root, e.g. `sudo -E cargo xtask ...`)",
+        .missing.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", ")
+    )]
+    MissingPrivilege {
+        /// The capabilities that are not in the effective set.
+        missing: Vec<Capability>,
+    },
+    /// A required tool is not installed.
+    #[error("`{tool}` not found: install {package} (`cargo xtask setup` does)")]
+    ToolMissing {
+        /// The executable.
+        tool: &'static str,
+        /// The Debian package that provides it.
+        package: &'static str,
+    },
+    /// A command ran and failed.
+    #[error("`{command}` failed ({status}): {stderr}")]
+    Command {
+        /// The command line.
+        command: String,
+        /// Its exit status.
+        status: String,
+        /// What it printed on stderr.
+        stderr: String,
+    },
+    /// A system call failed.
+    #[error("{op} failed: {source}")]
+    Io {
+        /// What was being done.
+        op: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The lab's layout. Everything derives from the lab name, so two labs with different names
+/// can run side by side (tests use one per test).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LabConfig {
+    /// The lab name; namespace names are `<name>-ex` and `<name>-tr`.
+    pub name: String,
+    /// Interface name inside the exchange namespace.
+    pub exchange_if: String,
+    /// Interface name inside the trader namespace.
+    pub trader_if: String,
+    /// Exchange address (198.18.0.0/15).
+    pub exchange_ip: Ipv4Addr,
+    /// Trader address (198.18.0.0/15).
+    pub trader_ip: Ipv4Addr,
+    /// Prefix length of both addresses.
+    pub prefix_len: u8,
+    /// Exchange MAC (locally administered).
+    pub exchange_mac: [u8; 6],
+    /// Trader MAC (locally administered).
+    pub trader_mac: [u8; 6],
+    /// Turn off TX checksum offload on the exchange veth, so frames that reach the trader carry
+    /// complete UDP checksums (on veth the kernel otherwise leaves a partial one).
+    pub exchange_tx_csum_off: bool,
+}
+
+/// Longest lab name: namespace names stay short and readable.
+const MAX_NAME: usize = 24;
+
+impl LabConfig {
+    /// The default lab, named [`PREFIX`].
+    pub fn default_lab() -> Self {
+        Self::new(PREFIX).expect("the default name is valid")
+    }
+
+    /// A lab with the given name and the standard addresses.
+    pub fn new(name: &str) -> Result<Self, Error> {
+        let valid = !name.is_empty()
+            && name.len() <= MAX_NAME
+            && name.starts_with(|c: char| c.is_ascii_lowercase())
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+        if !valid {
+            return Err(Error::InvalidName {
+                name: name.to_owned(),
+                max: MAX_NAME,
+            });
+        }
+        Ok(Self {
+            name: name.to_owned(),
+            exchange_if: "ex0".into(),
+            trader_if: "tr0".into(),
+            exchange_ip: Ipv4Addr::new(198, 18, 0, 1),
+            trader_ip: Ipv4Addr::new(198, 18, 0, 2),
+            prefix_len: 30,
+            exchange_mac: [0x02, 0x00, 0xc6, 0x12, 0x00, 0x01],
+            trader_mac: [0x02, 0x00, 0xc6, 0x12, 0x00, 0x02],
+            exchange_tx_csum_off: true,
+        })
+    }
+
+    /// A lab name unique to this process and `tag`, for tests: `t2t-<tag>-<pid>`.
+    pub fn for_test(tag: &str) -> Self {
+        let name = format!("{PREFIX}-{tag}-{}", std::process::id());
+        Self::new(&name).expect("test lab names are valid")
+    }
+
+    /// The exchange namespace's name.
+    pub fn exchange_ns(&self) -> String {
+        format!("{}-ex", self.name)
+    }
+
+    /// The trader namespace's name.
+    pub fn trader_ns(&self) -> String {
+        format!("{}-tr", self.name)
+    }
+}
+
+/// Formats a MAC address as `aa:bb:cc:dd:ee:ff`.
+pub fn mac_to_string(mac: &[u8; 6]) -> String {
+    mac.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// What [`Lab::up`] found before it built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Found {
+    /// Nothing: a fresh lab.
+    Nothing,
+    /// A complete lab with this layout, kept as it was.
+    Intact,
+    /// Part of a lab (a killed run, a different layout): removed and rebuilt.
+    Repaired,
+}
+
+/// A lab that exists. Dropping it removes both namespaces (and with them the veth pair and
+/// any XDP program attached to it) unless [`Lab::persist`] was called.
+#[derive(Debug)]
+pub struct Lab {
+    config: LabConfig,
+    found: Found,
+    remove_on_drop: bool,
+}
+
+impl Lab {
+    /// Builds the lab, or checks the one that is there. A complete lab is kept as it is
+    /// ([`Found::Intact`]); a partial one is removed and built anew ([`Found::Repaired`]).
+    pub fn up(config: LabConfig) -> Result<Lab, Error> {
+        check_capabilities(&[Capability::NetAdmin, Capability::SysAdmin])?;
+        require_ip()?;
+        let ex = config.exchange_ns();
+        let tr = config.trader_ns();
+        let mut found = Found::Nothing;
+        if ns_exists(&ex) || ns_exists(&tr) {
+            if is_intact(&config) {
+                return Ok(Lab {
+                    config,
+                    found: Found::Intact,
+                    remove_on_drop: true,
+                });
+            }
+            remove(&config)?;
+            found = Found::Repaired;
+        }
+        // From here on, a failure must not leave half a lab.
+        let lab = Lab {
+            config,
+            found,
+            remove_on_drop: true,
+        };
+        lab.build()?;
+        Ok(lab)
+    }
+
+    fn build(&self) -> Result<(), Error> {
+        let c = &self.config;
+        let (ex, tr) = (c.exchange_ns(), c.trader_ns());
+        ip(&["netns", "add", &ex])?;
+        ip(&["netns", "add", &tr])?;
+        // Created inside the exchange namespace with the peer placed straight into the
+        // trader's: no interface ever exists in the root namespace.
+        ip(&[
+            "-n",
+            &ex,
+            "link",
+            "add",
+            &c.exchange_if,
+            "numtxqueues",
+            "1",
+            "numrxqueues",
+            "1",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &c.trader_if,
+            "netns",
+            &tr,
+            "numtxqueues",
+            "1",
+            "numrxqueues",
+            "1",
+        ])?;
+        for (ns, dev, mac, addr) in [
+            (&ex, &c.exchange_if, &c.exchange_mac, c.exchange_ip),
+            (&tr, &c.trader_if, &c.trader_mac, c.trader_ip),
+        ] {
+            ip(&["-n", ns, "link", "set", dev, "address", &mac_to_string(mac)])?;
+            ip(&[
+                "-n",
+                ns,
+                "addr",
+                "add",
+                &format!("{addr}/{}", c.prefix_len),
+                "dev",
+                dev,
+            ])?;
+            ip(&["-n", ns, "link", "set", dev, "up"])?;
+            ip(&["-n", ns, "link", "set", "lo", "up"])?;
+        }
+        if c.exchange_tx_csum_off {
+            if which("ethtool") {
+                run(Command::new("ip").args([
+                    "netns",
+                    "exec",
+                    &ex,
+                    "ethtool",
+                    "-K",
+                    &c.exchange_if,
+                    "tx",
+                    "off",
+                ]))?;
+            } else {
+                eprintln!(
+                    "warning: ethtool not found; the exchange veth keeps TX checksum offload, so \
+                     frames reaching the trader carry partial UDP checksums"
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The layout.
+    pub fn config(&self) -> &LabConfig {
+        &self.config
+    }
+
+    /// What `up` found.
+    pub fn found(&self) -> Found {
+        self.found
+    }
+
+    /// Keeps the lab after this guard is dropped (`cargo xtask netns-up`).
+    pub fn persist(mut self) -> LabConfig {
+        self.remove_on_drop = false;
+        self.config.clone()
+    }
+
+    /// Removes the lab now, reporting errors (drop only prints them).
+    pub fn down(mut self) -> Result<(), Error> {
+        self.remove_on_drop = false;
+        remove(&self.config)
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        if self.remove_on_drop
+            && let Err(e) = remove(&self.config)
+        {
+            eprintln!("warning: failed to remove lab {}: {e}", self.config.name);
+        }
+    }
+}
+
+/// Removes a lab by name; removing one that isn't there is not an error. Returns whether
+/// anything was removed.
+pub fn down(config: &LabConfig) -> Result<bool, Error> {
+    check_capabilities(&[Capability::NetAdmin, Capability::SysAdmin])?;
+    require_ip()?;
+    let existed = ns_exists(&config.exchange_ns()) || ns_exists(&config.trader_ns());
+    remove(config)?;
+    Ok(existed)
+}
+
+fn remove(config: &LabConfig) -> Result<(), Error> {
+    for ns in [config.exchange_ns(), config.trader_ns()] {
+        if ns_exists(&ns) {
+            // Deleting the namespace destroys the veth end in it, which destroys its peer.
+            ip(&["netns", "delete", &ns])?;
+        }
+    }
+    Ok(())
+}
+
+/// True when both namespaces exist with the veth ends up and addressed as configured.
+fn is_intact(c: &LabConfig) -> bool {
+    let check = |ns: &str, dev: &str, mac: &[u8; 6], addr: Ipv4Addr| {
+        let out = Command::new("ip")
+            .args(["-n", ns, "-o", "addr", "show", "dev", dev])
+            .output();
+        let link = Command::new("ip")
+            .args(["-n", ns, "-o", "link", "show", "dev", dev])
+            .output();
+        match (out, link) {
+            (Ok(out), Ok(link)) if out.status.success() && link.status.success() => {
+                let out = String::from_utf8_lossy(&out.stdout);
+                let link = String::from_utf8_lossy(&link.stdout);
+                out.contains(&format!("{addr}/{}", c.prefix_len))
+                    && link.contains(&mac_to_string(mac))
+                    && link.contains("state UP")
+            }
+            _ => false,
+        }
+    };
+    ns_exists(&c.exchange_ns())
+        && ns_exists(&c.trader_ns())
+        && check(
+            &c.exchange_ns(),
+            &c.exchange_if,
+            &c.exchange_mac,
+            c.exchange_ip,
+        )
+        && check(&c.trader_ns(), &c.trader_if, &c.trader_mac, c.trader_ip)
+}
+
+/// True when a namespace of this name exists.
+pub fn ns_exists(name: &str) -> bool {
+    Path::new(NETNS_RUN_DIR).join(name).exists()
+}
+
+/// The names of every namespace whose name starts with [`PREFIX`].
+pub fn project_namespaces() -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir(NETNS_RUN_DIR) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = dir
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with(PREFIX))
+        .collect();
+    names.sort();
+    names
+}
+
+/// A human-readable account of a lab: namespaces, links, addresses, attached XDP programs.
+pub fn status(config: &LabConfig) -> Result<String, Error> {
+    require_ip()?;
+    let mut s = String::new();
+    for ns in [config.exchange_ns(), config.trader_ns()] {
+        if !ns_exists(&ns) {
+            s.push_str(&format!("netns {ns}: absent\n"));
+            continue;
+        }
+        s.push_str(&format!("netns {ns}:\n"));
+        // `ip link` shows an attached XDP program as `prog/xdp id N` (with `xdpgeneric` for SKB
+        // mode), `-d` adds the veth peer.
+        for args in [
+            &["-br", "link"][..],
+            &["-br", "addr"][..],
+            &["-d", "link"][..],
+        ] {
+            let mut cmd = Command::new("ip");
+            cmd.arg("-n").arg(&ns).args(args);
+            let out = cmd.output().map_err(|source| Error::Io {
+                op: "running ip".into(),
+                source,
+            })?;
+            for line in String::from_utf8_lossy(&out.stdout).lines() {
+                let keep = args[0] == "-br" || line.contains("xdp");
+                if keep {
+                    s.push_str("  ");
+                    s.push_str(line.trim_end());
+                    s.push('\n');
+                }
+            }
+        }
+    }
+    Ok(s)
+}
+
+fn require_ip() -> Result<(), Error> {
+    if which("ip") {
+        Ok(())
+    } else {
+        Err(Error::ToolMissing {
+            tool: "ip",
+            package: "iproute2",
+        })
+    }
+}
+
+fn which(tool: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(tool).is_file()))
+}
+
+fn ip(args: &[&str]) -> Result<Output, Error> {
+    let mut cmd = Command::new("ip");
+    cmd.args(args);
+    run(&mut cmd)
+}
+
+struct Shown<'a>(&'a Command);
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0.get_program().to_string_lossy())?;
+        for a in self.0.get_args() {
+            write!(f, " {}", a.to_string_lossy())?;
+        }
+        Ok(())
+    }
+}
+
+/// Prints the command, runs it, and fails with the command and its stderr in the message.
+fn run(cmd: &mut Command) -> Result<Output, Error> {
+    let shown = Shown(cmd).to_string();
+    eprintln!("+ {shown}");
+    let out = cmd.output().map_err(|source| Error::Io {
+        op: format!("running `{shown}`"),
+        source,
+    })?;
+    if !out.status.success() {
+        return Err(Error::Command {
+            command: shown,
+            status: out.status.to_string(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_validated() {
+        assert!(LabConfig::new("t2t").is_ok());
+        assert!(LabConfig::new("t2t-a-123").is_ok());
+        for bad in ["", "T2T", "1lab", "a b", "lab/x", &"x".repeat(MAX_NAME + 1)] {
+            let err = LabConfig::new(bad).unwrap_err();
+            assert!(matches!(err, Error::InvalidName { .. }), "{bad:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn layout_derives_from_name_and_stays_in_the_benchmark_range() {
+        let c = LabConfig::new("t2t-x").unwrap();
+        assert_eq!(c.exchange_ns(), "t2t-x-ex");
+        assert_eq!(c.trader_ns(), "t2t-x-tr");
+        let bench: (u32, u32) = (u32::from(Ipv4Addr::new(198, 18, 0, 0)), 15);
+        for ip in [c.exchange_ip, c.trader_ip] {
+            assert_eq!(
+                u32::from(ip) >> (32 - bench.1),
+                bench.0 >> (32 - bench.1),
+                "{ip}"
+            );
+        }
+        assert_eq!(mac_to_string(&c.trader_mac), "02:00:c6:12:00:02");
+        // Locally administered, unicast.
+        assert_eq!(c.exchange_mac[0] & 0x03, 0x02);
+    }
+}
