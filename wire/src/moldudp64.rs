@@ -93,7 +93,10 @@ impl<T: AsRef<[u8]>> Packet<T> {
     pub fn check_len(&self) -> Result<()> {
         let have = self.buffer.as_ref().len();
         if have < HEADER_LEN {
-            return Err(Error::Truncated { need: HEADER_LEN, have });
+            return Err(Error::Truncated {
+                need: HEADER_LEN,
+                have,
+            });
         }
         Ok(())
     }
@@ -145,10 +148,15 @@ impl<T: AsRef<[u8]>> Packet<T> {
     pub fn payload(&self) -> &[u8] {
         &self.buffer.as_ref()[field::PAYLOAD]
     }
+}
 
-    /// An iterator over the message blocks; see [`Messages`].
-    pub fn messages(&self) -> Messages<'_> {
-        Messages::new(self.payload(), self.count())
+impl<'a, T: AsRef<[u8]> + ?Sized> Packet<&'a T> {
+    /// An iterator over the message blocks, borrowing the underlying buffer rather than the
+    /// view (smoltcp's `payload` on `Packet<&'a T>` does the same); see [`Messages`].
+    pub fn messages(&self) -> Messages<'a> {
+        let data: &'a [u8] = self.buffer.as_ref();
+        let count = be::u16(data, field::COUNT);
+        Messages::new(&data[field::PAYLOAD], count)
     }
 }
 
@@ -202,7 +210,13 @@ pub struct Messages<'a> {
 impl<'a> Messages<'a> {
     fn new(payload: &'a [u8], count: u16) -> Self {
         let claimed = if count == END_OF_SESSION { 0 } else { count };
-        Messages { rest: payload, offset: HEADER_LEN, claimed, index: 0, done: false }
+        Messages {
+            rest: payload,
+            offset: HEADER_LEN,
+            claimed,
+            index: 0,
+            done: false,
+        }
     }
 
     /// Index of the block the next call to `next` examines.
@@ -236,13 +250,20 @@ impl<'a> Iterator for Messages<'a> {
                 let (claimed, found) = (self.claimed, self.index);
                 return self.fail(Error::MissingBlocks { claimed, found });
             }
-            let (need, have) = (self.offset + BLOCK_HEADER_LEN, self.offset + self.rest.len());
+            let (need, have) = (
+                self.offset + BLOCK_HEADER_LEN,
+                self.offset + self.rest.len(),
+            );
             return self.fail(Error::Truncated { need, have });
         };
         let len = u16::from_be_bytes(*len);
         let Some((block, rest)) = rest.split_at_checked(usize::from(len)) else {
             let (index, remaining) = (self.index, rest.len());
-            return self.fail(Error::BlockOverrun { index, len, remaining });
+            return self.fail(Error::BlockOverrun {
+                index,
+                len,
+                remaining,
+            });
         };
         let index = self.index;
         self.rest = rest;
@@ -284,7 +305,11 @@ impl Repr {
         if let Some(error) = packet.messages().find_map(Result::err) {
             return Err(error);
         }
-        Ok(Repr { session: packet.session(), sequence: packet.sequence(), count: packet.count() })
+        Ok(Repr {
+            session: packet.session(),
+            sequence: packet.sequence(),
+            count: packet.count(),
+        })
     }
 
     /// Length of the header this `Repr` emits; the blocks are written after it (see
@@ -295,7 +320,11 @@ impl Repr {
 
     /// Writes the header. The packet must have been checked to hold [`HEADER_LEN`] bytes.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut Packet<&mut T>) {
-        let Repr { session, sequence, count } = *self;
+        let Repr {
+            session,
+            sequence,
+            count,
+        } = *self;
         packet.set_session(session);
         packet.set_sequence(sequence);
         packet.set_count(count);
@@ -315,10 +344,21 @@ impl<'a> PacketBuilder<'a> {
     /// Starts a packet with `count` 0 (a heartbeat until a block is appended).
     pub fn new(buffer: &'a mut [u8], session: Session, sequence: u64) -> Result<Self> {
         let have = buffer.len();
-        let mut packet = Packet::new_checked(&mut *buffer)
-            .map_err(|_| Error::NoSpace { need: HEADER_LEN, have })?;
-        Repr { session, sequence, count: HEARTBEAT }.emit(&mut packet);
-        Ok(PacketBuilder { buffer, len: HEADER_LEN, count: 0 })
+        let mut packet = Packet::new_checked(&mut *buffer).map_err(|_| Error::NoSpace {
+            need: HEADER_LEN,
+            have,
+        })?;
+        Repr {
+            session,
+            sequence,
+            count: HEARTBEAT,
+        }
+        .emit(&mut packet);
+        Ok(PacketBuilder {
+            buffer,
+            len: HEADER_LEN,
+            count: 0,
+        })
     }
 
     /// Reserves a block of `len` bytes, updates the count and returns the block's bytes for the
@@ -377,5 +417,326 @@ impl<'a> PacketBuilder<'a> {
     pub fn finish(self) -> &'a mut [u8] {
         let len = self.len;
         self.buffer.get_mut(..len).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Session "SESSION001", sequence 1_000_000, two blocks: a 3-byte and a 1-byte message.
+    static PACKET_BYTES: [u8; 28] = [
+        b'S', b'E', b'S', b'S', b'I', b'O', b'N', b'0', b'0', b'1', // session
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x0f, 0x42, 0x40, // sequence 1_000_000
+        0x00, 0x02, // count 2
+        0x00, 0x03, b'a', b'b', b'c', // block 0
+        0x00, 0x01, b'd', // block 1
+    ];
+
+    // End of session for "SESSION001", next sequence 1_000_002.
+    static END_BYTES: [u8; 20] = [
+        b'S', b'E', b'S', b'S', b'I', b'O', b'N', b'0', b'0', b'1', // session
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x0f, 0x42, 0x42, // sequence 1_000_002
+        0xff, 0xff, // count: end of session
+    ];
+
+    fn session() -> Session {
+        Session::new("SESSION001").unwrap()
+    }
+
+    fn with_blocks(count: u16, blocks: &[u8]) -> Vec<u8> {
+        let mut v = PACKET_BYTES[..HEADER_LEN].to_vec();
+        v[18..20].copy_from_slice(&count.to_be_bytes());
+        v.extend_from_slice(blocks);
+        v
+    }
+
+    fn messages(bytes: &[u8]) -> Vec<Result<&[u8]>> {
+        Packet::new_checked(bytes).unwrap().messages().collect()
+    }
+
+    #[test]
+    fn test_deconstruct() {
+        let packet = Packet::new_checked(&PACKET_BYTES[..]).unwrap();
+        assert_eq!(packet.session(), session());
+        assert_eq!(packet.session().trimmed(), b"SESSION001");
+        assert_eq!(packet.sequence(), 1_000_000);
+        assert_eq!(packet.count(), 2);
+        assert!(!packet.is_heartbeat() && !packet.is_end_of_session());
+        assert_eq!(packet.next_sequence(), 1_000_002);
+        assert_eq!(packet.payload(), &PACKET_BYTES[20..]);
+        assert_eq!(messages(&PACKET_BYTES), [Ok(&b"abc"[..]), Ok(&b"d"[..])]);
+    }
+
+    #[test]
+    fn test_construct() {
+        let mut bytes = [0xa5u8; 28];
+        let mut packet = Packet::new_unchecked(&mut bytes[..]);
+        packet.set_session(session());
+        packet.set_sequence(1_000_000);
+        packet.set_count(2);
+        packet.payload_mut().copy_from_slice(&PACKET_BYTES[20..]);
+        assert_eq!(bytes, PACKET_BYTES);
+    }
+
+    #[test]
+    fn test_parse() {
+        let repr = Repr::parse(&Packet::new_checked(&PACKET_BYTES[..]).unwrap());
+        assert_eq!(
+            repr,
+            Ok(Repr {
+                session: session(),
+                sequence: 1_000_000,
+                count: 2
+            })
+        );
+        let end = Packet::new_checked(&END_BYTES[..]).unwrap();
+        assert!(end.is_end_of_session());
+        assert_eq!(end.block_count(), 0);
+        assert_eq!(end.next_sequence(), 1_000_002);
+        assert_eq!(end.messages().count(), 0);
+        assert_eq!(Repr::parse(&end).map(|r| r.count), Ok(END_OF_SESSION));
+    }
+
+    #[test]
+    fn test_emit() {
+        let mut bytes = [0xa5u8; 20];
+        let repr = Repr {
+            session: session(),
+            sequence: 1_000_002,
+            count: END_OF_SESSION,
+        };
+        assert_eq!(repr.buffer_len(), HEADER_LEN);
+        repr.emit(&mut Packet::new_checked(&mut bytes[..]).unwrap());
+        assert_eq!(bytes, END_BYTES);
+    }
+
+    #[test]
+    fn test_builder() {
+        let mut buf = [0xa5u8; 64];
+        let mut builder = PacketBuilder::new(&mut buf, session(), 1_000_000).unwrap();
+        assert!(builder.is_empty());
+        builder.push(b"abc").unwrap();
+        builder.reserve(1).unwrap().copy_from_slice(b"d");
+        assert_eq!(
+            (builder.count(), builder.len(), builder.remaining()),
+            (2, 28, 36)
+        );
+        assert_eq!(builder.finish(), &PACKET_BYTES[..]);
+    }
+
+    #[test]
+    fn test_builder_heartbeat() {
+        let mut buf = [0u8; 20];
+        let builder = PacketBuilder::new(&mut buf, session(), 5).unwrap();
+        let packet = Packet::new_checked(&*builder.finish()).unwrap();
+        assert!(packet.is_heartbeat());
+        assert_eq!((packet.sequence(), packet.next_sequence()), (5, 5));
+        assert_eq!(packet.messages().count(), 0);
+    }
+
+    #[test]
+    fn test_builder_no_space() {
+        assert_eq!(
+            PacketBuilder::new(&mut [0u8; 19], session(), 1).err(),
+            Some(Error::NoSpace { need: 20, have: 19 })
+        );
+        let mut buf = [0u8; 27];
+        let mut builder = PacketBuilder::new(&mut buf, session(), 1_000_000).unwrap();
+        builder.push(b"abc").unwrap();
+        assert_eq!(
+            builder.push(b"de"),
+            Err(Error::NoSpace { need: 4, have: 2 })
+        );
+        assert_eq!(builder.push(b""), Err(Error::EmptyBlock { index: 1 }));
+        assert_eq!(
+            builder.push(&[0; 65536]),
+            Err(Error::TooLong { len: 65536 })
+        );
+        // A failed push leaves a valid packet behind.
+        assert_eq!(builder.finish(), &with_blocks(1, b"\x00\x03abc")[..]);
+    }
+
+    #[test]
+    fn test_builder_count_full() {
+        let mut buf = vec![0u8; HEADER_LEN + 3 * usize::from(MAX_COUNT) + 3];
+        let mut builder = PacketBuilder::new(&mut buf, session(), 0).unwrap();
+        for _ in 0..MAX_COUNT {
+            builder.push(b"x").unwrap();
+        }
+        assert_eq!(builder.push(b"x"), Err(Error::CountFull));
+        let packet = Packet::new_checked(&*builder.finish()).unwrap();
+        assert_eq!(packet.count(), MAX_COUNT);
+        assert_eq!(
+            packet.messages().filter(Result::is_ok).count(),
+            usize::from(MAX_COUNT)
+        );
+    }
+
+    #[test]
+    fn test_truncated_header_at_every_length() {
+        for len in 0..HEADER_LEN {
+            assert_eq!(
+                Packet::new_checked(&PACKET_BYTES[..len]).err(),
+                Some(Error::Truncated {
+                    need: 20,
+                    have: len
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn test_truncated_blocks_at_every_length() {
+        let expected = |len: usize| -> Vec<Result<&'static [u8]>> {
+            match len {
+                20 => vec![Err(Error::MissingBlocks {
+                    claimed: 2,
+                    found: 0,
+                })],
+                21 => vec![Err(Error::Truncated { need: 22, have: 21 })],
+                22..=24 => {
+                    vec![Err(Error::BlockOverrun {
+                        index: 0,
+                        len: 3,
+                        remaining: len - 22,
+                    })]
+                }
+                25 => vec![
+                    Ok(b"abc"),
+                    Err(Error::MissingBlocks {
+                        claimed: 2,
+                        found: 1,
+                    }),
+                ],
+                26 => vec![Ok(b"abc"), Err(Error::Truncated { need: 27, have: 26 })],
+                27 => vec![
+                    Ok(b"abc"),
+                    Err(Error::BlockOverrun {
+                        index: 1,
+                        len: 1,
+                        remaining: 0,
+                    }),
+                ],
+                _ => unreachable!(),
+            }
+        };
+        for len in HEADER_LEN..PACKET_BYTES.len() {
+            let short = &PACKET_BYTES[..len];
+            let want = expected(len);
+            assert_eq!(messages(short), want, "len {len}");
+            let packet = Packet::new_checked(short).unwrap();
+            assert_eq!(
+                Repr::parse(&packet).err(),
+                want.last().unwrap().err(),
+                "len {len}"
+            );
+        }
+    }
+
+    #[test]
+    fn test_count_too_high() {
+        let bytes = with_blocks(3, &PACKET_BYTES[20..]);
+        assert_eq!(
+            messages(&bytes),
+            [
+                Ok(&b"abc"[..]),
+                Ok(&b"d"[..]),
+                Err(Error::MissingBlocks {
+                    claimed: 3,
+                    found: 2
+                })
+            ]
+        );
+        let bytes = with_blocks(MAX_COUNT, &PACKET_BYTES[20..]);
+        assert_eq!(
+            messages(&bytes).last(),
+            Some(&Err(Error::MissingBlocks {
+                claimed: MAX_COUNT,
+                found: 2
+            }))
+        );
+    }
+
+    #[test]
+    fn test_count_too_low_is_trailing_garbage() {
+        let bytes = with_blocks(1, &PACKET_BYTES[20..]);
+        assert_eq!(
+            messages(&bytes),
+            [
+                Ok(&b"abc"[..]),
+                Err(Error::TrailingBytes { offset: 25, len: 3 })
+            ]
+        );
+        // Heartbeat and end of session carry no blocks either.
+        for count in [HEARTBEAT, END_OF_SESSION] {
+            let bytes = with_blocks(count, b"\x00");
+            assert_eq!(
+                messages(&bytes),
+                [Err(Error::TrailingBytes { offset: 20, len: 1 })]
+            );
+            let packet = Packet::new_checked(&bytes[..]).unwrap();
+            assert_eq!(
+                Repr::parse(&packet),
+                Err(Error::TrailingBytes { offset: 20, len: 1 })
+            );
+        }
+    }
+
+    #[test]
+    fn test_block_length_past_end() {
+        // Block 0 claims 0xFFFF bytes.
+        let bytes = with_blocks(2, b"\xff\xffabc\x00\x01d");
+        assert_eq!(
+            messages(&bytes),
+            [Err(Error::BlockOverrun {
+                index: 0,
+                len: 0xffff,
+                remaining: 6
+            })]
+        );
+        // Block 1 claims one byte more than is left.
+        let bytes = with_blocks(2, b"\x00\x03abc\x00\x02d");
+        assert_eq!(
+            messages(&bytes),
+            [
+                Ok(&b"abc"[..]),
+                Err(Error::BlockOverrun {
+                    index: 1,
+                    len: 2,
+                    remaining: 1
+                })
+            ]
+        );
+    }
+
+    #[test]
+    fn test_block_length_zero() {
+        let bytes = with_blocks(3, b"\x00\x00\x00\x03abc\x00\x00");
+        assert_eq!(
+            messages(&bytes),
+            [
+                Err(Error::EmptyBlock { index: 0 }),
+                Ok(&b"abc"[..]),
+                Err(Error::EmptyBlock { index: 2 })
+            ]
+        );
+        let packet = Packet::new_checked(&bytes[..]).unwrap();
+        assert_eq!(Repr::parse(&packet), Err(Error::EmptyBlock { index: 0 }));
+    }
+
+    #[test]
+    fn test_sequence_wraps() {
+        let mut bytes = PACKET_BYTES;
+        bytes[10..18].copy_from_slice(&u64::MAX.to_be_bytes());
+        assert_eq!(Packet::new_checked(&bytes[..]).unwrap().next_sequence(), 1);
+    }
+
+    #[test]
+    fn test_session() {
+        assert_eq!(Session::new("AB"), Ok(Session(*b"AB        ")));
+        assert_eq!(Session::new("ABCDEFGHIJK"), Err(Error::BadStock));
+        assert_eq!(Session(*b"AB        ").trimmed(), b"AB");
+        assert_eq!(Session([b' '; 10]).trimmed(), b"");
     }
 }

@@ -223,7 +223,15 @@ impl OrderRepr {
 
     /// Writes the order into a view already checked to hold [`LEN`] bytes.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut Packet<&mut T>) {
-        let OrderRepr { side, reverse, shares, token, tick_seq, price, stock } = *self;
+        let OrderRepr {
+            side,
+            reverse,
+            shares,
+            token,
+            tick_seq,
+            price,
+            stock,
+        } = *self;
         packet.set_kind(KIND);
         packet.set_side(side);
         packet.set_flags(if reverse { FLAG_REVERSE } else { 0 });
@@ -364,13 +372,22 @@ mod tests {
         for len in 0..LEN {
             assert_eq!(
                 Packet::new_checked(&PACKET_BYTES[..len]).err(),
-                Some(Error::Truncated { need: 36, have: len })
+                Some(Error::Truncated {
+                    need: 36,
+                    have: len
+                })
             );
             let mut it = orders(&PACKET_BYTES[..len]);
             if len == 0 {
                 assert_eq!(it.next(), None);
             } else {
-                assert_eq!(it.next(), Some(Err(Error::Truncated { need: 36, have: len })));
+                assert_eq!(
+                    it.next(),
+                    Some(Err(Error::Truncated {
+                        need: 36,
+                        have: len
+                    }))
+                );
                 assert_eq!(it.next(), None);
             }
         }
@@ -392,12 +409,23 @@ mod tests {
         }
         let mut bytes = PACKET_BYTES;
         bytes[3] = 0;
-        assert_eq!(parse(&bytes), Ok(OrderRepr { reverse: false, ..packet_repr() }));
+        assert_eq!(
+            parse(&bytes),
+            Ok(OrderRepr {
+                reverse: false,
+                ..packet_repr()
+            })
+        );
     }
 
     #[test]
     fn test_orders_back_to_back() {
-        let second = OrderRepr { side: Side::Sell, reverse: false, token: 8, ..packet_repr() };
+        let second = OrderRepr {
+            side: Side::Sell,
+            reverse: false,
+            token: 8,
+            ..packet_repr()
+        };
         let mut payload = [0u8; 36 * 3 + 5];
         packet_repr().emit_into(&mut payload[..36]).unwrap();
         second.emit_into(&mut payload[36..72]).unwrap();
@@ -410,6 +438,9 @@ mod tests {
         assert_eq!(it.next(), Some(Err(Error::UnknownType(b'X'))));
         assert_eq!(it.next(), Some(Err(Error::Truncated { need: 36, have: 5 })));
         assert_eq!(it.next(), None);
-        assert_eq!(orders(&payload[..72]).collect::<Vec<_>>(), [Ok(packet_repr()), Ok(second)]);
+        assert_eq!(
+            orders(&payload[..72]).collect::<Vec<_>>(),
+            [Ok(packet_repr()), Ok(second)]
+        );
     }
 }

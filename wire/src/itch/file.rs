@@ -83,12 +83,22 @@ impl<R: Read> Reader<R> {
     /// carry on from wherever the reader stopped, which is rarely useful.
     pub fn read_message(&mut self) -> Result<Option<Record<'_>>, FileError> {
         let offset = self.offset;
-        let io = |source| FileError::Io { op: "read", offset, source };
+        let io = |source| FileError::Io {
+            op: "read",
+            offset,
+            source,
+        };
         let mut prefix = [0u8; PREFIX_LEN];
         match fill(&mut self.inner, &mut prefix).map_err(io)? {
             0 => return Ok(None),
             PREFIX_LEN => {}
-            have => return Err(FileError::Truncated { offset, need: PREFIX_LEN, have }),
+            have => {
+                return Err(FileError::Truncated {
+                    offset,
+                    need: PREFIX_LEN,
+                    have,
+                });
+            }
         }
         let len = usize::from(u16::from_be_bytes(prefix));
         // Cannot fail: the buffer is u16::MAX long.
@@ -137,7 +147,10 @@ pub struct Writer<W: Write> {
 impl<W: Write> Writer<W> {
     /// Wraps a writer, with a 64 KiB write buffer.
     pub fn new(inner: W) -> Self {
-        Writer { inner: BufWriter::with_capacity(64 * 1024, inner), offset: 0 }
+        Writer {
+            inner: BufWriter::with_capacity(64 * 1024, inner),
+            offset: 0,
+        }
     }
 
     /// Appends one message with its length prefix; returns the record's offset.
@@ -145,7 +158,11 @@ impl<W: Write> Writer<W> {
         let len = message.len();
         let prefix = u16::try_from(len).map_err(|_| FileError::TooLong { len })?;
         let offset = self.offset;
-        let io = |source| FileError::Io { op: "write", offset, source };
+        let io = |source| FileError::Io {
+            op: "write",
+            offset,
+            source,
+        };
         self.inner.write_all(&prefix.to_be_bytes()).map_err(io)?;
         self.inner.write_all(message).map_err(io)?;
         self.offset += (PREFIX_LEN + len) as u64;
@@ -160,9 +177,11 @@ impl<W: Write> Writer<W> {
     /// Flushes and returns the underlying writer.
     pub fn finish(self) -> Result<W, FileError> {
         let offset = self.offset;
-        self.inner
-            .into_inner()
-            .map_err(|e| FileError::Io { op: "flush", offset, source: e.into_error() })
+        self.inner.into_inner().map_err(|e| FileError::Io {
+            op: "flush",
+            offset,
+            source: e.into_error(),
+        })
     }
 }
 
@@ -185,9 +204,18 @@ mod tests {
         let first = reader.read_message().unwrap().unwrap();
         assert_eq!(first.offset, 0);
         assert_eq!(first.message, &FILE_BYTES[2..14]);
-        assert_eq!(itch::parse(first.message), Ok(Message::Other { kind: b'S' }));
+        assert_eq!(
+            itch::parse(first.message),
+            Ok(Message::Other { kind: b'S' })
+        );
         let second = reader.read_message().unwrap().unwrap();
-        assert_eq!(second, Record { offset: 14, message: b"Z" });
+        assert_eq!(
+            second,
+            Record {
+                offset: 14,
+                message: b"Z"
+            }
+        );
         assert!(reader.read_message().unwrap().is_none());
         assert!(reader.read_message().unwrap().is_none());
         assert_eq!(reader.offset(), 17);
@@ -207,12 +235,40 @@ mod tests {
             };
             match (len, end) {
                 (0 | 14, None) => {}
-                (1, Some(FileError::Truncated { offset: 0, need: 2, have: 1 })) => {}
-                (2..=13, Some(FileError::Truncated { offset: 0, need: 14, have })) => {
+                (
+                    1,
+                    Some(FileError::Truncated {
+                        offset: 0,
+                        need: 2,
+                        have: 1,
+                    }),
+                ) => {}
+                (
+                    2..=13,
+                    Some(FileError::Truncated {
+                        offset: 0,
+                        need: 14,
+                        have,
+                    }),
+                ) => {
                     assert_eq!(have, len);
                 }
-                (15, Some(FileError::Truncated { offset: 14, need: 2, have: 1 })) => {}
-                (16, Some(FileError::Truncated { offset: 14, need: 3, have: 2 })) => {}
+                (
+                    15,
+                    Some(FileError::Truncated {
+                        offset: 14,
+                        need: 2,
+                        have: 1,
+                    }),
+                ) => {}
+                (
+                    16,
+                    Some(FileError::Truncated {
+                        offset: 14,
+                        need: 3,
+                        have: 2,
+                    }),
+                ) => {}
                 (len, end) => panic!("len {len}: {end:?}"),
             }
             assert_eq!(seen, usize::from(len >= 14));
@@ -222,7 +278,10 @@ mod tests {
     #[test]
     fn truncated_error_message() {
         let err = Reader::new(&FILE_BYTES[..5]).read_message().unwrap_err();
-        assert!(err.to_string().contains("record at byte 0 needs 14 bytes"), "{err}");
+        assert!(
+            err.to_string().contains("record at byte 0 needs 14 bytes"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -260,6 +319,16 @@ mod tests {
             }
         }
         let err = Reader::new(Failing).read_message().unwrap_err();
-        assert!(matches!(err, FileError::Io { op: "read", offset: 0, .. }), "{err:?}");
+        assert!(
+            matches!(
+                err,
+                FileError::Io {
+                    op: "read",
+                    offset: 0,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
     }
 }

@@ -80,7 +80,11 @@ pub fn parse(msg: &[u8]) -> Result<Message> {
     };
     let expected = message_len(kind).ok_or(Error::UnknownType(kind))?;
     if msg.len() != expected {
-        return Err(Error::BadLength { kind, expected, got: msg.len() });
+        return Err(Error::BadLength {
+            kind,
+            expected,
+            got: msg.len(),
+        });
     }
     if kind == trade::KIND {
         return TradeRepr::parse(&TradePacket::new_checked(msg)?).map(Message::Trade);
@@ -107,14 +111,16 @@ impl Price4 {
     ///
     /// # Quantisation
     /// The result is `(x * 10_000.0).round()`, computed in `f64`: round half away from zero,
-    /// where "half" is judged on the `f64` product (so `1.00005`, stored as 1.0000499999…, gives
-    /// 1.0000). Quantising the output of [`Price4::to_f64`] gives back the same `Price4` for every
+    /// where "half" is judged on the `f64` product: `0.00015 * 10_000.0` is
+    /// `1.4999999999999998`, so 0.00015 quantises to 0.0001, while 123.45675 gives 123.4568.
+    /// Quantising the output of [`Price4::to_f64`] gives back the same `Price4` for every
     /// value. Negative prices, NaN, infinities and anything that rounds above `u32::MAX` units are
     /// [`Error::BadPrice`]; `-0.0` quantises to 0.
     pub fn from_f64_quantised(x: f64) -> Result<Price4> {
         let scaled = (x * f64::from(Self::SCALE)).round();
-        // `!(a >= b)` rather than `a < b`, so that NaN is rejected too.
-        if !(scaled >= 0.0 && scaled <= f64::from(u32::MAX)) {
+        // NaN and negatives fail `x >= 0.0`; `-0.0` passes it.
+        let non_negative = x >= 0.0;
+        if !non_negative || scaled > f64::from(u32::MAX) {
             return Err(Error::BadPrice);
         }
         // Exact: `scaled` is an integer in u32's range.
@@ -239,7 +245,10 @@ mod tests {
     fn length_table_is_complete_and_unique() {
         for (i, (kind, len)) in MESSAGE_LENGTHS.iter().enumerate() {
             assert_eq!(message_len(*kind), Some(*len));
-            assert!(MESSAGE_LENGTHS[i + 1..].iter().all(|(k, _)| k != kind), "{kind} twice");
+            assert!(
+                MESSAGE_LENGTHS[i + 1..].iter().all(|(k, _)| k != kind),
+                "{kind} twice"
+            );
         }
         assert_eq!(message_len(b'P'), Some(44));
         assert_eq!(message_len(b'Z'), None);
@@ -273,14 +282,22 @@ mod tests {
                 Err(e) => panic!("{}: {e}", char::from(kind)),
             }
             for got in [len - 1, len + 1, 1] {
-                assert_eq!(parse(&buf[..got]), Err(Error::BadLength { kind, expected: len, got }));
+                assert_eq!(
+                    parse(&buf[..got]),
+                    Err(Error::BadLength {
+                        kind,
+                        expected: len,
+                        got
+                    })
+                );
             }
         }
     }
 
     // An 'S' System Event, start of messages ('O'), at 03:00:00.000000001.
-    static SYSTEM_EVENT_BYTES: [u8; 12] =
-        [b'S', 0x00, 0x00, 0x00, 0x00, 0x09, 0xD2, 0x92, 0x29, 0xE0, 0x01, b'O'];
+    static SYSTEM_EVENT_BYTES: [u8; 12] = [
+        b'S', 0x00, 0x00, 0x00, 0x00, 0x09, 0xD2, 0x92, 0x29, 0xE0, 0x01, b'O',
+    ];
 
     #[test]
     fn parse_system_event() {
@@ -299,10 +316,10 @@ mod tests {
         assert_eq!(q(123.45675), Ok(Price4(1_234_568))); // half away from zero
         assert_eq!(q(0.00005), Ok(Price4(1)));
         assert_eq!(q(0.000049), Ok(Price4(0)));
-        assert_eq!(q(1.00005), Ok(Price4(10_000))); // 1.00005 is 1.0000499.. in f64
-        assert_eq!(q(429_496.7295), Ok(Price4::MAX));
-        assert_eq!(q(429_496.72954), Ok(Price4::MAX));
-        assert_eq!(q(429_496.7296), Err(Error::BadPrice));
+        assert_eq!(q(0.00015), Ok(Price4(1))); // 0.00015 * 10_000.0 is 1.4999999999999998
+        assert_eq!(q(429_496.729_5), Ok(Price4::MAX));
+        assert_eq!(q(429_496.729_54), Ok(Price4::MAX));
+        assert_eq!(q(429_496.729_6), Err(Error::BadPrice));
         assert_eq!(q(-0.0001), Err(Error::BadPrice));
         assert_eq!(q(-0.00001), Err(Error::BadPrice));
         assert_eq!(q(f64::NAN), Err(Error::BadPrice));
@@ -315,8 +332,20 @@ mod tests {
 
     #[test]
     fn price_round_trips_through_f64_at_the_edges() {
-        for n in [0, 1, 9_999, 10_000, 10_001, u32::MAX / 2, u32::MAX - 1, u32::MAX] {
-            assert_eq!(Price4::from_f64_quantised(Price4(n).to_f64()), Ok(Price4(n)));
+        for n in [
+            0,
+            1,
+            9_999,
+            10_000,
+            10_001,
+            u32::MAX / 2,
+            u32::MAX - 1,
+            u32::MAX,
+        ] {
+            assert_eq!(
+                Price4::from_f64_quantised(Price4(n).to_f64()),
+                Ok(Price4(n))
+            );
         }
     }
 
@@ -342,6 +371,9 @@ mod tests {
         assert_eq!(Side::from_byte(b'b'), Err(Error::BadSide(b'b')));
         assert_eq!(Side::Buy.opposite().to_byte(), b'S');
         assert_eq!(Timestamp::from_nanos((1 << 48) - 1), Ok(Timestamp::MAX));
-        assert_eq!(Timestamp::from_nanos(1 << 48), Err(Error::BadTimestamp(1 << 48)));
+        assert_eq!(
+            Timestamp::from_nanos(1 << 48),
+            Err(Error::BadTimestamp(1 << 48))
+        );
     }
 }

@@ -221,7 +221,10 @@ impl Repr {
     pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Packet<&T>) -> Result<Repr> {
         packet.check_len()?;
         if packet.kind() != KIND {
-            return Err(Error::WrongType { expected: KIND, got: packet.kind() });
+            return Err(Error::WrongType {
+                expected: KIND,
+                got: packet.kind(),
+            });
         }
         Ok(Repr {
             stock_locate: packet.stock_locate(),
@@ -360,7 +363,10 @@ mod tests {
         let mut bytes = [0u8; 50];
         assert_eq!(repr.emit_into(&mut bytes), Ok(44));
         assert_eq!(bytes[..44], PACKET_BYTES);
-        assert_eq!(repr.emit_into(&mut [0u8; 43]), Err(Error::NoSpace { need: 44, have: 43 }));
+        assert_eq!(
+            repr.emit_into(&mut [0u8; 43]),
+            Err(Error::NoSpace { need: 44, have: 43 })
+        );
     }
 
     #[test]
@@ -369,12 +375,19 @@ mod tests {
             let short = &PACKET_BYTES[..len];
             assert_eq!(
                 Packet::new_checked(short).err(),
-                Some(Error::Truncated { need: LEN, have: len })
+                Some(Error::Truncated {
+                    need: LEN,
+                    have: len
+                })
             );
             let expected = if len == 0 {
                 Error::Truncated { need: 1, have: 0 }
             } else {
-                Error::BadLength { kind: b'P', expected: 44, got: len }
+                Error::BadLength {
+                    kind: b'P',
+                    expected: 44,
+                    got: len,
+                }
             };
             assert_eq!(parse(short), Err(expected));
         }
@@ -384,9 +397,19 @@ mod tests {
     fn test_too_long() {
         let mut long = [0u8; 45];
         long[..44].copy_from_slice(&PACKET_BYTES);
-        assert_eq!(parse(&long), Err(Error::BadLength { kind: b'P', expected: 44, got: 45 }));
+        assert_eq!(
+            parse(&long),
+            Err(Error::BadLength {
+                kind: b'P',
+                expected: 44,
+                got: 45
+            })
+        );
         // The view itself accepts a longer buffer, as smoltcp's do.
-        assert_eq!(Repr::parse(&Packet::new_checked(&long[..]).unwrap()), Ok(packet_repr()));
+        assert_eq!(
+            Repr::parse(&Packet::new_checked(&long[..]).unwrap()),
+            Ok(packet_repr())
+        );
     }
 
     #[test]
@@ -398,10 +421,20 @@ mod tests {
         bytes[0] = b'Q';
         assert_eq!(
             Repr::parse(&Packet::new_checked(&bytes[..]).unwrap()),
-            Err(Error::WrongType { expected: b'P', got: b'Q' })
+            Err(Error::WrongType {
+                expected: b'P',
+                got: b'Q'
+            })
         );
         // A 44-byte 'Q' is a bad length for a Cross Trade (40).
-        assert_eq!(parse(&bytes), Err(Error::BadLength { kind: b'Q', expected: 40, got: 44 }));
+        assert_eq!(
+            parse(&bytes),
+            Err(Error::BadLength {
+                kind: b'Q',
+                expected: 40,
+                got: 44
+            })
+        );
     }
 
     #[test]
