@@ -1,0 +1,267 @@
+//! Loading and attaching the lab's XDP program, and reading its counters.
+use aya::{
+    Ebpf, EbpfLoader,
+    maps::{MapData, PerCpuArray, XskMap},
+    programs::{ProgramError, Xdp, XdpMode as AyaXdpMode, xdp::XdpLinkId},
+};
+use xdp_common::{Action, Counter, GLOBAL_ACTION, GLOBAL_MD_PORT, MAP_COUNTERS, MAP_XSKS, PROG_NAME};
+
+/// The XDP program, built by `build.rs` and embedded here. Empty when the eBPF toolchain was
+/// missing at build time.
+static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/xdp-ebpf"));
+
+/// Where XDP runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum XdpMode {
+    /// In the driver (veth supports it): the fast path.
+    #[default]
+    Native,
+    /// Generic XDP, after the kernel has built an skb: works on any interface, slower.
+    Skb,
+}
+
+impl XdpMode {
+    fn to_aya(self) -> AyaXdpMode {
+        match self {
+            XdpMode::Native => AyaXdpMode::Driver,
+            XdpMode::Skb => AyaXdpMode::Skb,
+        }
+    }
+
+    /// `native` or `skb`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            XdpMode::Native => "native",
+            XdpMode::Skb => "skb",
+        }
+    }
+}
+
+impl std::str::FromStr for XdpMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "native" | "driver" | "drv" => Ok(XdpMode::Native),
+            "skb" | "generic" => Ok(XdpMode::Skb),
+            _ => Err(format!("unknown XDP mode {s:?}: use native or skb")),
+        }
+    }
+}
+
+impl std::fmt::Display for XdpMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Errors loading or attaching.
+#[derive(Debug, thiserror::Error)]
+pub enum XdpError {
+    /// The binary was built without the eBPF toolchain.
+    #[error(
+        "this binary has no XDP program embedded (the eBPF toolchain was missing when it was \
+         built): run `cargo xtask setup`, then rebuild"
+    )]
+    NotEmbedded,
+    /// Missing privileges.
+    #[error(transparent)]
+    Privilege(#[from] netns::Error),
+    /// The object didn't load (verifier, maps, BTF).
+    #[error("failed to load the XDP program: {0}")]
+    Load(#[source] aya::EbpfError),
+    /// Program or map lookup or attach failed.
+    #[error("{what}: {source}{hint}")]
+    Program {
+        /// What was being done.
+        what: String,
+        /// The error.
+        #[source]
+        source: ProgramError,
+        /// What to try.
+        hint: &'static str,
+    },
+    /// Map access failed.
+    #[error("{what}: {source}")]
+    Map {
+        /// What was being done.
+        what: String,
+        /// The error.
+        #[source]
+        source: aya::maps::MapError,
+    },
+}
+
+/// The XDP program, loaded and attached to one interface. Dropping it detaches the program
+/// (it is attached through a BPF link owned by this process, so even `kill -9` detaches it).
+#[derive(Debug)]
+pub struct XdpProgram {
+    ebpf: Ebpf,
+    _link: XdpLinkId,
+    iface: String,
+    mode: XdpMode,
+}
+
+impl XdpProgram {
+    /// Loads the program with the market-data `port` and `action`, and attaches it to `iface` in
+    /// `mode`, in the calling thread's network namespace.
+    pub fn attach(
+        iface: &str,
+        port: u16,
+        mode: XdpMode,
+        action: Action,
+    ) -> Result<XdpProgram, XdpError> {
+        if OBJECT.is_empty() {
+            return Err(XdpError::NotEmbedded);
+        }
+        netns::check_capabilities(&[netns::Capability::NetAdmin, netns::Capability::Bpf])?;
+        let action = action as u8;
+        let mut ebpf = EbpfLoader::new()
+            .override_global(GLOBAL_MD_PORT, &port, true)
+            .override_global(GLOBAL_ACTION, &action, true)
+            .load(OBJECT)
+            .map_err(XdpError::Load)?;
+        let prog: &mut Xdp = ebpf
+            .program_mut(PROG_NAME)
+            .ok_or_else(|| XdpError::Program {
+                what: format!("program {PROG_NAME} not in the object"),
+                source: ProgramError::NotLoaded,
+                hint: "",
+            })?
+            .try_into()
+            .map_err(|source| XdpError::Program {
+                what: format!("{PROG_NAME} is not an XDP program"),
+                source,
+                hint: "",
+            })?;
+        prog.load().map_err(|source| XdpError::Program {
+            what: "the verifier rejected the XDP program".into(),
+            source,
+            hint: "",
+        })?;
+        let link = prog
+            .attach(iface, mode.to_aya())
+            .map_err(|source| XdpError::Program {
+                what: format!("failed to attach XDP to {iface} in {mode} mode"),
+                hint: match (&source, mode) {
+                    (ProgramError::UnknownInterface { .. }, _) => {
+                        " (no such interface in this namespace: is the lab up?)"
+                    }
+                    (_, XdpMode::Native) => " (the driver may lack native XDP: try --xdp-mode skb)",
+                    _ => "",
+                },
+                source,
+            })?;
+        Ok(XdpProgram {
+            ebpf,
+            _link: link,
+            iface: iface.to_owned(),
+            mode,
+        })
+    }
+
+    /// Puts an AF_XDP socket into the XSKMAP slot of `queue`.
+    pub fn register_socket(&mut self, queue: u32, fd: std::os::fd::RawFd) -> Result<(), XdpError> {
+        let map = self.ebpf.map_mut(MAP_XSKS).ok_or_else(|| XdpError::Map {
+            what: format!("map {MAP_XSKS} missing"),
+            source: aya::maps::MapError::InvalidName {
+                name: MAP_XSKS.into(),
+            },
+        })?;
+        let mut xsks: XskMap<&mut MapData> = XskMap::try_from(map).map_err(|source| XdpError::Map {
+            what: format!("{MAP_XSKS} is not an XSKMAP"),
+            source,
+        })?;
+        // SAFETY-free: aya takes the fd by AsRawFd; a borrowed raw fd is valid for this call.
+        xsks.set(queue, BorrowedRaw(fd), 0)
+            .map_err(|source| XdpError::Map {
+                what: format!("failed to put the socket into {MAP_XSKS}[{queue}]"),
+                source,
+            })
+    }
+
+    /// Every counter summed over CPUs, in [`Counter::ALL`] order.
+    pub fn counters(&self) -> Result<Counters, XdpError> {
+        let map = self.ebpf.map(MAP_COUNTERS).ok_or_else(|| XdpError::Map {
+            what: format!("map {MAP_COUNTERS} missing"),
+            source: aya::maps::MapError::InvalidName {
+                name: MAP_COUNTERS.into(),
+            },
+        })?;
+        let array: PerCpuArray<&MapData, u64> =
+            PerCpuArray::try_from(map).map_err(|source| XdpError::Map {
+                what: format!("{MAP_COUNTERS} is not a per-CPU array"),
+                source,
+            })?;
+        let mut out = Counters::default();
+        for c in Counter::ALL {
+            let per_cpu = array.get(&c.index(), 0).map_err(|source| XdpError::Map {
+                what: format!("reading {MAP_COUNTERS}[{}]", c.name()),
+                source,
+            })?;
+            out.0[c.index() as usize] = per_cpu.iter().sum();
+        }
+        Ok(out)
+    }
+
+    /// The interface it is attached to.
+    pub fn iface(&self) -> &str {
+        &self.iface
+    }
+
+    /// The mode it is attached in.
+    pub fn mode(&self) -> XdpMode {
+        self.mode
+    }
+}
+
+/// A raw fd lent to aya for one call.
+struct BorrowedRaw(std::os::fd::RawFd);
+
+impl std::os::fd::AsRawFd for BorrowedRaw {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.0
+    }
+}
+
+/// The program's counters, summed over CPUs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters(pub [u64; Counter::COUNT as usize]);
+
+impl Counters {
+    /// One counter.
+    pub fn get(&self, c: Counter) -> u64 {
+        self.0[c.index() as usize]
+    }
+
+    /// Frames passed to the kernel, for any reason.
+    pub fn passed(&self) -> u64 {
+        Counter::ALL
+            .iter()
+            .filter(|c| c.is_pass())
+            .map(|&c| self.get(c))
+            .sum()
+    }
+
+    /// The difference `self - earlier`, counter by counter.
+    pub fn since(&self, earlier: &Counters) -> Counters {
+        let mut d = *self;
+        for (a, b) in d.0.iter_mut().zip(earlier.0.iter()) {
+            *a = a.wrapping_sub(*b);
+        }
+        d
+    }
+}
+
+impl std::fmt::Display for Counters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut first = true;
+        for c in Counter::ALL {
+            if !first {
+                f.write_str(" ")?;
+            }
+            first = false;
+            write!(f, "{}={}", c.name(), self.get(c))?;
+        }
+        Ok(())
+    }
+}

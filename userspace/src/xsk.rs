@@ -1,0 +1,365 @@
+//! A small, safe wrapper over xsk-rs: one UMEM, one AF_XDP socket, its four rings.
+//!
+//! The UMEM's frames are split once, at creation, into an RX pool (always owned by the fill
+//! ring, the RX ring, or a [`XskRx::recv`] call in progress) and a TX pool (owned by
+//! [`XskTx`]'s free list, the TX ring, or the completion ring). A frame never moves between
+//! pools and every descriptor comes from this UMEM: those are the two invariants xsk-rs's
+//! `unsafe` functions ask of the caller, and this module is the only place that calls them.
+//!
+//! Nothing here allocates after [`Xsk::new`]: the scratch descriptor arrays are sized up front.
+use std::{io, num::NonZeroU32, os::fd::RawFd};
+
+use xsk_rs::{
+    CompQueue, FillQueue, FrameDesc, RxQueue, Socket, TxQueue, Umem,
+    config::{
+        BindFlags, FrameSize, Interface, LibxdpFlags, QueueSize, SocketConfig, UmemConfig, XdpFlags,
+    },
+};
+
+/// Errors creating the socket.
+#[derive(Debug, thiserror::Error)]
+pub enum XskError {
+    /// A ring or frame size the kernel won't take (sizes must be powers of two).
+    #[error("invalid AF_XDP configuration: {0}")]
+    Config(String),
+    /// The UMEM could not be created (mmap, or `XDP_UMEM_REG`).
+    #[error("failed to create the UMEM ({frames} frames of {frame_size} B{huge}): {source}", huge = if *.huge_pages { ", huge pages" } else { "" })]
+    Umem {
+        /// Frames asked for.
+        frames: u32,
+        /// Bytes per frame.
+        frame_size: u32,
+        /// Whether 2 MiB pages were asked for.
+        huge_pages: bool,
+        /// What xsk-rs reported.
+        source: xsk_rs::umem::UmemCreateError,
+    },
+    /// The socket could not be created or bound.
+    #[error("failed to create an AF_XDP socket on {iface} queue {queue}: {source}{hint}")]
+    Socket {
+        /// The interface.
+        iface: String,
+        /// The queue.
+        queue: u32,
+        /// What xsk-rs reported.
+        source: xsk_rs::socket::SocketCreateError,
+        /// What to try.
+        hint: &'static str,
+    },
+}
+
+/// How to build the socket. Ring sizes are powers of two (the kernel requires it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct XskConfig {
+    /// Frames in the UMEM; half receive, half transmit.
+    pub frames: u32,
+    /// Bytes per frame (2048 or 4096).
+    pub frame_size: u32,
+    /// Entries in each of the RX, TX, fill and completion rings.
+    pub ring_size: u32,
+    /// Bind with `XDP_USE_NEED_WAKEUP`: the kernel tells us when it needs a syscall to go on,
+    /// instead of us making one every time.
+    pub need_wakeup: bool,
+    /// Back the UMEM with 2 MiB huge pages (fewer TLB misses; needs reserved huge pages).
+    pub huge_pages: bool,
+    /// Force copy mode (veth has no zero-copy; a real NIC may).
+    pub force_copy: bool,
+}
+
+impl Default for XskConfig {
+    fn default() -> Self {
+        Self {
+            frames: 4096,
+            frame_size: 2048,
+            ring_size: 2048,
+            need_wakeup: true,
+            huge_pages: false,
+            force_copy: false,
+        }
+    }
+}
+
+/// An AF_XDP socket bound to one queue of one interface, with its UMEM, split into a receive
+/// half and a transmit half so a loop can hold both at once.
+#[derive(Debug)]
+pub struct Xsk {
+    /// The receive half: RX and fill rings.
+    pub rx: XskRx,
+    /// The transmit half: TX and completion rings.
+    pub tx: XskTx,
+    fd: RawFd,
+}
+
+/// Receive half of an [`Xsk`].
+#[derive(Debug)]
+pub struct XskRx {
+    umem: Umem,
+    rx: RxQueue,
+    fq: FillQueue,
+    scratch: Vec<FrameDesc>,
+    need_wakeup: bool,
+}
+
+/// Transmit half of an [`Xsk`].
+#[derive(Debug)]
+pub struct XskTx {
+    umem: Umem,
+    tx: TxQueue,
+    cq: CompQueue,
+    free: Vec<FrameDesc>,
+    scratch: Vec<FrameDesc>,
+    frame_capacity: usize,
+}
+
+/// The TX pool is empty: every TX frame is in flight. Reclaim (done by the next send) and retry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("no free TX frame (all {0} in flight)")]
+pub struct TxFull(pub usize);
+
+impl Xsk {
+    /// Creates the UMEM and binds a socket to `iface`/`queue`, in the calling thread's network
+    /// namespace. The fill ring is filled before this returns, so frames can arrive at once;
+    /// the socket still has to be put into the XDP program's XSKMAP to get any.
+    pub fn new(iface: &str, queue: u32, config: XskConfig) -> Result<Xsk, XskError> {
+        let XskConfig {
+            frames,
+            frame_size,
+            ring_size,
+            need_wakeup,
+            huge_pages,
+            force_copy,
+        } = config;
+        let bad = |e: &dyn std::fmt::Display| XskError::Config(e.to_string());
+        let ring = QueueSize::new(ring_size).map_err(|e| bad(&e))?;
+        let umem_config = UmemConfig::builder()
+            .frame_size(FrameSize::new(frame_size).map_err(|e| bad(&e))?)
+            .fill_queue_size(ring)
+            .comp_queue_size(ring)
+            .build()
+            .map_err(|e| bad(&e))?;
+        let frame_count = NonZeroU32::new(frames)
+            .filter(|n| n.get() >= 2)
+            .ok_or_else(|| XskError::Config(format!("need at least 2 frames, got {frames}")))?;
+        let half = (frames / 2) as usize;
+        if half > ring_size as usize {
+            return Err(XskError::Config(format!(
+                "{half} RX frames don't fit a fill ring of {ring_size}: use --frames <= {}",
+                2 * ring_size
+            )));
+        }
+        let (umem, mut descs) =
+            Umem::new(umem_config, frame_count, huge_pages).map_err(|source| XskError::Umem {
+                frames,
+                frame_size,
+                huge_pages,
+                source,
+            })?;
+        let mut bind = if force_copy {
+            BindFlags::XDP_COPY
+        } else {
+            BindFlags::empty()
+        };
+        if need_wakeup {
+            bind |= BindFlags::XDP_USE_NEED_WAKEUP;
+        }
+        let socket_config = SocketConfig::builder()
+            .rx_queue_size(ring)
+            .tx_queue_size(ring)
+            // Our own XDP program is attached separately; without this libxdp loads its own.
+            .libxdp_flags(LibxdpFlags::XSK_LIBXDP_FLAGS_INHIBIT_PROG_LOAD)
+            .xdp_flags(XdpFlags::empty())
+            .bind_flags(bind)
+            .build();
+        let if_name: Interface = iface
+            .parse()
+            .map_err(|_| XskError::Config(format!("interface name {iface:?} contains NUL")))?;
+        // SAFETY: no other socket of ours is bound to this interface and queue: the UMEM was
+        // made just above and is used by this socket alone.
+        let (tx, rx, fq_cq) = unsafe { Socket::new(socket_config, &umem, &if_name, queue) }
+            .map_err(|source| {
+                let hint = socket_hint(&source);
+                XskError::Socket {
+                    iface: iface.to_owned(),
+                    queue,
+                    source,
+                    hint,
+                }
+            })?;
+        let (mut fq, cq) = fq_cq.ok_or_else(|| {
+            XskError::Config("socket came without fill/completion rings".to_owned())
+        })?;
+        let tx_frames = descs.split_off(half);
+        let rx_frames = descs;
+        // SAFETY: these descriptors are this UMEM's RX pool, owned by nobody else yet.
+        let filled = unsafe { fq.produce(&rx_frames) };
+        if filled != rx_frames.len() {
+            return Err(XskError::Config(format!(
+                "fill ring took {filled} of {} frames",
+                rx_frames.len()
+            )));
+        }
+        let raw = {
+            use std::os::fd::AsRawFd;
+            rx.fd().as_raw_fd()
+        };
+        let frame_capacity = frame_size as usize;
+        let batch_scratch = vec![FrameDesc::default(); ring_size as usize];
+        Ok(Xsk {
+            rx: XskRx {
+                umem: umem.clone(),
+                rx,
+                fq,
+                scratch: batch_scratch.clone(),
+                need_wakeup,
+            },
+            tx: XskTx {
+                umem,
+                tx,
+                cq,
+                free: tx_frames,
+                scratch: batch_scratch,
+                frame_capacity,
+            },
+            fd: raw,
+        })
+    }
+
+    /// The socket's file descriptor, for `XskMap::set`.
+    pub fn raw_fd(&self) -> RawFd {
+        self.fd
+    }
+
+    /// The kernel's counters for this socket (drops for a full RX ring or an empty fill ring,
+    /// invalid descriptors).
+    pub fn statistics(&self) -> io::Result<XskStats> {
+        let s = self.rx.rx.fd().xdp_statistics()?;
+        Ok(XskStats {
+            rx_dropped: s.rx_dropped(),
+            rx_invalid_descs: s.rx_invalid_descs(),
+            rx_ring_full: s.rx_ring_full(),
+            rx_fill_ring_empty: s.rx_fill_ring_empty_descs(),
+            tx_invalid_descs: s.tx_invalid_descs(),
+            tx_ring_empty: s.tx_ring_empty_descs(),
+        })
+    }
+}
+
+/// `XDP_STATISTICS` of a socket.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub struct XskStats {
+    pub rx_dropped: u64,
+    pub rx_invalid_descs: u64,
+    pub rx_ring_full: u64,
+    pub rx_fill_ring_empty: u64,
+    pub tx_invalid_descs: u64,
+    pub tx_ring_empty: u64,
+}
+
+fn socket_hint(e: &xsk_rs::socket::SocketCreateError) -> &'static str {
+    use std::error::Error as _;
+    let errno = e
+        .source()
+        .and_then(|s| s.downcast_ref::<io::Error>())
+        .and_then(io::Error::raw_os_error);
+    match errno {
+        Some(libc::EAFNOSUPPORT) => {
+            " (this kernel has no AF_XDP sockets: it needs CONFIG_XDP_SOCKETS=y)"
+        }
+        Some(libc::EPERM) => " (needs CAP_NET_RAW and CAP_BPF or CAP_SYS_ADMIN: run as root)",
+        Some(libc::ENODEV) => " (no such interface in this network namespace; is the lab up?)",
+        Some(libc::EBUSY) => " (another AF_XDP socket is bound to this queue)",
+        Some(libc::EOPNOTSUPP) => " (the driver can't do this bind mode: try copy mode)",
+        Some(libc::EINVAL) => " (queue id out of range for this interface?)",
+        _ => "",
+    }
+}
+
+impl XskRx {
+    /// Takes up to `max` frames from the RX ring, hands each frame's bytes to `f`, and gives the
+    /// frames back to the fill ring. Never blocks; returns how many frames it handled.
+    #[inline]
+    pub fn recv(&mut self, max: usize, mut f: impl FnMut(&[u8])) -> usize {
+        let max = max.min(self.scratch.len());
+        // SAFETY: the scratch descriptors are overwritten with ones the kernel filled from this
+        // UMEM's RX pool; none of them is in the fill ring while we hold it.
+        let n = unsafe { self.rx.consume(&mut self.scratch[..max]) };
+        if n == 0 {
+            if self.need_wakeup && self.fq.needs_wakeup() {
+                // The kernel ran out of fill entries at some point and wants a poke.
+                let _ = self.fq.wakeup(self.rx.fd_mut(), 0);
+            }
+            return 0;
+        }
+        for desc in &self.scratch[..n] {
+            // SAFETY: `desc` came from this UMEM's RX ring and is not in any ring now.
+            let data = unsafe { self.umem.data(desc) };
+            f(data.contents());
+        }
+        // SAFETY: these frames were consumed from the RX ring above and are handed back
+        // exactly once. The fill ring holds all RX frames (checked in `new`), so it has room.
+        let produced = unsafe { self.fq.produce(&self.scratch[..n]) };
+        debug_assert_eq!(produced, n, "fill ring has room for every RX frame");
+        if self.need_wakeup && self.fq.needs_wakeup() {
+            let _ = self.fq.wakeup(self.rx.fd_mut(), 0);
+        }
+        n
+    }
+
+    /// Blocks in `poll()` until the RX ring has something or `timeout_ms` passes.
+    pub fn wait(&mut self, timeout_ms: i32) -> io::Result<bool> {
+        self.rx.poll(timeout_ms)
+    }
+}
+
+impl XskTx {
+    /// Builds one frame with `build` (which writes into the frame and returns its length) and
+    /// puts it on the TX ring. Nothing is sent until [`XskTx::kick`].
+    #[inline]
+    pub fn send(&mut self, build: impl FnOnce(&mut [u8]) -> usize) -> Result<(), TxFull> {
+        if self.free.is_empty() {
+            self.reclaim();
+        }
+        let Some(mut desc) = self.free.pop() else {
+            return Err(TxFull(self.frame_capacity));
+        };
+        {
+            // SAFETY: `desc` is from this UMEM's TX pool and in no ring (it was on our free list).
+            let mut data = unsafe { self.umem.data_mut(&mut desc) };
+            let mut cursor = data.cursor();
+            let cap = cursor.buf_len();
+            cursor.set_pos(cap);
+            let len = build(data.contents_mut()).min(cap);
+            data.cursor().set_pos(len);
+        }
+        // SAFETY: `desc` is ours, written above, and goes on the TX ring once; it comes back
+        // through the completion ring.
+        if unsafe { self.tx.produce_one(&desc) } == 1 {
+            Ok(())
+        } else {
+            self.free.push(desc);
+            Err(TxFull(self.frame_capacity))
+        }
+    }
+
+    /// Tells the kernel to send what is on the TX ring. Copy mode (veth, or any driver without
+    /// zero-copy) sends nothing without this `sendto`, whatever `needs_wakeup` says.
+    #[inline]
+    pub fn kick(&mut self) -> io::Result<()> {
+        self.tx.wakeup()
+    }
+
+    /// Moves completed TX frames back to the free list.
+    #[inline]
+    pub fn reclaim(&mut self) -> usize {
+        // SAFETY: the completion ring only returns descriptors we put on the TX ring.
+        let n = unsafe { self.cq.consume(&mut self.scratch) };
+        self.free.extend_from_slice(&self.scratch[..n]);
+        n
+    }
+
+    /// Free TX frames right now (without reclaiming).
+    pub fn free_frames(&self) -> usize {
+        self.free.len()
+    }
+}
