@@ -209,8 +209,16 @@ mod tests {
 
     fn flow() -> (Endpoint, Endpoint) {
         (
-            endpoint([2, 0, 0xc6, 0x12, 0, 2], Ipv4Addr::new(198, 18, 0, 2), 40001),
-            endpoint([2, 0, 0xc6, 0x12, 0, 1], Ipv4Addr::new(198, 18, 0, 1), 40002),
+            endpoint(
+                [2, 0, 0xc6, 0x12, 0, 2],
+                Ipv4Addr::new(198, 18, 0, 2),
+                40001,
+            ),
+            endpoint(
+                [2, 0, 0xc6, 0x12, 0, 1],
+                Ipv4Addr::new(198, 18, 0, 1),
+                40002,
+            ),
         )
     }
 
@@ -261,7 +269,11 @@ mod tests {
         let n = b.build(&mut buf, |_| 4).unwrap();
         assert_eq!(parse_udp(&buf[..n], 1), Err(FrameError::OtherPort));
         for cut in [0, 5, 13, 20, 33, 40] {
-            assert_eq!(parse_udp(&buf[..cut], 40002), Err(FrameError::Malformed), "{cut}");
+            assert_eq!(
+                parse_udp(&buf[..cut], 40002),
+                Err(FrameError::Malformed),
+                "{cut}"
+            );
         }
         let mut arp = buf;
         arp[12..14].copy_from_slice(&0x0806u16.to_be_bytes());

@@ -4,7 +4,9 @@ use aya::{
     maps::{MapData, PerCpuArray, XskMap},
     programs::{ProgramError, Xdp, XdpMode as AyaXdpMode, xdp::XdpLinkId},
 };
-use xdp_common::{Action, Counter, GLOBAL_ACTION, GLOBAL_MD_PORT, MAP_COUNTERS, MAP_XSKS, PROG_NAME};
+use xdp_common::{
+    Action, Counter, GLOBAL_ACTION, GLOBAL_MD_PORT, MAP_COUNTERS, MAP_XSKS, PROG_NAME,
+};
 
 /// The XDP program, built by `build.rs` and embedded here. Empty when the eBPF toolchain was
 /// missing at build time.
@@ -167,10 +169,11 @@ impl XdpProgram {
                 name: MAP_XSKS.into(),
             },
         })?;
-        let mut xsks: XskMap<&mut MapData> = XskMap::try_from(map).map_err(|source| XdpError::Map {
-            what: format!("{MAP_XSKS} is not an XSKMAP"),
-            source,
-        })?;
+        let mut xsks: XskMap<&mut MapData> =
+            XskMap::try_from(map).map_err(|source| XdpError::Map {
+                what: format!("{MAP_XSKS} is not an XSKMAP"),
+                source,
+            })?;
         // SAFETY-free: aya takes the fd by AsRawFd; a borrowed raw fd is valid for this call.
         xsks.set(queue, BorrowedRaw(fd), 0)
             .map_err(|source| XdpError::Map {
