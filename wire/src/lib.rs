@@ -6,6 +6,8 @@
 //!   other message types checked against the spec's fixed lengths. [`itch::file`] reads and writes
 //!   ITCH files as NASDAQ distributes them.
 //! * [`order`]: the trader's fixed 36-byte, OUCH-style Enter Order.
+//! * [`pcap`]: classic pcap files (LINKTYPE_ETHERNET) and UDP payload extraction from their frames,
+//!   for the replay tool.
 //!
 //! Every format follows smoltcp's shape: a `Packet<T: AsRef<[u8]>>` view over a byte buffer with
 //! named byte ranges, `new_checked` that validates the length once so that no accessor can panic
@@ -18,6 +20,7 @@ mod error;
 pub mod itch;
 pub mod moldudp64;
 pub mod order;
+pub mod pcap;
 
 pub use error::{Error, Result};
 

@@ -1,4 +1,4 @@
-//! Property tests: no parser panics on any input, and `Repr` → emit → parse round-trips.
+//! Property tests: no parser (MoldUDP64, ITCH, ITCH files, orders, pcap, frames) panics on any input, and `Repr` → emit → parse round-trips.
 
 use proptest::prelude::*;
 use wire::itch::{self, Message, Price4, Side, Stock, Timestamp, TradePacket, TradeRepr};
@@ -92,6 +92,14 @@ fn decode_everything(bytes: &[u8]) {
     let mut reader = itch::file::Reader::new(bytes);
     while let Ok(Some(record)) = reader.read_message() {
         let _ = itch::parse(record.message);
+    }
+    if let Ok(Some(datagram)) = wire::pcap::udp_payload(bytes) {
+        let _ = moldudp64::Packet::new_checked(datagram.payload);
+    }
+    if let Ok(mut reader) = wire::pcap::Reader::new(bytes) {
+        while let Ok(Some(record)) = reader.read_record() {
+            let _ = wire::pcap::udp_payload(record.data);
+        }
     }
 }
 
@@ -213,6 +221,31 @@ proptest! {
         let p = Price4::from_f64_quantised(x).unwrap();
         // Within half a unit (plus f64 slack) of the input.
         prop_assert!((p.to_f64() - x).abs() <= 0.000_05 + 1e-9, "{x} -> {p}");
+    }
+
+    #[test]
+    fn udp_frames_round_trip_and_survive_corruption(
+        payload in proptest::collection::vec(any::<u8>(), 0..200),
+        at in any::<prop::sample::Index>(),
+        byte in any::<u8>(),
+    ) {
+        let builder = etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
+            .ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
+            .udp(5000, 6000);
+        let mut frame = Vec::with_capacity(builder.size(payload.len()));
+        builder.write(&mut frame, &payload).unwrap();
+        let datagram = wire::pcap::udp_payload(&frame).unwrap().unwrap();
+        prop_assert_eq!(datagram.payload, &payload[..]);
+        prop_assert_eq!(datagram.dst.port(), 6000);
+        let mut pcap = wire::pcap::Writer::new(Vec::new(), wire::pcap::Resolution::Nanos).unwrap();
+        pcap.write_frame(42, &frame).unwrap();
+        let mut file = pcap.finish().unwrap();
+        let i = at.index(frame.len());
+        frame[i] = byte;
+        let _ = wire::pcap::udp_payload(&frame);
+        let i = at.index(file.len());
+        file[i] = byte;
+        decode_everything(&file);
     }
 
     #[test]
