@@ -228,8 +228,21 @@ impl Lab {
     fn build(&self) -> Result<(), Error> {
         let c = &self.config;
         let (ex, tr) = (c.exchange_ns(), c.trader_ns());
-        ip(&["netns", "add", &ex])?;
-        ip(&["netns", "add", &tr])?;
+        for ns in [&ex, &tr] {
+            ip(&["netns", "add", ns])?;
+            // No IPv6: its router solicitations and MLD reports would be the only traffic in
+            // the lab that isn't ours, and they wake the trader's core for nothing.
+            for key in ["all", "default"] {
+                run(Command::new("ip").args([
+                    "netns",
+                    "exec",
+                    ns,
+                    "sysctl",
+                    "-qw",
+                    &format!("net.ipv6.conf.{key}.disable_ipv6=1"),
+                ]))?;
+            }
+        }
         // Created inside the exchange namespace with the peer placed straight into the
         // trader's: no interface ever exists in the root namespace.
         ip(&[

@@ -1,1 +1,47 @@
-fn main() {}
+//! `cargo xtask <command>`: everything a user or CI does with this project, in one place.
+#![forbid(unsafe_code)]
+
+mod lab;
+mod setup;
+mod test;
+mod util;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "cargo xtask",
+    about = "Tick-to-trade lab: setup, the netns lab, tests and benchmarks",
+    long_about = "Tick-to-trade lab automation.\n\nMost commands need root (network namespaces, \
+                  XDP, AF_XDP); each says what it is missing otherwise."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Install what the project needs (Debian packages, bpf-linker, the `debian` rustup
+    /// toolchain for the eBPF build). Idempotent: a second run installs nothing and says so.
+    Setup(setup::Options),
+    /// Build the lab: two namespaces joined by a veth pair (safe to run twice).
+    NetnsUp(lab::Options),
+    /// Remove the lab (safe to run twice).
+    NetnsDown(lab::Options),
+    /// Show the lab: namespaces, links, addresses, attached XDP programs.
+    NetnsStatus(lab::Options),
+    /// Run every test, privileged ones included, after setting up what is missing.
+    Test(test::Options),
+}
+
+fn main() -> anyhow::Result<()> {
+    let Cli { command } = Cli::parse();
+    match command {
+        Command::Setup(o) => setup::run(o),
+        Command::NetnsUp(o) => lab::up(o),
+        Command::NetnsDown(o) => lab::down(o),
+        Command::NetnsStatus(o) => lab::status(o),
+        Command::Test(o) => test::run(o),
+    }
+}

@@ -1,0 +1,77 @@
+//! Running commands: print each one, fail with it in the message.
+use std::{
+    path::PathBuf,
+    process::{Command, ExitStatus},
+};
+
+use anyhow::{Context as _, bail};
+
+/// Renders a command line as a user could paste it.
+pub fn shown(cmd: &Command) -> String {
+    let mut s = String::new();
+    for (k, v) in cmd.get_envs() {
+        if let Some(v) = v {
+            s.push_str(&format!("{}={} ", k.to_string_lossy(), v.to_string_lossy()));
+        }
+    }
+    s.push_str(&cmd.get_program().to_string_lossy());
+    for a in cmd.get_args() {
+        let a = a.to_string_lossy();
+        if a.contains(' ') || a.is_empty() {
+            s.push_str(&format!(" '{a}'"));
+        } else {
+            s.push(' ');
+            s.push_str(&a);
+        }
+    }
+    s
+}
+
+/// Prints and runs `cmd`, failing unless it exits 0.
+pub fn exec(cmd: &mut Command) -> anyhow::Result<()> {
+    let status = exec_status(cmd)?;
+    if !status.success() {
+        bail!("`{}` failed: {status}", shown(cmd));
+    }
+    Ok(())
+}
+
+/// Prints and runs `cmd`, returning its exit status.
+pub fn exec_status(cmd: &mut Command) -> anyhow::Result<ExitStatus> {
+    eprintln!("+ {}", shown(cmd));
+    cmd.status()
+        .with_context(|| format!("failed to run `{}`", shown(cmd)))
+}
+
+/// `cargo`, as the one that runs us (the `CARGO` env var), so toolchain overrides hold.
+pub fn cargo() -> Command {
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
+/// The workspace root (xtask lives one level below it).
+pub fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask is inside the workspace")
+        .to_path_buf()
+}
+
+/// True when `tool` is on PATH.
+pub fn which(tool: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths).any(|dir| dir.join(tool).is_file())
+    })
+}
+
+/// Root, or fail saying what needs it.
+pub fn require_root(what: &str) -> anyhow::Result<()> {
+    if netns::check_capabilities(&[netns::Capability::NetAdmin, netns::Capability::SysAdmin])
+        .is_err()
+    {
+        bail!(
+            "{what} needs root (missing CAP_NET_ADMIN/CAP_SYS_ADMIN): run it as root, e.g. \
+             `sudo -E cargo xtask ...`"
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,46 @@
+//! Without root, the lab commands fail with a message naming the missing privilege, and
+//! change nothing. (Run as root, as CI does; the commands are run as `nobody` via setpriv.)
+use std::process::Command;
+
+fn as_nobody(args: &[&str]) -> std::process::Output {
+    Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"])
+        .arg(env!("CARGO_BIN_EXE_xtask"))
+        .args(args)
+        .output()
+        .expect("setpriv (util-linux) runs")
+}
+
+#[test]
+fn lab_commands_without_root_name_the_missing_privilege_and_change_nothing() {
+    let name = format!("t2t-noroot-{}", std::process::id());
+    for cmd in ["netns-up", "netns-down"] {
+        let out = as_nobody(&[cmd, "--name", &name]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{cmd} must fail without root");
+        assert!(stderr.contains("CAP_NET_ADMIN"), "{cmd}: {stderr}");
+        assert!(stderr.contains("CAP_SYS_ADMIN"), "{cmd}: {stderr}");
+        assert!(!stderr.contains("+ ip"), "{cmd} ran nothing: {stderr}");
+    }
+    assert!(!netns::ns_exists(&format!("{name}-ex")));
+    assert!(!netns::ns_exists(&format!("{name}-tr")));
+}
+
+#[test]
+fn the_test_command_without_root_says_why() {
+    let out = as_nobody(&["test", "--no-setup"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("needs root"), "{stderr}");
+}
+
+#[test]
+fn bad_lab_names_are_refused_with_the_rule() {
+    let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["netns-up", "--name", "Bad Name"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("invalid lab name"), "{stderr}");
+}
