@@ -1,0 +1,241 @@
+//! The streaming strategy: one tick in, at most one order out, the batch kernel's answers.
+//!
+//! # Why `prepare` exists, and what it can do
+//! Every WMA sum runs oldest to newest, so the newest value is always the *last* term:
+//! `s = (((0 + x[t-w+1]*1) + ...) + x[t-1]*(w-1)) + x[t]*w`. Everything but that last term is
+//! known before tick `t` arrives; [`Strategy::prepare`] computes those partial sums between
+//! ticks, and [`Strategy::on_tick`] adds one product to each. The operations and their order
+//! are exactly the batch kernel's, so the results are bit-identical.
+//!
+//! The indicators are nested: `HMA = WMA(diff, sq)` with `diff[t] = 2*WMA(close, half)[t] -
+//! WMA(close, n)[t]`, and HMA3 likewise over `der[t]`. `diff[t]` and `der[t]` depend on the new
+//! price, but they are again the newest terms of the outer sums, so the outer partial sums over
+//! `diff[t-sq+1..t]` and `der[t-p+1..t]` are prepared too. What is left for `on_tick` is fixed
+//! work whatever `n` is: five first-level completions (one multiply, one add, one divide each),
+//! the two derived values, two outer completions, and the decision. That is the measured
+//! decision latency; `prepare` (O(n) dependent additions) is the rest of the per-tick work.
+
+use crate::signal::decide;
+use crate::wma::{denom, weighted_sum};
+use crate::{ComboResult, Ledger, Params, Side, Signal};
+
+/// A ring of the most recent `cap` values, stored twice so any suffix is one contiguous slice.
+#[derive(Debug, Clone)]
+struct Ring {
+    buf: Vec<f64>,
+    cap: usize,
+    /// The slot the next value goes to (also the oldest value's slot once full).
+    head: usize,
+}
+
+impl Ring {
+    fn new(cap: usize) -> Self {
+        let cap = cap.max(1);
+        Self {
+            buf: vec![f64::NAN; 2 * cap],
+            cap,
+            head: 0,
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, v: f64) {
+        self.buf[self.head] = v;
+        self.buf[self.head + self.cap] = v;
+        self.head = if self.head + 1 == self.cap {
+            0
+        } else {
+            self.head + 1
+        };
+    }
+
+    /// The newest `k <= cap` values, oldest first (NaN where fewer were pushed).
+    #[inline]
+    fn last(&self, k: usize) -> &[f64] {
+        let end = self.head + self.cap;
+        &self.buf[end - k..end]
+    }
+}
+
+/// One window's constants and its prepared partial sum.
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    w: usize,
+    weight: f64,
+    den: f64,
+    partial: f64,
+}
+
+impl Window {
+    fn new(w: usize) -> Self {
+        Self {
+            w,
+            weight: w as f64,
+            den: denom(w),
+            partial: 0.0,
+        }
+    }
+
+    fn prepare(&mut self, ring: &Ring) {
+        self.partial = weighted_sum(ring.last(self.w - 1));
+    }
+
+    /// The window's WMA at tick index `t` (0-based) with newest value `x`.
+    #[inline(always)]
+    fn complete(&self, t: u64, x: f64) -> f64 {
+        if t + 1 >= self.w as u64 {
+            (self.partial + x * self.weight) / self.den
+        } else {
+            f64::NAN
+        }
+    }
+}
+
+/// The stop-and-reverse strategy of one combo, fed one price at a time.
+///
+/// It allocates only in [`Strategy::new`]; [`Strategy::on_tick`] and [`Strategy::prepare`]
+/// touch only its own buffers. It embeds a [`Ledger`] and fills it at each signal's price, so
+/// [`Strategy::finish`] followed by [`Strategy::result`] equals the batch
+/// [`crate::reference::backtest`] on the same series, bit for bit.
+#[derive(Debug, Clone)]
+pub struct Strategy {
+    params: Params,
+    closes: Ring,
+    diffs: Ring,
+    ders: Ring,
+    n: Window,
+    half: Window,
+    p3: Window,
+    p2: Window,
+    p: Window,
+    sq_outer: Window,
+    p_outer: Window,
+    prepared: bool,
+    ticks: u64,
+    prev_hma: f64,
+    prev_hma3: f64,
+    last_price: f64,
+    ledger: Ledger,
+}
+
+impl Strategy {
+    /// A strategy with no history, flat.
+    #[must_use]
+    pub fn new(params: Params) -> Self {
+        let w = params.windows();
+        let longest = w.n.max(w.half).max(w.p).max(w.p3).max(w.p2);
+        Self {
+            params,
+            closes: Ring::new(longest),
+            diffs: Ring::new(w.sq),
+            ders: Ring::new(w.p),
+            n: Window::new(w.n),
+            half: Window::new(w.half),
+            p3: Window::new(w.p3),
+            p2: Window::new(w.p2),
+            p: Window::new(w.p),
+            sq_outer: Window::new(w.sq),
+            p_outer: Window::new(w.p),
+            prepared: false,
+            ticks: 0,
+            prev_hma: f64::NAN,
+            prev_hma3: f64::NAN,
+            last_price: f64::NAN,
+            ledger: Ledger::new(),
+        }
+    }
+
+    /// The combo this strategy trades.
+    #[must_use]
+    pub const fn params(&self) -> &Params {
+        &self.params
+    }
+
+    /// Does all of the next tick's work that does not need its price: every window sum but its
+    /// newest term. Call it after acting on a signal, before the next price; calling it twice,
+    /// or not at all, is fine ([`Strategy::on_tick`] prepares if needed).
+    pub fn prepare(&mut self) {
+        if self.prepared {
+            return;
+        }
+        for win in [
+            &mut self.n,
+            &mut self.half,
+            &mut self.p3,
+            &mut self.p2,
+            &mut self.p,
+        ] {
+            win.prepare(&self.closes);
+        }
+        self.sq_outer.prepare(&self.diffs);
+        self.p_outer.prepare(&self.ders);
+        self.prepared = true;
+    }
+
+    /// Takes the next price; returns the order to send, if the rule fires on this bar. The
+    /// embedded ledger is filled at `price`. The first tick never signals (the rule needs the
+    /// previous bar).
+    #[inline]
+    pub fn on_tick(&mut self, price: f64) -> Option<Signal> {
+        if !self.prepared {
+            self.prepare();
+        }
+        self.prepared = false;
+        let t = self.ticks;
+        self.ticks += 1;
+
+        let diff = 2.0 * self.half.complete(t, price) - self.n.complete(t, price);
+        let der = 3.0 * self.p3.complete(t, price)
+            - self.p2.complete(t, price)
+            - self.p.complete(t, price);
+        let hma = self.sq_outer.complete(t, diff);
+        let hma3 = self.p_outer.complete(t, der);
+        let position = self.ledger.position();
+        let decision = decide(self.prev_hma, self.prev_hma3, hma, hma3, position);
+
+        self.closes.push(price);
+        self.diffs.push(diff);
+        self.ders.push(der);
+        self.prev_hma = hma;
+        self.prev_hma3 = hma3;
+        self.last_price = price;
+
+        let side = decision?;
+        self.ledger.fill(side, price);
+        Some(Signal {
+            side,
+            reverse: position.is_some(),
+        })
+    }
+
+    /// Closes an open position at the last price seen (the batch kernel's forced close).
+    pub fn finish(&mut self) {
+        if self.ticks > 0 {
+            self.ledger.close(self.last_price);
+        }
+    }
+
+    /// Closed trades and their PnL so far.
+    #[must_use]
+    pub const fn result(&self) -> ComboResult {
+        self.ledger.result()
+    }
+
+    /// The position the strategy holds.
+    #[must_use]
+    pub fn position(&self) -> Option<Side> {
+        self.ledger.position()
+    }
+
+    /// The embedded ledger.
+    #[must_use]
+    pub const fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    /// Ticks seen.
+    #[must_use]
+    pub const fn ticks(&self) -> u64 {
+        self.ticks
+    }
+}
