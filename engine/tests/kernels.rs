@@ -20,7 +20,7 @@ fn combo_zero_matches_published_fingerprint() {
     let r = reference::backtest(&spec_series(), &params(6)).expect("backtest");
     assert_eq!(r.trades, 57_029);
     assert_eq!(format!("{:.2}", r.pnl), "-5165.58");
-    assert!((r.pnl - -5165.579_95).abs() < 1e-5, "{}", r.pnl);
+    assert!((r.pnl - -5_165.579_95).abs() < 1e-5, "{}", r.pnl);
 }
 
 /// The one run of the full reference sweep (a few seconds); everything else compares to it.
