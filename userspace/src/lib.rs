@@ -1,5 +1,10 @@
-//! Userspace of the lab: the XDP loader, the AF_XDP socket, frame building and parsing, and
-//! (in the binaries) the trader and the replay tool.
+//! Userspace of the lab: the XDP loader, the AF_XDP socket, frame building and parsing, the
+//! tick-to-trade core both I/O paths share, the replay tool's feeds, and the measurement
+//! plumbing. The binaries `trader` and `replay` are thin drivers over these modules.
+pub mod feed;
 pub mod frame;
+pub mod stats;
+pub mod sys;
+pub mod t2t;
 pub mod xdp;
 pub mod xsk;

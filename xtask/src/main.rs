@@ -1,7 +1,9 @@
 //! `cargo xtask <command>`: everything a user or CI does with this project, in one place.
 #![forbid(unsafe_code)]
 
+mod bench;
 mod lab;
+mod report;
 mod setup;
 mod test;
 mod util;
@@ -33,6 +35,10 @@ enum Command {
     NetnsStatus(lab::Options),
     /// Run every test, privileged ones included, after setting up what is missing.
     Test(test::Options),
+    /// Tick-to-trade benchmark in the lab: replay market data, trade on it over AF_XDP and/or
+    /// kernel UDP, report latency percentiles, fills and parity. Results go to
+    /// target/bench/<time>/ (report.md, report.json, .hgrm files, latency.svg).
+    Bench(bench::Options),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -43,5 +49,6 @@ fn main() -> anyhow::Result<()> {
         Command::NetnsDown(o) => lab::down(o),
         Command::NetnsStatus(o) => lab::status(o),
         Command::Test(o) => test::run(o),
+        Command::Bench(o) => bench::run(o),
     }
 }

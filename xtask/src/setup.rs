@@ -20,7 +20,10 @@ const PACKAGES: &[(&str, &str)] = &[
     ("pkg-config", "libxdp's build"),
     ("m4", "libxdp's build"),
     ("iproute2", "the lab (ip netns, veth)"),
-    ("ethtool", "turning off TX checksum offload on the exchange veth"),
+    (
+        "ethtool",
+        "turning off TX checksum offload on the exchange veth",
+    ),
     ("rustc-web", "Debian's rustc for the eBPF build"),
     ("cargo-web", "Debian's cargo for the eBPF build"),
     (
@@ -28,7 +31,10 @@ const PACKAGES: &[(&str, &str)] = &[
         "prebuilt core for bpfel-unknown-none",
     ),
     ("llvm-22-dev", "bpf-linker links against it"),
-    ("rust-web-clippy", "linting the eBPF crate with Debian's toolchain"),
+    (
+        "rust-web-clippy",
+        "linting the eBPF crate with Debian's toolchain",
+    ),
     ("sockperf", "the outside reference for kernel-UDP latency"),
 ];
 
@@ -71,7 +77,11 @@ pub fn survey() -> Missing {
     let toolchain = !Command::new("rustup")
         .args(["toolchain", "list"])
         .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).lines().any(|l| l.starts_with("debian")));
+        .is_ok_and(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .any(|l| l.starts_with("debian"))
+        });
     Missing {
         packages,
         bpf_linker,
@@ -121,7 +131,10 @@ pub fn ensure() -> anyhow::Result<()> {
 
 fn report(m: &Missing) {
     for p in &m.packages {
-        let why = PACKAGES.iter().find(|(n, _)| n == p).map_or("", |(_, w)| *w);
+        let why = PACKAGES
+            .iter()
+            .find(|(n, _)| n == p)
+            .map_or("", |(_, w)| *w);
         eprintln!("missing Debian package {p} ({why})");
     }
     if m.bpf_linker {
@@ -159,9 +172,6 @@ fn install(m: &Missing) -> anyhow::Result<()> {
         )
         .context("building bpf-linker")?;
     }
-    eprintln!(
-        "setup: done in {:.0} s",
-        started.elapsed().as_secs_f64()
-    );
+    eprintln!("setup: done in {:.0} s", started.elapsed().as_secs_f64());
     Ok(())
 }

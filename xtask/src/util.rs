@@ -58,9 +58,8 @@ pub fn workspace_root() -> PathBuf {
 
 /// True when `tool` is on PATH.
 pub fn which(tool: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|paths| {
-        std::env::split_paths(&paths).any(|dir| dir.join(tool).is_file())
-    })
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(tool).is_file()))
 }
 
 /// Root, or fail saying what needs it.

@@ -1,0 +1,406 @@
+//! The trader: market data in, orders out, over AF_XDP (`--path xdp`) or a kernel UDP socket
+//! (`--path udp`). Same decode, same engine, same encode on both; only the I/O differs.
+use std::{
+    io::ErrorKind,
+    net::{Ipv4Addr, SocketAddrV4, UdpSocket},
+    path::PathBuf,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context as _, bail};
+use clap::{Parser, ValueEnum};
+use serde::Serialize;
+use userspace::{
+    frame::{self, FrameBuilder, FrameError, parse_udp},
+    stats::{Latency, Summary},
+    sys::{self, now_ns},
+    t2t::{Counters, PacketOutcome, Trader},
+    xdp::{Counters as XdpCounters, XdpMode, XdpProgram},
+    xsk::{Xsk, XskConfig, XskStats},
+};
+use wire::{itch::Stock, order::OrderRepr};
+use xdp_common::Action;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Path {
+    /// AF_XDP: the XDP program redirects the feed into a UMEM the trader busy-polls.
+    Xdp,
+    /// The kernel's UDP stack.
+    Udp,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Wait {
+    /// Busy-poll the ring or socket on one core.
+    Spin,
+    /// Sleep in poll()/recv() until data arrives.
+    Block,
+}
+
+/// Tick-to-trade trader: reads MoldUDP64/ITCH market data, runs the HMA/HMA3 strategy on
+/// each trade, and sends an order back to the sender for each signal.
+#[derive(Debug, Parser)]
+#[command(version)]
+struct Options {
+    /// I/O path.
+    #[arg(long, value_enum)]
+    path: Path,
+    /// Interface to read market data from (in this network namespace).
+    #[arg(long, default_value = "tr0")]
+    iface: String,
+    /// Our IPv4 address (the UDP path binds it; the XDP path writes it into orders).
+    #[arg(long, default_value = "198.18.0.2")]
+    addr: Ipv4Addr,
+    /// Market-data UDP port.
+    #[arg(long, default_value_t = 26400)]
+    port: u16,
+    /// UDP port orders are sent to, at the market data's source address.
+    #[arg(long, default_value_t = 26401)]
+    order_port: u16,
+    /// Strategy length n (HMA(n) against HMA3(n)).
+    #[arg(long, default_value_t = 6)]
+    n: i64,
+    /// Trade only this stock symbol.
+    #[arg(long, default_value = "SYNTH")]
+    stock: String,
+    /// Spin or block while waiting for data.
+    #[arg(long, value_enum, default_value_t = Wait::Spin)]
+    wait: Wait,
+    /// XDP attach mode (XDP path).
+    #[arg(long, default_value = "native")]
+    xdp_mode: XdpMode,
+    /// Frames taken from the RX ring per turn (XDP path).
+    #[arg(long, default_value_t = 64)]
+    batch: usize,
+    /// Bind the AF_XDP socket without XDP_USE_NEED_WAKEUP.
+    #[arg(long)]
+    no_need_wakeup: bool,
+    /// Pin to this CPU.
+    #[arg(long)]
+    cpu: Option<usize>,
+    /// mlockall(): no page faults on the measured path.
+    #[arg(long)]
+    mlock: bool,
+    /// Exit after this many seconds without market data (0: never).
+    #[arg(long, default_value_t = 30)]
+    idle_exit: u64,
+    /// Write the trader's counters and internal latencies here as JSON (stdout if absent).
+    #[arg(long)]
+    stats_out: Option<PathBuf>,
+    /// Write the RX→TX histogram here (.hgrm).
+    #[arg(long)]
+    hgrm_out: Option<PathBuf>,
+    /// Print `ready` on stdout once the socket is receiving (for scripts).
+    #[arg(long)]
+    ready: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    path: Path,
+    wait: Wait,
+    xdp_mode: Option<String>,
+    n: i64,
+    counters: Counters,
+    frames_not_ours: FrameCounts,
+    /// From the frame's arrival in userspace to its order's TX submission (kick done).
+    rx_to_tx: Summary,
+    /// `on_tick` alone: price in, decision out.
+    engine: Summary,
+    xdp_counters: Option<Vec<(String, u64)>>,
+    xsk_stats: Option<XskStatsJson>,
+    end: &'static str,
+}
+
+#[derive(Debug, Default, Clone, Copy, Serialize)]
+struct FrameCounts {
+    malformed: u64,
+    not_ipv4: u64,
+    fragment: u64,
+    not_udp: u64,
+    other_port: u64,
+}
+
+impl FrameCounts {
+    fn count(&mut self, e: FrameError) {
+        match e {
+            FrameError::Malformed => self.malformed += 1,
+            FrameError::NotIpv4 => self.not_ipv4 += 1,
+            FrameError::Fragment => self.fragment += 1,
+            FrameError::NotUdp => self.not_udp += 1,
+            FrameError::OtherPort => self.other_port += 1,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct XskStatsJson {
+    rx_dropped: u64,
+    rx_invalid_descs: u64,
+    rx_ring_full: u64,
+    rx_fill_ring_empty: u64,
+    tx_invalid_descs: u64,
+    tx_ring_empty: u64,
+}
+
+impl From<XskStats> for XskStatsJson {
+    fn from(s: XskStats) -> Self {
+        XskStatsJson {
+            rx_dropped: s.rx_dropped,
+            rx_invalid_descs: s.rx_invalid_descs,
+            rx_ring_full: s.rx_ring_full,
+            rx_fill_ring_empty: s.rx_fill_ring_empty,
+            tx_invalid_descs: s.tx_invalid_descs,
+            tx_ring_empty: s.tx_ring_empty,
+        }
+    }
+}
+
+/// RX times of the orders built in this turn, waiting for the kick.
+struct Pending {
+    rx_ns: [u64; 64],
+    len: usize,
+}
+
+impl Pending {
+    fn push(&mut self, t: u64) {
+        if let Some(slot) = self.rx_ns.get_mut(self.len) {
+            *slot = t;
+            self.len += 1;
+        }
+    }
+    fn flush(&mut self, tx_ns: u64, hist: &mut Latency) {
+        for &t in &self.rx_ns[..self.len] {
+            hist.record(tx_ns.saturating_sub(t));
+        }
+        self.len = 0;
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let o = Options::parse();
+    let stop = sys::stop_flag()?;
+    if let Some(cpu) = o.cpu {
+        sys::pin_to_cpu(cpu)?;
+    }
+    let params = engine::Params::from_n(o.n)
+        .map_err(|e| anyhow::anyhow!("bad strategy length --n {}: {e}", o.n))?;
+    let stock = Stock::new(&o.stock).map_err(|e| anyhow::anyhow!("bad --stock: {e}"))?;
+    let mut trader = Trader::new(params, Some(stock));
+    let mut rx_to_tx = Latency::new();
+    let mut frames = FrameCounts::default();
+    let idle = (o.idle_exit > 0).then(|| Duration::from_secs(o.idle_exit));
+
+    let (end, xdp_counters, xsk_stats) = match o.path {
+        Path::Xdp => run_xdp(&o, &mut trader, &mut rx_to_tx, &mut frames, &stop, idle)?,
+        Path::Udp => (
+            run_udp(&o, &mut trader, &mut rx_to_tx, &stop, idle)?,
+            None,
+            None,
+        ),
+    };
+
+    let report = Report {
+        path: o.path,
+        wait: o.wait,
+        xdp_mode: (o.path == Path::Xdp).then(|| o.xdp_mode.to_string()),
+        n: o.n,
+        counters: trader.counters,
+        frames_not_ours: frames,
+        rx_to_tx: rx_to_tx.summary(),
+        engine: trader.engine.summary(),
+        xdp_counters: xdp_counters.map(|c: XdpCounters| {
+            xdp_common::Counter::ALL
+                .iter()
+                .map(|&k| (k.name().to_owned(), c.get(k)))
+                .collect()
+        }),
+        xsk_stats: xsk_stats.map(XskStatsJson::from),
+        end,
+    };
+    let json = serde_json::to_string_pretty(&report)?;
+    match &o.stats_out {
+        Some(p) => std::fs::write(p, json).with_context(|| format!("writing {}", p.display()))?,
+        None => println!("{json}"),
+    }
+    if let Some(p) = &o.hgrm_out {
+        rx_to_tx.write_hgrm(p)?;
+    }
+    Ok(())
+}
+
+type XdpOutcome = (&'static str, Option<XdpCounters>, Option<XskStats>);
+
+fn run_xdp(
+    o: &Options,
+    trader: &mut Trader,
+    rx_to_tx: &mut Latency,
+    frames: &mut FrameCounts,
+    stop: &std::sync::atomic::AtomicBool,
+    idle: Option<Duration>,
+) -> anyhow::Result<XdpOutcome> {
+    let mut prog = XdpProgram::attach(&o.iface, o.port, o.xdp_mode, Action::Redirect)
+        .with_context(|| format!("failed to set up XDP on {}", o.iface))?;
+    let config = XskConfig {
+        need_wakeup: !o.no_need_wakeup,
+        ..XskConfig::default()
+    };
+    let mut xsk = Xsk::new(&o.iface, 0, config)?;
+    prog.register_socket(0, xsk.raw_fd())?;
+    let our_mac = read_mac(&o.iface)?;
+    if o.mlock {
+        sys::lock_memory()?;
+    }
+    ready(o);
+    let mut builder: Option<FrameBuilder> = None;
+    let mut pending = Pending {
+        rx_ns: [0; 64],
+        len: 0,
+    };
+    let batch = o.batch.clamp(1, 64);
+    let mut last_data = Instant::now();
+    let mut end = "stopped by signal";
+    let mut eos = false;
+    while !sys::stopped(stop) {
+        if o.wait == Wait::Block {
+            xsk.rx.wait(100).context("poll on the AF_XDP socket")?;
+        }
+        let tx = &mut xsk.tx;
+        let n = xsk.rx.recv(batch, |f| {
+            let t_rx = now_ns();
+            let d = match parse_udp(f, o.port) {
+                Ok(d) => d,
+                Err(e) => {
+                    frames.count(e);
+                    return;
+                }
+            };
+            let b = builder.get_or_insert_with(|| {
+                FrameBuilder::new(
+                    frame::endpoint(our_mac, o.addr, o.port),
+                    frame::endpoint(d.src_mac, *d.src.ip(), o.order_port),
+                )
+            });
+            let outcome = trader.on_packet(d.payload, now_ns, |order: &OrderRepr| {
+                let sent = tx.send(|buf| {
+                    b.build(buf, |body| order.emit_into(body).unwrap_or(0))
+                        .unwrap_or(0)
+                });
+                if sent.is_ok() {
+                    pending.push(t_rx);
+                }
+                sent.is_ok()
+            });
+            if outcome == PacketOutcome::EndOfSession {
+                eos = true;
+            }
+        });
+        if pending.len > 0 {
+            // Copy mode sends nothing without this sendto, whatever need_wakeup says.
+            let _ = xsk.tx.kick();
+            pending.flush(now_ns(), rx_to_tx);
+        }
+        if n > 0 {
+            trader.prepare();
+            last_data = Instant::now();
+            if eos {
+                end = "end of session";
+                break;
+            }
+        } else {
+            xsk.tx.reclaim();
+            if idle.is_some_and(|d| last_data.elapsed() > d) {
+                end = "idle timeout";
+                break;
+            }
+        }
+    }
+    let counters = prog.counters().ok();
+    let stats = xsk.statistics().ok();
+    Ok((end, counters, stats))
+}
+
+fn run_udp(
+    o: &Options,
+    trader: &mut Trader,
+    rx_to_tx: &mut Latency,
+    stop: &std::sync::atomic::AtomicBool,
+    idle: Option<Duration>,
+) -> anyhow::Result<&'static str> {
+    let sock = UdpSocket::bind(SocketAddrV4::new(o.addr, o.port)).with_context(|| {
+        format!(
+            "failed to bind {}:{} (port in use, or address not on an interface here?)",
+            o.addr, o.port
+        )
+    })?;
+    match o.wait {
+        Wait::Spin => sock.set_nonblocking(true)?,
+        Wait::Block => sock.set_read_timeout(Some(Duration::from_millis(100)))?,
+    }
+    if o.mlock {
+        sys::lock_memory()?;
+    }
+    ready(o);
+    let mut buf = [0u8; 2048];
+    let mut obuf = [0u8; wire::order::LEN];
+    let mut last_data = Instant::now();
+    loop {
+        if sys::stopped(stop) {
+            return Ok("stopped by signal");
+        }
+        let (len, from) = match sock.recv_from(&mut buf) {
+            Ok(x) => x,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                if idle.is_some_and(|d| last_data.elapsed() > d) {
+                    return Ok("idle timeout");
+                }
+                continue;
+            }
+            Err(e) => return Err(e).context("recv on the market-data socket"),
+        };
+        let t_rx = now_ns();
+        last_data = Instant::now();
+        let dest = std::net::SocketAddr::new(from.ip(), o.order_port);
+        let mut sent_any = false;
+        let outcome = trader.on_packet(&buf[..len], now_ns, |order: &OrderRepr| {
+            let n = order.emit_into(&mut obuf).unwrap_or(0);
+            let ok = sock.send_to(&obuf[..n], dest).is_ok();
+            sent_any |= ok;
+            ok
+        });
+        if sent_any {
+            rx_to_tx.record(now_ns().saturating_sub(t_rx));
+        }
+        trader.prepare();
+        if outcome == PacketOutcome::EndOfSession {
+            return Ok("end of session");
+        }
+    }
+}
+
+fn ready(o: &Options) {
+    if o.ready {
+        println!("ready");
+    }
+    eprintln!(
+        "trader: {:?} path on {} port {}, {:?} wait; orders to port {}",
+        o.path, o.iface, o.port, o.wait, o.order_port
+    );
+}
+
+fn read_mac(iface: &str) -> anyhow::Result<[u8; 6]> {
+    let path = format!("/sys/class/net/{iface}/address");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("no interface {iface} here ({path}); is the lab up?"))?;
+    let mut mac = [0u8; 6];
+    let parts: Vec<&str> = text.trim().split(':').collect();
+    if parts.len() != 6 {
+        bail!("unexpected MAC {text:?} in {path}");
+    }
+    for (m, p) in mac.iter_mut().zip(parts) {
+        *m = u8::from_str_radix(p, 16).with_context(|| format!("bad MAC {text:?}"))?;
+    }
+    Ok(mac)
+}

@@ -1,0 +1,329 @@
+//! Market data for the replay tool: where ticks come from, and the MoldUDP64 packets that
+//! carry them, built before the run so the send loop only sends.
+use std::{fs::File, path::Path};
+
+use anyhow::{Context as _, bail};
+use wire::{
+    itch::{self, Message, Price4, Stock},
+    moldudp64::{self, PacketBuilder, Session},
+};
+
+use crate::t2t::trade_message;
+
+/// Where the market data comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Source {
+    /// The engine's synthetic GBM series (NumPy-identical for a seed).
+    Gbm {
+        /// Generator seed.
+        seed: u64,
+        /// Number of closes.
+        bars: usize,
+    },
+    /// A file of closes: raw little-endian f64 (`.f64`/`.bin`) or CSV with a `close` column.
+    Closes(std::path::PathBuf),
+    /// A raw ITCH 5.0 file (2-byte big-endian length before each message), replayed as is.
+    Itch(std::path::PathBuf),
+    /// A pcap file whose UDP payloads (MoldUDP64 packets) are replayed as they are.
+    Pcap(std::path::PathBuf),
+}
+
+impl std::str::FromStr for Source {
+    type Err = String;
+    /// `gbm`, `gbm:SEED`, `gbm:SEED:BARS`, `closes:PATH`, `itch:PATH`, `pcap:PATH`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (kind, rest) = s.split_once(':').unwrap_or((s, ""));
+        match kind {
+            "gbm" => {
+                let mut parts = rest.split(':').filter(|p| !p.is_empty());
+                let seed = parts
+                    .next()
+                    .map(|p| p.parse().map_err(|e| format!("bad gbm seed {p:?}: {e}")))
+                    .transpose()?
+                    .unwrap_or(42);
+                let bars = parts
+                    .next()
+                    .map(|p| p.parse().map_err(|e| format!("bad gbm length {p:?}: {e}")))
+                    .transpose()?
+                    .unwrap_or(150_000);
+                Ok(Source::Gbm { seed, bars })
+            }
+            "closes" if !rest.is_empty() => Ok(Source::Closes(rest.into())),
+            "itch" if !rest.is_empty() => Ok(Source::Itch(rest.into())),
+            "pcap" if !rest.is_empty() => Ok(Source::Pcap(rest.into())),
+            _ => Err(format!(
+                "unknown source {s:?}: use gbm[:SEED[:BARS]], closes:PATH, itch:PATH or pcap:PATH"
+            )),
+        }
+    }
+}
+
+/// One prebuilt packet and what it carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PacketMeta {
+    /// Byte range in [`Feed::bytes`].
+    pub start: usize,
+    /// End of the byte range.
+    pub end: usize,
+    /// Sequence number of its first message (0 when the payload isn't MoldUDP64).
+    pub first_seq: u64,
+    /// Messages in it.
+    pub messages: u16,
+}
+
+/// A tick the strategy will see: a Trade message of the traded stock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tick {
+    /// Its MoldUDP64 sequence number.
+    pub seq: u64,
+    /// Its price.
+    pub price: Price4,
+}
+
+/// Everything the replay sends, prebuilt.
+#[derive(Debug, Clone)]
+pub struct Feed {
+    /// All packets' bytes, back to back.
+    pub bytes: Vec<u8>,
+    /// Packet boundaries and sequence numbers.
+    pub packets: Vec<PacketMeta>,
+    /// The Trade messages of the traded stock, in sequence order.
+    pub ticks: Vec<Tick>,
+    /// Sequence number of the first message.
+    pub first_seq: u64,
+    /// Total messages (all types).
+    pub messages: u64,
+    /// Session name.
+    pub session: Session,
+}
+
+/// Largest UDP payload we build (fits a 1500-byte MTU with IPv4 and UDP headers).
+pub const MAX_PAYLOAD: usize = 1472;
+
+/// The MoldUDP64 session name of synthetic feeds.
+pub const SESSION: &str = "T2TLAB0001";
+
+impl Feed {
+    /// Builds the feed: at most `limit` messages, `per_packet` messages per packet (ITCH and
+    /// closes sources; pcap payloads go as they are), trades of `stock` as the ticks.
+    pub fn build(
+        source: &Source,
+        limit: Option<u64>,
+        per_packet: u16,
+        stock: Stock,
+    ) -> anyhow::Result<Feed> {
+        if per_packet == 0 {
+            bail!("--batch must be at least 1 message per packet");
+        }
+        let session = Session::new(SESSION).expect("constant session name is valid");
+        match source {
+            Source::Gbm { seed, bars } => {
+                let closes = engine::data::gbm(*seed, *bars);
+                Self::from_closes(&closes, limit, per_packet, stock, session)
+            }
+            Source::Closes(path) => {
+                let closes = load_closes(path)?;
+                Self::from_closes(&closes, limit, per_packet, stock, session)
+            }
+            Source::Itch(path) => {
+                let mut reader = itch::file::Reader::new(
+                    File::open(path)
+                        .with_context(|| format!("failed to open {}", path.display()))?,
+                );
+                let mut messages: Vec<Vec<u8>> = Vec::new();
+                while let Some(rec) = reader
+                    .read_message()
+                    .with_context(|| format!("bad ITCH file {}", path.display()))?
+                {
+                    if limit.is_some_and(|l| messages.len() as u64 >= l) {
+                        break;
+                    }
+                    messages.push(rec.message.to_vec());
+                }
+                if messages.is_empty() {
+                    bail!("{} holds no ITCH messages", path.display());
+                }
+                Self::from_messages(
+                    messages.iter().map(Vec::as_slice),
+                    per_packet,
+                    stock,
+                    session,
+                )
+            }
+            Source::Pcap(path) => Self::from_pcap(path, limit, stock),
+        }
+    }
+
+    fn from_closes(
+        closes: &[f64],
+        limit: Option<u64>,
+        per_packet: u16,
+        stock: Stock,
+        session: Session,
+    ) -> anyhow::Result<Feed> {
+        let n = limit.map_or(closes.len(), |l| closes.len().min(l as usize));
+        if n == 0 {
+            bail!("the series is empty");
+        }
+        let mut msgs = Vec::with_capacity(n);
+        for (i, &c) in closes[..n].iter().enumerate() {
+            let price = Price4::from_f64_quantised(c)
+                .map_err(|e| anyhow::anyhow!("close {i} ({c}) can't be a price: {e}"))?;
+            let mut m = [0u8; itch::trade::LEN];
+            trade_message(i as u64 + 1, stock, price, i as u64 * 1000)
+                .emit_into(&mut m)
+                .expect("a trade fits its own length");
+            msgs.push(m);
+        }
+        Self::from_messages(msgs.iter().map(|m| &m[..]), per_packet, stock, session)
+    }
+
+    fn from_messages<'a>(
+        messages: impl Iterator<Item = &'a [u8]>,
+        per_packet: u16,
+        stock: Stock,
+        session: Session,
+    ) -> anyhow::Result<Feed> {
+        let mut feed = Feed {
+            bytes: Vec::new(),
+            packets: Vec::new(),
+            ticks: Vec::new(),
+            first_seq: 1,
+            messages: 0,
+            session,
+        };
+        let mut buf = [0u8; MAX_PAYLOAD];
+        let mut builder = PacketBuilder::new(&mut buf, session, 1)?;
+        let mut seq = 1u64;
+        let mut packet_first = 1u64;
+        for m in messages {
+            if builder.count() == per_packet || builder.remaining() < m.len() + 2 {
+                let bytes = builder.finish();
+                feed.push_packet(bytes, packet_first);
+                packet_first = seq;
+                builder = PacketBuilder::new(&mut buf, session, seq)?;
+            }
+            builder.push(m).with_context(|| {
+                format!("message {seq} ({} bytes) doesn't fit a packet", m.len())
+            })?;
+            if let Ok(Message::Trade(t)) = itch::parse(m)
+                && t.stock == stock
+            {
+                feed.ticks.push(Tick {
+                    seq,
+                    price: t.price,
+                });
+            }
+            seq += 1;
+        }
+        if !builder.is_empty() {
+            let bytes = builder.finish();
+            feed.push_packet(bytes, packet_first);
+        }
+        feed.messages = seq - 1;
+        Ok(feed)
+    }
+
+    fn push_packet(&mut self, bytes: &[u8], first_seq: u64) {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(bytes);
+        let messages = moldudp64::Packet::new_checked(bytes)
+            .map(|p| p.block_count())
+            .unwrap_or(0);
+        self.packets.push(PacketMeta {
+            start,
+            end: self.bytes.len(),
+            first_seq,
+            messages,
+        });
+    }
+
+    fn from_pcap(path: &Path, limit: Option<u64>, stock: Stock) -> anyhow::Result<Feed> {
+        let file =
+            File::open(path).with_context(|| format!("failed to open {}", path.display()))?;
+        let mut reader = wire::pcap::Reader::new(file)
+            .with_context(|| format!("{} is not a pcap file", path.display()))?;
+        let mut feed = Feed {
+            bytes: Vec::new(),
+            packets: Vec::new(),
+            ticks: Vec::new(),
+            first_seq: 0,
+            messages: 0,
+            session: Session::new(SESSION).expect("valid"),
+        };
+        while let Some(rec) = reader
+            .read_record()
+            .with_context(|| format!("bad pcap record in {}", path.display()))?
+        {
+            let Ok(Some(d)) = wire::pcap::udp_payload(rec.data) else {
+                continue;
+            };
+            let payload = d.payload.to_vec();
+            let Ok(p) = moldudp64::Packet::new_checked(&payload[..]) else {
+                continue;
+            };
+            if p.is_heartbeat() || p.is_end_of_session() {
+                continue;
+            }
+            if feed.packets.is_empty() {
+                feed.first_seq = p.sequence();
+                feed.session = p.session();
+            }
+            for (i, m) in p.messages().enumerate() {
+                if let Ok(Message::Trade(t)) = m.and_then(itch::parse)
+                    && t.stock == stock
+                {
+                    feed.ticks.push(Tick {
+                        seq: p.sequence() + i as u64,
+                        price: t.price,
+                    });
+                }
+            }
+            feed.messages += u64::from(p.block_count());
+            let first = p.sequence();
+            feed.push_packet(&payload, first);
+            if limit.is_some_and(|l| feed.messages >= l) {
+                break;
+            }
+        }
+        if feed.packets.is_empty() {
+            bail!("{} holds no MoldUDP64 packets in UDP", path.display());
+        }
+        Ok(feed)
+    }
+
+    /// The bytes of packet `i`.
+    #[inline]
+    pub fn packet(&self, i: usize) -> &[u8] {
+        let m = self.packets[i];
+        &self.bytes[m.start..m.end]
+    }
+
+    /// The ticks' prices as the engine sees them (`Price4::to_f64`, the one conversion).
+    pub fn tick_prices(&self) -> Vec<f64> {
+        self.ticks.iter().map(|t| t.price.to_f64()).collect()
+    }
+
+    /// The MoldUDP64 end-of-session packet for this feed.
+    pub fn end_of_session(&self) -> Vec<u8> {
+        let mut buf = vec![0u8; moldudp64::HEADER_LEN];
+        let mut p = moldudp64::Packet::new_unchecked(&mut buf[..]);
+        p.set_session(self.session);
+        p.set_sequence(self.first_seq + self.messages);
+        p.set_count(moldudp64::END_OF_SESSION);
+        buf
+    }
+}
+
+/// Loads closes: raw little-endian f64 unless the file name ends in `.csv`.
+pub fn load_closes(path: &Path) -> anyhow::Result<Vec<f64>> {
+    let csv = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
+    let closes = if csv {
+        engine::data::load_csv(path, None)
+    } else {
+        engine::data::load_raw_f64(path)
+    };
+    closes.with_context(|| format!("failed to load closes from {}", path.display()))
+}

@@ -1,0 +1,291 @@
+//! `cargo xtask bench`: tick-to-trade through the lab, one path or both side by side.
+use std::{
+    io::{BufRead as _, BufReader},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context as _, bail};
+use netns::{Found, Lab, LabConfig};
+
+use crate::{
+    report,
+    util::{cargo, exec, require_root, shown, workspace_root},
+};
+
+/// Which I/O path(s) the trader uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PathChoice {
+    /// AF_XDP (XDP redirect into a UMEM, busy-polled).
+    Xdp,
+    /// The kernel UDP stack.
+    Udp,
+    /// Both, one after the other in the same lab and run, reported side by side.
+    Both,
+}
+
+/// Options of a tick-to-trade benchmark.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Options {
+    /// Trader I/O path.
+    #[arg(long, value_enum, default_value_t = PathChoice::Both)]
+    pub path: PathChoice,
+    /// Market data: gbm[:SEED[:BARS]], closes:PATH, itch:PATH, pcap:PATH.
+    #[arg(long, default_value = "gbm:42:150000")]
+    pub source: String,
+    /// Messages to send (default: the whole source).
+    #[arg(long)]
+    pub count: Option<u64>,
+    /// Send rate in messages/s (50k, 1M, ...) or `max`.
+    #[arg(long, default_value = "20k")]
+    pub rate: String,
+    /// ITCH messages per MoldUDP64 packet.
+    #[arg(long, default_value_t = 1)]
+    pub batch: u16,
+    /// Strategy length n.
+    #[arg(long, default_value_t = 6)]
+    pub n: i64,
+    /// XDP attach mode for the AF_XDP path: native or skb.
+    #[arg(long, default_value = "native")]
+    pub xdp_mode: String,
+    /// Trader waits by spinning or blocking.
+    #[arg(long, default_value = "spin")]
+    pub wait: String,
+    /// CPU for the trader.
+    #[arg(long, default_value_t = 1)]
+    pub trader_cpu: usize,
+    /// CPU for the replay (exchange side).
+    #[arg(long, default_value_t = 0)]
+    pub replay_cpu: usize,
+    /// Results folder (default: target/bench/<UTC time>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Lab name.
+    #[arg(long, default_value = netns::PREFIX)]
+    pub lab: String,
+    /// Leave the lab up afterwards (a lab that was already up is always left up).
+    #[arg(long)]
+    pub keep_lab: bool,
+    /// Extra trader flags, e.g. `--trader-arg=--mlock`.
+    #[arg(long = "trader-arg", allow_hyphen_values = true)]
+    pub trader_args: Vec<String>,
+    /// Don't install missing dependencies first.
+    #[arg(long)]
+    pub no_setup: bool,
+}
+
+const MD_PORT: u16 = 26400;
+const ORDER_PORT: u16 = 26401;
+
+pub fn run(o: Options) -> anyhow::Result<()> {
+    require_root("the benchmark (network namespaces, XDP, AF_XDP)")?;
+    if !o.no_setup {
+        crate::setup::ensure()?;
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+    }
+    let bins = build_binaries()?;
+    let out = o.out.clone().unwrap_or_else(|| {
+        workspace_root()
+            .join("target/bench")
+            .join(report::utc_stamp())
+    });
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+
+    let config = LabConfig::new(&o.lab)?;
+    let lab = Lab::up(config).context("failed to bring the lab up")?;
+    let keep = o.keep_lab || lab.found() == Found::Intact;
+    let paths: &[&str] = match o.path {
+        PathChoice::Xdp => &["xdp"],
+        PathChoice::Udp => &["udp"],
+        PathChoice::Both => &["xdp", "udp"],
+    };
+    let mut runs = Vec::new();
+    let mut failure = None;
+    for p in paths {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        match run_path(&o, &bins, lab.config(), p, &out, &stop) {
+            Ok(r) => runs.push(r),
+            Err(e) => {
+                failure = Some(e.context(format!("the {p} run failed")));
+                break;
+            }
+        }
+    }
+    if keep {
+        let _ = lab.persist();
+    } else {
+        drop(lab);
+    }
+    if !runs.is_empty() {
+        report::write(&out, &o, &runs)?;
+    }
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    if stop.load(Ordering::Relaxed) {
+        bail!(
+            "interrupted; partial results (if any) are in {}",
+            out.display()
+        );
+    }
+    Ok(())
+}
+
+/// Paths of the release binaries.
+pub struct Binaries {
+    pub trader: PathBuf,
+    pub replay: PathBuf,
+}
+
+pub fn build_binaries() -> anyhow::Result<Binaries> {
+    exec(
+        cargo()
+            .current_dir(workspace_root())
+            .env("XDP_EBPF_REQUIRED", "1")
+            .args(["build", "--release", "--quiet", "-p", "userspace", "--bins"]),
+    )
+    .context("building the trader and the replay tool")?;
+    let dir = workspace_root().join("target/release");
+    Ok(Binaries {
+        trader: dir.join("trader"),
+        replay: dir.join("replay"),
+    })
+}
+
+/// One path's run: file names of its results.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub path: String,
+    pub replay_json: PathBuf,
+    pub trader_json: PathBuf,
+    pub hgrm: PathBuf,
+    pub trader_hgrm: PathBuf,
+}
+
+fn in_ns(ns: &str, bin: &Path) -> Command {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", ns]).arg(bin);
+    c
+}
+
+struct Reaper(Option<Child>);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take()
+            && c.try_wait().ok().flatten().is_none()
+        {
+            let _ = Command::new("kill")
+                .args(["-TERM", &c.id().to_string()])
+                .status();
+            let deadline = Instant::now() + Duration::from_secs(3);
+            while Instant::now() < deadline {
+                if c.try_wait().ok().flatten().is_some() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+pub fn run_path(
+    o: &Options,
+    bins: &Binaries,
+    lab: &LabConfig,
+    path: &str,
+    out: &Path,
+    stop: &AtomicBool,
+) -> anyhow::Result<Run> {
+    let run = Run {
+        path: path.to_owned(),
+        replay_json: out.join(format!("{path}.json")),
+        trader_json: out.join(format!("{path}-trader.json")),
+        hgrm: out.join(format!("{path}.hgrm")),
+        trader_hgrm: out.join(format!("{path}-trader-rx-tx.hgrm")),
+    };
+    let mut trader = in_ns(&lab.trader_ns(), &bins.trader);
+    trader
+        .args(["--path", path, "--iface", &lab.trader_if])
+        .args(["--addr", &lab.trader_ip.to_string()])
+        .args(["--port", &MD_PORT.to_string()])
+        .args(["--order-port", &ORDER_PORT.to_string()])
+        .args(["--n", &o.n.to_string()])
+        .args(["--xdp-mode", &o.xdp_mode, "--wait", &o.wait])
+        .args(["--cpu", &o.trader_cpu.to_string()])
+        .args(["--idle-exit", "60", "--ready"])
+        .arg("--stats-out")
+        .arg(&run.trader_json)
+        .arg("--hgrm-out")
+        .arg(&run.trader_hgrm)
+        .args(&o.trader_args)
+        .stdout(Stdio::piped());
+    eprintln!("+ {}", shown(&trader));
+    let mut child = trader.spawn().context("starting the trader")?;
+    let stdout = child.stdout.take().expect("piped");
+    let mut reaper = Reaper(Some(child));
+    // Wait for `ready` (the XDP program is attached and the socket is in the map).
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = BufReader::new(stdout).lines();
+        let ready = lines
+            .next()
+            .and_then(Result::ok)
+            .is_some_and(|l| l == "ready");
+        let _ = tx.send(ready);
+        for _ in lines {}
+    });
+    match rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(true) => {}
+        _ => {
+            let status = reaper.0.as_mut().and_then(|c| c.try_wait().ok().flatten());
+            bail!("the trader did not get ready (exit status {status:?}); its error is above");
+        }
+    }
+    let mut replay = in_ns(&lab.exchange_ns(), &bins.replay);
+    replay
+        .args(["--source", &o.source, "--rate", &o.rate])
+        .args(["--batch", &o.batch.to_string(), "--n", &o.n.to_string()])
+        .args(["--target", &format!("{}:{MD_PORT}", lab.trader_ip)])
+        .args(["--bind", &format!("{}:{ORDER_PORT}", lab.exchange_ip)])
+        .args(["--cpu", &o.replay_cpu.to_string(), "--label", path])
+        .args(["--progress", "true"])
+        .arg("--json-out")
+        .arg(&run.replay_json)
+        .arg("--hgrm-out")
+        .arg(&run.hgrm);
+    if let Some(c) = o.count {
+        replay.args(["--count", &c.to_string()]);
+    }
+    let status = crate::util::exec_status(&mut replay)?;
+    if stop.load(Ordering::Relaxed) {
+        bail!("interrupted");
+    }
+    if !status.success() {
+        bail!("the replay failed: {status}");
+    }
+    // The trader exits on the end-of-session packet; give it a moment to write its report.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    if let Some(c) = reaper.0.as_mut() {
+        while Instant::now() < deadline {
+            if c.try_wait()?.is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    drop(reaper);
+    Ok(run)
+}
