@@ -34,6 +34,40 @@ pub(crate) fn decide(
     }
 }
 
+/// The event loop's state between bars: the ledger and the previous bar's indicators.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Events {
+    pub(crate) ledger: Ledger,
+    prev_hma: f64,
+    prev_hma3: f64,
+}
+
+impl Events {
+    pub(crate) const fn new() -> Self {
+        Self {
+            ledger: Ledger::new(),
+            prev_hma: f64::NAN,
+            prev_hma3: f64::NAN,
+        }
+    }
+
+    /// One bar: decide on this bar's indicators against the previous bar's, fill at `price`.
+    /// The first bar never signals (its "previous" indicators are NaN).
+    #[inline(always)]
+    pub(crate) fn step(&mut self, price: f64, hma: f64, hma3: f64) -> Option<Signal> {
+        let position = self.ledger.position();
+        let decision = decide(self.prev_hma, self.prev_hma3, hma, hma3, position);
+        self.prev_hma = hma;
+        self.prev_hma3 = hma3;
+        let side = decision?;
+        self.ledger.fill(side, price);
+        Some(Signal {
+            side,
+            reverse: position.is_some(),
+        })
+    }
+}
+
 /// The event loop over precomputed indicators; `on_signal(i, signal)` sees every fill.
 /// An open position is closed at the last close.
 pub(crate) fn run_events(
@@ -42,22 +76,14 @@ pub(crate) fn run_events(
     hma3: &[f64],
     mut on_signal: impl FnMut(usize, Signal),
 ) -> ComboResult {
-    let mut ledger = Ledger::new();
-    let n = close.len().min(hma.len()).min(hma3.len());
-    for i in 1..n {
-        if let Some(side) = decide(hma[i - 1], hma3[i - 1], hma[i], hma3[i], ledger.position()) {
-            on_signal(
-                i,
-                Signal {
-                    side,
-                    reverse: ledger.position().is_some(),
-                },
-            );
-            ledger.fill(side, close[i]);
+    let mut ev = Events::new();
+    for (i, ((&price, &h), &h3)) in close.iter().zip(hma).zip(hma3).enumerate() {
+        if let Some(s) = ev.step(price, h, h3) {
+            on_signal(i, s);
         }
     }
     if let Some(&last) = close.last() {
-        ledger.close(last);
+        ev.ledger.close(last);
     }
-    ledger.result()
+    ev.ledger.result()
 }

@@ -15,7 +15,7 @@
 //! the two derived values, two outer completions, and the decision. That is the measured
 //! decision latency; `prepare` (O(n) dependent additions) is the rest of the per-tick work.
 
-use crate::signal::decide;
+use crate::signal::Events;
 use crate::wma::{denom, weighted_sum};
 use crate::{ComboResult, Ledger, Params, Side, Signal};
 
@@ -112,10 +112,9 @@ pub struct Strategy {
     p_outer: Window,
     prepared: bool,
     ticks: u64,
-    prev_hma: f64,
-    prev_hma3: f64,
     last_price: f64,
-    ledger: Ledger,
+    /// The batch kernels' own event-loop state (ledger and previous indicators).
+    events: Events,
 }
 
 impl Strategy {
@@ -138,10 +137,8 @@ impl Strategy {
             p_outer: Window::new(w.p),
             prepared: false,
             ticks: 0,
-            prev_hma: f64::NAN,
-            prev_hma3: f64::NAN,
             last_price: f64::NAN,
-            ledger: Ledger::new(),
+            events: Events::new(),
         }
     }
 
@@ -190,47 +187,38 @@ impl Strategy {
             - self.p.complete(t, price);
         let hma = self.sq_outer.complete(t, diff);
         let hma3 = self.p_outer.complete(t, der);
-        let position = self.ledger.position();
-        let decision = decide(self.prev_hma, self.prev_hma3, hma, hma3, position);
+        let signal = self.events.step(price, hma, hma3);
 
         self.closes.push(price);
         self.diffs.push(diff);
         self.ders.push(der);
-        self.prev_hma = hma;
-        self.prev_hma3 = hma3;
         self.last_price = price;
-
-        let side = decision?;
-        self.ledger.fill(side, price);
-        Some(Signal {
-            side,
-            reverse: position.is_some(),
-        })
+        signal
     }
 
     /// Closes an open position at the last price seen (the batch kernel's forced close).
     pub fn finish(&mut self) {
         if self.ticks > 0 {
-            self.ledger.close(self.last_price);
+            self.events.ledger.close(self.last_price);
         }
     }
 
     /// Closed trades and their PnL so far.
     #[must_use]
     pub const fn result(&self) -> ComboResult {
-        self.ledger.result()
+        self.events.ledger.result()
     }
 
     /// The position the strategy holds.
     #[must_use]
     pub fn position(&self) -> Option<Side> {
-        self.ledger.position()
+        self.events.ledger.position()
     }
 
     /// The embedded ledger.
     #[must_use]
     pub const fn ledger(&self) -> &Ledger {
-        &self.ledger
+        &self.events.ledger
     }
 
     /// Ticks seen.

@@ -1,59 +1,31 @@
 //! The fast sweep: bit-identical to [`crate::reference::sweep`] on every combo.
 //!
 //! Where the speed comes from, none of it changing a single floating-point operation:
-//! - Each distinct close-series WMA window is computed once and shared by every combo (and
-//!   within a combo: `half == p`). On the default grid that is 134 windows instead of 400.
-//! - WMAs are computed several output positions at a time (`wma::wma_into`), so the adder
-//!   works on independent sums instead of waiting on one chain; every sum keeps its order.
-//! - Both phases (shared WMAs, then per-combo indicators and the event loop) are spread
-//!   over `threads` scoped threads taking work from a shared counter, largest jobs first.
+//! - Each distinct close-series WMA window is computed once and shared by every combo that
+//!   uses it (and within a combo: `half == p`). On the default grid that is 134 windows
+//!   instead of 400.
+//! - WMAs are computed many output positions at a time (`wma::wma_span`), so the adders work
+//!   on independent sums instead of waiting on one chain; every sum keeps its order. They run
+//!   AVX2-wide where the CPU has it (runtime dispatch, see `wma.rs`).
+//! - Time blocks: the series is processed `BLOCK` bars at a time, all WMAs of a block (plus
+//!   the outer windows' look-back) held in a few MB of cache-resident scratch, and each
+//!   combo's event loop carried from block to block. Nothing series-sized is allocated per
+//!   window or per combo.
+//! - Threads: combos are split, sorted by `n`, into one contiguous group per thread of about
+//!   equal cost; neighbouring `n` share windows, so the groups' shared WMAs barely overlap
+//!   and the threads never synchronise until they join.
 //!
 //! The event loop and [`crate::Ledger`] are the reference's own code.
 
 use std::collections::BTreeSet;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::signal::run_events;
-use crate::wma::wma_into;
+use crate::signal::Events;
+use crate::wma::wma_span;
 use crate::{ComboResult, Error, Params};
 
-/// Runs `job(i)` for every `i` in `order` on `threads` threads, returning results by `i`.
-fn par_map<T: Send>(
-    threads: usize,
-    order: &[usize],
-    job: impl Fn(usize) -> T + Sync,
-) -> Vec<Option<T>> {
-    let next = AtomicUsize::new(0);
-    let len = order.iter().max().map_or(0, |m| m + 1);
-    let out: Mutex<Vec<Option<T>>> = Mutex::new((0..len).map(|_| None).collect());
-    let work = || {
-        let mut local = Vec::new();
-        loop {
-            let k = next.fetch_add(1, Ordering::Relaxed);
-            let Some(&i) = order.get(k) else { break };
-            local.push((i, job(i)));
-        }
-        let mut out = out
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        for (i, v) in local {
-            out[i] = Some(v);
-        }
-    };
-    if threads <= 1 {
-        work();
-    } else {
-        std::thread::scope(|s| {
-            for _ in 1..threads {
-                s.spawn(work);
-            }
-            work();
-        });
-    }
-    out.into_inner()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
+/// Bars per time block: large enough that recomputing the outer windows' look-back (at most
+/// `p - 1` bars) costs a few percent, small enough that a block's WMAs stay in cache.
+const BLOCK: usize = 4096;
 
 /// Sweeps `grid` over `close` on `threads` threads (2 on this lab's machines).
 ///
@@ -63,58 +35,116 @@ pub fn sweep(close: &[f64], grid: &[Params], threads: usize) -> Result<Vec<Combo
     if threads == 0 {
         return Err(Error::NoThreads);
     }
-    let len = close.len();
+    let groups = split(grid, threads);
+    let mut results = vec![ComboResult::default(); grid.len()];
+    let done: Vec<Vec<(usize, ComboResult)>> = if groups.len() <= 1 {
+        groups.iter().map(|g| run_group(close, grid, g)).collect()
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = groups[1..]
+                .iter()
+                .map(|g| s.spawn(|| run_group(close, grid, g)))
+                .collect();
+            let mut done = vec![run_group(close, grid, &groups[0])];
+            for h in handles {
+                // A panic in a worker is a bug in this module; surface it where it happened.
+                done.push(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+            }
+            done
+        })
+    };
+    for (c, r) in done.into_iter().flatten() {
+        results[c] = r;
+    }
+    Ok(results)
+}
 
-    // Phase 1: every distinct window over the closes, once.
-    let windows: Vec<usize> = grid
+/// A rough cost of one combo: multiply-adds per bar if nothing were shared.
+fn cost(p: &Params) -> usize {
+    let w = p.windows();
+    w.n + w.half + w.p3 + w.p2 + w.sq + 2 * w.p
+}
+
+/// Combo indices sorted by `n`, cut into at most `threads` contiguous groups of similar cost.
+fn split(grid: &[Params], threads: usize) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..grid.len()).collect();
+    order.sort_by_key(|&c| grid[c].n());
+    let total: usize = grid.iter().map(cost).sum();
+    let per = total.div_ceil(threads).max(1);
+    let mut groups: Vec<Vec<usize>> = vec![Vec::new()];
+    let mut acc = 0;
+    for c in order {
+        if acc >= per * groups.len() && groups.len() < threads {
+            groups.push(Vec::new());
+        }
+        acc += cost(&grid[c]);
+        if let Some(g) = groups.last_mut() {
+            g.push(c);
+        }
+    }
+    groups.retain(|g| !g.is_empty());
+    groups
+}
+
+/// Backtests the combos `group` of `grid`, block by block.
+fn run_group(close: &[f64], grid: &[Params], group: &[usize]) -> Vec<(usize, ComboResult)> {
+    let len = close.len();
+    let windows: Vec<usize> = group
         .iter()
-        .flat_map(|p| {
-            let w = p.windows();
+        .flat_map(|&c| {
+            let w = grid[c].windows();
             [w.n, w.half, w.p, w.p3, w.p2]
         })
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    let biggest_first: Vec<usize> = (0..windows.len()).rev().collect();
-    let shared: Vec<Vec<f64>> = par_map(threads, &biggest_first, |k| {
-        let mut out = vec![0.0; len];
-        wma_into(close, windows[k], &mut out);
-        out
-    })
-    .into_iter()
-    .flatten()
-    .collect();
-    let wma_of = |w: usize| -> &[f64] {
-        // `windows` is sorted and holds every window a combo asks for.
-        let k = windows.binary_search(&w).unwrap_or_default();
-        &shared[k]
-    };
+    // `windows` is sorted and holds every window of the group.
+    let slot = |w: usize| windows.binary_search(&w).unwrap_or_default();
+    let look = group
+        .iter()
+        .map(|&c| grid[c].windows())
+        .map(|w| w.sq.max(w.p) - 1)
+        .max()
+        .unwrap_or(0);
+    let span = BLOCK + look;
 
-    // Phase 2: per combo, the derived series, their WMAs and the event loop.
-    let mut order: Vec<usize> = (0..grid.len()).collect();
-    order.sort_by_key(|&c| {
-        let w = grid[c].windows();
-        std::cmp::Reverse(w.sq + w.p)
-    });
-    let results = par_map(threads, &order, |c| {
-        let w = grid[c].windows();
-        let mut derived = vec![0.0; len];
-        let mut hma = vec![0.0; len];
-        let mut hma3 = vec![0.0; len];
-        for ((d, &a), &b) in derived.iter_mut().zip(wma_of(w.half)).zip(wma_of(w.n)) {
-            *d = 2.0 * a - b;
+    let mut first = vec![0.0; windows.len() * span];
+    let mut derived = vec![0.0; span];
+    let mut hma = vec![0.0; BLOCK];
+    let mut hma3 = vec![0.0; BLOCK];
+    let mut events = vec![Events::new(); group.len()];
+
+    for s in (0..len).step_by(BLOCK) {
+        let e = (s + BLOCK).min(len);
+        let lo = s.saturating_sub(look);
+        let m = e - lo;
+        for (u, &w) in windows.iter().enumerate() {
+            wma_span(close, 0, w, lo, e, &mut first[u * span..u * span + m]);
         }
-        wma_into(&derived, w.sq, &mut hma);
-        for (((d, &a), &b), &c) in derived
-            .iter_mut()
-            .zip(wma_of(w.p3))
-            .zip(wma_of(w.p2))
-            .zip(wma_of(w.p))
-        {
-            *d = 3.0 * a - b - c;
+        let of = |w: usize| &first[slot(w) * span..slot(w) * span + m];
+        for (&c, ev) in group.iter().zip(&mut events) {
+            let w = grid[c].windows();
+            for ((d, &a), &b) in derived.iter_mut().zip(of(w.half)).zip(of(w.n)) {
+                *d = 2.0 * a - b;
+            }
+            wma_span(&derived[..m], lo, w.sq, s, e, &mut hma[..e - s]);
+            for (((d, &a), &b), &c) in derived.iter_mut().zip(of(w.p3)).zip(of(w.p2)).zip(of(w.p)) {
+                *d = 3.0 * a - b - c;
+            }
+            wma_span(&derived[..m], lo, w.p, s, e, &mut hma3[..e - s]);
+            for ((&price, &h), &h3) in close[s..e].iter().zip(&hma).zip(&hma3) {
+                ev.step(price, h, h3);
+            }
         }
-        wma_into(&derived, w.p, &mut hma3);
-        run_events(close, &hma, &hma3, |_, _| {})
-    });
-    Ok(results.into_iter().map(Option::unwrap_or_default).collect())
+    }
+    group
+        .iter()
+        .zip(events)
+        .map(|(&c, mut ev)| {
+            if let Some(&last) = close.last() {
+                ev.ledger.close(last);
+            }
+            (c, ev.ledger.result())
+        })
+        .collect()
 }
