@@ -86,7 +86,9 @@ impl Latency {
         if h.is_empty() {
             return s;
         }
+        let mut total = 0u64;
         for v in h.iter_quantiles(5) {
+            total += v.count_since_last_iteration();
             let q = v.quantile_iterated_to();
             let inv = if q < 1.0 {
                 format!("{:>14.2}", 1.0 / (1.0 - q))
@@ -98,7 +100,7 @@ impl Latency {
                 "{:>12.3} {:>2.12} {:>10} {}",
                 v.value_iterated_to() as f64 / 1000.0,
                 q,
-                v.count_since_last_iteration() as u64 + 0,
+                total,
                 inv
             );
         }

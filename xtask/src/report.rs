@@ -193,7 +193,7 @@ pub fn write(out: &Path, o: &Options, runs: &[Run]) -> anyhow::Result<()> {
         .collect();
     std::fs::write(
         out.join("latency.svg"),
-        svg(&curves, &t.lines().next().unwrap_or("")),
+        svg(&curves, t.lines().next().unwrap_or("")),
     )?;
     eprintln!("results in {}", out.display());
     Ok(())
