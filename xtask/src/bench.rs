@@ -74,6 +74,10 @@ pub struct Options {
     /// Extra trader flags, e.g. `--trader-arg=--mlock`.
     #[arg(long = "trader-arg", allow_hyphen_values = true)]
     pub trader_args: Vec<String>,
+    /// Seconds of sockperf ping-pong between the same namespaces, as the outside reference
+    /// for the kernel-UDP path (0 to skip).
+    #[arg(long, default_value_t = 5)]
+    pub sockperf: u64,
     /// Don't install missing dependencies first.
     #[arg(long)]
     pub no_setup: bool,
@@ -121,13 +125,20 @@ pub fn run(o: Options) -> anyhow::Result<()> {
             }
         }
     }
+    let mut reference = None;
+    if failure.is_none() && o.sockperf > 0 && !stop.load(Ordering::Relaxed) {
+        match crate::sockperf::ping_pong(lab.config(), o.sockperf, o.trader_cpu, o.replay_cpu) {
+            Ok(v) => reference = Some(v),
+            Err(e) => eprintln!("warning: no sockperf reference: {e:#}"),
+        }
+    }
     if keep {
         let _ = lab.persist();
     } else {
         drop(lab);
     }
     if !runs.is_empty() {
-        report::write(&out, &o, &runs)?;
+        report::write(&out, &o, &runs, reference.as_ref())?;
     }
     if let Some(e) = failure {
         return Err(e);

@@ -5,6 +5,7 @@ mod bench;
 mod lab;
 mod report;
 mod setup;
+mod sockperf;
 mod test;
 mod util;
 

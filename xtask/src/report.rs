@@ -75,7 +75,12 @@ fn machine() -> Value {
 }
 
 /// Writes the report files and prints the table.
-pub fn write(out: &Path, o: &Options, runs: &[Run]) -> anyhow::Result<()> {
+pub fn write(
+    out: &Path,
+    o: &Options,
+    runs: &[Run],
+    sockperf: Option<&Value>,
+) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     for r in runs {
         let replay = read_json(&r.replay_json)?;
@@ -123,6 +128,17 @@ pub fn write(out: &Path, o: &Options, runs: &[Run]) -> anyhow::Result<()> {
             }
             let _ = writeln!(t);
         }
+    }
+    if let Some(s) = sockperf {
+        let _ = write!(
+            t,
+            "| sockperf | kernel UDP ping-pong RTT, 64 B, blocking | {} |",
+            u(s, "count")
+        );
+        for (_, k) in COLUMNS {
+            let _ = write!(t, " {:.2} |", f(s, k));
+        }
+        let _ = writeln!(t);
     }
     let _ = writeln!(t);
     let _ = writeln!(
@@ -174,6 +190,7 @@ pub fn write(out: &Path, o: &Options, runs: &[Run]) -> anyhow::Result<()> {
             "xdp_mode": o.xdp_mode, "wait": o.wait, "trader_cpu": o.trader_cpu,
             "replay_cpu": o.replay_cpu, "trader_args": o.trader_args,
         },
+        "sockperf": sockperf,
         "runs": rows.iter().map(|(r, replay, trader)| json!({
             "path": r.path, "replay": replay, "trader": trader,
             "hgrm": r.hgrm.file_name().map(|n| n.to_string_lossy().into_owned()),
