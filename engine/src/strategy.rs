@@ -155,14 +155,14 @@ impl Strategy {
         if self.prepared {
             return;
         }
-        for win in [
-            &mut self.n,
-            &mut self.half,
-            &mut self.p3,
-            &mut self.p2,
-            &mut self.p,
-        ] {
+        for win in [&mut self.n, &mut self.half, &mut self.p3, &mut self.p2] {
             win.prepare(&self.closes);
+        }
+        // `p == half` for every combo built by `Params::from_n`: the same sum, done once.
+        if self.p.w == self.half.w {
+            self.p.partial = self.half.partial;
+        } else {
+            self.p.prepare(&self.closes);
         }
         self.sq_outer.prepare(&self.diffs);
         self.p_outer.prepare(&self.ders);

@@ -122,16 +122,24 @@ fn run_group(close: &[f64], grid: &[Params], group: &[usize]) -> Vec<(usize, Com
             wma_span(close, 0, w, lo, e, &mut first[u * span..u * span + m]);
         }
         let of = |w: usize| &first[slot(w) * span..slot(w) * span + m];
+        // HMA3 depends on (p, p3, p2) only, so combos of neighbouring n often share it; the
+        // group is sorted by n, so sharers are adjacent and one remembered key suffices.
+        let mut hma3_of = None;
         for (&c, ev) in group.iter().zip(&mut events) {
             let w = grid[c].windows();
             for ((d, &a), &b) in derived.iter_mut().zip(of(w.half)).zip(of(w.n)) {
                 *d = 2.0 * a - b;
             }
             wma_span(&derived[..m], lo, w.sq, s, e, &mut hma[..e - s]);
-            for (((d, &a), &b), &c) in derived.iter_mut().zip(of(w.p3)).zip(of(w.p2)).zip(of(w.p)) {
-                *d = 3.0 * a - b - c;
+            if hma3_of != Some((w.p, w.p3, w.p2)) {
+                hma3_of = Some((w.p, w.p3, w.p2));
+                for (((d, &a), &b), &c) in
+                    derived.iter_mut().zip(of(w.p3)).zip(of(w.p2)).zip(of(w.p))
+                {
+                    *d = 3.0 * a - b - c;
+                }
+                wma_span(&derived[..m], lo, w.p, s, e, &mut hma3[..e - s]);
             }
-            wma_span(&derived[..m], lo, w.p, s, e, &mut hma3[..e - s]);
             for ((&price, &h), &h3) in close[s..e].iter().zip(&hma).zip(&hma3) {
                 ev.step(price, h, h3);
             }
