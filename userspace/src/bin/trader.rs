@@ -80,9 +80,31 @@ struct Options {
     /// Pin to this CPU.
     #[arg(long)]
     cpu: Option<usize>,
-    /// mlockall(): no page faults on the measured path.
+    /// mlockall(): no page faults on the measured path. (The UMEM is always populated and
+    /// pinned: xsk-rs maps it with MAP_POPULATE and XDP_UMEM_REG pins it.)
     #[arg(long)]
     mlock: bool,
+    /// Run under SCHED_FIFO at this priority (1-99).
+    #[arg(long, value_parser = clap::value_parser!(i32).range(1..=99))]
+    fifo: Option<i32>,
+    /// SO_BUSY_POLL on the socket for this many µs (the kernel polls the device in our
+    /// syscalls instead of waiting for its interrupt; the XDP path then polls the socket when
+    /// its ring is empty).
+    #[arg(long)]
+    busy_poll: Option<i32>,
+    /// With --busy-poll: SO_PREFER_BUSY_POLL (defer the device's interrupts to our polling).
+    #[arg(long, requires = "busy_poll")]
+    prefer_busy_poll: bool,
+    /// With --busy-poll: SO_BUSY_POLL_BUDGET, packets per busy poll.
+    #[arg(long, requires = "busy_poll")]
+    busy_poll_budget: Option<i32>,
+    /// Back the UMEM with 2 MiB huge pages (XDP path; needs reserved huge pages,
+    /// /proc/sys/vm/nr_hugepages).
+    #[arg(long)]
+    huge_pages: bool,
+    /// UDP path: take up to this many datagrams per recvmmsg call (1 = recvfrom).
+    #[arg(long, default_value_t = 1)]
+    recvmmsg: usize,
     /// Exit after this many seconds without market data (0: never).
     #[arg(long, default_value_t = 30)]
     idle_exit: u64,
@@ -97,8 +119,24 @@ struct Options {
     ready: bool,
 }
 
+/// The design-choice knobs this run used, recorded with its results.
+#[derive(Debug, Serialize)]
+struct Knobs {
+    cpu: Option<usize>,
+    fifo: Option<i32>,
+    mlock: bool,
+    busy_poll_us: Option<i32>,
+    prefer_busy_poll: bool,
+    busy_poll_budget: Option<i32>,
+    huge_pages: bool,
+    rx_batch: usize,
+    need_wakeup: bool,
+    recvmmsg: usize,
+}
+
 #[derive(Debug, Serialize)]
 struct Report {
+    knobs: Knobs,
     path: Path,
     wait: Wait,
     xdp_mode: Option<String>,
@@ -185,6 +223,9 @@ fn main() -> anyhow::Result<()> {
     if let Some(cpu) = o.cpu {
         sys::pin_to_cpu(cpu)?;
     }
+    if let Some(prio) = o.fifo {
+        sys::set_fifo(prio)?;
+    }
     let params = engine::Params::from_n(o.n)
         .map_err(|e| anyhow::anyhow!("bad strategy length --n {}: {e}", o.n))?;
     let stock = Stock::new(&o.stock).map_err(|e| anyhow::anyhow!("bad --stock: {e}"))?;
@@ -203,6 +244,18 @@ fn main() -> anyhow::Result<()> {
     };
 
     let report = Report {
+        knobs: Knobs {
+            cpu: o.cpu,
+            fifo: o.fifo,
+            mlock: o.mlock,
+            busy_poll_us: o.busy_poll,
+            prefer_busy_poll: o.prefer_busy_poll,
+            busy_poll_budget: o.busy_poll_budget,
+            huge_pages: o.huge_pages,
+            rx_batch: o.batch,
+            need_wakeup: !o.no_need_wakeup,
+            recvmmsg: o.recvmmsg,
+        },
         path: o.path,
         wait: o.wait,
         xdp_mode: (o.path == Path::Xdp).then(|| o.xdp_mode.to_string()),
@@ -245,10 +298,14 @@ fn run_xdp(
         .with_context(|| format!("failed to set up XDP on {}", o.iface))?;
     let config = XskConfig {
         need_wakeup: !o.no_need_wakeup,
+        huge_pages: o.huge_pages,
         ..XskConfig::default()
     };
     let mut xsk = Xsk::new(&o.iface, 0, config)?;
     prog.register_socket(0, xsk.raw_fd())?;
+    if let Some(us) = o.busy_poll {
+        sys::set_busy_poll(xsk.raw_fd(), us, o.prefer_busy_poll, o.busy_poll_budget)?;
+    }
     let our_mac = read_mac(&o.iface)?;
     if o.mlock {
         sys::lock_memory()?;
@@ -311,6 +368,10 @@ fn run_xdp(
             }
         } else {
             xsk.tx.reclaim();
+            if o.busy_poll.is_some() {
+                // Drives the kernel's busy poll of the device (napi_busy_loop) from our core.
+                let _ = xsk.rx.wait(0);
+            }
             if idle.is_some_and(|d| last_data.elapsed() > d) {
                 end = "idle timeout";
                 break;
@@ -339,8 +400,19 @@ fn run_udp(
         Wait::Spin => sock.set_nonblocking(true)?,
         Wait::Block => sock.set_read_timeout(Some(Duration::from_millis(100)))?,
     }
+    if let Some(us) = o.busy_poll {
+        use std::os::fd::AsRawFd as _;
+        sys::set_busy_poll(sock.as_raw_fd(), us, o.prefer_busy_poll, o.busy_poll_budget)?;
+    }
     if o.mlock {
         sys::lock_memory()?;
+    }
+    if o.recvmmsg > 1 {
+        if o.wait == Wait::Block {
+            bail!("--recvmmsg needs --wait spin");
+        }
+        ready(o);
+        return run_udp_mmsg(o, trader, rx_to_tx, stop, idle, &sock);
     }
     ready(o);
     let mut buf = [0u8; 2048];
@@ -375,6 +447,56 @@ fn run_udp(
         }
         trader.prepare();
         if outcome == PacketOutcome::EndOfSession {
+            return Ok("end of session");
+        }
+    }
+}
+
+fn run_udp_mmsg(
+    o: &Options,
+    trader: &mut Trader,
+    rx_to_tx: &mut Latency,
+    stop: &std::sync::atomic::AtomicBool,
+    idle: Option<Duration>,
+    sock: &UdpSocket,
+) -> anyhow::Result<&'static str> {
+    use std::os::fd::AsRawFd as _;
+    let fd = sock.as_raw_fd();
+    let mut multi = sys::MultiRecv::new(o.recvmmsg);
+    let mut obuf = [0u8; wire::order::LEN];
+    let mut last_data = Instant::now();
+    loop {
+        if sys::stopped(stop) {
+            return Ok("stopped by signal");
+        }
+        let mut eos = false;
+        let got = multi.recv(fd, |payload, from| {
+            let t_rx = now_ns();
+            let dest = SocketAddrV4::new(*from.ip(), o.order_port);
+            let mut sent_any = false;
+            let outcome = trader.on_packet(payload, now_ns, |order: &OrderRepr| {
+                let n = order.emit_into(&mut obuf).unwrap_or(0);
+                let ok = sock.send_to(&obuf[..n], dest).is_ok();
+                sent_any |= ok;
+                ok
+            });
+            if sent_any {
+                rx_to_tx.record(now_ns().saturating_sub(t_rx));
+            }
+            trader.prepare();
+            eos |= outcome == PacketOutcome::EndOfSession;
+        });
+        match got {
+            Ok(0) => {}
+            Ok(_) => last_data = Instant::now(),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                if idle.is_some_and(|d| last_data.elapsed() > d) {
+                    return Ok("idle timeout");
+                }
+            }
+            Err(e) => return Err(e).context("recvmmsg on the market-data socket"),
+        }
+        if eos {
             return Ok("end of session");
         }
     }
