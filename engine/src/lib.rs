@@ -3,7 +3,7 @@
 //! Sans-IO in quiche's sense: nothing here opens a socket, reads a clock, logs or allocates per
 //! tick. Data comes in as slices, results go out as values. The same code serves every caller:
 //!
-//! - [`reference`]: the kernel written for clarity, exactly as the spec defines it; the truth.
+//! - [`reference`](mod@reference): the kernel written for clarity, exactly as the spec defines it; the truth.
 //! - [`sweep`]: the fast parameter sweep, bit-identical to the reference on every combo.
 //! - [`Strategy`]: the streaming strategy for the live loop, one tick at a time, bit-identical
 //!   to the batch kernel fed the same series.
