@@ -1,0 +1,189 @@
+//! `boundary`: the engine behind a process boundary.
+//!
+//! - `boundary serve --uds PATH [--tcp 127.0.0.1:PORT]`: serve until Ctrl-C / SIGTERM (or,
+//!   with `--exit-on-stdin-eof`, until stdin closes: how the bench stops its server).
+//! - `boundary serve-stdio`: read one request on stdin, write its reply on stdout, exit.
+//! - `boundary call --uds PATH | --tcp ADDR`: sweep the spec's workload through a server and
+//!   print the results.
+#![forbid(unsafe_code)]
+
+use std::io::{Read as _, Write as _};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use boundary::client::Client;
+use boundary::proto::DEFAULT_MAX_FRAME;
+use boundary::server::{self, Config, Server};
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "boundary",
+    about = "The backtest engine behind a socket, a pipe or a process"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Debug, clap::Args)]
+struct ServeOptions {
+    /// Threads of one sweep (1 for a fair per-call comparison with an in-process sweep).
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Cap on a request frame's length word, in bytes.
+    #[arg(long, default_value_t = DEFAULT_MAX_FRAME)]
+    max_frame: u32,
+}
+
+impl ServeOptions {
+    fn config(&self) -> anyhow::Result<Config> {
+        let Self { threads, max_frame } = *self;
+        if threads == 0 {
+            bail!("--threads must be at least 1");
+        }
+        Ok(Config {
+            threads,
+            max_frame,
+            ..Config::default()
+        })
+    }
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Serve over a Unix socket (mode 0600) and/or TCP until Ctrl-C or SIGTERM.
+    Serve {
+        /// Unix socket path (a stale socket there is replaced).
+        #[arg(long)]
+        uds: Option<PathBuf>,
+        /// TCP address; loopback unless you mean it (the protocol has no authentication).
+        #[arg(long)]
+        tcp: Option<SocketAddr>,
+        /// Also stop when stdin reaches end of file.
+        #[arg(long)]
+        exit_on_stdin_eof: bool,
+        #[command(flatten)]
+        opts: ServeOptions,
+    },
+    /// Read one request on stdin, write the reply on stdout (the spawn-per-call mode).
+    ServeStdio {
+        #[command(flatten)]
+        opts: ServeOptions,
+    },
+    /// Sweep the spec's workload through a running server and print the results.
+    Call {
+        /// The server's Unix socket.
+        #[arg(long, conflicts_with = "tcp")]
+        uds: Option<PathBuf>,
+        /// The server's TCP address.
+        #[arg(long)]
+        tcp: Option<SocketAddr>,
+        /// Bars of the seed-42 GBM series.
+        #[arg(long, default_value_t = 150_000)]
+        bars: usize,
+    },
+}
+
+fn main() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        Cmd::Serve {
+            uds,
+            tcp,
+            exit_on_stdin_eof,
+            opts,
+        } => serve(uds, tcp, exit_on_stdin_eof, &opts),
+        Cmd::ServeStdio { opts } => {
+            let config = opts.config()?;
+            let ok = server::serve_stdio(std::io::stdin().lock(), std::io::stdout().lock(), config)
+                .context("failed to serve the request on stdin")?;
+            if !ok {
+                bail!("the request on stdin got an error reply");
+            }
+            Ok(())
+        }
+        Cmd::Call { uds, tcp, bars } => call(uds, tcp, bars),
+    }
+}
+
+fn serve(
+    uds: Option<PathBuf>,
+    tcp: Option<SocketAddr>,
+    exit_on_stdin_eof: bool,
+    opts: &ServeOptions,
+) -> anyhow::Result<()> {
+    let config = opts.config()?;
+    if uds.is_none() && tcp.is_none() {
+        bail!("nothing to serve on: give --uds PATH and/or --tcp 127.0.0.1:PORT");
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())
+            .with_context(|| format!("failed to handle signal {sig}"))?;
+    }
+    let mut servers = Vec::new();
+    if let Some(path) = uds {
+        let s = Server::bind_uds(&path, config)
+            .with_context(|| format!("failed to serve on {}", path.display()))?;
+        servers.push(s);
+    }
+    if let Some(addr) = tcp {
+        if !addr.ip().is_loopback() {
+            eprintln!(
+                "warning: serving on {addr}, beyond loopback; the protocol has no authentication"
+            );
+        }
+        let s =
+            Server::bind_tcp(addr, config).with_context(|| format!("failed to serve on {addr}"))?;
+        servers.push(s);
+    }
+    // One line per endpoint on stdout: the bench reads the TCP port from here.
+    let mut out = std::io::stdout().lock();
+    for s in &servers {
+        writeln!(out, "{}", s.endpoint())?;
+    }
+    writeln!(out, "ready threads={}", config.threads)?;
+    out.flush()?;
+    drop(out);
+    if exit_on_stdin_eof {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut sink = Vec::new();
+            let _ = std::io::stdin().lock().read_to_end(&mut sink);
+            stop.store(true, Ordering::SeqCst);
+        });
+    }
+    while !stop.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for s in servers {
+        let stats = s.stats();
+        eprintln!("{}: stopping ({stats:?})", s.endpoint());
+        s.shutdown();
+    }
+    Ok(())
+}
+
+fn call(uds: Option<PathBuf>, tcp: Option<SocketAddr>, bars: usize) -> anyhow::Result<()> {
+    let mut client = match (uds, tcp) {
+        (Some(p), _) => Client::connect_uds(&p)?,
+        (None, Some(a)) => Client::connect_tcp(a)?,
+        (None, None) => bail!("give --uds PATH or --tcp ADDR"),
+    };
+    let close = engine::data::gbm(42, bars);
+    let grid = engine::grid_default();
+    let t = Instant::now();
+    let results = client.sweep(&close, &grid).context("the sweep failed")?;
+    let took = t.elapsed();
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "combo n pnl trades")?;
+    for (i, (p, r)) in grid.iter().zip(&results).enumerate() {
+        writeln!(out, "{i} {} {:.6} {}", p.n(), r.pnl, r.trades)?;
+    }
+    writeln!(out, "# {} combos x {bars} bars in {took:?}", grid.len())?;
+    Ok(())
+}
