@@ -127,13 +127,8 @@ impl Client {
     /// # Errors
     /// When the connection fails or the reply is malformed.
     pub fn raw(&mut self, bytes: &[u8]) -> Result<Result<Vec<u8>, (u16, String)>, Error> {
-        self.request.clear();
-        self.request.extend_from_slice(bytes);
-        match self.round_trip("a raw frame") {
-            Ok(n) => Ok(Ok(self.reply[..n].to_vec())),
-            Err(Error::Remote { code, message, .. }) => Ok(Err((code, message))),
-            Err(e) => Err(e),
-        }
+        self.send_raw(bytes)?;
+        self.recv_raw()
     }
 
     /// Sends raw bytes without waiting for a reply.
@@ -145,6 +140,32 @@ impl Client {
             .get_mut()
             .write_all(bytes)
             .map_err(Error::io("send raw bytes"))
+    }
+
+    /// Reads one reply: `Ok(Ok(body))` or `Ok(Err((code, message)))`.
+    ///
+    /// # Errors
+    /// When the connection fails or the reply is malformed.
+    pub fn recv_raw(&mut self) -> Result<Result<Vec<u8>, (u16, String)>, Error> {
+        match proto::read_reply(&mut self.io, self.max_frame, &mut self.reply) {
+            Ok(Reply::Ok(body)) => Ok(Ok(body.to_vec())),
+            Ok(Reply::Err { code, message }) => {
+                Ok(Err((code, String::from_utf8_lossy(message).into_owned())))
+            }
+            Err(e) => Err(reply_error(e, "a raw frame")),
+        }
+    }
+
+    /// Closes the sending half: the server sees the end of the stream (after whatever was
+    /// sent) and can still reply.
+    ///
+    /// # Errors
+    /// When the socket refuses.
+    pub fn shutdown_write(&self) -> Result<(), Error> {
+        self.io
+            .get_ref()
+            .shutdown_write()
+            .map_err(Error::io("shut down the sending half"))
     }
 
     /// True when the server has closed the connection (reads end of stream; blocks until the

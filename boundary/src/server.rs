@@ -278,6 +278,12 @@ impl Stream {
             Self::Tcp(s) => Self::Tcp(s.try_clone()?),
         })
     }
+    pub(crate) fn shutdown_write(&self) -> io::Result<()> {
+        match self {
+            Self::Unix(s) => s.shutdown(Shutdown::Write),
+            Self::Tcp(s) => s.shutdown(Shutdown::Write),
+        }
+    }
     fn shutdown(&self) {
         // Shutting down a connection the peer already closed fails harmlessly.
         let _ = match self {

@@ -1,0 +1,324 @@
+//! The server over real sockets: every opcode, bad frames, many clients, the socket's mode.
+//! Nothing here depends on timing: every wait is for a reply or a closed connection.
+use std::net::{Ipv4Addr, SocketAddr};
+use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use boundary::client::{Client, Handle, spawn_sweep};
+use boundary::proto::{self, ErrorCode, Opcode};
+use boundary::server::{Config, Endpoint, Server};
+use engine::{ComboResult, Params};
+
+/// A fresh directory under the system temp dir, removed on drop (also after a panic).
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> Self {
+        static SEQ: AtomicUsize = AtomicUsize::new(0);
+        let n = SEQ.fetch_add(1, Ordering::Relaxed);
+        let p = std::env::temp_dir().join(format!("bnd-{tag}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap_or_else(|e| panic!("create {}: {e}", p.display()));
+        Self(p)
+    }
+    fn sock(&self) -> PathBuf {
+        self.0.join("engine.sock")
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A small workload: fast in a debug build, still thousands of trades.
+fn workload() -> (Vec<f64>, Vec<Params>) {
+    let close = engine::data::gbm(42, 2_000);
+    let grid = [6, 11, 30, 57]
+        .into_iter()
+        .map(|n| Params::from_n(n).expect("valid n"))
+        .collect();
+    (close, grid)
+}
+
+fn expected(close: &[f64], grid: &[Params]) -> Vec<ComboResult> {
+    engine::sweep::sweep(close, grid, 1).expect("in-process sweep")
+}
+
+fn uds_server(dir: &TempDir) -> Server {
+    Server::bind_uds(dir.sock(), Config::default()).expect("bind the socket")
+}
+
+fn tcp_server() -> Server {
+    Server::bind_tcp(
+        SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+        Config::default(),
+    )
+    .expect("bind tcp")
+}
+
+fn code_of(e: &boundary::Error) -> Option<ErrorCode> {
+    e.remote_code()
+}
+
+fn every_opcode(client: &mut Client) {
+    let (close, grid) = workload();
+    let want = expected(&close, &grid);
+    assert!(want[0].trades > 100, "the workload trades: {want:?}");
+    assert_eq!(client.sweep(&close, &grid).expect("sweep"), want);
+    assert_eq!(client.echo(&close).expect("echo"), close);
+    assert_eq!(client.echo(&[]).expect("empty echo"), Vec::<f64>::new());
+    let h = client.load(&close).expect("load");
+    for (p, w) in grid.iter().zip(&want) {
+        assert_eq!(client.sweep_handle(h, &[*p]).expect("sweep_handle"), [*w]);
+    }
+    assert_eq!(client.sweep_handle(h, &grid).expect("sweep_handle"), want);
+    client.free(h).expect("free");
+    let e = client.sweep_handle(h, &grid).expect_err("freed");
+    assert_eq!(code_of(&e), Some(ErrorCode::UnknownHandle), "{e}");
+    assert_eq!(client.sweep(&close, &[]).expect("no combos"), []);
+}
+
+#[test]
+fn every_opcode_over_uds() {
+    let dir = TempDir::new("ops");
+    let server = uds_server(&dir);
+    every_opcode(&mut Client::connect_uds(dir.sock()).expect("connect"));
+    server.shutdown();
+}
+
+#[test]
+fn every_opcode_over_tcp_on_loopback() {
+    let server = tcp_server();
+    let Endpoint::Tcp(addr) = *server.endpoint() else {
+        panic!("not tcp")
+    };
+    assert!(addr.ip().is_loopback());
+    every_opcode(&mut Client::connect_tcp(addr).expect("connect"));
+}
+
+#[test]
+fn socket_is_owner_only_and_removed_on_shutdown() {
+    let dir = TempDir::new("mode");
+    let server = uds_server(&dir);
+    let md = std::fs::symlink_metadata(dir.sock()).expect("socket exists");
+    assert!(md.file_type().is_socket());
+    assert_eq!(md.permissions().mode() & 0o777, 0o600);
+    // Nothing but the socket is left beside it (the private bind directory is gone).
+    let names: Vec<_> = std::fs::read_dir(&dir.0)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(names, ["engine.sock"]);
+    server.shutdown();
+    assert!(!dir.sock().exists(), "socket removed on shutdown");
+}
+
+#[test]
+fn stale_socket_is_replaced_and_a_live_one_is_not() {
+    let dir = TempDir::new("stale");
+    let live = uds_server(&dir);
+    assert!(matches!(
+        Server::bind_uds(dir.sock(), Config::default()),
+        Err(boundary::Error::PathInUse { .. })
+    ));
+    drop(live);
+    // A stale socket: bound, then its listener dropped without removing the file.
+    drop(std::os::unix::net::UnixListener::bind(dir.sock()).expect("bind"));
+    assert!(dir.sock().exists());
+    let server = uds_server(&dir);
+    let mut c = Client::connect_uds(dir.sock()).expect("connect");
+    assert_eq!(c.echo(&[1.0]).expect("echo"), [1.0]);
+    server.shutdown();
+    // A regular file is never removed.
+    std::fs::write(dir.sock(), b"not a socket").expect("write");
+    assert!(matches!(
+        Server::bind_uds(dir.sock(), Config::default()),
+        Err(boundary::Error::PathInUse { .. })
+    ));
+}
+
+fn assert_served(c: &mut Client) {
+    let (close, grid) = workload();
+    assert_eq!(
+        c.sweep(&close, &grid).expect("sweep"),
+        expected(&close, &grid)
+    );
+}
+
+fn series_header(op: u8, len: u32, n_bars: u32, n_combos: u32) -> Vec<u8> {
+    let mut b = len.to_le_bytes().to_vec();
+    b.push(op);
+    b.extend_from_slice(&n_bars.to_le_bytes());
+    b.extend_from_slice(&n_combos.to_le_bytes());
+    b
+}
+
+#[test]
+fn bad_frames_get_error_replies_and_others_stay_served() {
+    let dir = TempDir::new("bad");
+    let server = uds_server(&dir);
+    let connect = || Client::connect_uds(dir.sock()).expect("connect");
+    // A bystander connected before any garbage, and one that stalls mid-frame throughout.
+    let mut bystander = connect();
+    let mut staller = connect();
+    staller
+        .send_raw(&series_header(0, 9 + 8 * 1000, 1000, 0))
+        .expect("half a frame");
+
+    // Over the cap: error reply, then the server closes (it cannot find the next frame).
+    let mut c = connect();
+    let (code, msg) = c
+        .raw(&u32::MAX.to_le_bytes())
+        .expect("a reply")
+        .expect_err("an error reply");
+    assert_eq!(code, ErrorCode::FrameTooLarge as u16, "{msg}");
+    assert!(c.is_closed_by_server());
+    assert_served(&mut bystander);
+
+    // Counts that disagree with the length (claims 1,000 bars, carries 10): skipped, and the
+    // same connection goes on.
+    let mut c = connect();
+    let mut f = series_header(0, 9 + 80, 1000, 0);
+    f.extend_from_slice(&[0; 80]);
+    let (code, _) = c.raw(&f).expect("a reply").expect_err("an error reply");
+    assert_eq!(code, ErrorCode::BadLength as u16);
+    // n_combos that disagree: 2 bars and "3 combos", but no combo bytes.
+    let mut f = series_header(0, 9 + 16, 2, 3);
+    f.extend_from_slice(&[0; 16]);
+    let (code, _) = c.raw(&f).expect("a reply").expect_err("an error reply");
+    assert_eq!(code, ErrorCode::BadLength as u16);
+    assert_served(&mut c);
+
+    // Unknown opcode: skipped, the connection goes on.
+    let (code, _) = c
+        .raw(&[3, 0, 0, 0, 0xEE, 1, 2])
+        .expect("a reply")
+        .expect_err("an error reply");
+    assert_eq!(code, ErrorCode::UnknownOpcode as u16);
+    assert_served(&mut c);
+
+    // Unknown handle, on a connection that never loaded anything, and another's handle.
+    let h = bystander.load(&[1.0, 2.0]).expect("load");
+    let e = c
+        .sweep_handle(h, &workload().1)
+        .expect_err("not this connection's");
+    assert_eq!(code_of(&e), Some(ErrorCode::UnknownHandle));
+    let e = c
+        .sweep_handle(Handle(u64::MAX), &workload().1)
+        .expect_err("unknown");
+    assert_eq!(code_of(&e), Some(ErrorCode::UnknownHandle));
+    assert_served(&mut c);
+
+    // Truncated: claims 200 MiB, sends a few bytes, ends the stream. The server replies
+    // TRUNCATED (the unit tests show it holds only what arrived) and closes.
+    let mut c = connect();
+    let n_bars = 25 << 20;
+    let mut f = series_header(0, 9 + 8 * n_bars, n_bars, 0);
+    f.extend_from_slice(&[0x40; 64]);
+    c.send_raw(&f).expect("send");
+    c.shutdown_write().expect("shutdown");
+    let (code, msg) = c.recv_raw().expect("a reply").expect_err("an error reply");
+    assert_eq!(code, ErrorCode::Truncated as u16, "{msg}");
+    assert!(c.is_closed_by_server());
+
+    // Invalid windows (0), written by hand.
+    let mut c = connect();
+    let mut f = Vec::new();
+    proto::encode_series(&mut f, Opcode::Sweep, &[1.0, 2.0], &workload().1[..1]);
+    f[4 + 9 + 16..4 + 9 + 24].copy_from_slice(&0_i64.to_le_bytes());
+    let (code, _) = c.raw(&f).expect("a reply").expect_err("an error reply");
+    assert_eq!(code, ErrorCode::InvalidParams as u16);
+
+    // Through all of it, the bystander and new clients are served, the staller still waits.
+    assert_served(&mut bystander);
+    assert_served(&mut connect());
+    assert_eq!(server.stats().io_errors, 0);
+    // Shutdown closes the staller's connection too, instead of waiting for it forever.
+    server.shutdown();
+    assert!(staller.is_closed_by_server());
+}
+
+#[test]
+fn thirty_two_concurrent_clients_get_correct_answers() {
+    let dir = TempDir::new("many");
+    let server = uds_server(&dir);
+    let tcp = tcp_server();
+    let Endpoint::Tcp(addr) = *tcp.endpoint() else {
+        panic!("not tcp")
+    };
+    let (close, grid) = workload();
+    let want = expected(&close, &grid);
+    let barrier = std::sync::Barrier::new(32);
+    std::thread::scope(|s| {
+        for i in 0..32_usize {
+            let (close, grid, want, barrier, sock) = (&close, &grid, &want, &barrier, dir.sock());
+            s.spawn(move || {
+                let mut c = if i % 4 == 3 {
+                    Client::connect_tcp(addr).expect("connect tcp")
+                } else {
+                    Client::connect_uds(&sock).expect("connect uds")
+                };
+                // Every client connected before any sends: 32 connections open at once.
+                barrier.wait();
+                // Each client its own slice of the series, so a mixed-up reply would show.
+                let mine = &close[i * 10..];
+                let mine_want = expected(mine, grid);
+                assert_eq!(c.sweep(mine, grid).expect("sweep"), mine_want, "client {i}");
+                let h = c.load(close).expect("load");
+                for (k, p) in grid.iter().enumerate() {
+                    let got = c.sweep_handle(h, &[*p]).expect("sweep_handle");
+                    assert_eq!(got, [want[k]], "client {i} combo {k}");
+                }
+                assert_eq!(c.echo(mine).expect("echo"), mine, "client {i}");
+            });
+        }
+    });
+    assert_eq!(server.stats().accepted + tcp.stats().accepted, 32);
+    server.shutdown();
+}
+
+#[test]
+fn busy_server_refuses_with_an_error_reply() {
+    let dir = TempDir::new("busy");
+    let server = Server::bind_uds(
+        dir.sock(),
+        Config {
+            max_connections: 1,
+            ..Config::default()
+        },
+    )
+    .expect("bind");
+    let mut first = Client::connect_uds(dir.sock()).expect("connect");
+    assert_eq!(first.echo(&[1.0]).expect("echo"), [1.0]);
+    let mut second = Client::connect_uds(dir.sock()).expect("connect");
+    let (code, _) = second.recv_raw().expect("a reply").expect_err("busy");
+    assert_eq!(code, ErrorCode::Busy as u16);
+    assert_eq!(first.echo(&[2.0]).expect("still served"), [2.0]);
+    server.shutdown();
+}
+
+fn exe() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_boundary"))
+}
+
+#[test]
+fn spawn_per_call_mode() {
+    let (close, grid) = workload();
+    let got = spawn_sweep(exe(), 1, &close, &grid).expect("spawned sweep");
+    assert_eq!(got, expected(&close, &grid));
+}
+
+#[test]
+fn spawn_mode_reports_a_bad_request() {
+    let out = std::process::Command::new(exe())
+        .arg("serve-stdio")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    // The error reply still comes out on stdout.
+    assert_eq!(out.stdout.get(3).map(|b| b & 0x80), Some(0x80), "{out:?}");
+}
