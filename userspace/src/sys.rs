@@ -209,3 +209,24 @@ impl MultiRecv {
         Ok(n)
     }
 }
+
+/// Sets a socket's receive buffer to `bytes`, past `net.core.rmem_max` (SO_RCVBUFFORCE needs
+/// CAP_NET_ADMIN; falls back to SO_RCVBUF, which the kernel caps at rmem_max).
+pub fn set_rcvbuf(fd: std::os::fd::RawFd, bytes: i32) -> anyhow::Result<()> {
+    for opt in [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF] {
+        // SAFETY: `bytes` is a live c_int and its exact size is passed; the kernel only reads it.
+        let rc = unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                opt,
+                (&bytes as *const i32).cast(),
+                std::mem::size_of::<i32>() as libc::socklen_t,
+            )
+        };
+        if rc == 0 {
+            return Ok(());
+        }
+    }
+    Err(std::io::Error::last_os_error()).context("setsockopt(SO_RCVBUF)")
+}

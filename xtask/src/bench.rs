@@ -59,6 +59,9 @@ pub struct Options {
     /// CPU for the trader.
     #[arg(long, default_value_t = 1)]
     pub trader_cpu: usize,
+    /// Don't pin the trader and the replay to CPUs (let the scheduler place them).
+    #[arg(long)]
+    pub no_pin: bool,
     /// CPU for the replay (exchange side).
     #[arg(long, default_value_t = 0)]
     pub replay_cpu: usize,
@@ -86,26 +89,66 @@ pub struct Options {
 const MD_PORT: u16 = 26400;
 const ORDER_PORT: u16 = 26401;
 
-pub fn run(o: Options) -> anyhow::Result<()> {
-    require_root("the benchmark (network namespaces, XDP, AF_XDP)")?;
-    if !o.no_setup {
-        crate::setup::ensure()?;
-    }
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))?;
-    }
-    let bins = build_binaries()?;
-    let out = o.out.clone().unwrap_or_else(|| {
-        workspace_root()
-            .join("target/bench")
-            .join(report::utc_stamp())
-    });
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+/// What every lab benchmark needs: root, dependencies, a stop flag, the binaries, a results
+/// folder and the lab.
+pub struct Session {
+    pub stop: Arc<AtomicBool>,
+    pub bins: Binaries,
+    pub out: PathBuf,
+    pub lab: Lab,
+    pub keep: bool,
+}
 
-    let config = LabConfig::new(&o.lab)?;
-    let lab = Lab::up(config).context("failed to bring the lab up")?;
-    let keep = o.keep_lab || lab.found() == Found::Intact;
+impl Session {
+    pub fn start(o: &Options, kind: &str) -> anyhow::Result<Session> {
+        require_root("the benchmark (network namespaces, XDP, AF_XDP)")?;
+        if !o.no_setup {
+            crate::setup::ensure()?;
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            signal_hook::flag::register(sig, Arc::clone(&stop))?;
+        }
+        let bins = build_binaries()?;
+        let out = o.out.clone().unwrap_or_else(|| {
+            workspace_root()
+                .join("target")
+                .join(kind)
+                .join(report::utc_stamp())
+        });
+        std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+        let config = LabConfig::new(&o.lab)?;
+        let lab = Lab::up(config).context("failed to bring the lab up")?;
+        let keep = o.keep_lab || lab.found() == Found::Intact;
+        Ok(Session {
+            stop,
+            bins,
+            out,
+            lab,
+            keep,
+        })
+    }
+
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Removes the lab unless it is to be kept.
+    pub fn finish(self) {
+        if self.keep {
+            let _ = self.lab.persist();
+        }
+    }
+}
+
+pub fn run(o: Options) -> anyhow::Result<()> {
+    let Session {
+        stop,
+        bins,
+        out,
+        lab,
+        keep,
+    } = Session::start(&o, "bench")?;
     let paths: &[&str] = match o.path {
         PathChoice::Xdp => &["xdp"],
         PathChoice::Udp => &["udp"],
@@ -117,7 +160,7 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        match run_path(&o, &bins, lab.config(), p, &out, &stop) {
+        match run_path(&o, &bins, lab.config(), p, p, &out, &stop) {
             Ok(r) => runs.push(r),
             Err(e) => {
                 failure = Some(e.context(format!("the {p} run failed")));
@@ -212,20 +255,22 @@ impl Drop for Reaper {
     }
 }
 
+/// Runs the trader on `path` and the replay against it once; result files are named `tag`.
 pub fn run_path(
     o: &Options,
     bins: &Binaries,
     lab: &LabConfig,
     path: &str,
+    tag: &str,
     out: &Path,
     stop: &AtomicBool,
 ) -> anyhow::Result<Run> {
     let run = Run {
         path: path.to_owned(),
-        replay_json: out.join(format!("{path}.json")),
-        trader_json: out.join(format!("{path}-trader.json")),
-        hgrm: out.join(format!("{path}.hgrm")),
-        trader_hgrm: out.join(format!("{path}-trader-rx-tx.hgrm")),
+        replay_json: out.join(format!("{tag}.json")),
+        trader_json: out.join(format!("{tag}-trader.json")),
+        hgrm: out.join(format!("{tag}.hgrm")),
+        trader_hgrm: out.join(format!("{tag}-trader-rx-tx.hgrm")),
     };
     let mut trader = in_ns(&lab.trader_ns(), &bins.trader);
     trader
@@ -235,7 +280,6 @@ pub fn run_path(
         .args(["--order-port", &ORDER_PORT.to_string()])
         .args(["--n", &o.n.to_string()])
         .args(["--xdp-mode", &o.xdp_mode, "--wait", &o.wait])
-        .args(["--cpu", &o.trader_cpu.to_string()])
         .args(["--idle-exit", "60", "--ready"])
         .arg("--stats-out")
         .arg(&run.trader_json)
@@ -243,6 +287,9 @@ pub fn run_path(
         .arg(&run.trader_hgrm)
         .args(&o.trader_args)
         .stdout(Stdio::piped());
+    if !o.no_pin {
+        trader.args(["--cpu", &o.trader_cpu.to_string()]);
+    }
     eprintln!("+ {}", shown(&trader));
     let mut child = trader.spawn().context("starting the trader")?;
     let stdout = child.stdout.take().expect("piped");
@@ -271,14 +318,16 @@ pub fn run_path(
         .args(["--batch", &o.batch.to_string(), "--n", &o.n.to_string()])
         .args(["--target", &format!("{}:{MD_PORT}", lab.trader_ip)])
         .args(["--bind", &format!("{}:{ORDER_PORT}", lab.exchange_ip)])
-        .args(["--cpu", &o.replay_cpu.to_string(), "--label", path])
-        .args(["--progress", "true"])
+        .args(["--label", tag, "--progress", "true"])
         .arg("--json-out")
         .arg(&run.replay_json)
         .arg("--hgrm-out")
         .arg(&run.hgrm);
     if let Some(c) = o.count {
         replay.args(["--count", &c.to_string()]);
+    }
+    if !o.no_pin {
+        replay.args(["--cpu", &o.replay_cpu.to_string()]);
     }
     let status = crate::util::exec_status(&mut replay)?;
     if stop.load(Ordering::Relaxed) {

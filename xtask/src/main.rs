@@ -3,11 +3,13 @@
 
 mod bench;
 mod lab;
+mod matrix;
 mod report;
 mod setup;
 mod sockperf;
 mod test;
 mod util;
+mod zeroloss;
 
 use clap::{Parser, Subcommand};
 
@@ -40,6 +42,12 @@ enum Command {
     /// kernel UDP, report latency percentiles, fills and parity. Results go to
     /// target/bench/<time>/ (report.md, report.json, .hgrm files, latency.svg).
     Bench(bench::Options),
+    /// The knob matrix: each design choice alone against a baseline, per path, and which
+    /// moves p50 and which moves p99.9/p99.99. Results in target/matrix/<time>/.
+    Matrix(matrix::Options),
+    /// Zero-loss rate per path by bisection (RFC 2544 style), and latency at 10/50/90 % of
+    /// it. Results in target/zero-loss/<time>/.
+    ZeroLoss(zeroloss::Options),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -51,5 +59,7 @@ fn main() -> anyhow::Result<()> {
         Command::NetnsStatus(o) => lab::status(o),
         Command::Test(o) => test::run(o),
         Command::Bench(o) => bench::run(o),
+        Command::Matrix(o) => matrix::run(o),
+        Command::ZeroLoss(o) => zeroloss::run(o),
     }
 }

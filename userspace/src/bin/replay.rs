@@ -181,6 +181,12 @@ fn main() -> anyhow::Result<()> {
         )
     })?;
     sock.set_nonblocking(true)?;
+    // Orders must not be lost at our end while we busy-wait between sends or get preempted:
+    // room for every order of a long run.
+    {
+        use std::os::fd::AsRawFd as _;
+        sys::set_rcvbuf(sock.as_raw_fd(), 16 << 20)?;
+    }
     sock.connect(o.target)
         .with_context(|| format!("no route to {}", o.target))?;
 

@@ -102,6 +102,10 @@ struct Options {
     /// /proc/sys/vm/nr_hugepages).
     #[arg(long)]
     huge_pages: bool,
+    /// UDP path: socket receive buffer in bytes. The default holds a few thousand ticks, as
+    /// the AF_XDP path's 2048-entry RX ring does, so both paths can absorb the same burst.
+    #[arg(long, default_value_t = 4 << 20)]
+    rcvbuf: i32,
     /// UDP path: take up to this many datagrams per recvmmsg call (1 = recvfrom).
     #[arg(long, default_value_t = 1)]
     recvmmsg: usize,
@@ -132,6 +136,7 @@ struct Knobs {
     rx_batch: usize,
     need_wakeup: bool,
     recvmmsg: usize,
+    rcvbuf: i32,
 }
 
 #[derive(Debug, Serialize)]
@@ -255,6 +260,7 @@ fn main() -> anyhow::Result<()> {
             rx_batch: o.batch,
             need_wakeup: !o.no_need_wakeup,
             recvmmsg: o.recvmmsg,
+            rcvbuf: o.rcvbuf,
         },
         path: o.path,
         wait: o.wait,
@@ -400,9 +406,12 @@ fn run_udp(
         Wait::Spin => sock.set_nonblocking(true)?,
         Wait::Block => sock.set_read_timeout(Some(Duration::from_millis(100)))?,
     }
-    if let Some(us) = o.busy_poll {
+    {
         use std::os::fd::AsRawFd as _;
-        sys::set_busy_poll(sock.as_raw_fd(), us, o.prefer_busy_poll, o.busy_poll_budget)?;
+        sys::set_rcvbuf(sock.as_raw_fd(), o.rcvbuf)?;
+        if let Some(us) = o.busy_poll {
+            sys::set_busy_poll(sock.as_raw_fd(), us, o.prefer_busy_poll, o.busy_poll_budget)?;
+        }
     }
     if o.mlock {
         sys::lock_memory()?;
