@@ -40,10 +40,20 @@ pub struct Counters {
     pub other_stock: u64,
     /// Valid ITCH messages of other types.
     pub other_messages: u64,
-    /// Message blocks that were not valid ITCH (unknown type, wrong length) or broke the
-    /// MoldUDP64 framing (lying block length or count); each still consumes its sequence number.
+    /// Message blocks that were not valid ITCH (unknown type, wrong length, empty block); each
+    /// still consumes its sequence number (the framing around it was sound, so it is a message
+    /// that arrived, just not one we can read).
     pub malformed_messages: u64,
-    /// Sequence numbers skipped over when a later one arrived first (a gap).
+    /// Packets whose block framing contradicts their header (a block length running past the
+    /// end, fewer or more blocks than the message count, a cut length prefix). Such a packet is
+    /// not trusted at all: none of its messages is processed and none of its sequence numbers
+    /// is consumed, so a lying header can't swallow the sequence numbers of real ticks; if the
+    /// messages it claimed were real, the next sound packet shows them as a gap.
+    pub malformed_framing: u64,
+    /// Sequence numbers skipped over when a later one arrived first (a gap), or that the
+    /// end-of-session packet's sequence number shows were never received. Those that arrive
+    /// later still are also counted in `late_messages`, so `gap_messages - late_messages` is
+    /// the number of messages that never arrived.
     pub gap_messages: u64,
     /// Messages that arrived after a later one had been processed: counted, not traded
     /// (the strategy has moved past them).
@@ -120,10 +130,21 @@ impl Trader {
             Some(_) => {}
         }
         if packet.is_end_of_session() {
+            // Its sequence number is the one after the session's last message, so messages
+            // lost at the very end still show up as a gap.
+            let end = packet.sequence();
+            if end > self.next_seq {
+                self.counters.gap_messages += end - self.next_seq;
+                self.next_seq = end;
+            }
             return PacketOutcome::EndOfSession;
         }
         if packet.is_heartbeat() {
             self.counters.heartbeats += 1;
+            return PacketOutcome::Data;
+        }
+        if !framing_is_sound(&packet) {
+            self.counters.malformed_framing += 1;
             return PacketOutcome::Data;
         }
         let first = packet.sequence();
@@ -242,6 +263,21 @@ impl Trader {
     }
 }
 
+/// True when the packet's blocks tile its payload exactly as its message count says. An empty
+/// block is not a framing error (the length prefixes still line up): it is one malformed message.
+#[inline]
+fn framing_is_sound(packet: &moldudp64::Packet<&[u8]>) -> bool {
+    packet.messages().all(|m| {
+        !matches!(
+            m,
+            Err(wire::Error::BlockOverrun { .. }
+                | wire::Error::MissingBlocks { .. }
+                | wire::Error::Truncated { .. }
+                | wire::Error::TrailingBytes { .. })
+        )
+    })
+}
+
 /// Builds the ITCH Trade message for one tick (synthetic feeds).
 pub fn trade_message(seq: u64, stock: Stock, price: Price4, timestamp_ns: u64) -> itch::TradeRepr {
     itch::TradeRepr {
@@ -255,5 +291,127 @@ pub fn trade_message(seq: u64, stock: Stock, price: Price4, timestamp_ns: u64) -
         stock,
         price,
         match_number: seq,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use wire::moldudp64::{PacketBuilder, Session};
+
+    use super::*;
+
+    fn stock() -> Stock {
+        Stock::new("SYNTH").unwrap()
+    }
+
+    fn trade(seq: u64) -> [u8; itch::trade::LEN] {
+        let mut m = [0u8; itch::trade::LEN];
+        trade_message(
+            seq,
+            stock(),
+            Price4::from_f64_quantised(100.0).unwrap(),
+            seq,
+        )
+        .emit_into(&mut m)
+        .unwrap();
+        m
+    }
+
+    fn packet(seq: u64, blocks: &[&[u8]]) -> Vec<u8> {
+        let mut buf = [0u8; 1500];
+        let mut b = PacketBuilder::new(&mut buf, Session::new("T2TLAB0001").unwrap(), seq).unwrap();
+        for m in blocks {
+            b.push(m).unwrap();
+        }
+        b.finish().to_vec()
+    }
+
+    fn feed(t: &mut Trader, p: &[u8]) {
+        t.on_packet(p, || 0, |_| true);
+    }
+
+    fn trader() -> Trader {
+        Trader::new(Params::from_n(6).unwrap(), Some(stock()))
+    }
+
+    #[test]
+    fn framing_lies_consume_no_sequence_numbers() {
+        let mut t = trader();
+        let good = trade(1);
+        // Count says 5, one block: would claim 100..105.
+        let mut high = packet(100, &[&good]);
+        high[18..20].copy_from_slice(&5u16.to_be_bytes());
+        // Count says 1, two blocks: trailing bytes.
+        let mut low = packet(1, &[&good, &good]);
+        low[18..20].copy_from_slice(&1u16.to_be_bytes());
+        // A block length running past the end.
+        let mut overrun = packet(2, &[&good]);
+        overrun[20..22].copy_from_slice(&200u16.to_be_bytes());
+        // A cut length prefix after the first block.
+        let mut cut = packet(3, &[&good]);
+        cut[18..20].copy_from_slice(&2u16.to_be_bytes());
+        cut.push(0);
+        for p in [&high, &low, &overrun, &cut] {
+            feed(&mut t, p);
+        }
+        assert_eq!(t.counters.malformed_framing, 4);
+        for seq in 1..=3 {
+            feed(&mut t, &packet(seq, &[&trade(seq)]));
+        }
+        let c = t.counters;
+        assert_eq!(c.ticks, 3, "{c:?}");
+        assert_eq!(c.gap_messages + c.late_messages + c.duplicate_messages, 0);
+        assert_eq!(c.messages, 3);
+    }
+
+    #[test]
+    fn itch_lies_and_empty_blocks_consume_their_sequence_number() {
+        let mut t = trader();
+        let unknown = [b'z'; 44];
+        let short = &trade(2)[..43];
+        // The builder refuses empty blocks; append one by hand, then a trade.
+        let mut p = packet(1, &[&unknown, short]);
+        p.extend_from_slice(&0u16.to_be_bytes());
+        p.extend_from_slice(&(itch::trade::LEN as u16).to_be_bytes());
+        p.extend_from_slice(&trade(4));
+        p[18..20].copy_from_slice(&4u16.to_be_bytes());
+        feed(&mut t, &p);
+        let c = t.counters;
+        assert_eq!(
+            (c.malformed_messages, c.ticks, c.messages),
+            (3, 1, 4),
+            "{c:?}"
+        );
+        feed(&mut t, &packet(5, &[&trade(5)]));
+        assert_eq!(t.counters.gap_messages, 0);
+    }
+
+    #[test]
+    fn gaps_late_arrivals_and_duplicates_are_told_apart() {
+        let mut t = trader();
+        for seq in [1, 4, 2, 4, 2, 5, 3] {
+            feed(&mut t, &packet(seq, &[&trade(seq)]));
+        }
+        let c = t.counters;
+        // 2 and 3 skipped when 4 came; both arrived later (late, not traded); 4 and 2 twice.
+        assert_eq!(c.gap_messages, 2, "{c:?}");
+        assert_eq!(c.late_messages, 2, "{c:?}");
+        assert_eq!(c.duplicate_messages, 2, "{c:?}");
+        assert_eq!(c.ticks, 3, "{c:?}");
+        // Lost = skipped and never seen later.
+        assert_eq!(c.gap_messages - c.late_messages, 0);
+    }
+
+    #[test]
+    fn end_of_session_reveals_a_lost_tail() {
+        let mut t = trader();
+        feed(&mut t, &packet(1, &[&trade(1)]));
+        let mut eos = packet(4, &[]);
+        eos[18..20].copy_from_slice(&moldudp64::END_OF_SESSION.to_be_bytes());
+        assert_eq!(
+            t.on_packet(&eos, || 0, |_| true),
+            PacketOutcome::EndOfSession
+        );
+        assert_eq!(t.counters.gap_messages, 2, "2 and 3 never came");
     }
 }
