@@ -34,6 +34,9 @@ pub enum Action {
     Redirect = 0,
     /// Pass to the kernel stack (the kernel-UDP path still sees the program's counters).
     Pass = 1,
+    /// The lab's floor: turn the tick into an order-shaped reply in the driver and send it
+    /// back with `XDP_TX` (no userspace at all).
+    Reflect = 2,
 }
 
 impl Action {
@@ -42,6 +45,7 @@ impl Action {
     pub const fn from_u8(v: u8) -> Self {
         match v {
             0 => Action::Redirect,
+            2 => Action::Reflect,
             _ => Action::Pass,
         }
     }
@@ -71,11 +75,16 @@ pub enum Counter {
     /// Frames too short for the headers they claim, or with impossible header fields (IHL < 5,
     /// total length shorter than the headers, UDP length < 8); passed for the kernel to drop.
     Malformed,
+    /// Market-data frames turned into an order and sent back (`Action::Reflect`).
+    Reflected,
+    /// Market-data frames the reflector could not turn into an order (not a single ITCH
+    /// trade, or the tail adjustment failed); passed.
+    ReflectFailed,
 }
 
 impl Counter {
     /// Number of counters; the map's `max_entries`.
-    pub const COUNT: u32 = 9;
+    pub const COUNT: u32 = 11;
 
     /// Every counter, in index order.
     pub const ALL: [Counter; Self::COUNT as usize] = [
@@ -88,6 +97,8 @@ impl Counter {
         Counter::PassedFragment,
         Counter::PassedIpOptions,
         Counter::Malformed,
+        Counter::Reflected,
+        Counter::ReflectFailed,
     ];
 
     /// The counter's slot in the map.
@@ -107,12 +118,17 @@ impl Counter {
             Counter::PassedFragment => "passed_fragment",
             Counter::PassedIpOptions => "passed_ip_options",
             Counter::Malformed => "malformed",
+            Counter::Reflected => "reflected",
+            Counter::ReflectFailed => "reflect_failed",
         }
     }
 
     /// True for every counter that means the frame went to the kernel.
     pub const fn is_pass(self) -> bool {
-        !matches!(self, Counter::Redirected | Counter::RedirectFailed)
+        !matches!(
+            self,
+            Counter::Redirected | Counter::RedirectFailed | Counter::Reflected
+        )
     }
 }
 
@@ -131,6 +147,7 @@ mod tests {
     fn unknown_action_byte_is_pass() {
         assert_eq!(Action::from_u8(0), Action::Redirect);
         assert_eq!(Action::from_u8(1), Action::Pass);
+        assert_eq!(Action::from_u8(2), Action::Reflect);
         assert_eq!(Action::from_u8(200), Action::Pass);
     }
 }

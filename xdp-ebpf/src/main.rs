@@ -8,7 +8,8 @@
 #![no_main]
 
 use aya_ebpf::{
-    bindings::xdp_action::XDP_PASS,
+    bindings::xdp_action::{XDP_PASS, XDP_TX},
+    helpers::bpf_xdp_adjust_tail,
     macros::{map, xdp},
     maps::{PerCpuArray, XskMap},
     programs::XdpContext,
@@ -52,6 +53,10 @@ pub fn md_redirect(ctx: XdpContext) -> u32 {
                 Err(_) => (Counter::RedirectFailed, XDP_PASS),
             },
             Action::Pass => (Counter::PassedMarketData, XDP_PASS),
+            Action::Reflect => match reflect(&ctx) {
+                Ok(()) => (Counter::Reflected, XDP_TX),
+                Err(()) => (Counter::ReflectFailed, XDP_PASS),
+            },
         },
         Ok(Verdict::Pass(counter)) => (counter, XDP_PASS),
         Err(()) => (Counter::Malformed, XDP_PASS),
@@ -106,6 +111,97 @@ fn classify(ctx: &XdpContext) -> Result<Verdict, ()> {
         return Ok(Verdict::Pass(Counter::PassedOtherPort));
     }
     Ok(Verdict::MarketData)
+}
+
+/// Offsets of the reflector's fields (MoldUDP64 header, first block, ITCH 'P' message); see
+/// the wire crate for the layouts.
+const PAYLOAD: usize = ETH_HDR_LEN + IPV4_HDR_LEN + UDP_HDR_LEN;
+const MOLD_SEQ: usize = PAYLOAD + 10;
+const ITCH: usize = PAYLOAD + 20 + 2;
+const ITCH_STOCK: usize = ITCH + 24;
+const ITCH_PRICE: usize = ITCH + 32;
+/// The order message's length (wire::order::LEN).
+const ORDER_LEN: usize = 36;
+
+/// Turns a MoldUDP64 packet whose first message is an ITCH trade into an order for that tick
+/// (type 'O', buy 100, token = tick_seq = the packet's sequence number, the trade's price and
+/// stock), addressed back to the sender, and trims the frame to it. UDP checksum 0 (none:
+/// allowed for IPv4), IPv4 header checksum recomputed.
+#[inline(always)]
+fn reflect(ctx: &XdpContext) -> Result<(), ()> {
+    // The frame's length from its IPv4 total length (the verifier forbids arithmetic on the
+    // packet end pointer); classify() has checked it against the headers.
+    let frame_len =
+        ETH_HDR_LEN + usize::from(u16::from_be_bytes(read::<[u8; 2]>(ctx, ETH_HDR_LEN + 2)?));
+    let seq = read::<[u8; 8]>(ctx, MOLD_SEQ)?;
+    if read::<u8>(ctx, ITCH)? != b'P' {
+        return Err(());
+    }
+    let stock = read::<[u8; 8]>(ctx, ITCH_STOCK)?;
+    let price = read::<[u8; 4]>(ctx, ITCH_PRICE)?;
+    let dst_mac = read::<[u8; 6]>(ctx, 0)?;
+    let src_mac = read::<[u8; 6]>(ctx, 6)?;
+    write(ctx, 0, src_mac)?;
+    write(ctx, 6, dst_mac)?;
+    let ip = ETH_HDR_LEN;
+    let src_ip = read::<[u8; 4]>(ctx, ip + 12)?;
+    let dst_ip = read::<[u8; 4]>(ctx, ip + 16)?;
+    write(ctx, ip + 12, dst_ip)?;
+    write(ctx, ip + 16, src_ip)?;
+    let udp = ip + IPV4_HDR_LEN;
+    let sport = read::<[u8; 2]>(ctx, udp)?;
+    let dport = read::<[u8; 2]>(ctx, udp + 2)?;
+    write(ctx, udp, dport)?;
+    write(ctx, udp + 2, sport)?;
+    write(
+        ctx,
+        udp + 4,
+        ((UDP_HDR_LEN + ORDER_LEN) as u16).to_be_bytes(),
+    )?;
+    write(ctx, udp + 6, [0u8; 2])?;
+    // The order, written over the start of the MoldUDP64 payload (the frame is longer).
+    write(ctx, PAYLOAD, [b'O', b'B', 0, 0, 0, 0, 0, 100])?;
+    write(ctx, PAYLOAD + 8, seq)?;
+    write(ctx, PAYLOAD + 16, seq)?;
+    write(ctx, PAYLOAD + 24, price)?;
+    write(ctx, PAYLOAD + 28, stock)?;
+    write(
+        ctx,
+        ip + 2,
+        ((IPV4_HDR_LEN + UDP_HDR_LEN + ORDER_LEN) as u16).to_be_bytes(),
+    )?;
+    write(ctx, ip + 10, [0u8; 2])?;
+    // One read of the whole header (a constant-offset bounds check the verifier follows),
+    // then the sum in registers.
+    let hdr = read::<[u8; IPV4_HDR_LEN]>(ctx, ip)?;
+    let mut sum: u32 = 0;
+    for pair in hdr.chunks_exact(2) {
+        sum += u32::from(pair[0]) << 8 | u32::from(pair[1]);
+    }
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = (sum & 0xffff) + (sum >> 16);
+    write(ctx, ip + 10, (!(sum as u16)).to_be_bytes())?;
+    let delta = (PAYLOAD + ORDER_LEN) as i32 - frame_len as i32;
+    // SAFETY: ctx.ctx is the live xdp_md of this invocation; shrinking by `delta` keeps the
+    // frame at PAYLOAD + ORDER_LEN bytes, all of which were written above.
+    if delta < 0 && unsafe { bpf_xdp_adjust_tail(ctx.ctx, delta) } != 0 {
+        return Err(());
+    }
+    Ok(())
+}
+
+/// Writes a `T` at `offset`, after the same bounds check as [`read`].
+#[inline(always)]
+fn write<T: Copy>(ctx: &XdpContext, offset: usize, value: T) -> Result<(), ()> {
+    let start = ctx.data();
+    let end = ctx.data_end();
+    if start + offset + core::mem::size_of::<T>() > end {
+        return Err(());
+    }
+    let ptr = (start + offset) as *mut T;
+    // SAFETY: in bounds of the frame, checked just above; XDP frames are writable.
+    unsafe { core::ptr::write_unaligned(ptr, value) };
+    Ok(())
 }
 
 /// Reads a `T` at `offset` from the start of the frame, after the bounds check the verifier

@@ -77,6 +77,14 @@ pub struct Options {
     /// Extra trader flags, e.g. `--trader-arg=--mlock`.
     #[arg(long = "trader-arg", allow_hyphen_values = true)]
     pub trader_args: Vec<String>,
+    /// Extra replay flags.
+    #[arg(long = "replay-arg", allow_hyphen_values = true)]
+    pub replay_args: Vec<String>,
+    /// Also measure the floors in the same run: the XDP_TX reflector (the lab and harness
+    /// without any userspace trader) and the CPU floor (two pinned threads ping-ponging a
+    /// cache line).
+    #[arg(long)]
+    pub floors: bool,
     /// Seconds of sockperf ping-pong between the same namespaces, as the outside reference
     /// for the kernel-UDP path (0 to skip).
     #[arg(long, default_value_t = 5)]
@@ -168,6 +176,35 @@ pub fn run(o: Options) -> anyhow::Result<()> {
             }
         }
     }
+    if failure.is_none() && o.floors && !stop.load(Ordering::Relaxed) {
+        let mut f = o.clone();
+        f.replay_args.extend(
+            [
+                "--expect",
+                "every",
+                "--xdp-pass-on",
+                &lab.config().exchange_if,
+            ]
+            .map(String::from),
+        );
+        match run_path(&f, &bins, lab.config(), "reflect", "reflect", &out, &stop) {
+            Ok(r) => runs.push(r),
+            Err(e) => failure = Some(e.context("the reflector run failed")),
+        }
+    }
+    let mut cpu_floor = None;
+    if failure.is_none() && o.floors && !stop.load(Ordering::Relaxed) {
+        let json = out.join("cpu-floor.json");
+        exec(
+            Command::new(&bins.floor)
+                .args(["--cpus", &format!("{},{}", o.replay_cpu, o.trader_cpu)])
+                .arg("--json-out")
+                .arg(&json)
+                .arg("--hgrm-out")
+                .arg(out.join("cpu-floor.hgrm")),
+        )?;
+        cpu_floor = Some(json);
+    }
     let mut reference = None;
     if failure.is_none() && o.sockperf > 0 && !stop.load(Ordering::Relaxed) {
         match crate::sockperf::ping_pong(lab.config(), o.sockperf, o.trader_cpu, o.replay_cpu) {
@@ -181,7 +218,7 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         drop(lab);
     }
     if !runs.is_empty() {
-        report::write(&out, &o, &runs, reference.as_ref())?;
+        report::write(&out, &o, &runs, reference.as_ref(), cpu_floor.as_deref())?;
     }
     if let Some(e) = failure {
         return Err(e);
@@ -199,6 +236,7 @@ pub fn run(o: Options) -> anyhow::Result<()> {
 pub struct Binaries {
     pub trader: PathBuf,
     pub replay: PathBuf,
+    pub floor: PathBuf,
 }
 
 pub fn build_binaries() -> anyhow::Result<Binaries> {
@@ -213,6 +251,7 @@ pub fn build_binaries() -> anyhow::Result<Binaries> {
     Ok(Binaries {
         trader: dir.join("trader"),
         replay: dir.join("replay"),
+        floor: dir.join("floor"),
     })
 }
 
@@ -329,6 +368,7 @@ pub fn run_path(
     if !o.no_pin {
         replay.args(["--cpu", &o.replay_cpu.to_string()]);
     }
+    replay.args(&o.replay_args);
     let status = crate::util::exec_status(&mut replay)?;
     if stop.load(Ordering::Relaxed) {
         bail!("interrupted");

@@ -160,6 +160,8 @@ fn base(o: &Options) -> bench::Options {
         lab: o.lab.clone(),
         keep_lab: false,
         trader_args: Vec::new(),
+        replay_args: Vec::new(),
+        floors: false,
         sockperf: 0,
         no_setup: o.no_setup,
     }
@@ -210,9 +212,9 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         }
         let name = k.map_or("baseline", |k| k.name);
         if k.is_some_and(|k| k.name == "huge-pages") && !huge_ok {
-            skipped.push(format!(
-                "huge-pages: no 2 MiB pages reserved (echo 64 > /proc/sys/vm/nr_hugepages)"
-            ));
+            skipped.push(
+                "huge-pages: no 2 MiB pages reserved (echo 64 > /proc/sys/vm/nr_hugepages)".into(),
+            );
             continue;
         }
         eprintln!("[{}/{total}] {name} on {p}", i + 1);

@@ -80,7 +80,9 @@ pub fn write(
     o: &Options,
     runs: &[Run],
     sockperf: Option<&Value>,
+    cpu_floor: Option<&Path>,
 ) -> anyhow::Result<()> {
+    let cpu_floor = cpu_floor.map(read_json).transpose()?;
     let mut rows = Vec::new();
     for r in runs {
         let replay = read_json(&r.replay_json)?;
@@ -119,7 +121,7 @@ pub fn write(
             ("trader RX→TX", &trader["rx_to_tx"]),
             ("engine on_tick", &trader["engine"]),
         ] {
-            if s.is_null() {
+            if s.is_null() || u(s, "count") == 0 {
                 continue;
             }
             let _ = write!(t, "| {} | {what} | {} |", r.path, u(s, "count"));
@@ -128,6 +130,20 @@ pub fn write(
             }
             let _ = writeln!(t);
         }
+    }
+    if let Some(c) = &cpu_floor {
+        let s = &c["round_trip"];
+        let _ = write!(
+            t,
+            "| cpu floor | shared-memory ping-pong RTT, cpu{}↔cpu{} | {} |",
+            o.replay_cpu,
+            o.trader_cpu,
+            u(s, "count")
+        );
+        for (_, k) in COLUMNS {
+            let _ = write!(t, " {:.2} |", f(s, k));
+        }
+        let _ = writeln!(t);
     }
     if let Some(s) = sockperf {
         let _ = write!(
@@ -172,14 +188,16 @@ pub fn write(
             }
         );
     }
-    if let [(_, a, _), (_, b, _)] = &rows[..] {
-        let _ = writeln!(t);
-        let _ = write!(t, "ratio {}/{} tick-to-trade:", runs[0].path, runs[1].path);
-        for (name, k) in COLUMNS {
-            let (x, y) = (f(&a["tick_to_trade"], k), f(&b["tick_to_trade"], k));
-            let _ = write!(t, " {name} {:.2}×", x / y);
+    let find = |p: &str| rows.iter().find(|(r, _, _)| r.path == p).map(|(_, v, _)| v);
+    for (a, b) in [("xdp", "udp"), ("xdp", "reflect")] {
+        if let (Some(x), Some(y)) = (find(a), find(b)) {
+            let _ = write!(t, "\nratio {a}/{b} tick-to-trade:");
+            for (name, k) in COLUMNS {
+                let (x, y) = (f(&x["tick_to_trade"], k), f(&y["tick_to_trade"], k));
+                let _ = write!(t, " {name} {:.2}×", x / y);
+            }
+            let _ = writeln!(t);
         }
-        let _ = writeln!(t);
     }
     print!("{t}");
 
@@ -191,6 +209,7 @@ pub fn write(
             "replay_cpu": o.replay_cpu, "trader_args": o.trader_args,
         },
         "sockperf": sockperf,
+        "cpu_floor": cpu_floor,
         "runs": rows.iter().map(|(r, replay, trader)| json!({
             "path": r.path, "replay": replay, "trader": trader,
             "hgrm": r.hgrm.file_name().map(|n| n.to_string_lossy().into_owned()),

@@ -72,6 +72,8 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         lab: o.lab.clone(),
         keep_lab: false,
         trader_args: Vec::new(),
+        replay_args: Vec::new(),
+        floors: false,
         sockperf: 0,
         no_setup: o.no_setup,
     };

@@ -100,6 +100,14 @@ struct Options {
     /// Write what was sent to this pcap file (after the run, not during it).
     #[arg(long)]
     pcap_out: Option<PathBuf>,
+    /// What the trader answers: `signals` (the strategy's orders; parity is checked) or
+    /// `every` (one order per tick: the XDP reflector floor).
+    #[arg(long, default_value = "signals", value_parser = ["signals", "every"])]
+    expect: String,
+    /// Attach a pass-everything XDP program to this interface first (XDP_TX from the peer
+    /// into a veth needs an XDP program on this end).
+    #[arg(long)]
+    xdp_pass_on: Option<String>,
     /// Progress on stderr (default: when stderr is a terminal).
     #[arg(long)]
     progress: Option<bool>,
@@ -162,8 +170,11 @@ fn main() -> anyhow::Result<()> {
 
     // What the trader should do: the engine fed the same ticks, offline.
     let prices = feed.tick_prices();
+    let every = o.expect == "every";
     let mut expected = Vec::with_capacity(feed.ticks.len() / 2);
-    {
+    if every {
+        expected.extend(feed.ticks.iter().map(|t| (t.seq, engine::Side::Long)));
+    } else {
         let mut s = engine::Strategy::new(params);
         for (t, &p) in feed.ticks.iter().zip(&prices) {
             if let Some(sig) = s.on_tick(p) {
@@ -174,6 +185,19 @@ fn main() -> anyhow::Result<()> {
     let batch = engine::reference::backtest(&prices, &params)
         .map_err(|e| anyhow::anyhow!("backtest failed: {e}"))?;
 
+    // Port 0 never matches a feed port, so this program passes everything.
+    let _peer_xdp = match &o.xdp_pass_on {
+        Some(iface) => Some(
+            userspace::xdp::XdpProgram::attach(
+                iface,
+                0,
+                userspace::xdp::XdpMode::Native,
+                xdp_common::Action::Pass,
+            )
+            .with_context(|| format!("attaching the pass program to {iface}"))?,
+        ),
+        None => None,
+    };
     let sock = UdpSocket::bind(o.bind).with_context(|| {
         format!(
             "failed to bind {} (port in use, or not an address of this namespace?)",
@@ -390,11 +414,18 @@ fn main() -> anyhow::Result<()> {
         .find(|(want, got)| Some(*want) != *got)
         .map(|(want, got)| got.map_or(want.0, |g| g.0.min(want.0)))
         .or_else(|| fills.get(expected.len()).map(|f| f.0));
-    let ok = sent_all
+    let ok = !every
+        && sent_all
         && first_divergence.is_none()
         && live.trades == batch.trades
         && live.pnl == batch.pnl;
-    let explanation = if ok {
+    let explanation = if every {
+        format!(
+            "reflector: {} of {} ticks answered; no strategy, so no parity to check",
+            counts.received,
+            feed.ticks.len()
+        )
+    } else if ok {
         "live orders equal the batch backtest: same trades, same PnL (bit for bit)".into()
     } else if !sent_all {
         format!(

@@ -28,6 +28,10 @@ enum Path {
     Xdp,
     /// The kernel's UDP stack.
     Udp,
+    /// The lab's floor, no trader at all: the XDP program turns each tick into an
+    /// order-shaped reply and sends it back with XDP_TX. (The exchange end needs an XDP
+    /// program too for XDP_TX into a veth: `replay --xdp-pass-on ex0`.)
+    Reflect,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
@@ -246,6 +250,7 @@ fn main() -> anyhow::Result<()> {
             None,
             None,
         ),
+        Path::Reflect => run_reflect(&o, &stop, idle)?,
     };
 
     let report = Report {
@@ -264,7 +269,7 @@ fn main() -> anyhow::Result<()> {
         },
         path: o.path,
         wait: o.wait,
-        xdp_mode: (o.path == Path::Xdp).then(|| o.xdp_mode.to_string()),
+        xdp_mode: (o.path != Path::Udp).then(|| o.xdp_mode.to_string()),
         n: o.n,
         counters: trader.counters,
         frames_not_ours: frames,
@@ -387,6 +392,40 @@ fn run_xdp(
     let counters = prog.counters().ok();
     let stats = xsk.statistics().ok();
     Ok((end, counters, stats))
+}
+
+/// The reflector: attach in reflect mode and wait. The end-of-session packet is not a trade,
+/// so the program passes it to the kernel, where a UDP socket on the feed port sees it.
+fn run_reflect(
+    o: &Options,
+    stop: &std::sync::atomic::AtomicBool,
+    idle: Option<Duration>,
+) -> anyhow::Result<XdpOutcome> {
+    let prog = XdpProgram::attach(&o.iface, o.port, o.xdp_mode, Action::Reflect)
+        .with_context(|| format!("failed to set up the XDP reflector on {}", o.iface))?;
+    let sock = UdpSocket::bind(SocketAddrV4::new(o.addr, o.port))
+        .with_context(|| format!("failed to bind {}:{}", o.addr, o.port))?;
+    sock.set_read_timeout(Some(Duration::from_millis(50)))?;
+    ready(o);
+    let mut buf = [0u8; 2048];
+    let mut last = (Instant::now(), prog.counters().ok());
+    let end = loop {
+        if sys::stopped(stop) {
+            break "stopped by signal";
+        }
+        if let Ok(n) = sock.recv(&mut buf)
+            && wire::moldudp64::Packet::new_checked(&buf[..n]).is_ok_and(|p| p.is_end_of_session())
+        {
+            break "end of session";
+        }
+        let now = prog.counters().ok();
+        if now != last.1 {
+            last = (Instant::now(), now);
+        } else if idle.is_some_and(|d| last.0.elapsed() > d) {
+            break "idle timeout";
+        }
+    };
+    Ok((end, prog.counters().ok(), None))
 }
 
 fn run_udp(
