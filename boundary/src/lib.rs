@@ -16,6 +16,7 @@ pub mod check;
 pub mod client;
 pub mod proto;
 pub mod server;
+mod spin;
 
 use std::io;
 use std::path::PathBuf;

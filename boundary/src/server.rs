@@ -39,6 +39,9 @@ pub struct Config {
     pub max_loaded_bytes: u64,
     /// Connections served at once; one more gets a `Busy` error reply and is closed.
     pub max_connections: usize,
+    /// How long a connection's thread spins on an empty socket before it blocks (zero: it
+    /// blocks at once). Spinning saves the wake-up on a small request; see `spin.rs`.
+    pub spin: std::time::Duration,
 }
 
 impl Default for Config {
@@ -49,6 +52,7 @@ impl Default for Config {
             max_handles: 64,
             max_loaded_bytes: 1 << 30,
             max_connections: 256,
+            spin: std::time::Duration::ZERO,
         }
     }
 }
@@ -272,6 +276,12 @@ pub(crate) enum Stream {
 }
 
 impl Stream {
+    pub(crate) fn set_nonblocking(&self, on: bool) -> io::Result<()> {
+        match self {
+            Self::Unix(s) => s.set_nonblocking(on),
+            Self::Tcp(s) => s.set_nonblocking(on),
+        }
+    }
     fn try_clone(&self) -> io::Result<Self> {
         Ok(match self {
             Self::Unix(s) => Self::Unix(s.try_clone()?),
@@ -590,7 +600,9 @@ fn accept_loop(
         let spawned = std::thread::Builder::new()
             .name(format!("boundary-conn-{id}"))
             .spawn(move || {
-                if serve_connection(stream, config).is_err() {
+                let served = crate::spin::Spin::new(stream, config.spin)
+                    .and_then(|s| serve_connection(s, config));
+                if served.is_err() {
                     k.io_errors.fetch_add(1, Ordering::Relaxed);
                 }
                 lock(&c.streams).remove(&id);

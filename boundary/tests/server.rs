@@ -322,3 +322,28 @@ fn spawn_mode_reports_a_bad_request() {
     // The error reply still comes out on stdout.
     assert_eq!(out.stdout.get(3).map(|b| b & 0x80), Some(0x80), "{out:?}");
 }
+
+#[test]
+fn spinning_ends_give_the_same_answers() {
+    let dir = TempDir::new("spin");
+    let spin = std::time::Duration::from_micros(100);
+    let server = Server::bind_uds(
+        dir.sock(),
+        Config {
+            spin,
+            ..Config::default()
+        },
+    )
+    .expect("bind");
+    let mut c = Client::connect_uds(dir.sock()).expect("connect");
+    c.set_spin(spin).expect("spin");
+    // Big enough that both ends' non-blocking writes fill the socket buffer and wait.
+    let close = engine::data::gbm(1, 150_000);
+    for _ in 0..3 {
+        assert_eq!(c.echo(&close).expect("echo"), close);
+    }
+    assert_served(&mut c);
+    c.set_spin(std::time::Duration::ZERO).expect("block");
+    assert_served(&mut c);
+    server.shutdown();
+}

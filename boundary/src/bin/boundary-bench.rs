@@ -1,1 +1,972 @@
-fn main() {}
+//! `boundary-bench` (run by `cargo xtask bench-boundary`): the boundary study on this machine,
+//! with a native client.
+//!
+//! On the spec's workload (150,000 bars, 80 combos) it times, interleaved round by round so
+//! that load from elsewhere falls on every mode alike: the in-process sweep; one batched call
+//! over a Unix socket; one call per combo re-sending the series (chatty); one call per combo
+//! against a preloaded series (stateful); the batched call over TCP loopback; a process spawned
+//! per sweep. Every result of every call passes [`boundary::check`] against the in-process
+//! results before any time is kept. Then the echo round trip from 1 to 150,000 floats, and
+//! encoding plus decoding the series as raw bytes and as JSON.
+//!
+//! Writes `results.json`, `report.md` and `echo.svg` to `--out`.
+#![forbid(unsafe_code)]
+
+use std::fmt::Write as _;
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use boundary::check;
+use boundary::client::{Client, spawn_sweep};
+use clap::Parser;
+use engine::{ComboResult, Params};
+use serde_json::json;
+
+/// The study's published figures (Apple M2 Max, Python client), seconds or microseconds.
+mod study {
+    pub const IN_PROCESS_S: f64 = 2.010;
+    pub const UDS_BATCHED_S: f64 = 2.276;
+    pub const CHATTY_S: f64 = 2.383;
+    pub const SPAWN_S: f64 = 2.300;
+    pub const ECHO_8B_US: f64 = 14.0;
+    pub const ECHO_1_2MB_US: f64 = 2_043.0;
+    pub const RAW_ENCODE_US: f64 = 49.0;
+    pub const JSON_ENCODE_US: f64 = 66_000.0;
+}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "boundary-bench",
+    about = "The engine-boundary study on this machine"
+)]
+struct Options {
+    /// Results folder (created).
+    #[arg(long)]
+    out: PathBuf,
+    /// Timed calls of each sweep mode, after one checked warm-up call.
+    #[arg(long, default_value_t = 3)]
+    reps: usize,
+    /// Threads of one sweep, in process and in the server alike.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Bars of the seed-42 GBM series (the spec: 150,000).
+    #[arg(long, default_value_t = 150_000)]
+    bars: usize,
+    /// Echo calls per payload size at the small end (fewer for big payloads, at least 200).
+    #[arg(long, default_value_t = 5_000)]
+    echo_calls: usize,
+    /// The server binary (default: `boundary` beside this one).
+    #[arg(long)]
+    server: Option<PathBuf>,
+}
+
+/// A running `boundary serve`, stopped (socket removed) when dropped: closing its stdin
+/// tells it to shut down.
+struct ServerProcess {
+    child: Child,
+    uds: PathBuf,
+    tcp: SocketAddr,
+    dir: PathBuf,
+}
+
+impl ServerProcess {
+    fn start(exe: &Path, threads: usize, spin: Duration) -> anyhow::Result<Self> {
+        let dir = std::env::temp_dir().join(format!(
+            "bnd-bench-{}-{}",
+            std::process::id(),
+            spin.as_micros()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("failed to create {}", dir.display()))?;
+        let uds = dir.join("engine.sock");
+        let mut child = Command::new(exe)
+            .args([
+                "serve",
+                "--exit-on-stdin-eof",
+                "--tcp",
+                "127.0.0.1:0",
+                "--threads",
+            ])
+            .arg(threads.to_string())
+            .arg("--uds")
+            .arg(&uds)
+            .arg("--spin-us")
+            .arg(spin.as_micros().to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("failed to start {}", exe.display()))?;
+        let stdout = child.stdout.take().context("server stdout")?;
+        let mut tcp = None;
+        for line in BufReader::new(stdout).lines() {
+            let line = line.context("failed to read the server's stdout")?;
+            if let Some(a) = line.strip_prefix("tcp ") {
+                tcp = Some(
+                    a.parse()
+                        .with_context(|| format!("bad address line {line:?}"))?,
+                );
+            }
+            if line.starts_with("ready") {
+                break;
+            }
+        }
+        let Some(tcp) = tcp else {
+            let _ = child.kill();
+            bail!("{} did not report a TCP address", exe.display());
+        };
+        Ok(Self {
+            child,
+            uds,
+            tcp,
+            dir,
+        })
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn median(xs: &[f64]) -> f64 {
+    percentile(xs, 0.5)
+}
+
+/// Nearest-rank percentile of unsorted samples.
+fn percentile(xs: &[f64], q: f64) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
+    v[rank - 1]
+}
+
+fn read_trim(path: &str) -> String {
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_else(|_| "unknown".to_owned())
+}
+
+fn cpu_model() -> String {
+    read_trim("/proc/cpuinfo")
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("model name")
+                .map(|r| r.trim_start_matches([' ', '\t', ':']).to_owned())
+        })
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+type Sweeper<'a> = Box<dyn FnMut() -> Result<Vec<ComboResult>, boundary::Error> + 'a>;
+
+struct Mode<'a> {
+    name: &'static str,
+    what: &'static str,
+    calls: usize,
+    run: Sweeper<'a>,
+    secs: Vec<f64>,
+}
+
+fn per_combo(
+    grid: &[Params],
+    mut one: impl FnMut(&[Params]) -> Result<Vec<ComboResult>, boundary::Error>,
+) -> Result<Vec<ComboResult>, boundary::Error> {
+    let mut out = Vec::with_capacity(grid.len());
+    for p in grid {
+        out.extend(one(std::slice::from_ref(p))?);
+    }
+    Ok(out)
+}
+
+/// Log-spaced payload sizes from 1 to `max` floats, `k` of them before de-duplication.
+fn echo_sizes(max: usize, k: usize) -> Vec<usize> {
+    let mut v: Vec<usize> = (0..k)
+        .map(|i| (max as f64).powf(i as f64 / (k - 1) as f64).round() as usize)
+        .collect();
+    v.dedup();
+    v
+}
+
+struct EchoPoint {
+    floats: usize,
+    calls: usize,
+    median_us: f64,
+    p99_us: f64,
+    min_us: f64,
+}
+
+fn echo_curve(
+    c: &mut Client,
+    close: &[f64],
+    sizes: &[usize],
+    calls_small: usize,
+) -> anyhow::Result<Vec<EchoPoint>> {
+    let mut back = Vec::with_capacity(close.len());
+    let mut points = Vec::new();
+    for &n in sizes {
+        let payload = &close[..n];
+        let calls = (calls_small * 1024 / n.max(1024)).max(200);
+        for _ in 0..(calls / 10).max(20) {
+            c.echo_into(payload, &mut back)?;
+        }
+        if back != payload {
+            bail!("echo of {n} floats came back different");
+        }
+        let mut us = Vec::with_capacity(calls);
+        for _ in 0..calls {
+            let t = Instant::now();
+            c.echo_into(payload, &mut back)?;
+            us.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+        if back != payload {
+            bail!("echo of {n} floats came back different");
+        }
+        points.push(EchoPoint {
+            floats: n,
+            calls,
+            median_us: median(&us),
+            p99_us: percentile(&us, 0.99),
+            min_us: us.iter().copied().fold(f64::INFINITY, f64::min),
+        });
+    }
+    Ok(points)
+}
+
+/// Median seconds of `reps` calls of `f`.
+fn time_median(reps: usize, mut f: impl FnMut()) -> f64 {
+    let mut s = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let t = Instant::now();
+        f();
+        s.push(t.elapsed().as_secs_f64());
+    }
+    median(&s)
+}
+
+fn main() -> anyhow::Result<()> {
+    let Options {
+        out,
+        reps,
+        threads,
+        bars,
+        echo_calls,
+        server,
+    } = Options::parse();
+    if reps == 0 || threads == 0 || bars == 0 {
+        bail!("--reps, --threads and --bars must be at least 1");
+    }
+    let exe = match server {
+        Some(p) => p,
+        None => std::env::current_exe()
+            .context("failed to find this executable")?
+            .with_file_name("boundary"),
+    };
+    if !exe.is_file() {
+        bail!(
+            "no server binary at {} (build it: cargo build --release -p boundary)",
+            exe.display()
+        );
+    }
+    std::fs::create_dir_all(&out).with_context(|| format!("failed to create {}", out.display()))?;
+    let started = Instant::now();
+    let load_before = read_trim("/proc/loadavg");
+
+    let close = engine::data::gbm(42, bars);
+    let grid = engine::grid_default();
+    let expected = engine::sweep::sweep(&close, &grid, threads)?;
+    if bars == 150_000 && expected[0].trades != 57_029 {
+        bail!(
+            "combo 0 made {} trades, the spec's fingerprint is 57,029",
+            expected[0].trades
+        );
+    }
+    eprintln!(
+        "workload: {bars} bars x {} combos, {threads} sweep thread(s)",
+        grid.len()
+    );
+
+    let srv = ServerProcess::start(&exe, threads, Duration::ZERO)?;
+    let mut uds = Client::connect_uds(&srv.uds)?;
+    let mut chatty = Client::connect_uds(&srv.uds)?;
+    let mut stateful = Client::connect_uds(&srv.uds)?;
+    let mut tcp = Client::connect_tcp(srv.tcp)?;
+    let load_s = time_median(5, || {
+        if let Ok(h) = stateful.load(&close) {
+            let _ = stateful.free(h);
+        }
+    });
+    let handle = stateful.load(&close)?;
+
+    let (c, g) = (&close, &grid);
+    let mut modes = vec![
+        Mode {
+            name: "in-process",
+            what: "engine::sweep::sweep, 80 combos in one call",
+            calls: 1,
+            run: Box::new(move || Ok(engine::sweep::sweep(c, g, threads)?)),
+            secs: Vec::new(),
+        },
+        Mode {
+            name: "uds-batched",
+            what: "one SWEEP over a Unix socket (1.2 MB up, 1.3 KB back)",
+            calls: 1,
+            run: Box::new(move || uds.sweep(c, g)),
+            secs: Vec::new(),
+        },
+        Mode {
+            name: "tcp-batched",
+            what: "the same SWEEP over TCP loopback",
+            calls: 1,
+            run: Box::new(move || tcp.sweep(c, g)),
+            secs: Vec::new(),
+        },
+        Mode {
+            name: "spawn",
+            what: "a process per sweep, request on stdin, reply on stdout",
+            calls: 1,
+            run: Box::new(|| spawn_sweep(&exe, threads, c, g)),
+            secs: Vec::new(),
+        },
+        Mode {
+            name: "in-process-per-combo",
+            what: "engine::sweep::sweep once per combo (no WMA sharing between combos)",
+            calls: g.len(),
+            run: Box::new(move || per_combo(g, |p| Ok(engine::sweep::sweep(c, p, threads)?))),
+            secs: Vec::new(),
+        },
+        Mode {
+            name: "uds-chatty",
+            what: "one SWEEP per combo over a Unix socket, series re-sent each time",
+            calls: g.len(),
+            run: Box::new(move || per_combo(g, |p| chatty.sweep(c, p))),
+            secs: Vec::new(),
+        },
+        Mode {
+            name: "uds-stateful",
+            what: "one SWEEP_HANDLE per combo (65-byte request) against a preloaded series",
+            calls: g.len(),
+            run: Box::new(move || per_combo(g, |p| stateful.sweep_handle(handle, p))),
+            secs: Vec::new(),
+        },
+    ];
+
+    // Warm-up call, checked, then rounds of one checked, timed call per mode.
+    for m in &mut modes {
+        let got = (m.run)().with_context(|| format!("{} failed", m.name))?;
+        check::check(m.name, &expected, &got)?;
+        eprintln!(
+            "{:<22} checked: {} combos equal in-process",
+            m.name,
+            got.len()
+        );
+    }
+    for round in 0..reps {
+        for m in &mut modes {
+            let t = Instant::now();
+            let got = (m.run)().with_context(|| format!("{} failed", m.name))?;
+            let s = t.elapsed().as_secs_f64();
+            check::check(m.name, &expected, &got)?;
+            m.secs.push(s);
+        }
+        eprintln!("round {}/{reps} done", round + 1);
+    }
+    let sweeps: Vec<ModeResult> = modes
+        .into_iter()
+        .map(|m| ModeResult {
+            name: m.name,
+            what: m.what,
+            calls: m.calls,
+            secs: m.secs,
+        })
+        .collect();
+
+    // Echo curves: fresh connections, nothing else in flight.
+    let sizes = echo_sizes(bars.min(150_000), 14);
+    let mut c_uds = Client::connect_uds(&srv.uds)?;
+    let echo_uds = echo_curve(&mut c_uds, &close, &sizes, echo_calls)?;
+    let mut c_tcp = Client::connect_tcp(srv.tcp)?;
+    let echo_tcp = echo_curve(&mut c_tcp, &close, &sizes, echo_calls)?;
+    drop((c_uds, c_tcp));
+    drop(srv);
+    // The same over a server and a client that spin before they block.
+    let srv = ServerProcess::start(&exe, threads, SPIN)?;
+    let mut c = Client::connect_uds(&srv.uds)?;
+    c.set_spin(SPIN)?;
+    let echo_uds_spin = echo_curve(&mut c, &close, &sizes, echo_calls)?;
+    let mut c = Client::connect_tcp(srv.tcp)?;
+    c.set_spin(SPIN)?;
+    let echo_tcp_spin = echo_curve(&mut c, &close, &sizes, echo_calls)?;
+    drop(c);
+    drop(srv);
+
+    // Encoding the series: raw little-endian bytes versus JSON, each way.
+    let raw_encode_s = time_median(200, || {
+        std::hint::black_box(engine::data::to_le_bytes(std::hint::black_box(&close)));
+    });
+    let raw = engine::data::to_le_bytes(&close);
+    let decode_raw = |b: &[u8]| -> Vec<f64> {
+        b.chunks_exact(8)
+            .map(|c| {
+                let mut w = [0; 8];
+                w.copy_from_slice(c);
+                f64::from_le_bytes(w)
+            })
+            .collect()
+    };
+    let raw_decode_s = time_median(200, || {
+        std::hint::black_box(decode_raw(std::hint::black_box(&raw)));
+    });
+    let json = serde_json::to_vec(&close)?;
+    let json_encode_s = time_median(7, || {
+        std::hint::black_box(serde_json::to_vec(std::hint::black_box(&close)).ok());
+    });
+    let json_decode_s = time_median(7, || {
+        std::hint::black_box(serde_json::from_slice::<Vec<f64>>(std::hint::black_box(&json)).ok());
+    });
+    let json_back: Vec<f64> = serde_json::from_slice(&json)?;
+    let json_inexact = json_back
+        .iter()
+        .zip(&close)
+        .filter(|(a, b)| a.to_bits() != b.to_bits())
+        .count();
+    let encoding = Encoding {
+        raw_encode_s,
+        raw_decode_s,
+        raw_exact: decode_raw(&raw) == close,
+        raw_bytes: raw.len(),
+        json_encode_s,
+        json_decode_s,
+        json_bytes: json.len(),
+        json_inexact,
+    };
+
+    report(&Report {
+        out: &out,
+        threads,
+        bars,
+        combos: grid.len(),
+        reps,
+        load_before,
+        load_after: read_trim("/proc/loadavg"),
+        load_s,
+        sweeps,
+        echo_uds,
+        echo_tcp,
+        echo_uds_spin,
+        echo_tcp_spin,
+        encoding,
+        total: started.elapsed(),
+        combo0: expected[0],
+    })
+}
+
+/// Spin budget of the spinning echo runs, both ends: longer than a round trip, short enough
+/// that an idle connection gives its core back quickly.
+const SPIN: Duration = Duration::from_micros(200);
+
+struct ModeResult {
+    name: &'static str,
+    what: &'static str,
+    calls: usize,
+    secs: Vec<f64>,
+}
+
+struct Encoding {
+    raw_encode_s: f64,
+    raw_decode_s: f64,
+    raw_exact: bool,
+    raw_bytes: usize,
+    json_encode_s: f64,
+    json_decode_s: f64,
+    json_bytes: usize,
+    json_inexact: usize,
+}
+
+struct Report<'a> {
+    out: &'a Path,
+    threads: usize,
+    bars: usize,
+    combos: usize,
+    reps: usize,
+    load_before: String,
+    load_after: String,
+    load_s: f64,
+    sweeps: Vec<ModeResult>,
+    echo_uds: Vec<EchoPoint>,
+    echo_tcp: Vec<EchoPoint>,
+    echo_uds_spin: Vec<EchoPoint>,
+    echo_tcp_spin: Vec<EchoPoint>,
+    encoding: Encoding,
+    total: Duration,
+    combo0: ComboResult,
+}
+
+/// The study's figure for a mode, if it published one.
+fn study_secs(name: &str) -> Option<f64> {
+    match name {
+        "in-process" => Some(study::IN_PROCESS_S),
+        "uds-batched" => Some(study::UDS_BATCHED_S),
+        "uds-chatty" => Some(study::CHATTY_S),
+        "spawn" => Some(study::SPAWN_S),
+        _ => None,
+    }
+}
+
+/// The compute a mode is compared with for its boundary share: the in-process call that does
+/// the same engine work (per-combo calls lose the WMA sharing of a batched sweep).
+fn baseline_of(name: &str) -> &'static str {
+    match name {
+        "uds-chatty" | "uds-stateful" | "in-process-per-combo" => "in-process-per-combo",
+        _ => "in-process",
+    }
+}
+
+fn echo_json(points: &[EchoPoint]) -> serde_json::Value {
+    points
+        .iter()
+        .map(|p| {
+            json!({
+                "floats": p.floats, "bytes": p.floats * 8, "calls": p.calls,
+                "median_us": p.median_us, "p99_us": p.p99_us, "min_us": p.min_us,
+            })
+        })
+        .collect()
+}
+
+fn report(r: &Report<'_>) -> anyhow::Result<()> {
+    let Report {
+        out,
+        threads,
+        bars,
+        combos,
+        reps,
+        load_before,
+        load_after,
+        load_s,
+        sweeps,
+        echo_uds,
+        echo_tcp,
+        echo_uds_spin,
+        echo_tcp_spin,
+        encoding,
+        total,
+        combo0,
+    } = r;
+    let med = |name: &str| {
+        sweeps
+            .iter()
+            .find(|m| m.name == name)
+            .map_or(f64::NAN, |m| median(&m.secs))
+    };
+    let in_process = med("in-process");
+    let model = cpu_model();
+    let cores = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
+    let kernel = read_trim("/proc/sys/kernel/osrelease");
+    let clocksource = read_trim("/sys/devices/system/clocksource/clocksource0/current_clocksource");
+    let conditions = format!(
+        "{model}, {cores} cores, Linux {kernel} (clocksource {clocksource}); {bars} bars x {combos} \
+         combos, {threads} sweep thread(s) in process and in the server; median of {reps} \
+         interleaved rounds after a checked warm-up; loadavg before {load_before}, after \
+         {load_after}"
+    );
+
+    let mut md = String::new();
+    writeln!(md, "# Boundary study, this machine\n\n{conditions}.\n")?;
+    writeln!(
+        md,
+        "Every call of every mode returned all {combos} (PnL, trades) equal to the in-process \
+         sweep (trades exactly, PnL within {:e}; combo 0: {:.2} PnL, {} trades).\n",
+        check::PNL_TOLERANCE,
+        combo0.pnl,
+        combo0.trades
+    )?;
+    writeln!(
+        md,
+        "| mode | calls | time (median) | min | ratio to in-process | per call | boundary share | study (M2 Max, Python) |"
+    )?;
+    writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|")?;
+    let mut rows = Vec::new();
+    for m in sweeps {
+        let t = median(&m.secs);
+        let min = m.secs.iter().copied().fold(f64::INFINITY, f64::min);
+        let base_name = baseline_of(m.name);
+        let base = med(base_name);
+        let share = (t - base) / t;
+        let study = study_secs(m.name).map_or_else(
+            || "not measured".to_owned(),
+            |s| format!("{s:.3} s ({:.2}x)", s / study::IN_PROCESS_S),
+        );
+        let share_s = if m.name == base_name {
+            "(baseline)".to_owned()
+        } else {
+            format!("{:.2}% (vs {base_name})", 100.0 * share)
+        };
+        writeln!(
+            md,
+            "| {} | {} | {:.4} s | {:.4} s | {:.3}x | {:.1} us | {share_s} | {study} |",
+            m.name,
+            m.calls,
+            t,
+            min,
+            t / in_process,
+            1e6 * t / m.calls as f64,
+        )?;
+        rows.push(json!({
+            "mode": m.name, "what": m.what, "calls": m.calls, "secs": m.secs,
+            "median_s": t, "min_s": min, "ratio_to_in_process": t / in_process,
+            "per_call_us": 1e6 * t / m.calls as f64, "baseline": base_name,
+            "boundary_share": share, "study_s": study_secs(m.name),
+        }));
+    }
+    writeln!(
+        md,
+        "\nLOAD of the series (once, before the stateful calls): {:.1} us median of 5.\n",
+        1e6 * load_s
+    )?;
+
+    writeln!(md, "## Echo round trip (native client)\n")?;
+    writeln!(
+        md,
+        "Blocking: both ends block in read. Spin: both ends spin up to {} us on an empty socket \
+         before blocking (`--spin-us`, `Client::set_spin`). Median, p99 and min of `calls` \
+         round trips each (one `Instant` pair per call).\n",
+        SPIN.as_micros()
+    )?;
+    writeln!(
+        md,
+        "| floats | bytes | calls | UDS median | UDS p99 | UDS min | UDS spin median | UDS spin p99 | TCP median | TCP p99 | TCP spin median | TCP spin p99 |"
+    )?;
+    writeln!(
+        md,
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    )?;
+    for (((u, t), us), ts) in echo_uds
+        .iter()
+        .zip(echo_tcp)
+        .zip(echo_uds_spin)
+        .zip(echo_tcp_spin)
+    {
+        writeln!(
+            md,
+            "| {} | {} | {} | {:.1} us | {:.1} us | {:.1} us | {:.1} us | {:.1} us | {:.1} us | {:.1} us | {:.1} us | {:.1} us |",
+            u.floats,
+            u.floats * 8,
+            u.calls,
+            u.median_us,
+            u.p99_us,
+            u.min_us,
+            us.median_us,
+            us.p99_us,
+            t.median_us,
+            t.p99_us,
+            ts.median_us,
+            ts.p99_us
+        )?;
+    }
+    writeln!(
+        md,
+        "\nStudy (Python client): {} us at 8 bytes, {} us at 1.2 MB.\n",
+        study::ECHO_8B_US,
+        study::ECHO_1_2MB_US
+    )?;
+
+    let e = encoding;
+    writeln!(md, "## Encoding the {bars}-bar series\n")?;
+    writeln!(
+        md,
+        "| format | bytes | encode | decode | round trip exact |"
+    )?;
+    writeln!(md, "|---|---:|---:|---:|---|")?;
+    writeln!(
+        md,
+        "| raw little-endian f64 | {} | {:.1} us | {:.1} us | {} |",
+        e.raw_bytes,
+        1e6 * e.raw_encode_s,
+        1e6 * e.raw_decode_s,
+        if e.raw_exact { "yes" } else { "NO" }
+    )?;
+    writeln!(
+        md,
+        "| JSON (serde_json) | {} | {:.1} ms | {:.1} ms | {} |",
+        e.json_bytes,
+        1e3 * e.json_encode_s,
+        1e3 * e.json_decode_s,
+        if e.json_inexact == 0 {
+            "yes".to_owned()
+        } else {
+            format!("no: {} values differ in the last bits", e.json_inexact)
+        }
+    )?;
+    writeln!(
+        md,
+        "\nJSON / raw: {:.0}x to encode, {:.0}x to decode. Study: raw {} us vs JSON {} ms to encode ({:.0}x).\n",
+        e.json_encode_s / e.raw_encode_s,
+        e.json_decode_s / e.raw_decode_s,
+        study::RAW_ENCODE_US,
+        study::JSON_ENCODE_US / 1e3,
+        study::JSON_ENCODE_US / study::RAW_ENCODE_US
+    )?;
+
+    // Targets.
+    let uds_over = med("uds-batched") / in_process - 1.0;
+    let floor_us = echo_uds.first().map_or(f64::NAN, |p| p.median_us);
+    let floor_spin_us = echo_uds_spin.first().map_or(f64::NAN, |p| p.median_us);
+    let per_combo_compute_us = 1e6 * med("in-process-per-combo") / *combos as f64;
+    let stateful_us = 1e6 * med("uds-stateful") / *combos as f64;
+    let stateful_bound_us = 2.0 * (floor_us + per_combo_compute_us);
+    let targets = [
+        (
+            "batched UDS within 1% of in-process",
+            uds_over <= 0.01,
+            format!("{:+.2}%", 100.0 * uds_over),
+        ),
+        (
+            "echo floor of the native client under 5 us",
+            floor_us < 5.0,
+            format!("{floor_us:.1} us median at 8 bytes over UDS, blocking"),
+        ),
+        (
+            "echo floor under 5 us, spinning client and server",
+            floor_spin_us < 5.0,
+            format!("{floor_spin_us:.1} us median at 8 bytes over UDS"),
+        ),
+        (
+            "stateful per-combo call within 2x of (echo floor + its compute)",
+            stateful_us <= stateful_bound_us,
+            format!(
+                "{stateful_us:.1} us per call vs bound 2 x ({floor_us:.1} + {per_combo_compute_us:.1}) = {stateful_bound_us:.1} us"
+            ),
+        ),
+    ];
+    writeln!(md, "## Targets\n")?;
+    for (what, met, how) in &targets {
+        writeln!(
+            md,
+            "- {}: {what}: {how}",
+            if *met { "MET" } else { "NOT MET" }
+        )?;
+    }
+    writeln!(md, "\nTotal bench time {:.1} s.", total.as_secs_f64())?;
+
+    let results = json!({
+        "conditions": {
+            "cpu": model, "cores": cores, "kernel": kernel, "clocksource": clocksource,
+            "bars": bars, "combos": combos, "threads": threads, "reps": reps,
+            "loadavg_before": load_before, "loadavg_after": load_after,
+            "total_s": total.as_secs_f64(),
+        },
+        "fingerprint": { "combo0_pnl": combo0.pnl, "combo0_trades": combo0.trades },
+        "sweeps": rows,
+        "load_series_s": load_s,
+        "echo": {
+            "uds": echo_json(echo_uds), "tcp": echo_json(echo_tcp),
+            "uds_spin": echo_json(echo_uds_spin), "tcp_spin": echo_json(echo_tcp_spin),
+            "spin_us": SPIN.as_micros() as u64,
+        },
+        "encoding": {
+            "raw_bytes": e.raw_bytes, "raw_encode_s": e.raw_encode_s, "raw_decode_s": e.raw_decode_s,
+            "raw_exact": e.raw_exact, "json_bytes": e.json_bytes, "json_encode_s": e.json_encode_s,
+            "json_decode_s": e.json_decode_s, "json_values_inexact": e.json_inexact,
+        },
+        "targets": targets.iter().map(|(what, met, how)| json!({"target": what, "met": met, "measured": how})).collect::<Vec<_>>(),
+        "study": {
+            "machine": "Apple M2 Max, Python client",
+            "in_process_s": study::IN_PROCESS_S, "uds_batched_s": study::UDS_BATCHED_S,
+            "chatty_s": study::CHATTY_S, "spawn_s": study::SPAWN_S,
+            "echo_8b_us": study::ECHO_8B_US, "echo_1_2mb_us": study::ECHO_1_2MB_US,
+            "raw_encode_us": study::RAW_ENCODE_US, "json_encode_us": study::JSON_ENCODE_US,
+        },
+    });
+    let write = |name: &str, body: &[u8]| -> anyhow::Result<()> {
+        let p = out.join(name);
+        std::fs::write(&p, body).with_context(|| format!("failed to write {}", p.display()))
+    };
+    write(
+        "results.json",
+        serde_json::to_string_pretty(&results)?.as_bytes(),
+    )?;
+    write("report.md", md.as_bytes())?;
+    write(
+        "echo.svg",
+        echo_svg(
+            &[
+                (echo_uds, "#1f77b4", "UDS"),
+                (echo_tcp, "#d62728", "TCP loopback"),
+                (echo_uds_spin, "#9467bd", "UDS, spinning"),
+            ],
+            &conditions,
+        )
+        .as_bytes(),
+    )?;
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(md.as_bytes())?;
+    writeln!(
+        stdout,
+        "\nResults: {}/{{results.json,report.md,echo.svg}}",
+        out.display()
+    )?;
+    Ok(())
+}
+
+/// The echo curve on log-log axes, hand-written SVG: median and p99 over UDS and TCP, with
+/// the study's two points.
+fn echo_svg(curves: &[(&[EchoPoint], &str, &str)], conditions: &str) -> String {
+    let (w, h, l, rgt, top, bot) = (820.0, 520.0, 80.0, 30.0, 50.0, 110.0);
+    let (x0, x1) = (0.0_f64, 7.0_f64); // log10 bytes: 1 B .. 10 MB
+    let all = || curves.iter().flat_map(|c| c.0.iter());
+    let ys = all().flat_map(|p| [p.median_us, p.p99_us]);
+    let ymax = ys.fold(study::ECHO_1_2MB_US, f64::max).log10().ceil();
+    let ymin = all()
+        .map(|p| p.min_us)
+        .fold(study::ECHO_8B_US, f64::min)
+        .log10()
+        .floor()
+        .min(0.0);
+    let px = |bytes: f64| l + (bytes.log10() - x0) / (x1 - x0) * (w - l - rgt);
+    let py = |us: f64| top + (ymax - us.log10()) / (ymax - ymin) * (h - top - bot);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="{l}" y="24" font-size="15">Echo round trip, native Rust client (log-log)</text>"#
+    );
+    for d in 0..=7 {
+        let x = px(10_f64.powi(d));
+        let label = [
+            "1 B", "10 B", "100 B", "1 KB", "10 KB", "100 KB", "1 MB", "10 MB",
+        ][d as usize];
+        let _ = writeln!(
+            s,
+            r##"<line x1="{x:.1}" y1="{top}" x2="{x:.1}" y2="{:.1}" stroke="#ddd"/><text x="{x:.1}" y="{:.1}" text-anchor="middle">{label}</text>"##,
+            h - bot,
+            h - bot + 16.0
+        );
+    }
+    let mut d = ymin as i32;
+    while f64::from(d) <= ymax {
+        let y = py(10_f64.powi(d));
+        let label = match d {
+            0 => "1 us".to_owned(),
+            1 => "10 us".to_owned(),
+            2 => "100 us".to_owned(),
+            3 => "1 ms".to_owned(),
+            4 => "10 ms".to_owned(),
+            d => format!("1e{d} us"),
+        };
+        let _ = writeln!(
+            s,
+            r##"<line x1="{l}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{label}</text>"##,
+            w - rgt,
+            l - 6.0,
+            y + 4.0
+        );
+        d += 1;
+    }
+    let _ = writeln!(
+        s,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">payload (bytes of f64 closes, one way)</text>"#,
+        (l + w - rgt) / 2.0,
+        h - bot + 34.0
+    );
+    let series: Vec<(&[EchoPoint], bool, &str, String)> = curves
+        .iter()
+        .flat_map(|&(pts, color, name)| {
+            [
+                (pts, false, color, format!("{name} median")),
+                (pts, true, color, format!("{name} p99")),
+            ]
+        })
+        .collect();
+    for (k, (pts, p99, color, name)) in series.iter().enumerate() {
+        let path: Vec<String> = pts
+            .iter()
+            .map(|p| {
+                let y = if *p99 { p.p99_us } else { p.median_us };
+                format!("{:.1},{:.1}", px((p.floats * 8) as f64), py(y))
+            })
+            .collect();
+        let dash = if *p99 {
+            r#" stroke-dasharray="5,4""#
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            s,
+            r#"<polyline fill="none" stroke="{color}" stroke-width="2"{dash} points="{}"/>"#,
+            path.join(" ")
+        );
+        if !*p99 {
+            for pt in &path {
+                let (x, y) = pt.split_once(',').unwrap_or(("0", "0"));
+                let _ = writeln!(s, r#"<circle cx="{x}" cy="{y}" r="3" fill="{color}"/>"#);
+            }
+        }
+        let ly = top + 14.0 + 16.0 * k as f64;
+        let _ = writeln!(
+            s,
+            r#"<line x1="{:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{color}" stroke-width="2"{dash}/><text x="{:.1}" y="{:.1}">{name}</text>"#,
+            l + 10.0,
+            l + 40.0,
+            l + 46.0,
+            ly + 4.0
+        );
+    }
+    for (bytes, us) in [(8.0, study::ECHO_8B_US), (1.2e6, study::ECHO_1_2MB_US)] {
+        let _ = writeln!(
+            s,
+            r##"<rect x="{:.1}" y="{:.1}" width="8" height="8" fill="#2ca02c"/>"##,
+            px(bytes) - 4.0,
+            py(us) - 4.0
+        );
+    }
+    let ly = top + 14.0 + 16.0 * series.len() as f64;
+    let _ = writeln!(
+        s,
+        r##"<rect x="{:.1}" y="{:.1}" width="8" height="8" fill="#2ca02c"/><text x="{:.1}" y="{:.1}">study: M2 Max, Python client</text>"##,
+        l + 21.0,
+        ly - 4.0,
+        l + 46.0,
+        ly + 4.0
+    );
+    let esc = conditions.replace('&', "&amp;").replace('<', "&lt;");
+    for (i, chunk) in wrap(&esc, 120).iter().enumerate() {
+        let _ = writeln!(
+            s,
+            r##"<text x="{l}" y="{:.1}" font-size="10" fill="#555">{chunk}</text>"##,
+            h - bot + 56.0 + 13.0 * i as f64
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    for word in text.split(' ') {
+        let cur = lines.last_mut().map_or(0, |l| l.len());
+        if cur > 0 && cur + 1 + word.len() > width {
+            lines.push(String::new());
+        }
+        if let Some(l) = lines.last_mut() {
+            if !l.is_empty() {
+                l.push(' ');
+            }
+            l.push_str(word);
+        }
+    }
+    lines
+}
