@@ -230,3 +230,19 @@ pub fn set_rcvbuf(fd: std::os::fd::RawFd, bytes: i32) -> anyhow::Result<()> {
     }
     Err(std::io::Error::last_os_error()).context("setsockopt(SO_RCVBUF)")
 }
+
+/// The MAC address of `iface` in this network namespace (sysfs).
+pub fn read_mac(iface: &str) -> anyhow::Result<[u8; 6]> {
+    let path = format!("/sys/class/net/{iface}/address");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("no interface {iface} here ({path}); is the lab up?"))?;
+    let mut mac = [0u8; 6];
+    let parts: Vec<&str> = text.trim().split(':').collect();
+    if parts.len() != 6 {
+        anyhow::bail!("unexpected MAC {text:?} in {path}");
+    }
+    for (m, p) in mac.iter_mut().zip(parts) {
+        *m = u8::from_str_radix(p, 16).with_context(|| format!("bad MAC {text:?}"))?;
+    }
+    Ok(mac)
+}

@@ -192,6 +192,16 @@ pub fn run(o: Options) -> anyhow::Result<()> {
             Err(e) => failure = Some(e.context("the reflector run failed")),
         }
     }
+    if failure.is_none() && o.floors && !stop.load(Ordering::Relaxed) {
+        // The bypass harness: the exchange on AF_XDP too, so the figure is the trader's own.
+        let mut f = o.clone();
+        f.replay_args
+            .extend(["--io", "xdp", "--iface", &lab.config().exchange_if].map(String::from));
+        match run_path(&f, &bins, lab.config(), "xdp", "xdp-bypass", &out, &stop) {
+            Ok(r) => runs.push(r),
+            Err(e) => failure = Some(e.context("the bypass-harness run failed")),
+        }
+    }
     let mut cpu_floor = None;
     if failure.is_none() && o.floors && !stop.load(Ordering::Relaxed) {
         let json = out.join("cpu-floor.json");
@@ -259,6 +269,7 @@ pub fn build_binaries() -> anyhow::Result<Binaries> {
 #[derive(Debug, Clone)]
 pub struct Run {
     pub path: String,
+    pub tag: String,
     pub replay_json: PathBuf,
     pub trader_json: PathBuf,
     pub hgrm: PathBuf,
@@ -306,6 +317,7 @@ pub fn run_path(
 ) -> anyhow::Result<Run> {
     let run = Run {
         path: path.to_owned(),
+        tag: tag.to_owned(),
         replay_json: out.join(format!("{tag}.json")),
         trader_json: out.join(format!("{tag}-trader.json")),
         hgrm: out.join(format!("{tag}.hgrm")),

@@ -124,7 +124,7 @@ pub fn write(
             if s.is_null() || u(s, "count") == 0 {
                 continue;
             }
-            let _ = write!(t, "| {} | {what} | {} |", r.path, u(s, "count"));
+            let _ = write!(t, "| {} | {what} | {} |", r.tag, u(s, "count"));
             for (_, k) in COLUMNS {
                 let _ = write!(t, " {:.2} |", f(s, k));
             }
@@ -168,7 +168,7 @@ pub fn write(
         let _ = writeln!(
             t,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            r.path,
+            r.tag,
             u(replay, "sent_messages"),
             u(replay, "orders_received"),
             u(p, "expected_orders"),
@@ -188,8 +188,12 @@ pub fn write(
             }
         );
     }
-    let find = |p: &str| rows.iter().find(|(r, _, _)| r.path == p).map(|(_, v, _)| v);
-    for (a, b) in [("xdp", "udp"), ("xdp", "reflect")] {
+    let find = |p: &str| rows.iter().find(|(r, _, _)| r.tag == p).map(|(_, v, _)| v);
+    for (a, b) in [
+        ("xdp", "udp"),
+        ("xdp", "reflect"),
+        ("xdp-bypass", "reflect"),
+    ] {
         if let (Some(x), Some(y)) = (find(a), find(b)) {
             let _ = write!(t, "\nratio {a}/{b} tick-to-trade:");
             for (name, k) in COLUMNS {
@@ -211,7 +215,7 @@ pub fn write(
         "sockperf": sockperf,
         "cpu_floor": cpu_floor,
         "runs": rows.iter().map(|(r, replay, trader)| json!({
-            "path": r.path, "replay": replay, "trader": trader,
+            "path": r.path, "tag": r.tag, "replay": replay, "trader": trader,
             "hgrm": r.hgrm.file_name().map(|n| n.to_string_lossy().into_owned()),
         })).collect::<Vec<_>>(),
     });
@@ -224,7 +228,7 @@ pub fn write(
         .iter()
         .filter_map(|r| {
             let text = std::fs::read_to_string(&r.hgrm).ok()?;
-            Some((r.path.clone(), parse_hgrm(&text)))
+            Some((r.tag.clone(), parse_hgrm(&text)))
         })
         .collect();
     std::fs::write(

@@ -1,8 +1,8 @@
 //! The exchange side: replays market data into the lab at a set rate, takes the trader's
 //! orders back, measures tick-to-trade, books fills, and checks parity with the backtest.
 use std::{
-    io::{ErrorKind, IsTerminal as _, Write as _},
-    net::{SocketAddrV4, UdpSocket},
+    io::{IsTerminal as _, Write as _},
+    net::SocketAddrV4,
     path::PathBuf,
     time::Duration,
 };
@@ -11,6 +11,7 @@ use anyhow::{Context as _, bail};
 use clap::Parser;
 use serde::Serialize;
 use userspace::{
+    exchange_io::ExchangeIo,
     feed::{Feed, Source},
     frame::{self, FrameBuilder},
     stats::{Latency, Summary},
@@ -108,6 +109,19 @@ struct Options {
     /// into a veth needs an XDP program on this end).
     #[arg(long)]
     xdp_pass_on: Option<String>,
+    /// Exchange-side I/O: `udp` (kernel socket) or `xdp` (AF_XDP on --iface: the bypass
+    /// harness, neither end on the kernel UDP stack).
+    #[arg(long, default_value = "udp", value_parser = ["udp", "xdp"])]
+    io: String,
+    /// Our interface (for --io xdp).
+    #[arg(long, default_value = "ex0")]
+    iface: String,
+    /// The trader's MAC (for --io xdp; the lab's fixed trader MAC by default).
+    #[arg(long, default_value = "02:00:c6:12:00:02", value_parser = parse_mac)]
+    target_mac: [u8; 6],
+    /// XDP mode on our interface (for --io xdp).
+    #[arg(long, default_value = "native")]
+    xdp_mode: userspace::xdp::XdpMode,
     /// Progress on stderr (default: when stderr is a terminal).
     #[arg(long)]
     progress: Option<bool>,
@@ -129,6 +143,7 @@ struct Parity {
 #[derive(Debug, Serialize)]
 struct Report {
     label: String,
+    exchange_io: String,
     source: String,
     rate_per_s: Option<f64>,
     achieved_rate_per_s: f64,
@@ -187,7 +202,7 @@ fn main() -> anyhow::Result<()> {
 
     // Port 0 never matches a feed port, so this program passes everything.
     let _peer_xdp = match &o.xdp_pass_on {
-        Some(iface) => Some(
+        Some(iface) if o.io != "xdp" => Some(
             userspace::xdp::XdpProgram::attach(
                 iface,
                 0,
@@ -196,23 +211,12 @@ fn main() -> anyhow::Result<()> {
             )
             .with_context(|| format!("attaching the pass program to {iface}"))?,
         ),
-        None => None,
+        _ => None,
     };
-    let sock = UdpSocket::bind(o.bind).with_context(|| {
-        format!(
-            "failed to bind {} (port in use, or not an address of this namespace?)",
-            o.bind
-        )
-    })?;
-    sock.set_nonblocking(true)?;
-    // Orders must not be lost at our end while we busy-wait between sends or get preempted:
-    // room for every order of a long run.
-    {
-        use std::os::fd::AsRawFd as _;
-        sys::set_rcvbuf(sock.as_raw_fd(), 16 << 20)?;
-    }
-    sock.connect(o.target)
-        .with_context(|| format!("no route to {}", o.target))?;
+    let mut io = match o.io.as_str() {
+        "xdp" => ExchangeIo::xsk(&o.iface, o.bind, o.target, o.target_mac, o.xdp_mode)?,
+        _ => ExchangeIo::udp(o.bind, o.target)?,
+    };
 
     // Sequence number -> scheduled send time (ns); 0 = not sent.
     let base_seq = feed.first_seq;
@@ -240,18 +244,14 @@ fn main() -> anyhow::Result<()> {
         Rate::Max => None,
     };
     let mut rbuf = [0u8; 2048];
-    let mut poll_orders = |hist: &mut Latency,
+    let mut poll_orders = |io: &mut ExchangeIo,
+                           hist: &mut Latency,
                            counts: &mut OrderCounts,
                            fills: &mut Vec<(u64, Side)>,
                            sched: &[u64]| {
-        loop {
-            let n = match sock.recv(&mut rbuf) {
-                Ok(n) => n,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-                Err(_) => return,
-            };
+        io.recv_each(&mut rbuf, |payload| {
             let now = now_ns();
-            for ord in order::orders(&rbuf[..n]) {
+            for ord in order::orders(payload) {
                 let Ok(ord) = ord else {
                     counts.malformed += 1;
                     continue;
@@ -273,7 +273,7 @@ fn main() -> anyhow::Result<()> {
                 fills.push((ord.tick_seq, ord.side));
                 counts.received += 1;
             }
-        }
+        });
     };
 
     eprintln!(
@@ -305,7 +305,7 @@ fn main() -> anyhow::Result<()> {
         // Busy-wait to the scheduled time, taking orders meanwhile.
         let mut now = now_ns();
         while now < due {
-            poll_orders(&mut hist, &mut counts, &mut fills, &sched);
+            poll_orders(&mut io, &mut hist, &mut counts, &mut fills, &sched);
             now = now_ns();
         }
         if now > due + 10_000 {
@@ -319,14 +319,10 @@ fn main() -> anyhow::Result<()> {
                 *s = due;
             }
         }
-        if let Err(e) = sock.send(feed.packet(i)) {
-            if e.kind() != ErrorKind::WouldBlock {
-                return Err(e).context("send to the trader");
-            }
-        }
+        io.send(feed.packet(i)).context("send to the trader")?;
         sent_packets += 1;
         sent_messages += u64::from(meta.messages);
-        poll_orders(&mut hist, &mut counts, &mut fills, &sched);
+        poll_orders(&mut io, &mut hist, &mut counts, &mut fills, &sched);
         if progress && now > next_progress {
             next_progress = now + 1_000_000_000;
             eprint!(
@@ -345,7 +341,7 @@ fn main() -> anyhow::Result<()> {
     let mut last = now_ns();
     let mut seen = counts.received;
     while counts.received < expected.len() as u64 && !sys::stopped(&stop) {
-        poll_orders(&mut hist, &mut counts, &mut fills, &sched);
+        poll_orders(&mut io, &mut hist, &mut counts, &mut fills, &sched);
         let now = now_ns();
         if counts.received != seen {
             seen = counts.received;
@@ -359,7 +355,7 @@ fn main() -> anyhow::Result<()> {
     }
     // Tell the trader the session is over (a few times: UDP).
     for _ in 0..3 {
-        let _ = sock.send(&feed.end_of_session());
+        let _ = io.send(&feed.end_of_session());
         std::thread::sleep(Duration::from_millis(2));
     }
 
@@ -445,6 +441,7 @@ fn main() -> anyhow::Result<()> {
     let (kernel, cpu) = sys::machine();
     let report = Report {
         label: o.label.clone(),
+        exchange_io: o.io.clone(),
         source: format!("{:?}", o.source),
         rate_per_s: match o.rate {
             Rate::PerSec(r) => Some(r),
@@ -491,6 +488,18 @@ fn main() -> anyhow::Result<()> {
         write_pcap(p, &feed, &sched, base_seq, o.bind, o.target)?;
     }
     Ok(())
+}
+
+fn parse_mac(s: &str) -> Result<[u8; 6], String> {
+    let parts: Vec<&str> = s.split(':').collect();
+    let mut mac = [0u8; 6];
+    if parts.len() != 6 {
+        return Err(format!("bad MAC {s:?}: use aa:bb:cc:dd:ee:ff"));
+    }
+    for (m, p) in mac.iter_mut().zip(parts) {
+        *m = u8::from_str_radix(p, 16).map_err(|_| format!("bad MAC {s:?}"))?;
+    }
+    Ok(mac)
 }
 
 #[derive(Debug, Default)]

@@ -317,7 +317,7 @@ fn run_xdp(
     if let Some(us) = o.busy_poll {
         sys::set_busy_poll(xsk.raw_fd(), us, o.prefer_busy_poll, o.busy_poll_budget)?;
     }
-    let our_mac = read_mac(&o.iface)?;
+    let our_mac = sys::read_mac(&o.iface)?;
     if o.mlock {
         sys::lock_memory()?;
     }
@@ -558,19 +558,4 @@ fn ready(o: &Options) {
         "trader: {:?} path on {} port {}, {:?} wait; orders to port {}",
         o.path, o.iface, o.port, o.wait, o.order_port
     );
-}
-
-fn read_mac(iface: &str) -> anyhow::Result<[u8; 6]> {
-    let path = format!("/sys/class/net/{iface}/address");
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("no interface {iface} here ({path}); is the lab up?"))?;
-    let mut mac = [0u8; 6];
-    let parts: Vec<&str> = text.trim().split(':').collect();
-    if parts.len() != 6 {
-        bail!("unexpected MAC {text:?} in {path}");
-    }
-    for (m, p) in mac.iter_mut().zip(parts) {
-        *m = u8::from_str_radix(p, 16).with_context(|| format!("bad MAC {text:?}"))?;
-    }
-    Ok(mac)
 }
