@@ -90,14 +90,11 @@ pub fn parse(text: &str) -> anyhow::Result<Value> {
         v.insert("mean_us".into(), json!(avg));
     }
     if let Some(n) = text
-        .split("Total ")
-        .nth(1)
+        .lines()
+        .find(|l| l.contains(" observations") && l.contains("Total "))
+        .and_then(|l| l.split("Total ").nth(1))
         .and_then(|s| s.split(' ').next())
-        .and_then(|s| {
-            s.trim_start_matches(|c: char| !c.is_ascii_digit())
-                .parse::<u64>()
-                .ok()
-        })
+        .and_then(|s| s.parse::<u64>().ok())
     {
         v.insert("count".into(), json!(n));
     }
@@ -113,7 +110,8 @@ mod tests {
 
     #[test]
     fn parses_sockperf_3_7_summary() {
-        let text = "sockperf: [2;35m====> avg-rtt=24.576 (std-dev=206.930)[0m\n\
+        let text = "sockperf: [Total Run] RunTime=2.000 sec; Warm up time=400 msec\n\
+            sockperf: [2;35m====> avg-rtt=24.576 (std-dev=206.930)[0m\n\
             sockperf: [2;35mTotal 63015 observations[0m; each percentile contains 630.15 observations\n\
             sockperf: ---> <MAX> observation = 12053.411\n\
             sockperf: ---> percentile 99.999 = 9050.483\n\
