@@ -108,6 +108,14 @@ struct RelayOptions {
     /// Exit after this many seconds without a packet.
     #[arg(long, default_value_t = 20)]
     idle_exit: u64,
+    /// Where the trader's orders come in (point its `--order-port` here). They go on to
+    /// `--orders-to` unharmed, from the `--listen` socket: the replay's socket is connected
+    /// to the address it sends to, so it takes datagrams from that address only.
+    #[arg(long)]
+    orders_listen: Option<SocketAddrV4>,
+    /// The replay's order address (its `--bind`).
+    #[arg(long)]
+    orders_to: Option<SocketAddrV4>,
     /// Print `ready` on stdout once listening.
     #[arg(long)]
     ready: bool,
@@ -452,6 +460,8 @@ fn relay(o: RelayOptions) -> anyhow::Result<()> {
         delay_us,
         seed,
         idle_exit,
+        orders_listen,
+        orders_to,
         ready,
         json_out,
     } = o;
@@ -461,6 +471,21 @@ fn relay(o: RelayOptions) -> anyhow::Result<()> {
         }
     }
     let sock = UdpSocket::bind(listen).with_context(|| format!("failed to bind {listen}"))?;
+    match (orders_listen, orders_to) {
+        (Some(from), Some(to)) => {
+            let orders = UdpSocket::bind(from).with_context(|| format!("failed to bind {from}"))?;
+            let back = sock.try_clone().context("cloning the relay socket")?;
+            // Ends with the process.
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 2048];
+                while let Ok(n) = orders.recv(&mut buf) {
+                    let _ = back.send_to(&buf[..n], to);
+                }
+            });
+        }
+        (None, None) => {}
+        _ => bail!("--orders-listen and --orders-to go together"),
+    }
     let mut rng = Rng(seed);
     let mut r = RelayReport::default();
     // Packets waiting for their due time, in arrival order (a constant delay keeps the order).
