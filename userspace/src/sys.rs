@@ -246,3 +246,12 @@ pub fn read_mac(iface: &str) -> anyhow::Result<[u8; 6]> {
     }
     Ok(mac)
 }
+
+/// Resident set size of this process in KiB (/proc/self/statm), for "flat memory" checks.
+pub fn rss_kib() -> u64 {
+    let page_kib = 4;
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * page_kib)
+}

@@ -138,6 +138,9 @@ pub struct Options {
     /// Results folder (default target/matrix/<time>).
     #[arg(long)]
     pub out: Option<std::path::PathBuf>,
+    /// Fail if any run fails or breaks parity (CI).
+    #[arg(long)]
+    pub strict: bool,
     /// Don't install missing dependencies first.
     #[arg(long)]
     pub no_setup: bool,
@@ -266,6 +269,22 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         serde_json::to_string_pretty(&json)?,
     )?;
     eprintln!("results in {}", out.display());
+    if o.strict {
+        let failed: Vec<String> = rows
+            .iter()
+            .filter(|(_, _, r)| r["parity"]["ok"].as_bool() != Some(true))
+            .map(|(k, p, _)| format!("{k} on {p}"))
+            .chain(
+                skipped
+                    .iter()
+                    .filter(|s| !s.starts_with("huge-pages"))
+                    .cloned(),
+            )
+            .collect();
+        if !failed.is_empty() {
+            bail!("matrix runs failed or broke parity: {}", failed.join("; "));
+        }
+    }
     Ok(())
 }
 

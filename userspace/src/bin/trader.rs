@@ -159,6 +159,9 @@ struct Report {
     xdp_counters: Option<Vec<(String, u64)>>,
     xsk_stats: Option<XskStatsJson>,
     end: &'static str,
+    /// Resident memory when the loop started and when it ended (KiB): flat on a soak.
+    rss_start_kib: u64,
+    rss_end_kib: u64,
 }
 
 #[derive(Debug, Default, Clone, Copy, Serialize)]
@@ -283,6 +286,8 @@ fn main() -> anyhow::Result<()> {
         }),
         xsk_stats: xsk_stats.map(XskStatsJson::from),
         end,
+        rss_start_kib: RSS_AT_READY.load(std::sync::atomic::Ordering::Relaxed),
+        rss_end_kib: sys::rss_kib(),
     };
     let json = serde_json::to_string_pretty(&report)?;
     match &o.stats_out {
@@ -550,7 +555,10 @@ fn run_udp_mmsg(
     }
 }
 
+static RSS_AT_READY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 fn ready(o: &Options) {
+    RSS_AT_READY.store(sys::rss_kib(), std::sync::atomic::Ordering::Relaxed);
     if o.ready {
         println!("ready");
     }
