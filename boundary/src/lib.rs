@@ -18,6 +18,8 @@ pub mod proto;
 pub mod server;
 mod spin;
 
+pub use spin::pin_current_thread;
+
 use std::io;
 use std::path::PathBuf;
 

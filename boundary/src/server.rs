@@ -42,6 +42,8 @@ pub struct Config {
     /// How long a connection's thread spins on an empty socket before it blocks (zero: it
     /// blocks at once). Spinning saves the wake-up on a small request; see `spin.rs`.
     pub spin: std::time::Duration,
+    /// Pin every connection's thread to this CPU (with `spin`: the latency setting).
+    pub cpu: Option<usize>,
 }
 
 impl Default for Config {
@@ -53,6 +55,7 @@ impl Default for Config {
             max_loaded_bytes: 1 << 30,
             max_connections: 256,
             spin: std::time::Duration::ZERO,
+            cpu: None,
         }
     }
 }
@@ -362,6 +365,8 @@ pub struct Stats {
     pub refused: u64,
     /// Connections that ended with an I/O error.
     pub io_errors: u64,
+    /// Connection threads that could not be pinned to [`Config::cpu`].
+    pub pin_errors: u64,
 }
 
 #[derive(Debug, Default)]
@@ -369,6 +374,7 @@ struct Counters {
     accepted: AtomicU64,
     refused: AtomicU64,
     io_errors: AtomicU64,
+    pin_errors: AtomicU64,
 }
 
 /// A listening server: accepts on a background thread, a thread per connection. Dropping it
@@ -509,6 +515,7 @@ impl Server {
             accepted: c.accepted.load(Ordering::Relaxed),
             refused: c.refused.load(Ordering::Relaxed),
             io_errors: c.io_errors.load(Ordering::Relaxed),
+            pin_errors: c.pin_errors.load(Ordering::Relaxed),
         }
     }
 
@@ -600,6 +607,11 @@ fn accept_loop(
         let spawned = std::thread::Builder::new()
             .name(format!("boundary-conn-{id}"))
             .spawn(move || {
+                if let Some(cpu) = config.cpu {
+                    if crate::spin::pin_current_thread(cpu).is_err() {
+                        k.pin_errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
                 let served = crate::spin::Spin::new(stream, config.spin)
                     .and_then(|s| serve_connection(s, config));
                 if served.is_err() {

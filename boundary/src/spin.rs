@@ -5,10 +5,30 @@
 //! the socket is non-blocking and a read that finds nothing is retried for up to the budget
 //! (each retry a system call, no sleep), then falls back to one blocking read, so an idle
 //! connection costs a core for at most the budget, not forever. Zero budget: plain blocking I/O.
+//! Every few retries the thread yields, so a peer scheduled on the same core still gets to run.
 use std::io::{self, Read, Write};
 use std::time::{Duration, Instant};
 
+use crate::Error;
 use crate::server::Stream;
+
+/// Pins the calling thread to `cpu`: the latency setting that goes with spinning, so the two
+/// ends of a round trip each keep a core instead of taking turns on one.
+///
+/// # Errors
+/// [`Error::Io`] when the kernel refuses (no such CPU, or not allowed).
+pub fn pin_current_thread(cpu: usize) -> Result<(), Error> {
+    let mut set = nix::sched::CpuSet::new();
+    set.set(cpu)
+        .and_then(|()| nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set))
+        .map_err(|e| Error::Io {
+            op: format!("pin this thread to CPU {cpu}"),
+            source: io::Error::from(e),
+        })
+}
+
+/// Empty reads between two yields of the core.
+const YIELD_EVERY: u32 = 16;
 
 /// A stream that spins up to `budget` before it blocks.
 #[derive(Debug)]
@@ -48,6 +68,7 @@ impl Spin {
             return op(&mut self.inner);
         }
         let start = Instant::now();
+        let mut tries = 0_u32;
         loop {
             match op(&mut self.inner) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -57,7 +78,16 @@ impl Spin {
                         self.inner.set_nonblocking(true)?;
                         return r;
                     }
-                    std::hint::spin_loop();
+                    // Now and then a yield: when the peer's thread shares this core (the
+                    // scheduler does that at first), a pure spin would hold the core the peer
+                    // needs for the whole budget. Not every time: a yield is a system call,
+                    // and on a core of its own the spin should notice the data at once.
+                    tries += 1;
+                    if tries % YIELD_EVERY == 0 {
+                        std::thread::yield_now();
+                    } else {
+                        std::hint::spin_loop();
+                    }
                 }
                 r => return r,
             }

@@ -74,7 +74,12 @@ struct ServerProcess {
 }
 
 impl ServerProcess {
-    fn start(exe: &Path, threads: usize, spin: Duration) -> anyhow::Result<Self> {
+    fn start(
+        exe: &Path,
+        threads: usize,
+        spin: Duration,
+        cpu: Option<usize>,
+    ) -> anyhow::Result<Self> {
         let dir = std::env::temp_dir().join(format!(
             "bnd-bench-{}-{}",
             std::process::id(),
@@ -97,6 +102,7 @@ impl ServerProcess {
             .arg(&uds)
             .arg("--spin-us")
             .arg(spin.as_micros().to_string())
+            .args(cpu.map(|c| format!("--cpu={c}")))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -295,7 +301,7 @@ fn main() -> anyhow::Result<()> {
         grid.len()
     );
 
-    let srv = ServerProcess::start(&exe, threads, Duration::ZERO)?;
+    let srv = ServerProcess::start(&exe, threads, Duration::ZERO, None)?;
     let mut uds = Client::connect_uds(&srv.uds)?;
     let mut chatty = Client::connect_uds(&srv.uds)?;
     let mut stateful = Client::connect_uds(&srv.uds)?;
@@ -398,8 +404,18 @@ fn main() -> anyhow::Result<()> {
     let echo_tcp = echo_curve(&mut c_tcp, &close, &sizes, echo_calls)?;
     drop((c_uds, c_tcp));
     drop(srv);
-    // The same over a server and a client that spin before they block.
-    let srv = ServerProcess::start(&exe, threads, SPIN)?;
+    // The same over a server and a client that spin before they block, each pinned to a
+    // core of its own (server CPU 0, client the last CPU) when there are two.
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let (server_cpu, client_cpu) = if cores >= 2 {
+        (Some(0), Some(cores - 1))
+    } else {
+        (None, None)
+    };
+    if let Some(cpu) = client_cpu {
+        boundary::pin_current_thread(cpu)?;
+    }
+    let srv = ServerProcess::start(&exe, threads, SPIN, server_cpu)?;
     let mut c = Client::connect_uds(&srv.uds)?;
     c.set_spin(SPIN)?;
     let echo_uds_spin = echo_curve(&mut c, &close, &sizes, echo_calls)?;
@@ -637,9 +653,11 @@ fn report(r: &Report<'_>) -> anyhow::Result<()> {
     writeln!(md, "## Echo round trip (native client)\n")?;
     writeln!(
         md,
-        "Blocking: both ends block in read. Spin: both ends spin up to {} us on an empty socket \
-         before blocking (`--spin-us`, `Client::set_spin`). Median, p99 and min of `calls` \
-         round trips each (one `Instant` pair per call).\n",
+        "Blocking: both ends block in read, threads where the scheduler puts them. Spin: both \
+         ends spin (yielding) up to {} us on an empty socket before blocking (`--spin-us`, \
+         `Client::set_spin`), server thread pinned to CPU 0 and client to the last CPU \
+         (`--cpu`, `pin_current_thread`). Median, p99 and min of `calls` round trips each (one \
+         `Instant` pair per call).\n",
         SPIN.as_micros()
     )?;
     writeln!(

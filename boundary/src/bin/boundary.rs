@@ -42,6 +42,9 @@ struct ServeOptions {
     /// Cuts a small round trip's wake-up, at the price of a busy core meanwhile.
     #[arg(long, default_value_t = 0)]
     spin_us: u64,
+    /// Pin every connection's thread to this CPU.
+    #[arg(long)]
+    cpu: Option<usize>,
 }
 
 impl ServeOptions {
@@ -50,6 +53,7 @@ impl ServeOptions {
             threads,
             max_frame,
             spin_us,
+            cpu,
         } = *self;
         if threads == 0 {
             bail!("--threads must be at least 1");
@@ -58,6 +62,7 @@ impl ServeOptions {
             threads,
             max_frame,
             spin: Duration::from_micros(spin_us),
+            cpu,
             ..Config::default()
         })
     }
