@@ -27,6 +27,10 @@ pub struct Options {
     /// Stop bisecting when the bounds are within this ratio.
     #[arg(long, default_value_t = 1.05)]
     pub resolution: f64,
+    /// Exchange-side I/O: udp (kernel socket) or xdp (the bypass harness: AF_XDP sender,
+    /// whose per-packet cost is lower, so the trader rather than the sender is the limit).
+    #[arg(long, default_value = "udp", value_parser = ["udp", "xdp"])]
+    pub exchange_io: String,
     /// Lab name.
     #[arg(long, default_value = netns::PREFIX)]
     pub lab: String,
@@ -72,7 +76,11 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         lab: o.lab.clone(),
         keep_lab: false,
         trader_args: Vec::new(),
-        replay_args: Vec::new(),
+        replay_args: if o.exchange_io == "xdp" {
+            ["--io", "xdp"].map(String::from).to_vec()
+        } else {
+            Vec::new()
+        },
         floors: false,
         sockperf: 0,
         no_setup: o.no_setup,
@@ -175,8 +183,14 @@ pub fn run(o: Options) -> anyhow::Result<()> {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "zero-loss rate, {} messages per trial, {} per MoldUDP64 packet, trader cpu1 spinning, replay cpu0 (kernel UDP)",
-        o.count, o.batch
+        "zero-loss rate, {} messages per trial, {} per MoldUDP64 packet, trader cpu1 spinning, replay cpu0 ({} sender)",
+        o.count,
+        o.batch,
+        if o.exchange_io == "xdp" {
+            "AF_XDP"
+        } else {
+            "kernel UDP"
+        }
     );
     let _ = writeln!(s, "| path | zero-loss rate (msg/s) | first failure | why |");
     let _ = writeln!(s, "|---|---:|---:|---|");
