@@ -745,7 +745,6 @@ fn sigint_and_sigterm_stop_trader_and_replay_cleanly() {
 /// says (signal(7): SO_RCVTIMEO sockets and poll are never restarted), and the trader must take
 /// it as "look at the stop flag", not as a failure.
 #[test]
-#[ignore = "until trader.rs run_udp retries ErrorKind::Interrupted (the XDP leg passes today)"]
 fn sigterm_stops_a_blocking_trader_cleanly() {
     let lab = Lab::up(LabConfig::for_test("sigblock")).expect("lab up");
     let c = lab.config().clone();

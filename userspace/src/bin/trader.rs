@@ -477,7 +477,12 @@ fn run_udp(
         }
         let (len, from) = match sock.recv_from(&mut buf) {
             Ok(x) => x,
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) =>
+            {
                 if idle.is_some_and(|d| last_data.elapsed() > d) {
                     return Ok("idle timeout");
                 }
