@@ -83,7 +83,7 @@ impl Spin {
                     // needs for the whole budget. Not every time: a yield is a system call,
                     // and on a core of its own the spin should notice the data at once.
                     tries += 1;
-                    if tries % YIELD_EVERY == 0 {
+                    if tries.is_multiple_of(YIELD_EVERY) {
                         std::thread::yield_now();
                     } else {
                         std::hint::spin_loop();

@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod bench;
+mod bench_boundary;
 mod lab;
 mod matrix;
 mod report;
@@ -48,6 +49,11 @@ enum Command {
     /// Zero-loss rate per path by bisection (RFC 2544 style), and latency at 10/50/90 % of
     /// it. Results in target/zero-loss/<time>/.
     ZeroLoss(zeroloss::Options),
+    /// The engine-boundary study: in-process sweep vs the engine behind a Unix socket, TCP and
+    /// a process per call (batched, chatty, stateful), each checked against in-process before
+    /// it is timed; echo round trips; raw vs JSON. Results go to target/bench-boundary/<time>/
+    /// (results.json, report.md, echo.svg).
+    BenchBoundary(bench_boundary::Options),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -59,6 +65,7 @@ fn main() -> anyhow::Result<()> {
         Command::NetnsStatus(o) => lab::status(o),
         Command::Test(o) => test::run(o),
         Command::Bench(o) => bench::run(o),
+        Command::BenchBoundary(o) => bench_boundary::run(o),
         Command::Matrix(o) => matrix::run(o),
         Command::ZeroLoss(o) => zeroloss::run(o),
     }

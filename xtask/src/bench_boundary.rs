@@ -1,0 +1,56 @@
+//! `cargo xtask bench-boundary`: the engine-boundary study on this machine (see
+//! `boundary/README.md`). Builds the `boundary` crate's binaries in release and runs
+//! `boundary-bench`, which starts its own server, checks every mode against the in-process
+//! sweep before timing it, and writes its results to `target/bench-boundary/<UTC time>/`.
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::{
+    report::utc_stamp,
+    util::{cargo, exec, workspace_root},
+};
+
+/// Options of the boundary benchmark (passed through to `boundary-bench`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct Options {
+    /// Timed calls of each sweep mode, after one checked warm-up call each.
+    #[arg(long, default_value_t = 7)]
+    pub reps: usize,
+    /// Threads of one sweep, in process and in the server alike.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Echo calls per payload size at the small end.
+    #[arg(long, default_value_t = 5_000)]
+    pub echo_calls: usize,
+    /// Results folder (default: target/bench-boundary/<UTC time>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Builds and runs the benchmark.
+pub fn run(opts: Options) -> anyhow::Result<()> {
+    let Options {
+        reps,
+        threads,
+        echo_calls,
+        out,
+    } = opts;
+    let root = workspace_root();
+    exec(
+        cargo()
+            .current_dir(&root)
+            .args(["build", "--release", "-p", "boundary", "--bins"]),
+    )?;
+    // Honour CARGO_TARGET_DIR like cargo does; the results stay under the workspace target/.
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    let out = out.unwrap_or_else(|| root.join("target/bench-boundary").join(utc_stamp()));
+    exec(
+        Command::new(target.join("release/boundary-bench"))
+            .arg("--out")
+            .arg(&out)
+            .args(["--reps", &reps.to_string()])
+            .args(["--threads", &threads.to_string()])
+            .args(["--echo-calls", &echo_calls.to_string()]),
+    )
+}
