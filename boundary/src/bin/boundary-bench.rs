@@ -285,6 +285,8 @@ fn main() -> anyhow::Result<()> {
     }
     std::fs::create_dir_all(&out).with_context(|| format!("failed to create {}", out.display()))?;
     let started = Instant::now();
+    // Before any pinning narrows what this thread may use.
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let load_before = read_trim("/proc/loadavg");
 
     let close = engine::data::gbm(42, bars);
@@ -406,7 +408,6 @@ fn main() -> anyhow::Result<()> {
     drop(srv);
     // The same over a server and a client that spin before they block, each pinned to a
     // core of its own (server CPU 0, client the last CPU) when there are two.
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let (server_cpu, client_cpu) = if cores >= 2 {
         (Some(0), Some(cores - 1))
     } else {
@@ -469,6 +470,7 @@ fn main() -> anyhow::Result<()> {
     report(&Report {
         out: &out,
         threads,
+        cores,
         bars,
         combos: grid.len(),
         reps,
@@ -511,6 +513,7 @@ struct Encoding {
 struct Report<'a> {
     out: &'a Path,
     threads: usize,
+    cores: usize,
     bars: usize,
     combos: usize,
     reps: usize,
@@ -563,6 +566,7 @@ fn report(r: &Report<'_>) -> anyhow::Result<()> {
     let Report {
         out,
         threads,
+        cores,
         bars,
         combos,
         reps,
@@ -586,7 +590,6 @@ fn report(r: &Report<'_>) -> anyhow::Result<()> {
     };
     let in_process = med("in-process");
     let model = cpu_model();
-    let cores = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
     let kernel = read_trim("/proc/sys/kernel/osrelease");
     let clocksource = read_trim("/sys/devices/system/clocksource/clocksource0/current_clocksource");
     let conditions = format!(
