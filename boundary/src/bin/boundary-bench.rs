@@ -740,6 +740,17 @@ fn report(r: &Report<'_>) -> anyhow::Result<()> {
 
     // Targets.
     let uds_over = med("uds-batched") / in_process - 1.0;
+    let min_of = |name: &str| {
+        sweeps
+            .iter()
+            .find(|m| m.name == name)
+            .map_or(f64::NAN, |m| {
+                m.secs.iter().copied().fold(f64::INFINITY, f64::min)
+            })
+    };
+    let uds_min_over = min_of("uds-batched") / min_of("in-process") - 1.0;
+    let big_echo_us = echo_uds.last().map_or(f64::NAN, |p| p.median_us);
+    let echo_bound = 1e-6 * big_echo_us / in_process;
     let floor_us = echo_uds.first().map_or(f64::NAN, |p| p.median_us);
     let floor_spin_us = echo_uds_spin.first().map_or(f64::NAN, |p| p.median_us);
     let per_combo_compute_us = 1e6 * med("in-process-per-combo") / *combos as f64;
@@ -748,8 +759,21 @@ fn report(r: &Report<'_>) -> anyhow::Result<()> {
     let targets = [
         (
             "batched UDS within 1% of in-process",
-            uds_over <= 0.01,
-            format!("{:+.2}%", 100.0 * uds_over),
+            uds_over <= 0.01 && echo_bound <= 0.01,
+            format!(
+                "{:+.2}% median, {:+.2}% min-to-min{}; the boundary's own cost, bounded by the \
+                 1.2 MB echo round trip ({:.0} us), is {:.2}% of the in-process sweep",
+                100.0 * uds_over,
+                100.0 * uds_min_over,
+                if uds_over < 0.0 {
+                    " (faster than in-process: run-to-run noise from the shared machine, \
+                     larger than the effect)"
+                } else {
+                    ""
+                },
+                big_echo_us,
+                100.0 * echo_bound
+            ),
         ),
         (
             "echo floor of the native client under 5 us",
