@@ -255,3 +255,22 @@ pub fn rss_kib() -> u64 {
         .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
         .map_or(0, |pages| pages * page_kib)
 }
+
+/// (voluntary, involuntary) context switches of this process so far (/proc/self/status). A
+/// spinning loop should see no voluntary ones; each involuntary one is a preemption, a stall
+/// of at least a scheduler slice for whatever was in flight.
+pub fn context_switches() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split(':').nth(1))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    (
+        field("voluntary_ctxt_switches"),
+        field("nonvoluntary_ctxt_switches"),
+    )
+}

@@ -159,6 +159,8 @@ struct Report {
     /// Packets the scheduler sent more than 10 µs late (the sender itself fell behind).
     late_sends: u64,
     tick_to_trade: Summary,
+    /// The replay's own context switches during the send loop: (voluntary, involuntary).
+    context_switches: (u64, u64),
     parity: Parity,
     kernel: String,
     cpu: String,
@@ -288,6 +290,7 @@ fn main() -> anyhow::Result<()> {
             Rate::Max => "max rate".into(),
         }
     );
+    let csw0 = sys::context_switches();
     let start = now_ns() + 2_000_000;
     let mut sent_packets = 0u64;
     let mut sent_messages = 0u64;
@@ -337,6 +340,7 @@ fn main() -> anyhow::Result<()> {
         }
     }
     let send_end = now_ns();
+    let csw1 = sys::context_switches();
     // Drain: until every expected order is in, or nothing came for drain_ms.
     let mut last = now_ns();
     let mut seen = counts.received;
@@ -463,6 +467,7 @@ fn main() -> anyhow::Result<()> {
         orders_price_mismatch: counts.price_mismatch,
         late_sends,
         tick_to_trade: hist.summary(),
+        context_switches: (csw1.0 - csw0.0, csw1.1 - csw0.1),
         parity: Parity {
             ok,
             live_pnl: live.pnl,

@@ -162,6 +162,8 @@ struct Report {
     /// Resident memory when the loop started and when it ended (KiB): flat on a soak.
     rss_start_kib: u64,
     rss_end_kib: u64,
+    /// Context switches during the loop: (voluntary, involuntary = preemptions).
+    context_switches: (u64, u64),
 }
 
 #[derive(Debug, Default, Clone, Copy, Serialize)]
@@ -288,6 +290,11 @@ fn main() -> anyhow::Result<()> {
         end,
         rss_start_kib: RSS_AT_READY.load(std::sync::atomic::Ordering::Relaxed),
         rss_end_kib: sys::rss_kib(),
+        context_switches: {
+            let (v0, i0) = CSW_AT_READY.lock().map(|c| *c).unwrap_or_default();
+            let (v1, i1) = sys::context_switches();
+            (v1.saturating_sub(v0), i1.saturating_sub(i0))
+        },
     };
     let json = serde_json::to_string_pretty(&report)?;
     match &o.stats_out {
@@ -561,9 +568,13 @@ fn run_udp_mmsg(
 }
 
 static RSS_AT_READY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static CSW_AT_READY: std::sync::Mutex<(u64, u64)> = std::sync::Mutex::new((0, 0));
 
 fn ready(o: &Options) {
     RSS_AT_READY.store(sys::rss_kib(), std::sync::atomic::Ordering::Relaxed);
+    if let Ok(mut c) = CSW_AT_READY.lock() {
+        *c = sys::context_switches();
+    }
     if o.ready {
         println!("ready");
     }
