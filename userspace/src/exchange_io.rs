@@ -62,7 +62,14 @@ impl ExchangeIo {
     ) -> anyhow::Result<ExchangeIo> {
         let mut prog = XdpProgram::attach(iface, bind.port(), mode, Action::Redirect)
             .with_context(|| format!("failed to set up XDP on {iface}"))?;
-        let xsk = Xsk::new(iface, 0, XskConfig::default())?;
+        // Deeper rings than the trader's: the exchange is the measuring end, and a preemption
+        // of its busy loop (milliseconds on a shared machine) must not drop orders at its door.
+        let config = XskConfig {
+            frames: 16384,
+            ring_size: 8192,
+            ..XskConfig::default()
+        };
+        let xsk = Xsk::new(iface, 0, config)?;
         prog.register_socket(0, xsk.raw_fd())?;
         let our_mac = crate::sys::read_mac(iface)?;
         let builder = FrameBuilder::new(

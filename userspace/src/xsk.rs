@@ -109,6 +109,7 @@ pub struct XskTx {
     free: Vec<FrameDesc>,
     scratch: Vec<FrameDesc>,
     frame_capacity: usize,
+    ring_size: u32,
 }
 
 /// The TX pool is empty: every TX frame is in flight. Reclaim (done by the next send) and retry.
@@ -219,6 +220,7 @@ impl Xsk {
                 free: tx_frames,
                 scratch: batch_scratch,
                 frame_capacity,
+                ring_size,
             },
             fd: raw,
         })
@@ -347,6 +349,20 @@ impl XskTx {
     #[inline]
     pub fn kick(&mut self) -> io::Result<()> {
         self.tx.wakeup()
+    }
+
+    /// Kicks until the kernel has taken everything on the TX ring. In copy mode one `sendto`
+    /// sends at most 32 frames (the kernel's TX_BATCH_SIZE), so a burst of orders needs
+    /// several; bounded so a stuck device can't hang the loop.
+    #[inline]
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.kick()?;
+        let mut kicks = 1;
+        while self.tx.nb_free_exact() < self.ring_size && kicks < 1 + self.ring_size / 32 + 2 {
+            self.kick()?;
+            kicks += 1;
+        }
+        Ok(())
     }
 
     /// Moves completed TX frames back to the free list.

@@ -149,7 +149,7 @@ pub struct Options {
 fn base(o: &Options) -> bench::Options {
     bench::Options {
         path: bench::PathChoice::Both,
-        source: "gbm:42:150000".into(),
+        source: format!("gbm:42:{}", o.count.max(150_000)),
         count: Some(o.count),
         rate: o.rate.clone(),
         batch: 1,

@@ -62,7 +62,8 @@ pub fn run(o: Options) -> anyhow::Result<()> {
     }
     let mut b = bench::Options {
         path: bench::PathChoice::Both,
-        source: "gbm:42:150000".into(),
+        // Long enough for the trial: the spec's series is 150k bars.
+        source: format!("gbm:42:{}", o.count.max(150_000)),
         count: Some(o.count),
         rate: String::new(),
         batch: o.batch,

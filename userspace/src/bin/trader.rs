@@ -378,8 +378,9 @@ fn run_xdp(
             }
         });
         if pending.len > 0 {
-            // Copy mode sends nothing without this sendto, whatever need_wakeup says.
-            let _ = xsk.tx.kick();
+            // Copy mode sends nothing without a sendto, whatever need_wakeup says, and at most
+            // 32 frames per sendto: flush kicks until the ring is taken.
+            let _ = xsk.tx.flush();
             pending.flush(now_ns(), rx_to_tx);
         }
         if n > 0 {
