@@ -89,6 +89,10 @@ pub struct Options {
     /// for the kernel-UDP path (0 to skip).
     #[arg(long, default_value_t = 5)]
     pub sockperf: u64,
+    /// Fail unless every run delivered every expected order and (for strategy runs) parity
+    /// held: for CI and soaks.
+    #[arg(long)]
+    pub strict: bool,
     /// Don't install missing dependencies first.
     #[arg(long)]
     pub no_setup: bool,
@@ -232,6 +236,27 @@ pub fn run(o: Options) -> anyhow::Result<()> {
     }
     if let Some(e) = failure {
         return Err(e);
+    }
+    if o.strict {
+        let mut bad = Vec::new();
+        for r in &runs {
+            let text = std::fs::read_to_string(&r.replay_json)?;
+            let v: serde_json::Value = serde_json::from_str(&text)?;
+            let p = &v["parity"];
+            let expected = p["expected_orders"].as_u64().unwrap_or(u64::MAX);
+            let got = v["orders_received"].as_u64().unwrap_or(0);
+            let parity_needed = r.path != "reflect";
+            if got != expected || (parity_needed && p["ok"].as_bool() != Some(true)) {
+                bad.push(format!(
+                    "{}: {got} of {expected} orders, {}",
+                    r.tag,
+                    p["explanation"].as_str().unwrap_or("?")
+                ));
+            }
+        }
+        if !bad.is_empty() {
+            bail!("strict: {}", bad.join("; "));
+        }
     }
     if stop.load(Ordering::Relaxed) {
         bail!(

@@ -165,6 +165,7 @@ fn base(o: &Options) -> bench::Options {
         trader_args: Vec::new(),
         replay_args: Vec::new(),
         floors: false,
+        strict: false,
         sockperf: 0,
         no_setup: o.no_setup,
     }

@@ -267,8 +267,9 @@ pub fn svg(curves: &[(String, Vec<(f64, f64)>)], title: &str) -> String {
     let lo = all.iter().copied().fold(f64::INFINITY, f64::min).max(0.1);
     let hi = all.iter().copied().fold(0.0, f64::max).max(lo * 10.0);
     let (ylo, yhi) = (lo.log10().floor(), hi.log10().ceil());
+    let floor = 10f64.powf(ylo);
     let ys = |v: f64| {
-        let t = (v.max(lo).log10() - ylo) / (yhi - ylo);
+        let t = (v.max(floor).log10() - ylo) / (yhi - ylo);
         h - mb - t * (h - mt - mb)
     };
     let colors = ["#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e"];
@@ -288,9 +289,10 @@ pub fn svg(curves: &[(String, Vec<(f64, f64)>)], title: &str) -> String {
         .enumerate()
     {
         let x = ml + i as f64 / x_max_decades * (w - ml - mr);
+        let anchor = if i == 6 { "end" } else { "middle" };
         let _ = writeln!(
             s,
-            r##"<line x1="{x}" y1="{mt}" x2="{x}" y2="{}" stroke="#ddd"/><text x="{x}" y="{}" text-anchor="middle">{label}</text>"##,
+            r##"<line x1="{x}" y1="{mt}" x2="{x}" y2="{}" stroke="#ddd"/><text x="{x}" y="{}" text-anchor="{anchor}">{label}</text>"##,
             h - mb,
             h - mb + 18.0
         );

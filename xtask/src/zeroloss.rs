@@ -83,6 +83,7 @@ pub fn run(o: Options) -> anyhow::Result<()> {
             Vec::new()
         },
         floors: false,
+        strict: false,
         sockperf: 0,
         no_setup: o.no_setup,
     };
