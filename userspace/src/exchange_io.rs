@@ -41,7 +41,8 @@ impl ExchangeIo {
         let sock = UdpSocket::bind(bind).with_context(|| {
             format!("failed to bind {bind} (port in use, or not an address of this namespace?)")
         })?;
-        sock.set_nonblocking(true)?;
+        sock.set_nonblocking(true)
+            .context("making the exchange socket non-blocking")?;
         {
             use std::os::fd::AsRawFd as _;
             crate::sys::set_rcvbuf(sock.as_raw_fd(), 16 << 20)?;
@@ -84,30 +85,34 @@ impl ExchangeIo {
         })))
     }
 
-    /// Sends one datagram now (AF_XDP: onto the TX ring and kicked).
+    /// Sends one datagram now (AF_XDP: onto the TX ring and kicked). `WouldBlock` means it
+    /// was not sent.
     #[inline]
     pub fn send(&mut self, payload: &[u8]) -> io::Result<()> {
         match self {
-            ExchangeIo::Udp(s) => match s.send(payload) {
-                Ok(_) => Ok(()),
-                Err(e) if e.kind() == ErrorKind::WouldBlock => Ok(()),
-                Err(e) => Err(e),
-            },
+            // WouldBlock (a full socket buffer) is returned: the caller counts the datagram
+            // as not sent rather than blaming the trader for it.
+            ExchangeIo::Udp(s) => s.send(payload).map(|_| ()),
             ExchangeIo::Xsk(x) => {
                 let XskIo { xsk, builder, .. } = &mut **x;
                 let mut tries = 0;
                 loop {
                     let sent = xsk.tx.send(|buf| {
-                        builder
-                            .build(buf, |body| {
-                                let n = payload.len().min(body.len());
-                                body[..n].copy_from_slice(&payload[..n]);
-                                n
-                            })
-                            .unwrap_or(0)
+                        builder.build(buf, |body| {
+                            let n = payload.len().min(body.len());
+                            body[..n].copy_from_slice(&payload[..n]);
+                            n
+                        })
                     });
-                    if sent.is_ok() {
-                        break;
+                    match sent {
+                        Ok(()) => break,
+                        Err(crate::xsk::TxError::Build) => {
+                            return Err(io::Error::new(
+                                ErrorKind::InvalidInput,
+                                "datagram too large for an AF_XDP frame",
+                            ));
+                        }
+                        Err(crate::xsk::TxError::Full(_)) => {}
                     }
                     // Every TX frame in flight: kick and reclaim, then retry.
                     xsk.tx.kick()?;

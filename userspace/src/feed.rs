@@ -299,6 +299,18 @@ impl Feed {
         &self.bytes[m.start..m.end]
     }
 
+    /// Last sequence number minus the first: the index range the replay's per-message tables
+    /// need (larger than the message count when a capture has gaps).
+    pub fn sequence_span(&self) -> u64 {
+        self.packets
+            .iter()
+            .map(|m| m.first_seq + u64::from(m.messages.max(1)) - 1)
+            .max()
+            .unwrap_or(self.first_seq)
+            .saturating_sub(self.first_seq)
+            .max(self.messages.saturating_sub(1))
+    }
+
     /// The ticks' prices as the engine sees them (`Price4::to_f64`, the one conversion).
     pub fn tick_prices(&self) -> Vec<f64> {
         self.ticks.iter().map(|t| t.price.to_f64()).collect()

@@ -64,6 +64,9 @@ pub struct Counters {
     pub orders: u64,
     /// Orders that could not be sent (no TX frame, socket error).
     pub orders_failed: u64,
+    /// TX flushes (AF_XDP `sendto` kicks) that failed: the orders of that turn may not have
+    /// left.
+    pub tx_flush_failed: u64,
 }
 
 /// What a packet meant.
@@ -134,7 +137,10 @@ impl Trader {
             // lost at the very end still show up as a gap.
             let end = packet.sequence();
             if end > self.next_seq {
-                self.counters.gap_messages += end - self.next_seq;
+                self.counters.gap_messages = self
+                    .counters
+                    .gap_messages
+                    .saturating_add(end - self.next_seq);
                 self.next_seq = end;
             }
             return PacketOutcome::EndOfSession;
@@ -209,17 +215,18 @@ impl Trader {
     fn admit(&mut self, seq: u64) -> bool {
         if seq >= self.next_seq {
             let skipped = seq - self.next_seq;
-            self.counters.gap_messages += skipped;
+            // Saturating: a hostile sequence number near u64::MAX must not wrap the counters.
+            self.counters.gap_messages = self.counters.gap_messages.saturating_add(skipped);
             // Forget what the window held for the sequence numbers we now move over.
             if skipped + 1 >= SEEN_WINDOW {
                 self.seen.fill(0);
             } else {
-                for s in self.next_seq..=seq {
+                for s in self.next_seq..=seq.min(u64::MAX - 1) {
                     self.clear(s);
                 }
             }
             self.mark(seq);
-            self.next_seq = seq + 1;
+            self.next_seq = seq.saturating_add(1);
             return true;
         }
         if self.next_seq - seq > SEEN_WINDOW || !self.is_marked(seq) {

@@ -108,14 +108,20 @@ pub struct XskTx {
     cq: CompQueue,
     free: Vec<FrameDesc>,
     scratch: Vec<FrameDesc>,
-    frame_capacity: usize,
+    tx_frames: usize,
     ring_size: u32,
 }
 
-/// The TX pool is empty: every TX frame is in flight. Reclaim (done by the next send) and retry.
+/// Why a frame was not put on the TX ring.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("no free TX frame (all {0} in flight)")]
-pub struct TxFull(pub usize);
+pub enum TxError {
+    /// Every TX frame is in flight: kick, reclaim (the next send does) and retry.
+    #[error("no free TX frame (all {0} in flight)")]
+    Full(usize),
+    /// The builder wrote nothing (the message didn't fit a frame); nothing was queued.
+    #[error("the frame builder produced no frame")]
+    Build,
+}
 
 impl Xsk {
     /// Creates the UMEM and binds a socket to `iface`/`queue`, in the calling thread's network
@@ -203,7 +209,6 @@ impl Xsk {
             use std::os::fd::AsRawFd;
             rx.fd().as_raw_fd()
         };
-        let frame_capacity = frame_size as usize;
         let batch_scratch = vec![FrameDesc::default(); ring_size as usize];
         Ok(Xsk {
             rx: XskRx {
@@ -219,7 +224,7 @@ impl Xsk {
                 cq,
                 free: tx_frames,
                 scratch: batch_scratch,
-                frame_capacity,
+                tx_frames: frames as usize - half,
                 ring_size,
             },
             fd: raw,
@@ -315,15 +320,16 @@ impl XskRx {
 }
 
 impl XskTx {
-    /// Builds one frame with `build` (which writes into the frame and returns its length) and
-    /// puts it on the TX ring. Nothing is sent until [`XskTx::kick`].
+    /// Builds one frame with `build` (which writes into the frame and returns its length, or
+    /// `None` to send nothing) and puts it on the TX ring. Nothing is sent until
+    /// [`XskTx::kick`].
     #[inline]
-    pub fn send(&mut self, build: impl FnOnce(&mut [u8]) -> usize) -> Result<(), TxFull> {
+    pub fn send(&mut self, build: impl FnOnce(&mut [u8]) -> Option<usize>) -> Result<(), TxError> {
         if self.free.is_empty() {
             self.reclaim();
         }
         let Some(mut desc) = self.free.pop() else {
-            return Err(TxFull(self.frame_capacity));
+            return Err(TxError::Full(self.tx_frames));
         };
         {
             // SAFETY: `desc` is from this UMEM's TX pool and in no ring (it was on our free list).
@@ -331,7 +337,14 @@ impl XskTx {
             let mut cursor = data.cursor();
             let cap = cursor.buf_len();
             cursor.set_pos(cap);
-            let len = build(data.contents_mut()).min(cap);
+            let len = build(data.contents_mut())
+                .filter(|&n| n > 0)
+                .map(|n| n.min(cap));
+            let Some(len) = len else {
+                data.cursor().set_pos(0);
+                self.free.push(desc);
+                return Err(TxError::Build);
+            };
             data.cursor().set_pos(len);
         }
         // SAFETY: `desc` is ours, written above, and goes on the TX ring once; it comes back
@@ -340,7 +353,7 @@ impl XskTx {
             Ok(())
         } else {
             self.free.push(desc);
-            Err(TxFull(self.frame_capacity))
+            Err(TxError::Full(self.tx_frames))
         }
     }
 

@@ -226,7 +226,6 @@ fn frames_sent_through_the_tx_ring_arrive_intact() {
                             body[..p.len()].copy_from_slice(&p);
                             p.len()
                         })
-                        .unwrap()
                     });
                     if sent.is_ok() {
                         break;

@@ -29,12 +29,13 @@ impl Drop for KillOnDrop {
     }
 }
 
-fn run(path: &str, extra_trader: &[&str]) -> (Value, Value) {
-    let lab = Lab::up(LabConfig::for_test(&format!("e2e{path}"))).expect("lab up");
+fn run(path: &str, tag: &str, extra_trader: &[&str]) -> (Value, Value) {
+    // A lab and files of this test's own (`tag`), so tests can't collide even in parallel.
+    let lab = Lab::up(LabConfig::for_test(&format!("e2e{tag}"))).expect("lab up");
     let c = lab.config().clone();
     let (trader_json, replay_json) = (
-        tmp(&format!("{path}-trader.json")),
-        tmp(&format!("{path}.json")),
+        tmp(&format!("{tag}-trader.json")),
+        tmp(&format!("{tag}.json")),
     );
     let mut trader = KillOnDrop(
         Command::new("ip")
@@ -145,7 +146,7 @@ fn check(path: &str, replay: &Value, trader: &Value) {
 
 #[test]
 fn xdp_path_trades_every_signal_with_parity() {
-    let (replay, trader) = run("xdp", &[]);
+    let (replay, trader) = run("xdp", "xdp", &[]);
     check("xdp", &replay, &trader);
     let redirected = trader["xdp_counters"]
         .as_array()
@@ -161,18 +162,18 @@ fn xdp_path_trades_every_signal_with_parity() {
 
 #[test]
 fn xdp_path_in_skb_mode() {
-    let (replay, trader) = run("xdp", &["--xdp-mode", "skb"]);
+    let (replay, trader) = run("xdp", "xdpskb", &["--xdp-mode", "skb"]);
     check("xdp-skb", &replay, &trader);
 }
 
 #[test]
 fn udp_path_trades_every_signal_with_parity() {
-    let (replay, trader) = run("udp", &[]);
+    let (replay, trader) = run("udp", "udp", &[]);
     check("udp", &replay, &trader);
 }
 
 #[test]
 fn udp_path_blocking() {
-    let (replay, trader) = run("udp", &["--wait", "block"]);
+    let (replay, trader) = run("udp", "udpblock", &["--wait", "block"]);
     check("udp-block", &replay, &trader);
 }

@@ -130,9 +130,14 @@ const ORDER_LEN: usize = 36;
 #[inline(always)]
 fn reflect(ctx: &XdpContext) -> Result<(), ()> {
     // The frame's length from its IPv4 total length (the verifier forbids arithmetic on the
-    // packet end pointer); classify() has checked it against the headers.
+    // packet end pointer); checked against the real frame just below.
     let frame_len =
         ETH_HDR_LEN + usize::from(u16::from_be_bytes(read::<[u8; 2]>(ctx, ETH_HDR_LEN + 2)?));
+    // The header's claim must not exceed the frame, or the trim below would cut into the
+    // order; masked so the verifier sees a bounded offset.
+    if ctx.data() + (frame_len & 0x3fff) > ctx.data_end() {
+        return Err(());
+    }
     let seq = read::<[u8; 8]>(ctx, MOLD_SEQ)?;
     if read::<u8>(ctx, ITCH)? != b'P' {
         return Err(());

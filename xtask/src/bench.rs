@@ -107,8 +107,24 @@ pub struct Session {
     pub stop: Arc<AtomicBool>,
     pub bins: Binaries,
     pub out: PathBuf,
-    pub lab: Lab,
-    pub keep: bool,
+    pub lab: LabHold,
+}
+
+/// The lab of a session: kept (it was up before, or --keep-lab) from the start, so no error
+/// path can remove a lab the user brought up; or owned, removed when the session drops.
+#[derive(Debug)]
+pub enum LabHold {
+    Kept(LabConfig),
+    Owned(Lab),
+}
+
+impl LabHold {
+    pub fn config(&self) -> &LabConfig {
+        match self {
+            LabHold::Kept(c) => c,
+            LabHold::Owned(l) => l.config(),
+        }
+    }
 }
 
 impl Session {
@@ -119,7 +135,8 @@ impl Session {
         }
         let stop = Arc::new(AtomicBool::new(false));
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            signal_hook::flag::register(sig, Arc::clone(&stop))?;
+            signal_hook::flag::register(sig, Arc::clone(&stop))
+                .context("installing the Ctrl-C handler")?;
         }
         let bins = build_binaries()?;
         let out = o.out.clone().unwrap_or_else(|| {
@@ -131,13 +148,16 @@ impl Session {
         std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
         let config = LabConfig::new(&o.lab)?;
         let lab = Lab::up(config).context("failed to bring the lab up")?;
-        let keep = o.keep_lab || lab.found() == Found::Intact;
+        let lab = if o.keep_lab || lab.found() == Found::Intact {
+            LabHold::Kept(lab.persist())
+        } else {
+            LabHold::Owned(lab)
+        };
         Ok(Session {
             stop,
             bins,
             out,
             lab,
-            keep,
         })
     }
 
@@ -145,12 +165,8 @@ impl Session {
         self.stop.load(Ordering::Relaxed)
     }
 
-    /// Removes the lab unless it is to be kept.
-    pub fn finish(self) {
-        if self.keep {
-            let _ = self.lab.persist();
-        }
-    }
+    /// Ends the session: an owned lab is removed, a kept one stays.
+    pub fn finish(self) {}
 }
 
 pub fn run(o: Options) -> anyhow::Result<()> {
@@ -159,7 +175,6 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         bins,
         out,
         lab,
-        keep,
     } = Session::start(&o, "bench")?;
     let paths: &[&str] = match o.path {
         PathChoice::Xdp => &["xdp"],
@@ -209,15 +224,18 @@ pub fn run(o: Options) -> anyhow::Result<()> {
     let mut cpu_floor = None;
     if failure.is_none() && o.floors && !stop.load(Ordering::Relaxed) {
         let json = out.join("cpu-floor.json");
-        exec(
+        match exec(
             Command::new(&bins.floor)
                 .args(["--cpus", &format!("{},{}", o.replay_cpu, o.trader_cpu)])
                 .arg("--json-out")
                 .arg(&json)
                 .arg("--hgrm-out")
                 .arg(out.join("cpu-floor.hgrm")),
-        )?;
-        cpu_floor = Some(json);
+        ) {
+            Ok(()) => cpu_floor = Some(json),
+            // Report what was measured; the failure is returned after the report.
+            Err(e) => failure = Some(e.context("the CPU floor failed")),
+        }
     }
     let mut reference = None;
     if failure.is_none() && o.sockperf > 0 && !stop.load(Ordering::Relaxed) {
@@ -226,11 +244,7 @@ pub fn run(o: Options) -> anyhow::Result<()> {
             Err(e) => eprintln!("warning: no sockperf reference: {e:#}"),
         }
     }
-    if keep {
-        let _ = lab.persist();
-    } else {
-        drop(lab);
-    }
+    drop(lab);
     if !runs.is_empty() {
         report::write(&out, &o, &runs, reference.as_ref(), cpu_floor.as_deref())?;
     }

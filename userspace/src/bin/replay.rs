@@ -156,6 +156,10 @@ struct Report {
     orders_duplicate: u64,
     orders_malformed: u64,
     orders_price_mismatch: u64,
+    /// Orders whose REVERSE flag disagrees with the book (a position was or wasn't open).
+    orders_reverse_mismatch: u64,
+    /// Messages our own socket refused (buffer full): not sent, not counted as sent.
+    send_dropped: u64,
     /// Packets the scheduler sent more than 10 µs late (the sender itself fell behind).
     late_sends: u64,
     tick_to_trade: Summary,
@@ -205,13 +209,8 @@ fn main() -> anyhow::Result<()> {
     // Port 0 never matches a feed port, so this program passes everything.
     let _peer_xdp = match &o.xdp_pass_on {
         Some(iface) if o.io != "xdp" => Some(
-            userspace::xdp::XdpProgram::attach(
-                iface,
-                0,
-                userspace::xdp::XdpMode::Native,
-                xdp_common::Action::Pass,
-            )
-            .with_context(|| format!("attaching the pass program to {iface}"))?,
+            userspace::xdp::XdpProgram::attach(iface, 0, o.xdp_mode, xdp_common::Action::Pass)
+                .with_context(|| format!("attaching the pass program to {iface}"))?,
         ),
         _ => None,
     };
@@ -222,8 +221,11 @@ fn main() -> anyhow::Result<()> {
 
     // Sequence number -> scheduled send time (ns); 0 = not sent.
     let base_seq = feed.first_seq;
-    let mut sched = vec![0u64; feed.messages as usize + 1];
-    let mut price_of = vec![None; feed.messages as usize + 1];
+    // Indexed by sequence number from the first; sized by the span, not the count, so a
+    // capture with gaps in its sequence numbers still fits.
+    let span = feed.sequence_span() as usize + 1;
+    let mut sched = vec![0u64; span];
+    let mut price_of = vec![None; span];
     for t in &feed.ticks {
         if let Some(slot) = t
             .seq
@@ -233,8 +235,8 @@ fn main() -> anyhow::Result<()> {
             *slot = Some(t.price);
         }
     }
-    let mut got = vec![false; feed.messages as usize + 1];
-    let mut fills: Vec<(u64, Side)> = Vec::with_capacity(expected.len());
+    let mut got = vec![false; span];
+    let mut fills: Vec<(u64, Side, bool)> = Vec::with_capacity(expected.len());
     let mut hist = Latency::new();
     let mut counts = OrderCounts::default();
     let progress = o
@@ -249,7 +251,7 @@ fn main() -> anyhow::Result<()> {
     let mut poll_orders = |io: &mut ExchangeIo,
                            hist: &mut Latency,
                            counts: &mut OrderCounts,
-                           fills: &mut Vec<(u64, Side)>,
+                           fills: &mut Vec<(u64, Side, bool)>,
                            sched: &[u64]| {
         io.recv_each(&mut rbuf, |payload| {
             let now = now_ns();
@@ -272,7 +274,7 @@ fn main() -> anyhow::Result<()> {
                     counts.price_mismatch += 1;
                 }
                 hist.record(now.saturating_sub(sched[i]));
-                fills.push((ord.tick_seq, ord.side));
+                fills.push((ord.tick_seq, ord.side, ord.reverse));
                 counts.received += 1;
             }
         });
@@ -295,6 +297,8 @@ fn main() -> anyhow::Result<()> {
     let mut sent_packets = 0u64;
     let mut sent_messages = 0u64;
     let mut late_sends = 0u64;
+    let mut send_dropped = 0u64;
+    let mut sent_messages_scheduled_skip = 0u64;
     let mut next_progress = start + 1_000_000_000;
     let total = feed.packets.len();
     for (i, meta) in feed.packets.iter().enumerate() {
@@ -302,7 +306,7 @@ fn main() -> anyhow::Result<()> {
             break;
         }
         let due = match period_ns {
-            Some(p) => start + (sent_messages as f64 * p) as u64,
+            Some(p) => start + ((sent_messages + sent_messages_scheduled_skip) as f64 * p) as u64,
             None => now_ns(),
         };
         // Busy-wait to the scheduled time, taking orders meanwhile.
@@ -314,17 +318,27 @@ fn main() -> anyhow::Result<()> {
         if now > due + 10_000 {
             late_sends += 1;
         }
-        for k in 0..u64::from(meta.messages) {
-            if let Some(s) = (meta.first_seq + k)
-                .checked_sub(base_seq)
-                .and_then(|j| sched.get_mut(j as usize))
-            {
-                *s = due;
+        match io.send(feed.packet(i)) {
+            Ok(()) => {
+                for k in 0..u64::from(meta.messages) {
+                    if let Some(s) = (meta.first_seq + k)
+                        .checked_sub(base_seq)
+                        .and_then(|j| sched.get_mut(j as usize))
+                    {
+                        *s = due;
+                    }
+                }
+                sent_packets += 1;
+                sent_messages += u64::from(meta.messages);
             }
+            // Our own socket buffer was full: not sent, and said so, not blamed on the trader.
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                send_dropped += u64::from(meta.messages);
+                // Keep the schedule: the next packet is due where it would have been.
+                sent_messages_scheduled_skip += u64::from(meta.messages);
+            }
+            Err(e) => return Err(e).context("send to the trader"),
         }
-        io.send(feed.packet(i)).context("send to the trader")?;
-        sent_packets += 1;
-        sent_messages += u64::from(meta.messages);
         poll_orders(&mut io, &mut hist, &mut counts, &mut fills, &sched);
         if progress && now > next_progress {
             next_progress = now + 1_000_000_000;
@@ -364,11 +378,16 @@ fn main() -> anyhow::Result<()> {
     }
 
     // Book the fills in tick order with the engine's own ledger: same arithmetic as the backtest.
-    fills.sort_unstable_by_key(|&(seq, _)| seq);
+    fills.sort_unstable_by_key(|&(seq, _, _)| seq);
     let mut ledger = engine::Ledger::default();
-    for &(seq, side) in &fills {
+    let mut reverse_mismatch = 0u64;
+    for &(seq, side, reverse) in &fills {
         let i = (seq - base_seq) as usize;
-        if let Some(p) = price_of[i] {
+        // An order says whether it reverses an open position; the book knows.
+        if reverse != ledger.position().is_some() {
+            reverse_mismatch += 1;
+        }
+        if let Some(p) = price_of.get(i).copied().flatten() {
             ledger.fill(
                 match side {
                     Side::Buy => engine::Side::Long,
@@ -386,7 +405,12 @@ fn main() -> anyhow::Result<()> {
         feed.ticks
             .iter()
             .rev()
-            .find(|t| sched[(t.seq - base_seq) as usize] != 0)
+            .find(|t| {
+                t.seq
+                    .checked_sub(base_seq)
+                    .and_then(|i| sched.get(i as usize))
+                    .is_some_and(|&s| s != 0)
+            })
             .map(|t| t.price.to_f64())
     };
     if let Some(p) = last_price {
@@ -407,15 +431,16 @@ fn main() -> anyhow::Result<()> {
         .zip(
             fills
                 .iter()
-                .copied()
-                .map(Some)
+                .map(|&(seq, side, _)| Some((seq, side)))
                 .chain(std::iter::repeat(None)),
         )
         .find(|(want, got)| Some(*want) != *got)
         .map(|(want, got)| got.map_or(want.0, |g| g.0.min(want.0)))
         .or_else(|| fills.get(expected.len()).map(|f| f.0));
+    let order_faults = counts.price_mismatch + counts.malformed + counts.unknown + reverse_mismatch;
     let ok = !every
         && sent_all
+        && order_faults == 0
         && first_divergence.is_none()
         && live.trades == batch.trades
         && live.pnl == batch.pnl;
@@ -427,6 +452,12 @@ fn main() -> anyhow::Result<()> {
         )
     } else if ok {
         "live orders equal the batch backtest: same trades, same PnL (bit for bit)".into()
+    } else if order_faults > 0 {
+        format!(
+            "orders disagree with the ticks: {} wrong prices, {} wrong reverse flags, {} \
+             malformed, {} for unknown ticks",
+            counts.price_mismatch, reverse_mismatch, counts.malformed, counts.unknown
+        )
     } else if !sent_all {
         format!(
             "run stopped early: {sent_messages} of {} messages sent",
@@ -465,6 +496,8 @@ fn main() -> anyhow::Result<()> {
         orders_duplicate: counts.duplicate,
         orders_malformed: counts.malformed,
         orders_price_mismatch: counts.price_mismatch,
+        orders_reverse_mismatch: reverse_mismatch,
+        send_dropped,
         late_sends,
         tick_to_trade: hist.summary(),
         context_switches: (csw1.0 - csw0.0, csw1.1 - csw0.1),

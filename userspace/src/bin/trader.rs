@@ -363,16 +363,20 @@ fn run_xdp(
                     frame::endpoint(d.src_mac, *d.src.ip(), o.order_port),
                 )
             });
+            let mut sent_any = false;
             let outcome = trader.on_packet(d.payload, now_ns, |order: &OrderRepr| {
-                let sent = tx.send(|buf| {
-                    b.build(buf, |body| order.emit_into(body).unwrap_or(0))
-                        .unwrap_or(0)
-                });
-                if sent.is_ok() {
-                    pending.push(t_rx);
-                }
-                sent.is_ok()
+                let sent = tx
+                    // An order that doesn't fit claims more than the frame holds, so the
+                    // builder refuses the frame rather than sending an empty datagram.
+                    .send(|buf| b.build(buf, |body| order.emit_into(body).unwrap_or(usize::MAX)))
+                    .is_ok();
+                sent_any |= sent;
+                sent
             });
+            // One RX→TX sample per packet that produced orders, as on the UDP path.
+            if sent_any {
+                pending.push(t_rx);
+            }
             if outcome == PacketOutcome::EndOfSession {
                 eos = true;
             }
@@ -380,7 +384,9 @@ fn run_xdp(
         if pending.len > 0 {
             // Copy mode sends nothing without a sendto, whatever need_wakeup says, and at most
             // 32 frames per sendto: flush kicks until the ring is taken.
-            let _ = xsk.tx.flush();
+            if xsk.tx.flush().is_err() {
+                trader.counters.tx_flush_failed += 1;
+            }
             pending.flush(now_ns(), rx_to_tx);
         }
         if n > 0 {
