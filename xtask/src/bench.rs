@@ -422,6 +422,10 @@ pub fn run_path(
     replay.args(&o.replay_args);
     let status = crate::util::exec_status(&mut replay)?;
     if stop.load(Ordering::Relaxed) {
+        // The replay stops on the same Ctrl-C and writes what it measured: keep that.
+        if run.replay_json.exists() {
+            return Ok(run);
+        }
         bail!("interrupted");
     }
     if !status.success() {

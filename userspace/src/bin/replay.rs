@@ -460,7 +460,8 @@ fn main() -> anyhow::Result<()> {
         )
     } else if !sent_all {
         format!(
-            "run stopped early: {sent_messages} of {} messages sent",
+            "not every tick went out: {sent_messages} of {} messages sent (stopped early, or \
+             {send_dropped} refused by our own socket)",
             feed.messages
         )
     } else if let Some(seq) = first_divergence {
