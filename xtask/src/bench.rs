@@ -98,6 +98,36 @@ pub struct Options {
     pub no_setup: bool,
 }
 
+impl Options {
+    /// The defaults of a single benchmark trial (the matrix's and the zero-loss search's):
+    /// `count` messages of a GBM series long enough for them, n = 6, native XDP, spinning,
+    /// trader on cpu1 and replay on cpu0, no sockperf.
+    pub fn trial(count: u64, lab: &str, out: Option<PathBuf>, no_setup: bool) -> Options {
+        Options {
+            path: PathChoice::Both,
+            source: format!("gbm:42:{}", count.max(150_000)),
+            count: Some(count),
+            rate: "20k".into(),
+            batch: 1,
+            n: 6,
+            xdp_mode: "native".into(),
+            wait: "spin".into(),
+            trader_cpu: 1,
+            no_pin: false,
+            replay_cpu: 0,
+            out,
+            lab: lab.into(),
+            keep_lab: false,
+            trader_args: Vec::new(),
+            replay_args: Vec::new(),
+            floors: false,
+            sockperf: 0,
+            strict: false,
+            no_setup,
+        }
+    }
+}
+
 const MD_PORT: u16 = 26400;
 const ORDER_PORT: u16 = 26401;
 

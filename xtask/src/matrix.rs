@@ -148,26 +148,8 @@ pub struct Options {
 
 fn base(o: &Options) -> bench::Options {
     bench::Options {
-        path: bench::PathChoice::Both,
-        source: format!("gbm:42:{}", o.count.max(150_000)),
-        count: Some(o.count),
         rate: o.rate.clone(),
-        batch: 1,
-        n: 6,
-        xdp_mode: "native".into(),
-        wait: "spin".into(),
-        trader_cpu: 1,
-        no_pin: false,
-        replay_cpu: 0,
-        out: o.out.clone(),
-        lab: o.lab.clone(),
-        keep_lab: false,
-        trader_args: Vec::new(),
-        replay_args: Vec::new(),
-        floors: false,
-        strict: false,
-        sockperf: 0,
-        no_setup: o.no_setup,
+        ..bench::Options::trial(o.count, &o.lab, o.out.clone(), o.no_setup)
     }
 }
 

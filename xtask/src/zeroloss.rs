@@ -61,31 +61,13 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         bail!("need 0 < --min-rate < --max-rate and --resolution > 1");
     }
     let mut b = bench::Options {
-        path: bench::PathChoice::Both,
-        // Long enough for the trial: the spec's series is 150k bars.
-        source: format!("gbm:42:{}", o.count.max(150_000)),
-        count: Some(o.count),
-        rate: String::new(),
         batch: o.batch,
-        n: 6,
-        xdp_mode: "native".into(),
-        wait: "spin".into(),
-        trader_cpu: 1,
-        no_pin: false,
-        replay_cpu: 0,
-        out: o.out.clone(),
-        lab: o.lab.clone(),
-        keep_lab: false,
-        trader_args: Vec::new(),
         replay_args: if o.exchange_io == "xdp" {
             ["--io", "xdp"].map(String::from).to_vec()
         } else {
             Vec::new()
         },
-        floors: false,
-        strict: false,
-        sockperf: 0,
-        no_setup: o.no_setup,
+        ..bench::Options::trial(o.count, &o.lab, o.out.clone(), o.no_setup)
     };
     let session = Session::start(&b, "zero-loss")?;
     let mut report = Vec::new();
