@@ -390,6 +390,47 @@ fn is_intact(c: &LabConfig) -> bool {
         && check(&c.trader_ns(), &c.trader_if, &c.trader_mac, c.trader_ip)
 }
 
+/// The pids of processes running inside the lab's namespaces (`ip netns pids`).
+pub fn lab_pids(config: &LabConfig) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for ns in [config.exchange_ns(), config.trader_ns()] {
+        if !ns_exists(&ns) {
+            continue;
+        }
+        if let Ok(out) = Command::new("ip").args(["netns", "pids", &ns]).output() {
+            pids.extend(
+                String::from_utf8_lossy(&out.stdout)
+                    .split_whitespace()
+                    .filter_map(|p| p.parse::<u32>().ok()),
+            );
+        }
+    }
+    pids
+}
+
+/// Stops every process inside the lab's namespaces (SIGTERM, then SIGKILL after `grace`):
+/// what a killed benchmark left running, which would otherwise hold the XDP attachment and
+/// the ports. Returns how many there were.
+pub fn stop_lab_processes(config: &LabConfig, grace: std::time::Duration) -> usize {
+    let pids = lab_pids(config);
+    for &p in &pids {
+        eprintln!("+ kill -TERM {p}  (left running in lab {})", config.name);
+        let _ = Command::new("kill")
+            .args(["-TERM", &p.to_string()])
+            .status();
+    }
+    let deadline = std::time::Instant::now() + grace;
+    while !lab_pids(config).is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    for p in lab_pids(config) {
+        let _ = Command::new("kill")
+            .args(["-KILL", &p.to_string()])
+            .status();
+    }
+    pids.len()
+}
+
 /// True when a namespace of this name exists.
 pub fn ns_exists(name: &str) -> bool {
     Path::new(NETNS_RUN_DIR).join(name).exists()

@@ -178,6 +178,11 @@ impl Session {
         std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
         let config = LabConfig::new(&o.lab)?;
         let lab = Lab::up(config).context("failed to bring the lab up")?;
+        // A benchmark killed with SIGKILL leaves its trader running, attached to XDP.
+        let stale = netns::stop_lab_processes(lab.config(), Duration::from_secs(3));
+        if stale > 0 {
+            eprintln!("stopped {stale} process(es) a previous run left in the lab");
+        }
         let lab = if o.keep_lab || lab.found() == Found::Intact {
             LabHold::Kept(lab.persist())
         } else {
