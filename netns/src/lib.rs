@@ -390,6 +390,18 @@ fn is_intact(c: &LabConfig) -> bool {
         && check(&c.trader_ns(), &c.trader_if, &c.trader_mac, c.trader_ip)
 }
 
+/// True when the exchange side has resolved the trader's address to the trader's MAC (ARP
+/// went through whatever XDP program is attached to the trader's end).
+pub fn exchange_resolved_trader(config: &LabConfig) -> bool {
+    Command::new("ip")
+        .args(["-n", &config.exchange_ns(), "neigh", "show"])
+        .arg(config.trader_ip.to_string())
+        .output()
+        .is_ok_and(|o| {
+            String::from_utf8_lossy(&o.stdout).contains(&mac_to_string(&config.trader_mac))
+        })
+}
+
 /// The pids of processes running inside the lab's namespaces (`ip netns pids`).
 pub fn lab_pids(config: &LabConfig) -> Vec<u32> {
     let mut pids = Vec::new();

@@ -145,20 +145,9 @@ fn redirect_roundtrip(mode: XdpMode) {
     assert_eq!(k.get(Counter::Malformed), 0, "{mode}: {k}");
 
     // ARP resolved: the exchange knows the trader's MAC.
-    let neigh = std::process::Command::new("ip")
-        .args([
-            "-n",
-            &c.exchange_ns(),
-            "neigh",
-            "show",
-            &c.trader_ip.to_string(),
-        ])
-        .output()
-        .unwrap();
-    let neigh = String::from_utf8_lossy(&neigh.stdout);
     assert!(
-        neigh.contains(&netns::mac_to_string(&c.trader_mac)),
-        "{neigh}"
+        netns::exchange_resolved_trader(&c),
+        "ARP resolved the trader's MAC"
     );
     let (ex, tr) = (c.exchange_ns(), c.trader_ns());
     drop(lab);

@@ -426,20 +426,9 @@ fn malformed_mix(path: &str) {
     }
 
     // ARP works through the program: the exchange resolved the trader.
-    let neigh = Command::new("ip")
-        .args([
-            "-n",
-            &c.exchange_ns(),
-            "neigh",
-            "show",
-            &c.trader_ip.to_string(),
-        ])
-        .output()
-        .unwrap();
-    let neigh = String::from_utf8_lossy(&neigh.stdout);
     assert!(
-        neigh.contains(&netns::mac_to_string(&c.trader_mac)),
-        "{neigh}"
+        netns::exchange_resolved_trader(&c),
+        "ARP resolved the trader's MAC"
     );
 }
 

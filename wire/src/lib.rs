@@ -24,6 +24,21 @@ pub mod pcap;
 
 pub use error::{Error, Result};
 
+/// Reads until `buf` is full or the reader reports end of file; returns the bytes read (the
+/// file readers' one read loop: a short count means a truncated file, not an error).
+pub(crate) fn read_full(reader: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while let Some(rest) = buf.get_mut(filled..).filter(|rest| !rest.is_empty()) {
+        match reader.read(rest) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
 /// A fixed byte range inside a packet (smoltcp's `wire::field::Field`).
 pub type Field = core::ops::Range<usize>;
 /// Everything from a byte offset to the end of a packet.

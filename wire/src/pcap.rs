@@ -25,6 +25,8 @@
 //! [`PcapError`] carries `io::Error`s; it reads capture files, it is not on the trader's hot path.
 
 use std::io::{self, BufReader, BufWriter, Read, Write};
+
+use crate::read_full as fill;
 use std::net::{IpAddr, SocketAddr};
 
 /// `LINKTYPE_ETHERNET` (tcpdump.org link-layer header types).
@@ -279,20 +281,6 @@ impl<R: Read> Reader<R> {
             offset,
         }))
     }
-}
-
-/// Reads until `buf` is full or the reader reports end of file; returns the bytes read.
-fn fill(reader: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut filled = 0;
-    while let Some(rest) = buf.get_mut(filled..).filter(|rest| !rest.is_empty()) {
-        match reader.read(rest) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(filled)
 }
 
 /// Writes a classic little-endian pcap file of Ethernet frames.

@@ -8,6 +8,8 @@
 
 use std::io::{self, BufReader, BufWriter, Read, Write};
 
+use crate::read_full as fill;
+
 /// Length of a record's length prefix.
 pub const PREFIX_LEN: usize = 2;
 
@@ -121,20 +123,6 @@ impl<R: Read> Reader<R> {
     pub fn into_inner(self) -> R {
         self.inner.into_inner()
     }
-}
-
-/// Reads until `buf` is full or the reader reports end of file; returns the bytes read.
-fn fill(reader: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut filled = 0;
-    while let Some(rest) = buf.get_mut(filled..).filter(|rest| !rest.is_empty()) {
-        match reader.read(rest) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(filled)
 }
 
 /// Writes records to an ITCH file, buffered.
