@@ -97,6 +97,7 @@ pub struct XskRx {
     rx: RxQueue,
     fq: FillQueue,
     scratch: Vec<FrameDesc>,
+    refill: Refill,
     need_wakeup: bool,
 }
 
@@ -216,6 +217,7 @@ impl Xsk {
                 rx,
                 fq,
                 scratch: batch_scratch.clone(),
+                refill: Refill::with_capacity(half),
                 need_wakeup,
             },
             tx: XskTx {
@@ -237,7 +239,7 @@ impl Xsk {
     }
 
     /// The kernel's counters for this socket (drops for a full RX ring or an empty fill ring,
-    /// invalid descriptors).
+    /// invalid descriptors), and how often the fill ring made us wait.
     pub fn statistics(&self) -> io::Result<XskStats> {
         let s = self.rx.rx.fd().xdp_statistics()?;
         Ok(XskStats {
@@ -247,6 +249,7 @@ impl Xsk {
             rx_fill_ring_empty: s.rx_fill_ring_empty_descs(),
             tx_invalid_descs: s.tx_invalid_descs(),
             tx_ring_empty: s.tx_ring_empty_descs(),
+            rx_fill_deferred: self.rx.refill_deferred(),
         })
     }
 }
@@ -261,6 +264,8 @@ pub struct XskStats {
     pub rx_fill_ring_empty: u64,
     pub tx_invalid_descs: u64,
     pub tx_ring_empty: u64,
+    /// Ours, not the kernel's: see [`XskRx::refill_deferred`].
+    pub rx_fill_deferred: u64,
 }
 
 fn socket_hint(e: &xsk_rs::socket::SocketCreateError) -> &'static str {
@@ -303,19 +308,83 @@ impl XskRx {
             let data = unsafe { self.umem.data(desc) };
             f(data.contents());
         }
-        // SAFETY: these frames were consumed from the RX ring above and are handed back
-        // exactly once. The fill ring holds all RX frames (checked in `new`), so it has room.
-        let produced = unsafe { self.fq.produce(&self.scratch[..n]) };
-        debug_assert_eq!(produced, n, "fill ring has room for every RX frame");
+        // The kernel publishes the fill ring's consumer index just after the RX producer index
+        // (xsk_flush), so a reader on another core can see a frame before the fill ring shows
+        // the room that frame left: whatever the ring refuses now is kept and given back later.
+        self.refill.give_back(&mut self.fq, &self.scratch[..n]);
         if self.need_wakeup && self.fq.needs_wakeup() {
             let _ = self.fq.wakeup(self.rx.fd_mut(), 0);
         }
         n
     }
 
+    /// Times the fill ring had no room for frames just received, so they were kept and given
+    /// back on a later call. Nothing is lost either way; a count that grows fast means the
+    /// kernel is slow to publish what it took.
+    pub fn refill_deferred(&self) -> u64 {
+        self.refill.deferred
+    }
+
     /// Blocks in `poll()` until the RX ring has something or `timeout_ms` passes.
     pub fn wait(&mut self, timeout_ms: i32) -> io::Result<bool> {
         self.rx.poll(timeout_ms)
+    }
+}
+
+/// Where RX frames go back to the kernel: the fill ring, or a test double.
+trait FillRing {
+    /// Puts all of `descs` on the ring, or none of them; returns how many went on.
+    ///
+    /// # Safety
+    /// Every descriptor is from this socket's UMEM RX pool and in no ring.
+    unsafe fn produce_all(&mut self, descs: &[FrameDesc]) -> usize;
+}
+
+impl FillRing for FillQueue {
+    unsafe fn produce_all(&mut self, descs: &[FrameDesc]) -> usize {
+        // SAFETY: passed on from the caller. xsk-rs reserves all of `descs` or nothing.
+        unsafe { self.produce(descs) }
+    }
+}
+
+/// RX frames on their way back to the fill ring. A frame the ring can't take yet waits in
+/// `pending` (sized for the whole RX pool, so it never allocates) and goes first next time.
+#[derive(Debug)]
+struct Refill {
+    pending: Vec<FrameDesc>,
+    deferred: u64,
+}
+
+impl Refill {
+    fn with_capacity(rx_frames: usize) -> Refill {
+        Refill {
+            pending: Vec::with_capacity(rx_frames),
+            deferred: 0,
+        }
+    }
+
+    /// Gives `descs` (and any frames still pending) back to `ring`, keeping what it refuses.
+    fn give_back(&mut self, ring: &mut impl FillRing, descs: &[FrameDesc]) {
+        if !self.pending.is_empty() {
+            // SAFETY: pending frames came from the RX ring and have been in no ring since.
+            if unsafe { ring.produce_all(&self.pending) } == self.pending.len() {
+                self.pending.clear();
+            }
+        }
+        // SAFETY: the caller consumed `descs` from the RX ring; they are in no ring.
+        if self.pending.is_empty() && unsafe { ring.produce_all(descs) } == descs.len() {
+            return;
+        }
+        // Order doesn't matter to the kernel; capacity is the RX pool, so no allocation.
+        debug_assert!(self.pending.len() + descs.len() <= self.pending.capacity());
+        self.pending.extend_from_slice(descs);
+        self.deferred += 1;
+    }
+
+    /// Frames waiting to go back.
+    #[cfg(test)]
+    fn pending(&self) -> usize {
+        self.pending.len()
     }
 }
 
@@ -390,5 +459,52 @@ impl XskTx {
     /// Free TX frames right now (without reclaiming).
     pub fn free_frames(&self) -> usize {
         self.free.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fill ring with a settable amount of room, all-or-nothing like the real one.
+    struct FakeRing {
+        room: usize,
+        taken: usize,
+    }
+
+    impl FillRing for FakeRing {
+        unsafe fn produce_all(&mut self, descs: &[FrameDesc]) -> usize {
+            if descs.len() > self.room {
+                return 0;
+            }
+            self.room -= descs.len();
+            self.taken += descs.len();
+            descs.len()
+        }
+    }
+
+    #[test]
+    fn frames_the_fill_ring_refuses_are_given_back_later() {
+        let frames = vec![FrameDesc::default(); 8];
+        let mut refill = Refill::with_capacity(16);
+        let mut ring = FakeRing { room: 0, taken: 0 };
+        let capacity = refill.pending.capacity();
+
+        // The kernel hasn't published the room yet: nothing goes on, nothing is lost.
+        refill.give_back(&mut ring, &frames[..3]);
+        assert_eq!((ring.taken, refill.pending(), refill.deferred), (0, 3, 1));
+        refill.give_back(&mut ring, &frames[..2]);
+        assert_eq!((ring.taken, refill.pending(), refill.deferred), (0, 5, 2));
+
+        // Room for the pending frames but not the new ones: the pending go first.
+        ring.room = 5;
+        refill.give_back(&mut ring, &frames[..4]);
+        assert_eq!((ring.taken, refill.pending(), refill.deferred), (5, 4, 3));
+
+        // Room for everything: the ring ends up with every frame it was handed.
+        ring.room = 100;
+        refill.give_back(&mut ring, &frames[..1]);
+        assert_eq!((ring.taken, refill.pending(), refill.deferred), (10, 0, 3));
+        assert_eq!(refill.pending.capacity(), capacity, "no allocation");
     }
 }

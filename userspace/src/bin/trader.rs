@@ -195,6 +195,7 @@ struct XskStatsJson {
     rx_fill_ring_empty: u64,
     tx_invalid_descs: u64,
     tx_ring_empty: u64,
+    rx_fill_deferred: u64,
 }
 
 impl From<XskStats> for XskStatsJson {
@@ -206,6 +207,7 @@ impl From<XskStats> for XskStatsJson {
             rx_fill_ring_empty: s.rx_fill_ring_empty,
             tx_invalid_descs: s.tx_invalid_descs,
             tx_ring_empty: s.tx_ring_empty,
+            rx_fill_deferred: s.rx_fill_deferred,
         }
     }
 }
