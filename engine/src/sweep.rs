@@ -6,7 +6,7 @@
 //!   instead of 400.
 //! - WMAs are computed many output positions at a time (`wma::wma_span`), so the adders work
 //!   on independent sums instead of waiting on one chain; every sum keeps its order. They run
-//!   AVX2-wide where the CPU has it (runtime dispatch, see `wma.rs`).
+//!   AVX-512- or AVX2-wide where the CPU has it (runtime dispatch, see `wma.rs`).
 //! - Time blocks: the series is processed `BLOCK` bars at a time, all WMAs of a block (plus
 //!   the outer windows' look-back) held in a few MB of cache-resident scratch, and each
 //!   combo's event loop carried from block to block. Nothing series-sized is allocated per
@@ -140,9 +140,7 @@ fn run_group(close: &[f64], grid: &[Params], group: &[usize]) -> Vec<(usize, Com
                 }
                 wma_span(&derived[..m], lo, w.p, s, e, &mut hma3[..e - s]);
             }
-            for ((&price, &h), &h3) in close[s..e].iter().zip(&hma).zip(&hma3) {
-                ev.step(price, h, h3);
-            }
+            ev.steps(&close[s..e], &hma[..e - s], &hma3[..e - s]);
         }
     }
     group

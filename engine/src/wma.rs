@@ -31,9 +31,9 @@ pub(crate) fn weighted_sum(xs: &[f64]) -> f64 {
 /// Bit-identical to [`crate::reference::wma`] at every position.
 ///
 /// The loop is plain Rust over fixed-width arrays. `pulp` runs it inside a function compiled
-/// for the best instruction set the CPU has (AVX2 on x86-64 where present, detected at run time;
-/// pulp's AVX-512 level needs its nightly feature), where LLVM vectorises it 4 lanes wide
-/// instead of SSE2's 2; the unsafe
+/// for the best instruction set the CPU has (AVX-512 or AVX2 on x86-64, detected at run time;
+/// AVX-512 is stable Rust since 1.89), where LLVM vectorises it 8 or 4 lanes wide instead of
+/// SSE2's 2; the unsafe
 /// `target_feature` call lives in `pulp`, so this crate keeps `forbid(unsafe_code)`. Wider
 /// registers change nothing in the arithmetic: the same IEEE multiplies and adds in the same
 /// order per output (LLVM never contracts them into FMAs without fast-math flags, which Rust
