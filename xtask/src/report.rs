@@ -188,6 +188,35 @@ pub fn write(
             }
         );
     }
+    // What the machine did to the run: the tail's usual cause on a shared VM.
+    let _ = writeln!(t);
+    let _ = writeln!(
+        t,
+        "| path | seconds | replay preempted | trader preempted | hypervisor steal, ms per CPU |"
+    );
+    let _ = writeln!(t, "|---|---:|---:|---:|---|");
+    for (r, replay, trader) in &rows {
+        let preempted = |v: &Value| {
+            v["context_switches"][1]
+                .as_u64()
+                .map_or("-".to_owned(), |n| n.to_string())
+        };
+        let steal = replay["steal_ms"].as_array().map_or("-".to_owned(), |v| {
+            v.iter()
+                .enumerate()
+                .map(|(c, ms)| format!("cpu{c} {}", ms.as_u64().unwrap_or(0)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        });
+        let _ = writeln!(
+            t,
+            "| {} | {:.1} | {} | {} | {steal} |",
+            r.tag,
+            f(replay, "send_seconds"),
+            preempted(replay),
+            preempted(trader),
+        );
+    }
     let find = |p: &str| rows.iter().find(|(r, _, _)| r.tag == p).map(|(_, v, _)| v);
     for (a, b) in [
         ("xdp", "udp"),

@@ -147,6 +147,8 @@ struct Report {
     source: String,
     rate_per_s: Option<f64>,
     achieved_rate_per_s: f64,
+    /// How long the send loop ran.
+    send_seconds: f64,
     batch: u16,
     sent_messages: u64,
     sent_packets: u64,
@@ -165,6 +167,8 @@ struct Report {
     tick_to_trade: Summary,
     /// The replay's own context switches during the send loop: (voluntary, involuntary).
     context_switches: (u64, u64),
+    /// Hypervisor steal per CPU during the send loop, ms (see `sys::steal_ms`).
+    steal_ms: Vec<u64>,
     parity: Parity,
     kernel: String,
     cpu: String,
@@ -293,6 +297,7 @@ fn main() -> anyhow::Result<()> {
         }
     );
     let csw0 = sys::context_switches();
+    let steal0 = sys::steal_ms();
     let start = now_ns() + 2_000_000;
     let mut sent_packets = 0u64;
     let mut sent_messages = 0u64;
@@ -355,6 +360,7 @@ fn main() -> anyhow::Result<()> {
     }
     let send_end = now_ns();
     let csw1 = sys::context_switches();
+    let steal1 = sys::steal_ms();
     // Drain: until every expected order is in, or nothing came for drain_ms.
     let mut last = now_ns();
     let mut seen = counts.received;
@@ -488,6 +494,7 @@ fn main() -> anyhow::Result<()> {
         } else {
             0.0
         },
+        send_seconds: elapsed,
         batch: o.batch,
         sent_messages,
         sent_packets,
@@ -502,6 +509,11 @@ fn main() -> anyhow::Result<()> {
         late_sends,
         tick_to_trade: hist.summary(),
         context_switches: (csw1.0 - csw0.0, csw1.1 - csw0.1),
+        steal_ms: steal1
+            .iter()
+            .zip(steal0.iter().chain(std::iter::repeat(&0)))
+            .map(|(b, a)| b.saturating_sub(*a))
+            .collect(),
         parity: Parity {
             ok,
             live_pnl: live.pnl,
