@@ -259,9 +259,19 @@ pub fn run(o: Options) -> anyhow::Result<()> {
     let mut cpu_floor = None;
     if failure.is_none() && o.floors && !stop.load(Ordering::Relaxed) {
         let json = out.join("cpu-floor.json");
+        // As long as the first path's run, so its tail is the machine's jitter on the same
+        // time scale as the paths' tails.
+        let seconds = runs
+            .first()
+            .and_then(|r| std::fs::read_to_string(&r.replay_json).ok())
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v["send_seconds"].as_f64())
+            .unwrap_or(1.0)
+            .clamp(0.5, 60.0);
         match exec(
             Command::new(&bins.floor)
                 .args(["--cpus", &format!("{},{}", o.replay_cpu, o.trader_cpu)])
+                .args(["--seconds", &format!("{seconds:.1}")])
                 .arg("--json-out")
                 .arg(&json)
                 .arg("--hgrm-out")

@@ -135,9 +135,10 @@ pub fn write(
         let s = &c["round_trip"];
         let _ = write!(
             t,
-            "| cpu floor | shared-memory ping-pong RTT, cpu{}↔cpu{} | {} |",
+            "| cpu floor | shared-memory ping-pong RTT, cpu{}↔cpu{}, {:.1} s | {} |",
             o.replay_cpu,
             o.trader_cpu,
+            f(c, "seconds"),
             u(s, "count")
         );
         for (_, k) in COLUMNS {

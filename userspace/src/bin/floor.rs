@@ -1,6 +1,10 @@
 //! The CPU floor: two threads pinned to two cores ping-pong a counter through one shared
 //! cache line. The round trip is what moving one cache line between the two cores costs:
 //! nothing that crosses between the replay's core and the trader's can be faster.
+//!
+//! Run for as long as a benchmark run (`--seconds`), its tail is the machine's own: every
+//! interrupt, preemption or hypervisor pause of either core stalls one round trip, with no
+//! network, kernel or trader in the way. A path's tail can't be lower than that.
 use std::{
     path::PathBuf,
     sync::{
@@ -21,14 +25,28 @@ struct Options {
     #[arg(long, value_delimiter = ',', default_value = "0,1")]
     cpus: Vec<usize>,
     /// Round trips to measure.
-    #[arg(long, default_value_t = 200_000)]
+    #[arg(long, default_value_t = 200_000, conflicts_with = "seconds")]
     iterations: u64,
+    /// Measure for this long instead of a count (e.g. as long as a benchmark run, so the tail
+    /// shows the machine's own jitter at that time scale).
+    #[arg(long, value_parser = parse_seconds)]
+    seconds: Option<f64>,
     /// Write the summary here as JSON (stdout if absent).
     #[arg(long)]
     json_out: Option<PathBuf>,
     /// Write the histogram here (.hgrm, µs).
     #[arg(long)]
     hgrm_out: Option<PathBuf>,
+}
+
+/// Tells the pong thread to stop (never a ping: pings are odd, answers even and smaller).
+const DONE: u64 = u64::MAX - 1;
+
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 3600.0 => Ok(v),
+        _ => Err(format!("{s:?} is not a number of seconds in (0, 3600]")),
+    }
 }
 
 /// Keeps the flag on a cache line of its own.
@@ -41,40 +59,61 @@ fn main() -> anyhow::Result<()> {
         anyhow::bail!("--cpus takes exactly two CPUs, e.g. 0,1");
     };
     let line = Arc::new(Line(AtomicU64::new(0)));
-    let n = o.iterations;
     let other = {
         let line = Arc::clone(&line);
         std::thread::spawn(move || -> anyhow::Result<()> {
             sys::pin_to_cpu(pong)?;
-            // Odd values are pings; answer each with the next even value.
+            // Odd values are pings; answer each with the next even value; DONE ends it.
             let mut want = 1u64;
-            while want < 2 * n {
-                while line.0.load(Ordering::Acquire) != want {
+            loop {
+                let seen = loop {
+                    let v = line.0.load(Ordering::Acquire);
+                    if v == want || v == DONE {
+                        break v;
+                    }
                     std::hint::spin_loop();
+                };
+                if seen == DONE {
+                    return Ok(());
                 }
                 line.0.store(want + 1, Ordering::Release);
                 want += 2;
             }
-            Ok(())
         })
     };
     sys::pin_to_cpu(ping)?;
     let mut hist = Latency::new();
-    let warmup = n / 10;
-    for i in 0..n {
+    // The first tenth (of the count, or of the time) warms caches and frequencies.
+    let (limit, warmup_ns) = match o.seconds {
+        Some(s) => (u64::MAX, (s * 1e8) as u64),
+        None => (o.iterations, 0),
+    };
+    let warmup = if o.seconds.is_some() { 0 } else { limit / 10 };
+    let start = sys::now_ns();
+    let end = o.seconds.map(|s| start + (s * 1e9) as u64);
+    let mut i = 0;
+    while i < limit {
         let t0 = sys::now_ns();
         line.0.store(2 * i + 1, Ordering::Release);
         while line.0.load(Ordering::Acquire) != 2 * i + 2 {
             std::hint::spin_loop();
         }
-        if i >= warmup {
-            hist.record(sys::now_ns() - t0);
+        let t1 = sys::now_ns();
+        if i >= warmup && t0 >= start + warmup_ns {
+            hist.record(t1 - t0);
+        }
+        i += 1;
+        if end.is_some_and(|e| t1 >= e) {
+            break;
         }
     }
+    line.0.store(DONE, Ordering::Release);
     other.join().expect("pong thread")?;
+    let n = hist.summary().count;
     let (kernel, cpu) = sys::machine();
     let json = serde_json::json!({
-        "floor": "cpu", "cpus": [ping, pong], "iterations": n - warmup,
+        "floor": "cpu", "cpus": [ping, pong], "iterations": n,
+        "seconds": (sys::now_ns() - start) as f64 / 1e9,
         "round_trip": hist.summary(), "kernel": kernel, "cpu": cpu,
         "note": "includes two CLOCK_MONOTONIC reads (~20 ns each)",
     });
