@@ -1,0 +1,61 @@
+//! The CPU floor binary: a count or a duration, a JSON summary, clear errors.
+use std::process::Command;
+
+fn floor(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_floor"))
+        .args(args)
+        .output()
+        .expect("run floor")
+}
+
+fn two_cpus() -> bool {
+    std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2)
+}
+
+#[test]
+fn a_count_measures_all_but_the_warmup_tenth() {
+    if !two_cpus() {
+        eprintln!("skipped: needs two CPUs");
+        return;
+    }
+    let out = floor(&["--iterations", "10000"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["round_trip"]["count"], 9000);
+    assert!(v["round_trip"]["min_us"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn a_duration_stops_on_time_and_measures_after_the_warmup() {
+    if !two_cpus() {
+        eprintln!("skipped: needs two CPUs");
+        return;
+    }
+    let out = floor(&["--seconds", "0.3"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let seconds = v["seconds"].as_f64().unwrap();
+    assert!((0.3..5.0).contains(&seconds), "ran {seconds} s");
+    assert!(v["round_trip"]["count"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn bad_arguments_say_what_is_wrong() {
+    let out = floor(&["--seconds=0"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a number of seconds"));
+    let out = floor(&["--seconds", "1", "--iterations", "5"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be used with"));
+    let out = floor(&["--cpus", "0"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("exactly two CPUs"));
+}
