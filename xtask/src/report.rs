@@ -189,33 +189,34 @@ pub fn write(
             }
         );
     }
-    // What the machine did to the run: the tail's usual cause on a shared VM.
+    // What the machine did to each end during the run: the tail's usual cause on a shared
+    // VM. Preemptions and run-queue waits are other tasks taking the CPU; stolen time is the
+    // hypervisor running something else while the thread was on its virtual CPU.
     let _ = writeln!(t);
     let _ = writeln!(
         t,
-        "| path | seconds | replay preempted | trader preempted | hypervisor steal, ms per CPU |"
+        "| path | seconds | replay preempted | replay waited ms | replay stolen ms | trader preempted | trader waited ms | trader stolen ms |"
     );
-    let _ = writeln!(t, "|---|---:|---:|---:|---|");
+    let _ = writeln!(t, "|---|---:|---:|---:|---:|---:|---:|---:|");
     for (r, replay, trader) in &rows {
-        let preempted = |v: &Value| {
-            v["context_switches"][1]
-                .as_u64()
-                .map_or("-".to_owned(), |n| n.to_string())
+        let cells = |v: &Value| {
+            let n = |x: Option<f64>| x.map_or("-".to_owned(), |x| format!("{x:.1}"));
+            format!(
+                "{} | {} | {}",
+                v["context_switches"][1]
+                    .as_u64()
+                    .map_or("-".to_owned(), |n| n.to_string()),
+                n(v["thread_time"]["waited_ms"].as_f64()),
+                n(v["thread_time"]["stolen_ms"].as_f64()),
+            )
         };
-        let steal = replay["steal_ms"].as_array().map_or("-".to_owned(), |v| {
-            v.iter()
-                .enumerate()
-                .map(|(c, ms)| format!("cpu{c} {}", ms.as_u64().unwrap_or(0)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        });
         let _ = writeln!(
             t,
-            "| {} | {:.1} | {} | {} | {steal} |",
+            "| {} | {:.1} | {} | {} |",
             r.tag,
             f(replay, "send_seconds"),
-            preempted(replay),
-            preempted(trader),
+            cells(replay),
+            cells(trader),
         );
     }
     let find = |p: &str| rows.iter().find(|(r, _, _)| r.tag == p).map(|(_, v, _)| v);

@@ -167,8 +167,10 @@ struct Report {
     tick_to_trade: Summary,
     /// The replay's own context switches during the send loop: (voluntary, involuntary).
     context_switches: (u64, u64),
-    /// Hypervisor steal per CPU during the send loop, ms (see `sys::steal_ms`).
+    /// Hypervisor steal per CPU during the send loop, ms, 10 ms resolution (`sys::steal_ms`).
     steal_ms: Vec<u64>,
+    /// Where the send loop's wall time went: ran, waited for the CPU, stolen (ns resolution).
+    thread_time: sys::ThreadTime,
     parity: Parity,
     kernel: String,
     cpu: String,
@@ -298,6 +300,7 @@ fn main() -> anyhow::Result<()> {
     );
     let csw0 = sys::context_switches();
     let steal0 = sys::steal_ms();
+    let time0 = sys::ThreadTime::start();
     let start = now_ns() + 2_000_000;
     let mut sent_packets = 0u64;
     let mut sent_messages = 0u64;
@@ -361,6 +364,8 @@ fn main() -> anyhow::Result<()> {
     let send_end = now_ns();
     let csw1 = sys::context_switches();
     let steal1 = sys::steal_ms();
+    // The send loop busy-waits between sends: it never sleeps.
+    let thread_time = sys::ThreadTime::since(time0, true);
     // Drain: until every expected order is in, or nothing came for drain_ms.
     let mut last = now_ns();
     let mut seen = counts.received;
@@ -514,6 +519,7 @@ fn main() -> anyhow::Result<()> {
             .zip(steal0.iter().chain(std::iter::repeat(&0)))
             .map(|(b, a)| b.saturating_sub(*a))
             .collect(),
+        thread_time,
         parity: Parity {
             ok,
             live_pnl: live.pnl,

@@ -164,6 +164,8 @@ struct Report {
     rss_end_kib: u64,
     /// Context switches during the loop: (voluntary, involuntary = preemptions).
     context_switches: (u64, u64),
+    /// Where the loop's wall time went: ran, waited for the CPU, stolen by the hypervisor.
+    thread_time: sys::ThreadTime,
 }
 
 #[derive(Debug, Default, Clone, Copy, Serialize)]
@@ -297,6 +299,12 @@ fn main() -> anyhow::Result<()> {
             let (v1, i1) = sys::context_switches();
             (v1.saturating_sub(v0), i1.saturating_sub(i0))
         },
+        thread_time: TIME_AT_READY
+            .lock()
+            .ok()
+            .and_then(|t| *t)
+            .map(|t| sys::ThreadTime::since(t, o.wait == Wait::Spin && o.path != Path::Reflect))
+            .unwrap_or_default(),
     };
     let json = serde_json::to_string_pretty(&report)?;
     match &o.stats_out {
@@ -578,11 +586,15 @@ fn run_udp_mmsg(
 
 static RSS_AT_READY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 static CSW_AT_READY: std::sync::Mutex<(u64, u64)> = std::sync::Mutex::new((0, 0));
+static TIME_AT_READY: std::sync::Mutex<Option<sys::ThreadTimeStart>> = std::sync::Mutex::new(None);
 
 fn ready(o: &Options) {
     RSS_AT_READY.store(sys::rss_kib(), std::sync::atomic::Ordering::Relaxed);
     if let Ok(mut c) = CSW_AT_READY.lock() {
         *c = sys::context_switches();
+    }
+    if let Ok(mut t) = TIME_AT_READY.lock() {
+        *t = Some(sys::ThreadTime::start());
     }
     if o.ready {
         println!("ready");
