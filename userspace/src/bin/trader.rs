@@ -162,9 +162,10 @@ struct Report {
     /// Resident memory when the loop started and when it ended (KiB): flat on a soak.
     rss_start_kib: u64,
     rss_end_kib: u64,
-    /// Context switches during the loop: (voluntary, involuntary = preemptions).
+    /// Context switches from the first packet to the loop's end (from start-up if none came):
+    /// (voluntary, involuntary = preemptions).
     context_switches: (u64, u64),
-    /// Where the loop's wall time went: ran, waited for the CPU, stolen by the hypervisor.
+    /// Where the same span's wall time went: ran, waited for the CPU, stolen by the hypervisor.
     thread_time: sys::ThreadTime,
 }
 
@@ -295,11 +296,11 @@ fn main() -> anyhow::Result<()> {
         rss_start_kib: RSS_AT_READY.load(std::sync::atomic::Ordering::Relaxed),
         rss_end_kib: sys::rss_kib(),
         context_switches: {
-            let (v0, i0) = CSW_AT_READY.lock().map(|c| *c).unwrap_or_default();
+            let (v0, i0) = CSW_AT_START.lock().map(|c| *c).unwrap_or_default();
             let (v1, i1) = sys::context_switches();
             (v1.saturating_sub(v0), i1.saturating_sub(i0))
         },
-        thread_time: TIME_AT_READY
+        thread_time: TIME_AT_START
             .lock()
             .ok()
             .and_then(|t| *t)
@@ -402,6 +403,7 @@ fn run_xdp(
         if n > 0 {
             trader.prepare();
             last_data = Instant::now();
+            data_seen();
             if eos {
                 end = "end of session";
                 break;
@@ -516,6 +518,7 @@ fn run_udp(
         };
         let t_rx = now_ns();
         last_data = Instant::now();
+        data_seen();
         let dest = std::net::SocketAddr::new(from.ip(), o.order_port);
         let mut sent_any = false;
         let outcome = trader.on_packet(&buf[..len], now_ns, |order: &OrderRepr| {
@@ -570,7 +573,10 @@ fn run_udp_mmsg(
         });
         match got {
             Ok(0) => {}
-            Ok(_) => last_data = Instant::now(),
+            Ok(_) => {
+                last_data = Instant::now();
+                data_seen();
+            }
             Err(e) if e.kind() == ErrorKind::WouldBlock => {
                 if idle.is_some_and(|d| last_data.elapsed() > d) {
                     return Ok("idle timeout");
@@ -585,17 +591,36 @@ fn run_udp_mmsg(
 }
 
 static RSS_AT_READY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-static CSW_AT_READY: std::sync::Mutex<(u64, u64)> = std::sync::Mutex::new((0, 0));
-static TIME_AT_READY: std::sync::Mutex<Option<sys::ThreadTimeStart>> = std::sync::Mutex::new(None);
+static CSW_AT_START: std::sync::Mutex<(u64, u64)> = std::sync::Mutex::new((0, 0));
+static TIME_AT_START: std::sync::Mutex<Option<sys::ThreadTimeStart>> = std::sync::Mutex::new(None);
+
+static FIRST_PACKET_SEEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Starts (or restarts) the accounting of context switches and thread time.
+fn start_accounting() {
+    if let Ok(mut c) = CSW_AT_START.lock() {
+        *c = sys::context_switches();
+    }
+    if let Ok(mut t) = TIME_AT_START.lock() {
+        *t = Some(sys::ThreadTime::start());
+    }
+}
+
+/// Called after each batch that had data: the first one restarts the accounting, so the
+/// report covers the feed (first packet to end of session), as the replay's covers its sends,
+/// not the wait before it.
+#[inline]
+fn data_seen() {
+    // A plain load on the hot path; the store happens once.
+    if !FIRST_PACKET_SEEN.load(std::sync::atomic::Ordering::Relaxed) {
+        FIRST_PACKET_SEEN.store(true, std::sync::atomic::Ordering::Relaxed);
+        start_accounting();
+    }
+}
 
 fn ready(o: &Options) {
     RSS_AT_READY.store(sys::rss_kib(), std::sync::atomic::Ordering::Relaxed);
-    if let Ok(mut c) = CSW_AT_READY.lock() {
-        *c = sys::context_switches();
-    }
-    if let Ok(mut t) = TIME_AT_READY.lock() {
-        *t = Some(sys::ThreadTime::start());
-    }
+    start_accounting();
     if o.ready {
         println!("ready");
     }
