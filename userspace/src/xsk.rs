@@ -1,7 +1,8 @@
 //! A small, safe wrapper over xsk-rs: one UMEM, one AF_XDP socket, its four rings.
 //!
 //! The UMEM's frames are split once, at creation, into an RX pool (always owned by the fill
-//! ring, the RX ring, or a [`XskRx::recv`] call in progress) and a TX pool (owned by
+//! ring, the RX ring, a [`XskRx::recv`] call in progress, or the list of frames waiting for
+//! room on the fill ring) and a TX pool (owned by
 //! [`XskTx`]'s free list, the TX ring, or the completion ring). A frame never moves between
 //! pools and every descriptor comes from this UMEM: those are the two invariants xsk-rs's
 //! `unsafe` functions ask of the caller, and this module is the only place that calls them.
@@ -289,7 +290,8 @@ fn socket_hint(e: &xsk_rs::socket::SocketCreateError) -> &'static str {
 
 impl XskRx {
     /// Takes up to `max` frames from the RX ring, hands each frame's bytes to `f`, and gives the
-    /// frames back to the fill ring. Never blocks; returns how many frames it handled.
+    /// frames back to the fill ring (or, if it has no room yet, keeps them and gives them back
+    /// on a later call). Never blocks; returns how many frames it handled.
     #[inline]
     pub fn recv(&mut self, max: usize, mut f: impl FnMut(&[u8])) -> usize {
         let max = max.min(self.scratch.len());
@@ -297,6 +299,9 @@ impl XskRx {
         // UMEM's RX pool; none of them is in the fill ring while we hold it.
         let n = unsafe { self.rx.consume(&mut self.scratch[..max]) };
         if n == 0 {
+            // Frames kept from an earlier call go back now, not only when traffic comes: the
+            // kernel may be waiting for exactly them.
+            self.refill.retry_pending(&mut self.fq);
             if self.need_wakeup && self.fq.needs_wakeup() {
                 // The kernel ran out of fill entries at some point and wants a poke.
                 let _ = self.fq.wakeup(self.rx.fd_mut(), 0);
@@ -311,7 +316,9 @@ impl XskRx {
         // The kernel publishes the fill ring's consumer index just after the RX producer index
         // (xsk_flush), so a reader on another core can see a frame before the fill ring shows
         // the room that frame left: whatever the ring refuses now is kept and given back later.
-        self.refill.give_back(&mut self.fq, &self.scratch[..n]);
+        // SAFETY: the first `n` scratch descriptors were consumed from this UMEM's RX ring
+        // above and put in no ring since; `f` saw only their bytes.
+        unsafe { self.refill.give_back(&mut self.fq, &self.scratch[..n]) };
         if self.need_wakeup && self.fq.needs_wakeup() {
             let _ = self.fq.wakeup(self.rx.fd_mut(), 0);
         }
@@ -363,15 +370,14 @@ impl Refill {
         }
     }
 
-    /// Gives `descs` (and any frames still pending) back to `ring`, keeping what it refuses.
-    fn give_back(&mut self, ring: &mut impl FillRing, descs: &[FrameDesc]) {
-        if !self.pending.is_empty() {
-            // SAFETY: pending frames came from the RX ring and have been in no ring since.
-            if unsafe { ring.produce_all(&self.pending) } == self.pending.len() {
-                self.pending.clear();
-            }
-        }
-        // SAFETY: the caller consumed `descs` from the RX ring; they are in no ring.
+    /// Gives `descs` (after any frames still pending) back to `ring`, keeping what it refuses.
+    ///
+    /// # Safety
+    /// Every descriptor in `descs` was consumed from the RX ring of the UMEM that `ring` fills,
+    /// and is in no ring now: from here on this list or the ring owns it.
+    unsafe fn give_back(&mut self, ring: &mut impl FillRing, descs: &[FrameDesc]) {
+        self.retry_pending(ring);
+        // SAFETY: passed on from the caller.
         if self.pending.is_empty() && unsafe { ring.produce_all(descs) } == descs.len() {
             return;
         }
@@ -381,10 +387,16 @@ impl Refill {
         self.deferred += 1;
     }
 
-    /// Frames waiting to go back.
-    #[cfg(test)]
-    fn pending(&self) -> usize {
-        self.pending.len()
+    /// Gives the pending frames back, if the ring has room for all of them now.
+    fn retry_pending(&mut self, ring: &mut impl FillRing) {
+        if self.pending.is_empty() {
+            return;
+        }
+        // SAFETY: pending frames came to `give_back` from the RX ring (its contract) and have
+        // been in no ring since.
+        if unsafe { ring.produce_all(&self.pending) } == self.pending.len() {
+            self.pending.clear();
+        }
     }
 }
 
@@ -489,22 +501,47 @@ mod tests {
         let mut refill = Refill::with_capacity(16);
         let mut ring = FakeRing { room: 0, taken: 0 };
         let capacity = refill.pending.capacity();
+        let give_back = |refill: &mut Refill, ring: &mut FakeRing, n: usize| {
+            // SAFETY: a fake ring; the descriptors point nowhere and are never read.
+            unsafe { refill.give_back(ring, &frames[..n]) }
+        };
 
         // The kernel hasn't published the room yet: nothing goes on, nothing is lost.
-        refill.give_back(&mut ring, &frames[..3]);
-        assert_eq!((ring.taken, refill.pending(), refill.deferred), (0, 3, 1));
-        refill.give_back(&mut ring, &frames[..2]);
-        assert_eq!((ring.taken, refill.pending(), refill.deferred), (0, 5, 2));
+        give_back(&mut refill, &mut ring, 3);
+        assert_eq!(
+            (ring.taken, refill.pending.len(), refill.deferred),
+            (0, 3, 1)
+        );
+        give_back(&mut refill, &mut ring, 2);
+        assert_eq!(
+            (ring.taken, refill.pending.len(), refill.deferred),
+            (0, 5, 2)
+        );
 
         // Room for the pending frames but not the new ones: the pending go first.
         ring.room = 5;
-        refill.give_back(&mut ring, &frames[..4]);
-        assert_eq!((ring.taken, refill.pending(), refill.deferred), (5, 4, 3));
+        give_back(&mut refill, &mut ring, 4);
+        assert_eq!(
+            (ring.taken, refill.pending.len(), refill.deferred),
+            (5, 4, 3)
+        );
+
+        // No traffic: a retry alone hands the pending frames over once there is room.
+        refill.retry_pending(&mut ring);
+        assert_eq!((ring.taken, refill.pending.len()), (5, 4), "still no room");
+        ring.room = 100;
+        refill.retry_pending(&mut ring);
+        assert_eq!(
+            (ring.taken, refill.pending.len(), refill.deferred),
+            (9, 0, 3)
+        );
 
         // Room for everything: the ring ends up with every frame it was handed.
-        ring.room = 100;
-        refill.give_back(&mut ring, &frames[..1]);
-        assert_eq!((ring.taken, refill.pending(), refill.deferred), (10, 0, 3));
+        give_back(&mut refill, &mut ring, 1);
+        assert_eq!(
+            (ring.taken, refill.pending.len(), refill.deferred),
+            (10, 0, 3)
+        );
         assert_eq!(refill.pending.capacity(), capacity, "no allocation");
     }
 }
