@@ -127,6 +127,13 @@ struct Options {
     ready: bool,
 }
 
+impl Options {
+    /// The loop never sleeps on purpose (a spinning trader; the reflector always waits).
+    fn spins(&self) -> bool {
+        self.wait == Wait::Spin && self.path != Path::Reflect
+    }
+}
+
 /// The design-choice knobs this run used, recorded with its results.
 #[derive(Debug, Serialize)]
 struct Knobs {
@@ -263,6 +270,12 @@ fn main() -> anyhow::Result<()> {
         Path::Reflect => run_reflect(&o, &stop, idle)?,
     };
 
+    // Taken when the loop ended, before its sockets closed (an error return leaves none).
+    let accounting = AT_END
+        .lock()
+        .ok()
+        .and_then(|a| *a)
+        .unwrap_or_else(|| measure_accounting(o.spins()));
     let report = Report {
         knobs: Knobs {
             cpu: o.cpu,
@@ -295,17 +308,8 @@ fn main() -> anyhow::Result<()> {
         end,
         rss_start_kib: RSS_AT_READY.load(std::sync::atomic::Ordering::Relaxed),
         rss_end_kib: sys::rss_kib(),
-        context_switches: {
-            let (v0, i0) = CSW_AT_START.lock().map(|c| *c).unwrap_or_default();
-            let (v1, i1) = sys::context_switches();
-            (v1.saturating_sub(v0), i1.saturating_sub(i0))
-        },
-        thread_time: TIME_AT_START
-            .lock()
-            .ok()
-            .and_then(|t| *t)
-            .map(|t| sys::ThreadTime::since(t, o.wait == Wait::Spin && o.path != Path::Reflect))
-            .unwrap_or_default(),
+        context_switches: accounting.0,
+        thread_time: accounting.1,
     };
     let json = serde_json::to_string_pretty(&report)?;
     match &o.stats_out {
@@ -345,6 +349,9 @@ fn run_xdp(
         sys::lock_memory()?;
     }
     ready(o);
+    // Declared after the socket and the program, so it drops before them: their teardown
+    // sleeps, and that is not the loop's time.
+    let _end = EndOfLoop(o.spins());
     let mut builder: Option<FrameBuilder> = None;
     let mut pending = Pending {
         rx_ns: [0; 64],
@@ -438,6 +445,7 @@ fn run_reflect(
         .with_context(|| format!("failed to bind {}:{}", o.addr, o.port))?;
     sock.set_read_timeout(Some(Duration::from_millis(50)))?;
     ready(o);
+    let _end = EndOfLoop(false);
     let mut buf = [0u8; 2048];
     let mut last = (Instant::now(), prog.counters().ok());
     let end = loop {
@@ -486,14 +494,14 @@ fn run_udp(
     if o.mlock {
         sys::lock_memory()?;
     }
-    if o.recvmmsg > 1 {
-        if o.wait == Wait::Block {
-            bail!("--recvmmsg needs --wait spin");
-        }
-        ready(o);
-        return run_udp_mmsg(o, trader, rx_to_tx, stop, idle, &sock);
+    if o.recvmmsg > 1 && o.wait == Wait::Block {
+        bail!("--recvmmsg needs --wait spin");
     }
     ready(o);
+    let _end = EndOfLoop(o.spins());
+    if o.recvmmsg > 1 {
+        return run_udp_mmsg(o, trader, rx_to_tx, stop, idle, &sock);
+    }
     let mut buf = [0u8; 2048];
     let mut obuf = [0u8; wire::order::LEN];
     let mut last_data = Instant::now();
@@ -517,8 +525,6 @@ fn run_udp(
             Err(e) => return Err(e).context("recv on the market-data socket"),
         };
         let t_rx = now_ns();
-        last_data = Instant::now();
-        data_seen();
         let dest = std::net::SocketAddr::new(from.ip(), o.order_port);
         let mut sent_any = false;
         let outcome = trader.on_packet(&buf[..len], now_ns, |order: &OrderRepr| {
@@ -531,6 +537,8 @@ fn run_udp(
             rx_to_tx.record(now_ns().saturating_sub(t_rx));
         }
         trader.prepare();
+        last_data = Instant::now();
+        data_seen();
         if outcome == PacketOutcome::EndOfSession {
             return Ok("end of session");
         }
@@ -595,6 +603,37 @@ static CSW_AT_START: std::sync::Mutex<(u64, u64)> = std::sync::Mutex::new((0, 0)
 static TIME_AT_START: std::sync::Mutex<Option<sys::ThreadTimeStart>> = std::sync::Mutex::new(None);
 
 static FIRST_PACKET_SEEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static AT_END: std::sync::Mutex<Option<Accounting>> = std::sync::Mutex::new(None);
+
+/// (voluntary, involuntary) context switches and thread time since the accounting started.
+type Accounting = ((u64, u64), sys::ThreadTime);
+
+/// The accounting from its start to now. `spinning`: the loop was meant not to sleep; stolen
+/// time is reported only if it indeed never did (no voluntary switch).
+fn measure_accounting(spinning: bool) -> Accounting {
+    let (v0, i0) = CSW_AT_START.lock().map(|c| *c).unwrap_or_default();
+    let (v1, i1) = sys::context_switches();
+    let switches = (v1.saturating_sub(v0), i1.saturating_sub(i0));
+    let time = TIME_AT_START
+        .lock()
+        .ok()
+        .and_then(|t| *t)
+        .map(|t| sys::ThreadTime::since(t, spinning && switches.0 == 0))
+        .unwrap_or_default();
+    (switches, time)
+}
+
+/// Closes the accounting when the loop's function returns, whichever way it does.
+struct EndOfLoop(bool);
+
+impl Drop for EndOfLoop {
+    fn drop(&mut self) {
+        let a = measure_accounting(self.0);
+        if let Ok(mut end) = AT_END.lock() {
+            *end = Some(a);
+        }
+    }
+}
 
 /// Starts (or restarts) the accounting of context switches and thread time.
 fn start_accounting() {
