@@ -8,8 +8,10 @@ fn floor(args: &[&str]) -> std::process::Output {
         .expect("run floor")
 }
 
+/// The floor pins to CPUs 0 and 1 by default: both must be ours to run on.
 fn two_cpus() -> bool {
-    std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2)
+    nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
+        .is_ok_and(|set| set.is_set(0).unwrap_or(false) && set.is_set(1).unwrap_or(false))
 }
 
 #[test]
@@ -58,4 +60,15 @@ fn bad_arguments_say_what_is_wrong() {
     let out = floor(&["--cpus", "0"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("exactly two CPUs"));
+}
+
+#[test]
+fn a_cpu_it_cannot_have_is_an_error_not_a_hang() {
+    // CPU 1023 fits a CPU set but no machine this runs on has it.
+    for cpus in ["0,1023", "1023,0"] {
+        let out = floor(&["--cpus", cpus, "--iterations", "1000"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "--cpus {cpus}: {stderr}");
+        assert!(stderr.contains("CPU 1023"), "--cpus {cpus}: {stderr}");
+    }
 }

@@ -18,6 +18,12 @@ use crate::{
     util::{cargo, exec, require_root, shown, workspace_root},
 };
 
+/// The CPU floor's duration when the first run's is unknown, and the bounds on it: long enough
+/// for a tail, short enough not to double a long soak's time.
+const FLOOR_SECONDS_DEFAULT: f64 = 1.0;
+const FLOOR_SECONDS_MIN: f64 = 0.5;
+const FLOOR_SECONDS_MAX: f64 = 60.0;
+
 /// Which I/O path(s) the trader uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum PathChoice {
@@ -259,15 +265,15 @@ pub fn run(o: Options) -> anyhow::Result<()> {
     let mut cpu_floor = None;
     if failure.is_none() && o.floors && !stop.load(Ordering::Relaxed) {
         let json = out.join("cpu-floor.json");
-        // As long as the first path's run, so its tail is the machine's jitter on the same
-        // time scale as the paths' tails.
+        // As long as the first path's run (within bounds), so its tail is the machine's
+        // jitter on the same time scale as the paths' tails.
         let seconds = runs
             .first()
             .and_then(|r| std::fs::read_to_string(&r.replay_json).ok())
             .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
             .and_then(|v| v["send_seconds"].as_f64())
-            .unwrap_or(1.0)
-            .clamp(0.5, 60.0);
+            .unwrap_or(FLOOR_SECONDS_DEFAULT)
+            .clamp(FLOOR_SECONDS_MIN, FLOOR_SECONDS_MAX);
         match exec(
             Command::new(&bins.floor)
                 .args(["--cpus", &format!("{},{}", o.replay_cpu, o.trader_cpu)])

@@ -133,12 +133,15 @@ pub fn write(
     }
     if let Some(c) = &cpu_floor {
         let s = &c["round_trip"];
+        // A floor run by count (or by an older floor) has no duration to show.
+        let seconds = c["seconds"]
+            .as_f64()
+            .map_or(String::new(), |s| format!(", {s:.1} s"));
         let _ = write!(
             t,
-            "| cpu floor | shared-memory ping-pong RTT, cpu{}↔cpu{}, {:.1} s | {} |",
+            "| cpu floor | shared-memory ping-pong RTT, cpu{}↔cpu{}{seconds} | {} |",
             o.replay_cpu,
             o.trader_cpu,
-            f(c, "seconds"),
             u(s, "count")
         );
         for (_, k) in COLUMNS {

@@ -42,10 +42,15 @@ struct Options {
 /// Tells the pong thread to stop (never a ping: pings are odd, answers even and smaller).
 const DONE: u64 = u64::MAX - 1;
 
+/// The longest `--seconds` (an hour: longer than any run it stands beside).
+const MAX_SECONDS: f64 = 3600.0;
+
 fn parse_seconds(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
-        Ok(v) if v > 0.0 && v <= 3600.0 => Ok(v),
-        _ => Err(format!("{s:?} is not a number of seconds in (0, 3600]")),
+        Ok(v) if v > 0.0 && v <= MAX_SECONDS => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a number of seconds in (0, {MAX_SECONDS}]"
+        )),
     }
 }
 
@@ -59,10 +64,16 @@ fn main() -> anyhow::Result<()> {
         anyhow::bail!("--cpus takes exactly two CPUs, e.g. 0,1");
     };
     let line = Arc::new(Line(AtomicU64::new(0)));
+    // The pong thread says whether it got its CPU before any ping is sent: a ping nobody
+    // answers would spin forever.
+    let (pinned_tx, pinned) = std::sync::mpsc::channel();
     let other = {
         let line = Arc::clone(&line);
         std::thread::spawn(move || -> anyhow::Result<()> {
-            sys::pin_to_cpu(pong)?;
+            let pin = sys::pin_to_cpu(pong);
+            let ok = pin.is_ok();
+            let _ = pinned_tx.send(ok);
+            pin?;
             // Odd values are pings; answer each with the next even value; DONE ends it.
             let mut want = 1u64;
             loop {
@@ -81,7 +92,19 @@ fn main() -> anyhow::Result<()> {
             }
         })
     };
-    sys::pin_to_cpu(ping)?;
+    if pinned.recv() != Ok(true) {
+        return Err(other
+            .join()
+            .expect("pong thread")
+            .err()
+            .unwrap_or_else(|| anyhow::anyhow!("the pong thread ended before it started")))
+        .context("the pong thread (second of --cpus)");
+    }
+    if let Err(e) = sys::pin_to_cpu(ping) {
+        line.0.store(DONE, Ordering::Release);
+        let _ = other.join();
+        return Err(e).context("the ping thread (first of --cpus)");
+    }
     let mut hist = Latency::new();
     // The first tenth (of the count, or of the time) warms caches and frequencies.
     let (limit, warmup_ns) = match o.seconds {
