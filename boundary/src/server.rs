@@ -541,10 +541,10 @@ impl Server {
         for t in std::mem::take(&mut *lock(&self.conns.threads)) {
             let _ = t.join();
         }
-        if let (Endpoint::Uds(p), Some(id)) = (&self.endpoint, self.uds_id) {
-            if fs::symlink_metadata(p).is_ok_and(|md| (md.dev(), md.ino()) == id) {
-                let _ = fs::remove_file(p);
-            }
+        if let (Endpoint::Uds(p), Some(id)) = (&self.endpoint, self.uds_id)
+            && fs::symlink_metadata(p).is_ok_and(|md| (md.dev(), md.ino()) == id)
+        {
+            let _ = fs::remove_file(p);
         }
     }
 }
@@ -607,10 +607,10 @@ fn accept_loop(
         let spawned = std::thread::Builder::new()
             .name(format!("boundary-conn-{id}"))
             .spawn(move || {
-                if let Some(cpu) = config.cpu {
-                    if crate::spin::pin_current_thread(cpu).is_err() {
-                        k.pin_errors.fetch_add(1, Ordering::Relaxed);
-                    }
+                if let Some(cpu) = config.cpu
+                    && crate::spin::pin_current_thread(cpu).is_err()
+                {
+                    k.pin_errors.fetch_add(1, Ordering::Relaxed);
                 }
                 let served = crate::spin::Spin::new(stream, config.spin)
                     .and_then(|s| serve_connection(s, config));
