@@ -316,12 +316,13 @@ impl Feed {
         self.ticks.iter().map(|t| t.price.to_f64()).collect()
     }
 
-    /// The MoldUDP64 end-of-session packet for this feed.
-    pub fn end_of_session(&self) -> Vec<u8> {
+    /// The MoldUDP64 end-of-session packet for this feed: `next_seq` is the sequence number
+    /// after the last message sent, so a receiver counts only what went out and never came.
+    pub fn end_of_session(&self, next_seq: u64) -> Vec<u8> {
         let mut buf = vec![0u8; moldudp64::HEADER_LEN];
         let mut p = moldudp64::Packet::new_unchecked(&mut buf[..]);
         p.set_session(self.session);
-        p.set_sequence(self.first_seq + self.messages);
+        p.set_sequence(next_seq);
         p.set_count(moldudp64::END_OF_SESSION);
         buf
     }

@@ -103,6 +103,18 @@ pub struct XdpProgram {
     mode: XdpMode,
 }
 
+/// The OS error number at the bottom of an error's chain, if there is one.
+fn os_error(e: &(dyn std::error::Error + 'static)) -> Option<i32> {
+    let mut cur = Some(e);
+    while let Some(err) = cur {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            return io.raw_os_error();
+        }
+        cur = err.source();
+    }
+    None
+}
+
 impl XdpProgram {
     /// Loads the program with the market-data `port` and `action`, and attaches it to `iface` in
     /// `mode`, in the calling thread's network namespace.
@@ -147,6 +159,10 @@ impl XdpProgram {
                 hint: match (&source, mode) {
                     (ProgramError::UnknownInterface { .. }, _) => {
                         " (no such interface in this namespace: is the lab up?)"
+                    }
+                    (e, _) if os_error(e) == Some(libc::EBUSY) => {
+                        " (an XDP program is already attached to it: another trader or replay? \
+                         `cargo xtask netns-status` shows it)"
                     }
                     (_, XdpMode::Native) => " (the driver may lack native XDP: try --xdp-mode skb)",
                     _ => "",

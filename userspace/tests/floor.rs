@@ -60,6 +60,12 @@ fn bad_arguments_say_what_is_wrong() {
     let out = floor(&["--cpus", "0"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("exactly two CPUs"));
+    let out = floor(&["--cpus", "0,0"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("two different CPUs"));
+    let out = floor(&["--iterations", "0"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--iterations"));
 }
 
 #[test]

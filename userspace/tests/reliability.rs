@@ -729,6 +729,52 @@ fn sigint_and_sigterm_stop_trader_and_replay_cleanly() {
     }
 }
 
+/// At a slow rate the replay spends nearly all its time waiting for the next send: a signal
+/// must end that wait, not the schedule.
+#[test]
+fn a_signal_stops_the_replay_between_slow_sends() {
+    let lab = Lab::up(LabConfig::for_test("sigslow")).expect("lab up");
+    let c = lab.config().clone();
+    let (tj, rj) = (tmp("sigslow-trader.json"), tmp("sigslow-replay.json"));
+    let mut trader = start_trader(&c, "udp", &tj, &[]);
+    let mut replay = KillOnDrop(
+        replay(
+            &c,
+            "gbm:42:1000",
+            &format!("{}:{MD_PORT}", c.trader_ip),
+            &rj,
+            &["--rate", "1", "--count", "60"],
+        )
+        .spawn()
+        .expect("replay starts"),
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    let asked = Instant::now();
+    signal(&replay.pid(), "-TERM");
+    let st = replay.wait_exit(Duration::from_secs(5), "replay");
+    assert!(st.success(), "replay: {st}");
+    assert!(
+        asked.elapsed() < Duration::from_secs(2),
+        "stopped in the wait, not at the next send: {:?}",
+        asked.elapsed()
+    );
+    let r = read_json(&rj);
+    let sent = u(&r, "sent_messages");
+    assert!(
+        (1..60).contains(&sent),
+        "sent {sent} of 60 before the signal"
+    );
+    // Only what went out can be expected back.
+    assert!(u(&r["parity"], "expected_orders") <= sent, "{r}");
+    // The session ended after the last tick sent: what was never sent is not a gap.
+    let st = trader.wait_exit(Duration::from_secs(5), "trader");
+    assert!(st.success(), "trader: {st}");
+    let t = read_json(&tj);
+    assert_eq!(t["end"], "end of session", "{t}");
+    assert_eq!(u(&t["counters"], "ticks"), sent, "{t}");
+    assert_eq!(u(&t["counters"], "gap_messages"), 0, "{t}");
+}
+
 /// Either path waiting for data (`--wait block`: `recv` with a timeout on the UDP path,
 /// `poll` on the AF_XDP socket): a signal interrupts that call with EINTR whatever SA_RESTART
 /// says (signal(7): SO_RCVTIMEO sockets and poll are never restarted), and the trader must take
@@ -824,6 +870,12 @@ fn trader_misuse_fails_clearly_and_leaves_nothing() {
         "address not here",
     );
     assert!(e.contains("198.18.0.9"), "{e}");
+    // The UDP path binds --addr, but an --iface that isn't there is still a mistake.
+    let e = must_fail(
+        &mut trader(&["--path", "udp", "--iface", "nope0"]),
+        "missing interface on the udp path",
+    );
+    assert!(e.contains("nope0"), "names the interface: {e}");
     let e = must_fail(&mut trader(&["--path", "carrier-pigeon"]), "bad path");
     assert!(e.contains("carrier-pigeon"), "{e}");
     assert!(!tj.exists(), "no report from a failed start");
@@ -854,7 +906,7 @@ fn replay_misuse_fails_clearly_and_leaves_nothing() {
     std::fs::write(&csv, "close\n100.0\n101.5\nabc\n102.0\n").unwrap();
     let itch_cut = tmp("cut.itch");
     std::fs::write(&itch_cut, [0u8, 44, b'P', 0, 1]).unwrap();
-    let cases: [(Vec<String>, &str); 7] = [
+    let cases: [(Vec<String>, &str); 12] = [
         (
             vec!["--source".into(), "closes:/nonexistent/closes.f64".into()],
             "/nonexistent/closes.f64",
@@ -869,8 +921,18 @@ fn replay_misuse_fails_clearly_and_leaves_nothing() {
         ),
         (vec!["--source".into(), "foo:bar".into()], "unknown source"),
         (vec!["--rate".into(), "-5".into()], "'-5'"),
-        (vec!["--rate=-5".into()], "positive"),
+        (vec!["--rate=-5".into()], "out of range"),
         (vec!["--rate".into(), "fast".into()], "fast"),
+        // A rate so slow the run would never end, or one no pacing can mean.
+        (vec!["--rate".into(), "0.001".into()], "out of range"),
+        (vec!["--rate".into(), "1e12".into()], "out of range"),
+        (vec!["--count".into(), "0".into()], "--count"),
+        (vec!["--duration".into(), "0".into()], "--duration"),
+        // Found before the feed is sent, not after.
+        (
+            vec!["--hgrm-out".into(), "/nonexistent/dir/x.hgrm".into()],
+            "/nonexistent/dir",
+        ),
     ];
     for (args, needle) in cases {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_replay"));

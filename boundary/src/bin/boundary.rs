@@ -30,14 +30,35 @@ struct Cli {
     command: Cmd,
 }
 
+/// What every server mode takes: how a sweep runs and how large a request may be.
 #[derive(Debug, clap::Args)]
-struct ServeOptions {
+struct ComputeOptions {
     /// Threads of one sweep (1 for a fair per-call comparison with an in-process sweep).
     #[arg(long, default_value_t = 1)]
     threads: usize,
     /// Cap on a request frame's length word, in bytes.
     #[arg(long, default_value_t = DEFAULT_MAX_FRAME)]
     max_frame: u32,
+}
+
+impl ComputeOptions {
+    fn config(&self) -> anyhow::Result<Config> {
+        if self.threads == 0 {
+            bail!("--threads must be at least 1");
+        }
+        Ok(Config {
+            threads: self.threads,
+            max_frame: self.max_frame,
+            ..Config::default()
+        })
+    }
+}
+
+/// The socket server's options: also how its connections wait.
+#[derive(Debug, clap::Args)]
+struct ServeOptions {
+    #[command(flatten)]
+    compute: ComputeOptions,
     /// Microseconds a connection spins on an empty socket before it blocks (0: block at once).
     /// Cuts a small round trip's wake-up, at the price of a busy core meanwhile.
     #[arg(long, default_value_t = 0)]
@@ -49,21 +70,10 @@ struct ServeOptions {
 
 impl ServeOptions {
     fn config(&self) -> anyhow::Result<Config> {
-        let Self {
-            threads,
-            max_frame,
-            spin_us,
-            cpu,
-        } = *self;
-        if threads == 0 {
-            bail!("--threads must be at least 1");
-        }
         Ok(Config {
-            threads,
-            max_frame,
-            spin: Duration::from_micros(spin_us),
-            cpu,
-            ..Config::default()
+            spin: Duration::from_micros(self.spin_us),
+            cpu: self.cpu,
+            ..self.compute.config()?
         })
     }
 }
@@ -87,7 +97,7 @@ enum Cmd {
     /// Read one request on stdin, write the reply on stdout (the spawn-per-call mode).
     ServeStdio {
         #[command(flatten)]
-        opts: ServeOptions,
+        opts: ComputeOptions,
     },
     /// Sweep the spec's workload through a running server and print the results.
     Call {

@@ -25,7 +25,8 @@ struct Options {
     #[arg(long, value_delimiter = ',', default_value = "0,1")]
     cpus: Vec<usize>,
     /// Round trips to measure.
-    #[arg(long, default_value_t = 200_000, conflicts_with = "seconds")]
+    #[arg(long, default_value_t = 200_000, conflicts_with = "seconds",
+          value_parser = clap::value_parser!(u64).range(1..))]
     iterations: u64,
     /// Measure for this long instead of a count (e.g. as long as a benchmark run, so the tail
     /// shows the machine's own jitter at that time scale).
@@ -58,11 +59,21 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
 #[repr(align(128))]
 struct Line(AtomicU64);
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    sys::run_main(real_main)
+}
+
+fn real_main() -> anyhow::Result<()> {
     let o = Options::parse();
     let [ping, pong] = o.cpus[..] else {
         anyhow::bail!("--cpus takes exactly two CPUs, e.g. 0,1");
     };
+    if ping == pong {
+        anyhow::bail!(
+            "--cpus {ping},{pong}: two different CPUs (on one, each round trip waits for a \
+             scheduler slice)"
+        );
+    }
     let line = Arc::new(Line(AtomicU64::new(0)));
     // The pong thread says whether it got its CPU before any ping is sent: a ping nobody
     // answers would spin forever.

@@ -27,7 +27,11 @@ use wire::{
     moldudp64::{self, PacketBuilder, Session},
 };
 
+/// Fault and garbage injection for the lab's reliability tests: crafted malformed frames
+/// (`frames`), and a seeded lossy, duplicating, reordering, delaying relay (`relay`) where
+/// the kernel has no `tc netem`. Run it in the exchange namespace.
 #[derive(Debug, Parser)]
+#[command(version)]
 struct Options {
     #[command(subcommand)]
     command: Cmd,
@@ -124,7 +128,11 @@ struct RelayOptions {
     json_out: PathBuf,
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    userspace::sys::run_main(real_main)
+}
+
+fn real_main() -> anyhow::Result<()> {
     match Options::parse().command {
         Cmd::Frames(o) => frames(o),
         Cmd::Relay(o) => relay(o),

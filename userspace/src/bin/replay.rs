@@ -29,6 +29,11 @@ enum Rate {
     Max,
 }
 
+/// The slowest paced rate: one message a second (slower is a debugger's job, not a replay's).
+const MIN_RATE: f64 = 1.0;
+/// The fastest paced rate; above it the pacing is meaningless on any one core (use `max`).
+const MAX_RATE: f64 = 100e6;
+
 impl std::str::FromStr for Rate {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
@@ -43,10 +48,14 @@ impl std::str::FromStr for Rate {
         let v: f64 = num
             .parse()
             .map_err(|_| format!("bad rate {s:?}: use e.g. 50000, 50k, 1.5M or max"))?;
-        if !(v > 0.0 && v.is_finite()) {
-            return Err(format!("rate must be positive, got {s:?}"));
+        let rate = v * mult;
+        if !(MIN_RATE..=MAX_RATE).contains(&rate) {
+            return Err(format!(
+                "rate {s:?} is out of range: {MIN_RATE} to {MAX_RATE:e} messages/s, or `max` \
+                 for as fast as the sender goes"
+            ));
         }
-        Ok(Rate::PerSec(v * mult))
+        Ok(Rate::PerSec(rate))
     }
 }
 
@@ -59,13 +68,13 @@ struct Options {
     /// Market data: gbm[:SEED[:BARS]], closes:PATH (raw f64 or .csv), itch:PATH, pcap:PATH.
     #[arg(long, default_value = "gbm:42:150000")]
     source: Source,
-    /// Send at most this many messages.
-    #[arg(long)]
+    /// Send at most this many messages (default: the whole source).
+    #[arg(long, value_parser = parse_count)]
     count: Option<u64>,
     /// Send for at most this many seconds of schedule (needs a --rate).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_duration)]
     duration: Option<f64>,
-    /// Messages per second (open loop, busy-waiting to the microsecond), or `max`.
+    /// Messages per second, 1 to 1e8 (open loop, busy-waiting to the microsecond), or `max`.
     #[arg(long, default_value = "20k")]
     rate: Rate,
     /// ITCH messages per MoldUDP64 packet.
@@ -119,12 +128,16 @@ struct Options {
     /// The trader's MAC (for --io xdp; the lab's fixed trader MAC by default).
     #[arg(long, default_value = "02:00:c6:12:00:02", value_parser = parse_mac)]
     target_mac: [u8; 6],
-    /// XDP mode on our interface (for --io xdp).
+    /// XDP mode on our interface (for --io xdp): `native` or `skb`.
     #[arg(long, default_value = "native")]
     xdp_mode: userspace::xdp::XdpMode,
     /// Progress on stderr (default: when stderr is a terminal).
     #[arg(long)]
     progress: Option<bool>,
+    /// Check the options and the source (build the feed and the backtest), then exit without
+    /// opening a socket: what `cargo xtask bench` runs before it builds the lab.
+    #[arg(long)]
+    check: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -176,9 +189,22 @@ struct Report {
     cpu: String,
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    sys::run_main(real_main)
+}
+
+fn real_main() -> anyhow::Result<()> {
     let o = Options::parse();
     let stop = sys::stop_flag()?;
+    for (what, path) in [
+        ("--json-out", &o.json_out),
+        ("--hgrm-out", &o.hgrm_out),
+        ("--pcap-out", &o.pcap_out),
+    ] {
+        if let Some(p) = path {
+            sys::check_writable(what, p)?;
+        }
+    }
     if let Some(cpu) = o.cpu {
         sys::pin_to_cpu(cpu)?;
     }
@@ -186,6 +212,9 @@ fn main() -> anyhow::Result<()> {
     let params = engine::Params::from_n(o.n)
         .map_err(|e| anyhow::anyhow!("bad strategy length --n {}: {e}", o.n))?;
     let limit = match (o.count, o.duration, o.rate) {
+        (_, Some(d), Rate::PerSec(r)) if d * r < 1.0 => {
+            bail!("--duration {d} s at {r} messages/s is less than one message")
+        }
         (c, Some(d), Rate::PerSec(r)) => Some(c.unwrap_or(u64::MAX).min((d * r) as u64)),
         (_, Some(_), Rate::Max) => bail!("--duration needs a --rate (not max)"),
         (c, None, _) => c,
@@ -193,6 +222,15 @@ fn main() -> anyhow::Result<()> {
     let feed = Feed::build(&o.source, limit, o.batch, stock)?;
     if feed.ticks.is_empty() {
         bail!("the feed has no trades of {stock}: nothing for the strategy to see");
+    }
+    if let Some(c) = o.count
+        && o.duration.is_none()
+        && c > feed.messages
+    {
+        eprintln!(
+            "note: --count {c} is more than the source holds; sending all of its {} messages",
+            feed.messages
+        );
     }
 
     // What the trader should do: the engine fed the same ticks, offline.
@@ -211,6 +249,9 @@ fn main() -> anyhow::Result<()> {
     }
     let batch = engine::reference::backtest(&prices, &params)
         .map_err(|e| anyhow::anyhow!("backtest failed: {e}"))?;
+    if o.check {
+        return Ok(());
+    }
 
     // Port 0 never matches a feed port, so this program passes everything.
     let _peer_xdp = match &o.xdp_pass_on {
@@ -309,6 +350,9 @@ fn main() -> anyhow::Result<()> {
     let mut sent_messages_scheduled_skip = 0u64;
     let mut next_progress = start + 1_000_000_000;
     let total = feed.packets.len();
+    // The sequence number after the last message put on the wire (MoldUDP64's end of session
+    // carries it): a run stopped early ends there, and what it never sent is not a gap.
+    let mut session_end = feed.first_seq;
     for (i, meta) in feed.packets.iter().enumerate() {
         if sys::stopped(&stop) {
             break;
@@ -319,13 +363,18 @@ fn main() -> anyhow::Result<()> {
         };
         // Busy-wait to the scheduled time, taking orders meanwhile.
         let mut now = now_ns();
-        while now < due {
+        while now < due && !sys::stopped(&stop) {
             poll_orders(&mut io, &mut hist, &mut counts, &mut fills, &sched);
             now = now_ns();
+        }
+        if sys::stopped(&stop) {
+            break;
         }
         if now > due + 10_000 {
             late_sends += 1;
         }
+        // Sent or refused, these numbers are used: the session now ends after them.
+        session_end = meta.first_seq + u64::from(meta.messages);
         match io.send(feed.packet(i)) {
             Ok(()) => {
                 for k in 0..u64::from(meta.messages) {
@@ -367,6 +416,14 @@ fn main() -> anyhow::Result<()> {
     // The send loop busy-waits between sends, so it should never sleep; if it did (a blocked
     // write to stderr), its sleep would pass for stolen time, and none is reported.
     let thread_time = sys::ThreadTime::since(time0, csw1.0 == csw0.0);
+    // Stopped early (or our socket refused some): only ticks that went out can have orders.
+    if sent_messages != feed.messages {
+        expected.retain(|&(seq, _)| {
+            seq.checked_sub(base_seq)
+                .and_then(|i| sched.get(i as usize))
+                .is_some_and(|&s| s != 0)
+        });
+    }
     // Drain: until every expected order is in, or nothing came for drain_ms.
     let mut last = now_ns();
     let mut seen = counts.received;
@@ -385,7 +442,7 @@ fn main() -> anyhow::Result<()> {
     }
     // Tell the trader the session is over (a few times: UDP).
     for _ in 0..3 {
-        let _ = io.send(&feed.end_of_session());
+        let _ = io.send(&feed.end_of_session(session_end));
         std::thread::sleep(Duration::from_millis(2));
     }
 
@@ -546,6 +603,20 @@ fn main() -> anyhow::Result<()> {
         write_pcap(p, &feed, &sched, base_seq, o.bind, o.target)?;
     }
     Ok(())
+}
+
+fn parse_count(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("bad count {s:?}: a number of messages, at least 1")),
+    }
+}
+
+fn parse_duration(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(d) if d > 0.0 && d.is_finite() => Ok(d),
+        _ => Err(format!("bad duration {s:?}: a positive number of seconds")),
+    }
 }
 
 fn parse_mac(s: &str) -> Result<[u8; 6], String> {

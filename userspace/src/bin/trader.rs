@@ -51,9 +51,10 @@ struct Options {
     /// I/O path.
     #[arg(long, value_enum)]
     path: Path,
-    /// Interface to read market data from (in this network namespace).
-    #[arg(long, default_value = "tr0")]
-    iface: String,
+    /// Interface to read market data from, in this network namespace (default `tr0`, the
+    /// lab's). The UDP path binds --addr; given there, the interface is checked to exist.
+    #[arg(long)]
+    iface: Option<String>,
     /// Our IPv4 address (the UDP path binds it; the XDP path writes it into orders).
     #[arg(long, default_value = "198.18.0.2")]
     addr: Ipv4Addr,
@@ -72,7 +73,7 @@ struct Options {
     /// Spin or block while waiting for data.
     #[arg(long, value_enum, default_value_t = Wait::Spin)]
     wait: Wait,
-    /// XDP attach mode (XDP path).
+    /// XDP attach mode (XDP path): `native` (the driver's) or `skb` (generic).
     #[arg(long, default_value = "native")]
     xdp_mode: XdpMode,
     /// Frames taken from the RX ring per turn (XDP path).
@@ -99,7 +100,7 @@ struct Options {
     /// With --busy-poll: SO_PREFER_BUSY_POLL (defer the device's interrupts to our polling).
     #[arg(long, requires = "busy_poll")]
     prefer_busy_poll: bool,
-    /// With --busy-poll: SO_BUSY_POLL_BUDGET, packets per busy poll.
+    /// With --busy-poll: SO_BUSY_POLL_BUDGET, packets per busy poll (default: the kernel's, 8).
     #[arg(long, requires = "busy_poll")]
     busy_poll_budget: Option<i32>,
     /// Back the UMEM with 2 MiB huge pages (XDP path; needs reserved huge pages,
@@ -125,9 +126,18 @@ struct Options {
     /// Print `ready` on stdout once the socket is receiving (for scripts).
     #[arg(long)]
     ready: bool,
+    /// Check the options (CPU, scheduling, output paths), then exit without touching a
+    /// socket or an interface: what `cargo xtask bench` runs before it builds the lab.
+    #[arg(long)]
+    check: bool,
 }
 
 impl Options {
+    /// The market-data interface: --iface, or the lab's trader side.
+    fn iface(&self) -> &str {
+        self.iface.as_deref().unwrap_or("tr0")
+    }
+
     /// The loop never sleeps on purpose (a spinning trader; the reflector always waits).
     fn spins(&self) -> bool {
         self.wait == Wait::Spin && self.path != Path::Reflect
@@ -243,9 +253,18 @@ impl Pending {
     }
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    sys::run_main(real_main)
+}
+
+fn real_main() -> anyhow::Result<()> {
     let o = Options::parse();
     let stop = sys::stop_flag()?;
+    for (what, path) in [("--stats-out", &o.stats_out), ("--hgrm-out", &o.hgrm_out)] {
+        if let Some(p) = path {
+            sys::check_writable(what, p)?;
+        }
+    }
     if let Some(cpu) = o.cpu {
         sys::pin_to_cpu(cpu)?;
     }
@@ -255,6 +274,15 @@ fn main() -> anyhow::Result<()> {
     let params = engine::Params::from_n(o.n)
         .map_err(|e| anyhow::anyhow!("bad strategy length --n {}: {e}", o.n))?;
     let stock = Stock::new(&o.stock).map_err(|e| anyhow::anyhow!("bad --stock: {e}"))?;
+    if o.check {
+        return Ok(());
+    }
+    if o.path == Path::Udp
+        && let Some(iface) = &o.iface
+        && nix::net::if_::if_nametoindex(iface.as_str()).is_err()
+    {
+        bail!("no interface {iface:?} in this network namespace (`ip link` lists them)");
+    }
     let mut trader = Trader::new(params, Some(stock));
     let mut rx_to_tx = Latency::new();
     let mut frames = FrameCounts::default();
@@ -332,19 +360,19 @@ fn run_xdp(
     stop: &std::sync::atomic::AtomicBool,
     idle: Option<Duration>,
 ) -> anyhow::Result<XdpOutcome> {
-    let mut prog = XdpProgram::attach(&o.iface, o.port, o.xdp_mode, Action::Redirect)
-        .with_context(|| format!("failed to set up XDP on {}", o.iface))?;
+    let mut prog = XdpProgram::attach(o.iface(), o.port, o.xdp_mode, Action::Redirect)
+        .with_context(|| format!("failed to set up XDP on {}", o.iface()))?;
     let config = XskConfig {
         need_wakeup: !o.no_need_wakeup,
         huge_pages: o.huge_pages,
         ..XskConfig::default()
     };
-    let mut xsk = Xsk::new(&o.iface, 0, config)?;
+    let mut xsk = Xsk::new(o.iface(), 0, config)?;
     prog.register_socket(0, xsk.raw_fd())?;
     if let Some(us) = o.busy_poll {
         sys::set_busy_poll(xsk.raw_fd(), us, o.prefer_busy_poll, o.busy_poll_budget)?;
     }
-    let our_mac = sys::read_mac(&o.iface)?;
+    let our_mac = sys::read_mac(o.iface())?;
     if o.mlock {
         sys::lock_memory()?;
     }
@@ -439,8 +467,8 @@ fn run_reflect(
     stop: &std::sync::atomic::AtomicBool,
     idle: Option<Duration>,
 ) -> anyhow::Result<XdpOutcome> {
-    let prog = XdpProgram::attach(&o.iface, o.port, o.xdp_mode, Action::Reflect)
-        .with_context(|| format!("failed to set up the XDP reflector on {}", o.iface))?;
+    let prog = XdpProgram::attach(o.iface(), o.port, o.xdp_mode, Action::Reflect)
+        .with_context(|| format!("failed to set up the XDP reflector on {}", o.iface()))?;
     let sock = UdpSocket::bind(SocketAddrV4::new(o.addr, o.port))
         .with_context(|| format!("failed to bind {}:{}", o.addr, o.port))?;
     sock.set_read_timeout(Some(Duration::from_millis(50)))?;
@@ -665,6 +693,10 @@ fn ready(o: &Options) {
     }
     eprintln!(
         "trader: {:?} path on {} port {}, {:?} wait; orders to port {}",
-        o.path, o.iface, o.port, o.wait, o.order_port
+        o.path,
+        o.iface(),
+        o.port,
+        o.wait,
+        o.order_port
     );
 }
