@@ -494,6 +494,19 @@ pub fn status(config: &LabConfig) -> Result<String, Error> {
             }
         }
     }
+    let (ex, tr) = (
+        ns_exists(&config.exchange_ns()),
+        ns_exists(&config.trader_ns()),
+    );
+    s.push_str(&match (ex, tr) {
+        (false, false) => format!("lab {}: down\n", config.name),
+        _ if is_intact(config) => format!("lab {}: up\n", config.name),
+        _ => format!(
+            "lab {}: INCOMPLETE (a namespace, link or address is missing, as a killed run \
+             leaves it): `cargo xtask netns-up` rebuilds it, `cargo xtask netns-down` removes it\n",
+            config.name
+        ),
+    });
     Ok(s)
 }
 

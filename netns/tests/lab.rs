@@ -19,8 +19,11 @@ fn up_is_idempotent_and_drop_removes_everything() {
         let status = netns::status(&config).unwrap();
         assert!(status.contains("198.18.0.1/30"), "{status}");
         assert!(status.contains("198.18.0.2/30"), "{status}");
+        assert!(status.ends_with(": up\n"), "{status}");
     }
     assert!(!ns_exists(&ex) && !ns_exists(&tr), "drop removed the lab");
+    let status = netns::status(&config).unwrap();
+    assert!(status.ends_with(": down\n"), "{status}");
     assert!(!netns::down(&config).unwrap(), "second down finds nothing");
 }
 
@@ -32,6 +35,11 @@ fn a_partial_lab_is_repaired() {
         .status()
         .unwrap();
     assert!(status.success());
+    let half = netns::status(&config).unwrap();
+    assert!(
+        half.contains("INCOMPLETE"),
+        "status says a half-built lab is one: {half}"
+    );
     let lab = Lab::up(config.clone()).expect("repairing up");
     assert_eq!(lab.found(), Found::Repaired);
     drop(lab);

@@ -56,11 +56,11 @@ pub struct Options {
     /// Strategy length n.
     #[arg(long, default_value_t = 6)]
     pub n: i64,
-    /// XDP attach mode for the AF_XDP path: native or skb.
-    #[arg(long, default_value = "native")]
+    /// XDP attach mode for the AF_XDP path.
+    #[arg(long, default_value = "native", value_parser = ["native", "skb"])]
     pub xdp_mode: String,
-    /// Trader waits by spinning or blocking.
-    #[arg(long, default_value = "spin")]
+    /// How the trader waits for data: `spin` (busy-poll a core) or `block` (poll()/recv()).
+    #[arg(long, default_value = "spin", value_parser = ["spin", "block"])]
     pub wait: String,
     /// CPU for the trader.
     #[arg(long, default_value_t = 1)]
@@ -175,14 +175,16 @@ impl Session {
                 .context("installing the Ctrl-C handler")?;
         }
         let bins = build_binaries()?;
-        let out = o.out.clone().unwrap_or_else(|| {
-            workspace_root()
-                .join("target")
-                .join(kind)
-                .join(report::utc_stamp())
-        });
-        std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
         let config = LabConfig::new(&o.lab)?;
+        preflight(o, &bins, &config)?;
+        let out = match &o.out {
+            Some(out) => {
+                std::fs::create_dir_all(out)
+                    .with_context(|| format!("creating {}", out.display()))?;
+                out.clone()
+            }
+            None => new_results_dir(&workspace_root().join("target").join(kind))?,
+        };
         let lab = Lab::up(config).context("failed to bring the lab up")?;
         // A benchmark killed with SIGKILL leaves its trader running, attached to XDP.
         let stale = netns::stop_lab_processes(lab.config(), Duration::from_secs(3));
@@ -274,15 +276,22 @@ pub fn run(o: Options) -> anyhow::Result<()> {
             .and_then(|v| v["send_seconds"].as_f64())
             .unwrap_or(FLOOR_SECONDS_DEFAULT)
             .clamp(FLOOR_SECONDS_MIN, FLOOR_SECONDS_MAX);
-        match exec(
-            Command::new(&bins.floor)
-                .args(["--cpus", &format!("{},{}", o.replay_cpu, o.trader_cpu)])
-                .args(["--seconds", &format!("{seconds:.1}")])
-                .arg("--json-out")
-                .arg(&json)
-                .arg("--hgrm-out")
-                .arg(out.join("cpu-floor.hgrm")),
-        ) {
+        let mut floor = Command::new(&bins.floor);
+        floor
+            .args(["--cpus", &format!("{},{}", o.replay_cpu, o.trader_cpu)])
+            .args(["--seconds", &format!("{seconds:.1}")])
+            .arg("--json-out")
+            .arg(&json)
+            .arg("--hgrm-out")
+            .arg(out.join("cpu-floor.hgrm"))
+            .env("RUST_LIB_BACKTRACE", "0");
+        match crate::util::exec_until(&mut floor, &stop).and_then(|status| {
+            if status.success() {
+                Ok(())
+            } else {
+                bail!("`{}` failed: {status}", shown(&floor))
+            }
+        }) {
             Ok(()) => cpu_floor = Some(json),
             // Report what was measured; the failure is returned after the report.
             Err(e) => failure = Some(e.context("the CPU floor failed")),
@@ -366,10 +375,34 @@ pub struct Run {
     pub trader_hgrm: PathBuf,
 }
 
+/// `bin` in namespace `ns`. Its errors come without a backtrace (RUST_BACKTRACE may be set
+/// for panics; an error message says all it has to).
 fn in_ns(ns: &str, bin: &Path) -> Command {
     let mut c = Command::new("ip");
-    c.args(["netns", "exec", ns]).arg(bin);
+    c.args(["netns", "exec", ns])
+        .arg(bin)
+        .env("RUST_LIB_BACKTRACE", "0");
     c
+}
+
+/// A new folder under `parent` named by the UTC time; a second run within the same second
+/// gets `-2`, `-3`, ... rather than writing into the first one's.
+pub fn new_results_dir(parent: &Path) -> anyhow::Result<PathBuf> {
+    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    let stamp = report::utc_stamp();
+    for i in 1..1000 {
+        let dir = if i == 1 {
+            parent.join(&stamp)
+        } else {
+            parent.join(format!("{stamp}-{i}"))
+        };
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
+        }
+    }
+    bail!("no free results folder name under {}", parent.display())
 }
 
 struct Reaper(Option<Child>);
@@ -413,24 +446,14 @@ pub fn run_path(
         hgrm: out.join(format!("{tag}.hgrm")),
         trader_hgrm: out.join(format!("{tag}-trader-rx-tx.hgrm")),
     };
-    let mut trader = in_ns(&lab.trader_ns(), &bins.trader);
-    trader
-        .args(["--path", path, "--iface", &lab.trader_if])
-        .args(["--addr", &lab.trader_ip.to_string()])
-        .args(["--port", &MD_PORT.to_string()])
-        .args(["--order-port", &ORDER_PORT.to_string()])
-        .args(["--n", &o.n.to_string()])
-        .args(["--xdp-mode", &o.xdp_mode, "--wait", &o.wait])
-        .args(["--idle-exit", "60", "--ready"])
-        .arg("--stats-out")
-        .arg(&run.trader_json)
-        .arg("--hgrm-out")
-        .arg(&run.trader_hgrm)
-        .args(&o.trader_args)
-        .stdout(Stdio::piped());
-    if !o.no_pin {
-        trader.args(["--cpu", &o.trader_cpu.to_string()]);
-    }
+    let mut trader = trader_command(
+        in_ns(&lab.trader_ns(), &bins.trader),
+        o,
+        lab,
+        path,
+        Some(&run),
+    );
+    trader.stdout(Stdio::piped());
     eprintln!("+ {}", shown(&trader));
     let mut child = trader.spawn().context("starting the trader")?;
     let stdout = child.stdout.take().expect("piped");
@@ -449,29 +472,22 @@ pub fn run_path(
     match rx.recv_timeout(Duration::from_secs(30)) {
         Ok(true) => {}
         _ => {
-            let status = reaper.0.as_mut().and_then(|c| c.try_wait().ok().flatten());
-            bail!("the trader did not get ready (exit status {status:?}); its error is above");
+            let status = reaper
+                .0
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+                .map_or_else(|| "still running".to_owned(), |s| s.to_string());
+            bail!("the trader did not get ready ({status}); its error is above");
         }
     }
-    let mut replay = in_ns(&lab.exchange_ns(), &bins.replay);
-    replay
-        .args(["--source", &o.source, "--rate", &o.rate])
-        .args(["--batch", &o.batch.to_string(), "--n", &o.n.to_string()])
-        .args(["--target", &format!("{}:{MD_PORT}", lab.trader_ip)])
-        .args(["--bind", &format!("{}:{ORDER_PORT}", lab.exchange_ip)])
-        .args(["--label", tag, "--progress", "true"])
-        .arg("--json-out")
-        .arg(&run.replay_json)
-        .arg("--hgrm-out")
-        .arg(&run.hgrm);
-    if let Some(c) = o.count {
-        replay.args(["--count", &c.to_string()]);
-    }
-    if !o.no_pin {
-        replay.args(["--cpu", &o.replay_cpu.to_string()]);
-    }
-    replay.args(&o.replay_args);
-    let status = crate::util::exec_status(&mut replay)?;
+    let mut replay = replay_command(
+        in_ns(&lab.exchange_ns(), &bins.replay),
+        o,
+        lab,
+        tag,
+        Some(&run),
+    );
+    let status = crate::util::exec_until(&mut replay, stop)?;
     if stop.load(Ordering::Relaxed) {
         // The replay stops on the same Ctrl-C and writes what it measured: keep that.
         if run.replay_json.exists() {
@@ -494,4 +510,103 @@ pub fn run_path(
     }
     drop(reaper);
     Ok(run)
+}
+
+/// The trader's command line for `path`, on `base` (the binary, in its namespace or not);
+/// `run` names its result files (none for a `--check`).
+fn trader_command(
+    mut base: Command,
+    o: &Options,
+    lab: &LabConfig,
+    path: &str,
+    run: Option<&Run>,
+) -> Command {
+    base.args(["--path", path, "--iface", &lab.trader_if])
+        .args(["--addr", &lab.trader_ip.to_string()])
+        .args(["--port", &MD_PORT.to_string()])
+        .args(["--order-port", &ORDER_PORT.to_string()])
+        .args(["--n", &o.n.to_string()])
+        .args(["--xdp-mode", &o.xdp_mode, "--wait", &o.wait])
+        .args(["--idle-exit", "60", "--ready"]);
+    if let Some(run) = run {
+        base.arg("--stats-out")
+            .arg(&run.trader_json)
+            .arg("--hgrm-out")
+            .arg(&run.trader_hgrm);
+    }
+    base.args(&o.trader_args);
+    if !o.no_pin {
+        base.args(["--cpu", &o.trader_cpu.to_string()]);
+    }
+    base
+}
+
+/// The replay's command line, as [`trader_command`]'s.
+fn replay_command(
+    mut base: Command,
+    o: &Options,
+    lab: &LabConfig,
+    tag: &str,
+    run: Option<&Run>,
+) -> Command {
+    base.args(["--source", &o.source, "--rate", &o.rate])
+        .args(["--batch", &o.batch.to_string(), "--n", &o.n.to_string()])
+        .args(["--target", &format!("{}:{MD_PORT}", lab.trader_ip)])
+        .args(["--bind", &format!("{}:{ORDER_PORT}", lab.exchange_ip)])
+        .args(["--label", tag, "--progress", "true"]);
+    if let Some(run) = run {
+        base.arg("--json-out")
+            .arg(&run.replay_json)
+            .arg("--hgrm-out")
+            .arg(&run.hgrm);
+    }
+    if let Some(c) = o.count {
+        base.args(["--count", &c.to_string()]);
+    }
+    if !o.no_pin {
+        base.args(["--cpu", &o.replay_cpu.to_string()]);
+    }
+    base.args(&o.replay_args);
+    base
+}
+
+/// Runs the trader and the replay with `--check` before anything is built: a bad option or
+/// data file is one error, before the lab, XDP or a results folder exist.
+fn preflight(o: &Options, bins: &Binaries, lab: &LabConfig) -> anyhow::Result<()> {
+    let path = match o.path {
+        PathChoice::Udp => "udp",
+        PathChoice::Xdp | PathChoice::Both => "xdp",
+    };
+    let checks = [
+        (
+            "trader",
+            trader_command(Command::new(&bins.trader), o, lab, path, None),
+        ),
+        (
+            "replay",
+            replay_command(Command::new(&bins.replay), o, lab, path, None),
+        ),
+    ];
+    for (what, mut cmd) in checks {
+        let out = cmd
+            .arg("--check")
+            .env("RUST_LIB_BACKTRACE", "0")
+            .output()
+            .with_context(|| format!("running the {what} ({})", cmd.get_program().display()))?;
+        if !out.status.success() {
+            // The child's own message, without clap's "try --help" (that help is the child's).
+            let text = String::from_utf8_lossy(&out.stderr);
+            let text: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with("For more information"))
+                .map(|l| {
+                    l.trim_start_matches("Error: ")
+                        .trim_start_matches("error: ")
+                })
+                .collect();
+            bail!("the {what} rejects these options: {}", text.join("; "));
+        }
+    }
+    Ok(())
 }

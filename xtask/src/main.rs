@@ -56,7 +56,16 @@ enum Command {
     BenchBoundary(bench_boundary::Options),
 }
 
-fn main() -> anyhow::Result<()> {
+/// An error is a message for the user: printed with its causes on one line, no backtrace.
+fn main() -> std::process::ExitCode {
+    if let Err(e) = run() {
+        eprintln!("Error: {e:#}");
+        return std::process::ExitCode::FAILURE;
+    }
+    std::process::ExitCode::SUCCESS
+}
+
+fn run() -> anyhow::Result<()> {
     let Cli { command } = Cli::parse();
     match command {
         Command::Setup(o) => setup::run(o),

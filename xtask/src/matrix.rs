@@ -235,6 +235,7 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         }
     }
     let out = session.out.clone();
+    let interrupted = session.stopped();
     session.finish();
     let table = render(&rows, &knobs, &o);
     print!("{table}");
@@ -252,6 +253,15 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         serde_json::to_string_pretty(&json)?,
     )?;
     eprintln!("results in {}", out.display());
+    if interrupted {
+        bail!(
+            "interrupted; the runs done so far are above and in {}",
+            out.display()
+        );
+    }
+    if rows.is_empty() {
+        bail!("no run of the matrix succeeded (each one's error is above)");
+    }
     if o.strict {
         let failed: Vec<String> = rows
             .iter()

@@ -2,6 +2,8 @@
 use std::{
     path::PathBuf,
     process::{Command, ExitStatus},
+    sync::atomic::{AtomicBool, Ordering},
+    time::Duration,
 };
 
 use anyhow::{Context as _, bail};
@@ -41,6 +43,29 @@ pub fn exec_status(cmd: &mut Command) -> anyhow::Result<ExitStatus> {
     eprintln!("+ {}", shown(cmd));
     cmd.status()
         .with_context(|| format!("failed to run `{}`", shown(cmd)))
+}
+
+/// Prints and runs `cmd` until it exits; once `stop` is set (our SIGINT/SIGTERM), passes a
+/// SIGTERM on to it, so a signal sent to xtask alone (a supervisor, a CI timeout) stops the
+/// measurement too, not only a terminal's Ctrl-C that reaches the whole process group.
+pub fn exec_until(cmd: &mut Command, stop: &AtomicBool) -> anyhow::Result<ExitStatus> {
+    eprintln!("+ {}", shown(cmd));
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("failed to run `{}`", shown(cmd)))?;
+    let mut forwarded = false;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(status);
+        }
+        if !forwarded && stop.load(Ordering::Relaxed) {
+            forwarded = true;
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// `cargo`, as the one that runs us (the `CARGO` env var), so toolchain overrides hold.

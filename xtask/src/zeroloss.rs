@@ -19,9 +19,10 @@ pub struct Options {
     /// ITCH messages per MoldUDP64 packet (the sender's own per-packet cost caps the rate).
     #[arg(long, default_value_t = 1)]
     pub batch: u16,
-    /// Lowest and highest rates tried (msg/s).
+    /// Lowest offered rate tried, messages/s: the search starts there.
     #[arg(long, default_value_t = 10_000.0)]
     pub min_rate: f64,
+    /// Highest offered rate to try, messages/s: the search stops there if nothing failed.
     #[arg(long, default_value_t = 4_000_000.0)]
     pub max_rate: f64,
     /// Stop bisecting when the bounds are within this ratio.

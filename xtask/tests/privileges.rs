@@ -49,3 +49,40 @@ fn bad_lab_names_are_refused_with_the_rule() {
     assert!(!out.status.success());
     assert!(stderr.contains("invalid lab name"), "{stderr}");
 }
+
+/// Options the trader or the replay would reject are found before anything is made: no lab,
+/// no XDP program, no results folder, and the child's own message once.
+#[test]
+fn bad_bench_options_fail_before_the_lab_or_a_results_folder() {
+    let lab = format!("t2t-pre{}", std::process::id() % 100_000);
+    let out_dir = std::env::temp_dir().join(format!("t2t-preflight-{}", std::process::id()));
+    for (args, needle) in [
+        (&["--rate", "0"][..], "--rate"),
+        (&["--count", "0"][..], "--count"),
+        (
+            &["--source", "closes:/nonexistent/closes.f64"][..],
+            "/nonexistent/closes.f64",
+        ),
+        (&["--trader-cpu", "1023"][..], "CPU 1023"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+            .args(["bench", "--no-setup", "--lab", &lab, "--out"])
+            .arg(&out_dir)
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} must fail");
+        assert!(
+            stderr.contains("rejects these options"),
+            "{args:?}: {stderr}"
+        );
+        assert!(stderr.contains(needle), "{args:?} names {needle}: {stderr}");
+        assert!(
+            !stderr.contains("+ ip"),
+            "{args:?}: no lab command ran: {stderr}"
+        );
+        assert!(!out_dir.exists(), "{args:?}: no results folder");
+        assert!(!netns::ns_exists(&format!("{lab}-ex")));
+    }
+}
