@@ -323,6 +323,22 @@ fn spawn_mode_reports_a_bad_request() {
     assert_eq!(out.stdout.get(3).map(|b| b & 0x80), Some(0x80), "{out:?}");
 }
 
+/// Bit 31 of a reply's length word marks an error reply, so no cap may let a success reply
+/// reach it.
+#[test]
+fn a_frame_cap_of_two_gib_or_more_is_refused() {
+    for mode in ["serve-stdio", "serve"] {
+        let out = std::process::Command::new(exe())
+            .args([mode, "--max-frame", "2147483648"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{mode}");
+        assert!(stderr.contains("--max-frame"), "{mode}: {stderr}");
+    }
+}
+
 #[test]
 fn spinning_ends_give_the_same_answers() {
     let dir = TempDir::new("spin");

@@ -113,11 +113,14 @@ fn check(path: &str, replay: &Value, trader: &Value) {
     assert_eq!(u(c, "gap_messages"), 0, "{path}: no gaps");
     assert_eq!(u(c, "late_messages"), 0, "{path}");
     assert_eq!(u(c, "duplicate_messages"), 0, "{path}");
-    assert_eq!(
-        u(c, "malformed_messages") + u(c, "malformed_packets"),
-        0,
-        "{path}"
-    );
+    for refused in [
+        "malformed_messages",
+        "malformed_packets",
+        "malformed_framing",
+        "wrong_session",
+    ] {
+        assert_eq!(u(c, refused), 0, "{path}: {refused}");
+    }
     let p = &replay["parity"];
     assert!(
         u(p, "expected_orders") > 1000,

@@ -179,7 +179,11 @@ pub fn write(
             u(c, "gap_messages"),
             u(c, "late_messages"),
             u(c, "duplicate_messages"),
-            u(c, "malformed_messages") + u(c, "malformed_packets"),
+            // Everything the trader refused: short or lying packets, bad messages, other sessions.
+            u(c, "malformed_messages")
+                + u(c, "malformed_packets")
+                + u(c, "malformed_framing")
+                + u(c, "wrong_session"),
             u(replay, "late_sends"),
             if p["ok"].as_bool() == Some(true) {
                 format!(

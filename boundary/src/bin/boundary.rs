@@ -46,6 +46,10 @@ impl ComputeOptions {
         if self.threads == 0 {
             bail!("--threads must be at least 1");
         }
+        // Bit 31 of a reply's length word flags an error reply.
+        if self.max_frame > i32::MAX as u32 {
+            bail!("--max-frame must be under 2 GiB (2147483648): bit 31 marks error replies");
+        }
         Ok(Config {
             threads: self.threads,
             max_frame: self.max_frame,
