@@ -110,16 +110,16 @@ fn check(path: &str, replay: &Value, trader: &Value) {
         TICKS,
         "{path}: every tick reached the strategy"
     );
-    assert_eq!(u(c, "gap_messages"), 0, "{path}: no gaps");
-    assert_eq!(u(c, "late_messages"), 0, "{path}");
-    assert_eq!(u(c, "duplicate_messages"), 0, "{path}");
-    for refused in [
+    for none in [
+        "gap_messages",
+        "late_messages",
+        "duplicate_messages",
         "malformed_messages",
         "malformed_packets",
         "malformed_framing",
         "wrong_session",
     ] {
-        assert_eq!(u(c, refused), 0, "{path}: {refused}");
+        assert_eq!(u(c, none), 0, "{path}: {none}");
     }
     let p = &replay["parity"];
     assert!(

@@ -283,15 +283,10 @@ pub fn run(o: Options) -> anyhow::Result<()> {
             .arg("--json-out")
             .arg(&json)
             .arg("--hgrm-out")
-            .arg(out.join("cpu-floor.hgrm"))
-            .env("RUST_LIB_BACKTRACE", "0");
-        match crate::util::exec_until(&mut floor, &stop).and_then(|status| {
-            if status.success() {
-                Ok(())
-            } else {
-                bail!("`{}` failed: {status}", shown(&floor))
-            }
-        }) {
+            .arg(out.join("cpu-floor.hgrm"));
+        match crate::util::exec_until(&mut floor, &stop)
+            .and_then(|status| crate::util::succeeded(&floor, status))
+        {
             Ok(()) => cpu_floor = Some(json),
             // Report what was measured; the failure is returned after the report.
             Err(e) => failure = Some(e.context("the CPU floor failed")),
@@ -375,13 +370,9 @@ pub struct Run {
     pub trader_hgrm: PathBuf,
 }
 
-/// `bin` in namespace `ns`. Its errors come without a backtrace (RUST_BACKTRACE may be set
-/// for panics; an error message says all it has to).
 fn in_ns(ns: &str, bin: &Path) -> Command {
     let mut c = Command::new("ip");
-    c.args(["netns", "exec", ns])
-        .arg(bin)
-        .env("RUST_LIB_BACKTRACE", "0");
+    c.args(["netns", "exec", ns]).arg(bin);
     c
 }
 
@@ -412,9 +403,7 @@ impl Drop for Reaper {
         if let Some(mut c) = self.0.take()
             && c.try_wait().ok().flatten().is_none()
         {
-            let _ = Command::new("kill")
-                .args(["-TERM", &c.id().to_string()])
-                .status();
+            crate::util::terminate(c.id());
             let deadline = Instant::now() + Duration::from_secs(3);
             while Instant::now() < deadline {
                 if c.try_wait().ok().flatten().is_some() {
@@ -590,7 +579,6 @@ fn preflight(o: &Options, bins: &Binaries, lab: &LabConfig) -> anyhow::Result<()
     for (what, mut cmd) in checks {
         let out = cmd
             .arg("--check")
-            .env("RUST_LIB_BACKTRACE", "0")
             .output()
             .with_context(|| format!("running the {what} ({})", cmd.get_program().display()))?;
         if !out.status.success() {

@@ -31,18 +31,26 @@ pub fn shown(cmd: &Command) -> String {
 
 /// Prints and runs `cmd`, failing unless it exits 0.
 pub fn exec(cmd: &mut Command) -> anyhow::Result<()> {
-    let status = exec_status(cmd)?;
+    eprintln!("+ {}", shown(cmd));
+    let status = cmd
+        .status()
+        .with_context(|| format!("failed to run `{}`", shown(cmd)))?;
+    succeeded(cmd, status)
+}
+
+/// Fails with the command line unless `status` is success.
+pub fn succeeded(cmd: &Command, status: ExitStatus) -> anyhow::Result<()> {
     if !status.success() {
         bail!("`{}` failed: {status}", shown(cmd));
     }
     Ok(())
 }
 
-/// Prints and runs `cmd`, returning its exit status.
-pub fn exec_status(cmd: &mut Command) -> anyhow::Result<ExitStatus> {
-    eprintln!("+ {}", shown(cmd));
-    cmd.status()
-        .with_context(|| format!("failed to run `{}`", shown(cmd)))
+/// Asks process `pid` to stop (SIGTERM); whether it does is the caller's to wait for.
+pub fn terminate(pid: u32) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status();
 }
 
 /// Prints and runs `cmd` until it exits; once `stop` is set (our SIGINT/SIGTERM), passes a
@@ -60,9 +68,7 @@ pub fn exec_until(cmd: &mut Command, stop: &AtomicBool) -> anyhow::Result<ExitSt
         }
         if !forwarded && stop.load(Ordering::Relaxed) {
             forwarded = true;
-            let _ = Command::new("kill")
-                .args(["-TERM", &child.id().to_string()])
-                .status();
+            terminate(child.id());
         }
         std::thread::sleep(Duration::from_millis(20));
     }

@@ -354,14 +354,11 @@ fn real_main() -> anyhow::Result<()> {
     // carries it): a run stopped early ends there, and what it never sent is not a gap.
     let mut session_end = feed.first_seq;
     for (i, meta) in feed.packets.iter().enumerate() {
-        if sys::stopped(&stop) {
-            break;
-        }
         let due = match period_ns {
             Some(p) => start + ((sent_messages + sent_messages_scheduled_skip) as f64 * p) as u64,
             None => now_ns(),
         };
-        // Busy-wait to the scheduled time, taking orders meanwhile.
+        // Busy-wait to the scheduled time, taking orders meanwhile, until then or a stop.
         let mut now = now_ns();
         while now < due && !sys::stopped(&stop) {
             poll_orders(&mut io, &mut hist, &mut counts, &mut fills, &sched);
