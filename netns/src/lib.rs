@@ -30,6 +30,42 @@ use std::{
 };
 
 pub use caps::{Capability, check_capabilities};
+pub use mac::{BadMac, Mac};
+
+mod mac;
+
+/// The lab's fixed layout: every binary's defaults and xtask's command lines derive from these
+/// (`LabConfig::new` uses them too), so a port or an address is written down once.
+pub mod lab {
+    use std::net::{Ipv4Addr, SocketAddrV4};
+
+    use crate::Mac;
+
+    /// The market-data UDP port (the XDP program redirects exactly this one).
+    pub const MD_PORT: u16 = 26400;
+    /// The UDP port orders go to, on the exchange side.
+    pub const ORDER_PORT: u16 = 26401;
+    /// The MoldUDP64 session the replay's synthetic feeds carry (10 alphanumerics).
+    pub const SESSION: &str = "T2TLAB0001";
+    /// The exchange side's interface, inside its namespace.
+    pub const EXCHANGE_IF: &str = "ex0";
+    /// The trader side's interface, inside its namespace.
+    pub const TRADER_IF: &str = "tr0";
+    /// The exchange's address (RFC 2544's benchmarking range, 198.18.0.0/15).
+    pub const EXCHANGE_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
+    /// The trader's address.
+    pub const TRADER_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
+    /// Prefix length of both addresses: a /30, the two ends and nothing else.
+    pub const PREFIX_LEN: u8 = 30;
+    /// The exchange's MAC (locally administered; 0xc6 0x12 spell 198.18).
+    pub const EXCHANGE_MAC: Mac = Mac([0x02, 0x00, 0xc6, 0x12, 0x00, 0x01]);
+    /// The trader's MAC.
+    pub const TRADER_MAC: Mac = Mac([0x02, 0x00, 0xc6, 0x12, 0x00, 0x02]);
+    /// Where the trader takes market data.
+    pub const TRADER_MD: SocketAddrV4 = SocketAddrV4::new(TRADER_IP, MD_PORT);
+    /// Where the exchange takes orders.
+    pub const EXCHANGE_ORDERS: SocketAddrV4 = SocketAddrV4::new(EXCHANGE_IP, ORDER_PORT);
+}
 pub use ns::{NetnsGuard, enter, in_netns};
 
 /// Prefix of every namespace this project creates; `netns-status` and the CI check look for it.
@@ -106,9 +142,9 @@ pub struct LabConfig {
     /// Prefix length of both addresses.
     pub prefix_len: u8,
     /// Exchange MAC (locally administered).
-    pub exchange_mac: [u8; 6],
+    pub exchange_mac: Mac,
     /// Trader MAC (locally administered).
-    pub trader_mac: [u8; 6],
+    pub trader_mac: Mac,
     /// Turn off TX checksum offload on the exchange veth, so frames that reach the trader carry
     /// complete UDP checksums (on veth the kernel otherwise leaves a partial one).
     pub exchange_tx_csum_off: bool,
@@ -139,13 +175,13 @@ impl LabConfig {
         }
         Ok(Self {
             name: name.to_owned(),
-            exchange_if: "ex0".into(),
-            trader_if: "tr0".into(),
-            exchange_ip: Ipv4Addr::new(198, 18, 0, 1),
-            trader_ip: Ipv4Addr::new(198, 18, 0, 2),
-            prefix_len: 30,
-            exchange_mac: [0x02, 0x00, 0xc6, 0x12, 0x00, 0x01],
-            trader_mac: [0x02, 0x00, 0xc6, 0x12, 0x00, 0x02],
+            exchange_if: lab::EXCHANGE_IF.into(),
+            trader_if: lab::TRADER_IF.into(),
+            exchange_ip: lab::EXCHANGE_IP,
+            trader_ip: lab::TRADER_IP,
+            prefix_len: lab::PREFIX_LEN,
+            exchange_mac: lab::EXCHANGE_MAC,
+            trader_mac: lab::TRADER_MAC,
             exchange_tx_csum_off: true,
         })
     }
@@ -165,14 +201,6 @@ impl LabConfig {
     pub fn trader_ns(&self) -> String {
         format!("{}-tr", self.name)
     }
-}
-
-/// Formats a MAC address as `aa:bb:cc:dd:ee:ff`.
-pub fn mac_to_string(mac: &[u8; 6]) -> String {
-    mac.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
 }
 
 /// What [`Lab::up`] found before it built.
@@ -271,7 +299,7 @@ impl Lab {
             (&ex, &c.exchange_if, &c.exchange_mac, c.exchange_ip),
             (&tr, &c.trader_if, &c.trader_mac, c.trader_ip),
         ] {
-            ip(&["-n", ns, "link", "set", dev, "address", &mac_to_string(mac)])?;
+            ip(&["-n", ns, "link", "set", dev, "address", &mac.to_string()])?;
             ip(&[
                 "-n",
                 ns,
@@ -361,7 +389,7 @@ fn remove(config: &LabConfig) -> Result<(), Error> {
 
 /// True when both namespaces exist with the veth ends up and addressed as configured.
 fn is_intact(c: &LabConfig) -> bool {
-    let check = |ns: &str, dev: &str, mac: &[u8; 6], addr: Ipv4Addr| {
+    let check = |ns: &str, dev: &str, mac: &Mac, addr: Ipv4Addr| {
         let out = Command::new("ip")
             .args(["-n", ns, "-o", "addr", "show", "dev", dev])
             .output();
@@ -373,7 +401,7 @@ fn is_intact(c: &LabConfig) -> bool {
                 let out = String::from_utf8_lossy(&out.stdout);
                 let link = String::from_utf8_lossy(&link.stdout);
                 out.contains(&format!("{addr}/{}", c.prefix_len))
-                    && link.contains(&mac_to_string(mac))
+                    && link.contains(&mac.to_string())
                     && link.contains("state UP")
             }
             _ => false,
@@ -397,9 +425,7 @@ pub fn exchange_resolved_trader(config: &LabConfig) -> bool {
         .args(["-n", &config.exchange_ns(), "neigh", "show"])
         .arg(config.trader_ip.to_string())
         .output()
-        .is_ok_and(|o| {
-            String::from_utf8_lossy(&o.stdout).contains(&mac_to_string(&config.trader_mac))
-        })
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains(&config.trader_mac.to_string()))
 }
 
 /// The pids of processes running inside the lab's namespaces (`ip netns pids`).
@@ -589,8 +615,8 @@ mod tests {
                 "{ip}"
             );
         }
-        assert_eq!(mac_to_string(&c.trader_mac), "02:00:c6:12:00:02");
+        assert_eq!(c.trader_mac.to_string(), "02:00:c6:12:00:02");
         // Locally administered, unicast.
-        assert_eq!(c.exchange_mac[0] & 0x03, 0x02);
+        assert_eq!(c.exchange_mac.0[0] & 0x03, 0x02);
     }
 }

@@ -45,7 +45,7 @@ impl ExchangeIo {
             .context("making the exchange socket non-blocking")?;
         {
             use std::os::fd::AsRawFd as _;
-            crate::sys::set_rcvbuf(sock.as_raw_fd(), 16 << 20)?;
+            crate::sockopt::set_rcvbuf(sock.as_raw_fd(), 16 << 20)?;
         }
         sock.connect(target)
             .with_context(|| format!("no route to {target}"))?;
@@ -58,7 +58,7 @@ impl ExchangeIo {
         iface: &str,
         bind: SocketAddrV4,
         target: SocketAddrV4,
-        target_mac: [u8; 6],
+        target_mac: netns::Mac,
         mode: XdpMode,
     ) -> anyhow::Result<ExchangeIo> {
         let mut prog = XdpProgram::attach(iface, bind.port(), mode, Action::Redirect)
@@ -72,10 +72,10 @@ impl ExchangeIo {
         };
         let xsk = Xsk::new(iface, 0, config)?;
         prog.register_socket(0, xsk.raw_fd())?;
-        let our_mac = crate::sys::read_mac(iface)?;
+        let our_mac = crate::host::read_mac(iface)?.octets();
         let builder = FrameBuilder::new(
             frame::endpoint(our_mac, *bind.ip(), bind.port()),
-            frame::endpoint(target_mac, *target.ip(), target.port()),
+            frame::endpoint(target_mac.octets(), *target.ip(), target.port()),
         );
         Ok(ExchangeIo::Xsk(Box::new(XskIo {
             xsk,

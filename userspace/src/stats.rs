@@ -3,7 +3,7 @@ use std::{fmt::Write as _, path::Path};
 
 use anyhow::Context as _;
 use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
+pub use results::Summary;
 
 /// A histogram of nanoseconds from 1 ns to 100 s at 3 significant digits. Recording never
 /// allocates; values beyond the range are clamped to it and counted in `saturated`.
@@ -130,23 +130,6 @@ impl Latency {
         std::fs::write(path, self.hgrm())
             .with_context(|| format!("failed to write {}", path.display()))
     }
-}
-
-/// Percentiles of one histogram, in microseconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[allow(missing_docs)]
-pub struct Summary {
-    pub count: u64,
-    pub min_us: f64,
-    pub p50_us: f64,
-    pub p90_us: f64,
-    pub p99_us: f64,
-    pub p999_us: f64,
-    pub p9999_us: f64,
-    pub max_us: f64,
-    pub mean_us: f64,
-    /// Values above the histogram's range (clamped).
-    pub saturated: u64,
 }
 
 #[cfg(test)]

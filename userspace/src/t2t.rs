@@ -5,7 +5,6 @@
 //! order's bytes leave; everything in between is this code. Nothing here allocates, logs or
 //! makes a system call: the caller passes the clock readings in.
 use engine::{Params, Side as EngineSide, Strategy};
-use serde::{Deserialize, Serialize};
 use wire::{
     itch::{self, Message, Price4, Side, Stock},
     moldudp64,
@@ -21,53 +20,7 @@ pub const LOT: u32 = 100;
 /// duplicate from a late arrival (a power of two).
 const SEEN_WINDOW: u64 = 1 << 16;
 
-/// What the core counted. Every packet and message lands in exactly one bucket.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Counters {
-    /// MoldUDP64 packets taken.
-    pub packets: u64,
-    /// Packets whose MoldUDP64 header was unreadable (shorter than 20 bytes).
-    pub malformed_packets: u64,
-    /// Packets of another session than the first one seen.
-    pub wrong_session: u64,
-    /// Heartbeats.
-    pub heartbeats: u64,
-    /// ITCH messages taken in sequence.
-    pub messages: u64,
-    /// Trade messages handed to the strategy.
-    pub ticks: u64,
-    /// Trade messages for another stock.
-    pub other_stock: u64,
-    /// Valid ITCH messages of other types.
-    pub other_messages: u64,
-    /// Message blocks that were not valid ITCH (unknown type, wrong length, empty block); each
-    /// still consumes its sequence number (the framing around it was sound, so it is a message
-    /// that arrived, just not one we can read).
-    pub malformed_messages: u64,
-    /// Packets whose block framing contradicts their header (a block length running past the
-    /// end, fewer or more blocks than the message count, a cut length prefix). Such a packet is
-    /// not trusted at all: none of its messages is processed and none of its sequence numbers
-    /// is consumed, so a lying header can't swallow the sequence numbers of real ticks; if the
-    /// messages it claimed were real, the next sound packet shows them as a gap.
-    pub malformed_framing: u64,
-    /// Sequence numbers skipped over when a later one arrived first (a gap), or that the
-    /// end-of-session packet's sequence number shows were never received. Those that arrive
-    /// later still are also counted in `late_messages`, so `gap_messages - late_messages` is
-    /// the number of messages that never arrived.
-    pub gap_messages: u64,
-    /// Messages that arrived after a later one had been processed: counted, not traded
-    /// (the strategy has moved past them).
-    pub late_messages: u64,
-    /// Messages seen before: dropped, never traded twice.
-    pub duplicate_messages: u64,
-    /// Orders sent.
-    pub orders: u64,
-    /// Orders that could not be sent (no TX frame, socket error).
-    pub orders_failed: u64,
-    /// TX flushes (AF_XDP `sendto` kicks) that failed: the orders of that turn may not have
-    /// left.
-    pub tx_flush_failed: u64,
-}
+pub use results::TraderCounters as Counters;
 
 /// What a packet meant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,47 +12,12 @@ use xdp_common::{
 /// missing at build time.
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/xdp-ebpf"));
 
-/// Where XDP runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum XdpMode {
-    /// In the driver (veth supports it): the fast path.
-    #[default]
-    Native,
-    /// Generic XDP, after the kernel has built an skb: works on any interface, slower.
-    Skb,
-}
+pub use results::XdpMode;
 
-impl XdpMode {
-    fn to_aya(self) -> AyaXdpMode {
-        match self {
-            XdpMode::Native => AyaXdpMode::Driver,
-            XdpMode::Skb => AyaXdpMode::Skb,
-        }
-    }
-
-    /// `native` or `skb`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            XdpMode::Native => "native",
-            XdpMode::Skb => "skb",
-        }
-    }
-}
-
-impl std::str::FromStr for XdpMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "native" | "driver" | "drv" => Ok(XdpMode::Native),
-            "skb" | "generic" => Ok(XdpMode::Skb),
-            _ => Err(format!("unknown XDP mode {s:?}: use native or skb")),
-        }
-    }
-}
-
-impl std::fmt::Display for XdpMode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+fn to_aya(mode: XdpMode) -> AyaXdpMode {
+    match mode {
+        XdpMode::Native => AyaXdpMode::Driver,
+        XdpMode::Skb => AyaXdpMode::Skb,
     }
 }
 
@@ -153,7 +118,7 @@ impl XdpProgram {
             hint: "",
         })?;
         let link = prog
-            .attach(iface, mode.to_aya())
+            .attach(iface, to_aya(mode))
             .map_err(|source| XdpError::Program {
                 what: format!("failed to attach XDP to {iface} in {mode} mode"),
                 hint: match (&source, mode) {

@@ -204,8 +204,8 @@ fn frames_sent_through_the_tx_ring_arrive_intact() {
             // No XDP program is needed to transmit; AF_XDP TX works on its own.
             let mut xsk = Xsk::new(&c.trader_if, 0, XskConfig::default()).expect("xsk");
             let mut b = FrameBuilder::new(
-                frame::endpoint(c.trader_mac, c.trader_ip, 26501),
-                frame::endpoint(c.exchange_mac, c.exchange_ip, 26500),
+                frame::endpoint(c.trader_mac.octets(), c.trader_ip, 26501),
+                frame::endpoint(c.exchange_mac.octets(), c.exchange_ip, 26500),
             );
             for seq in 0..N {
                 let p = payload(seq);

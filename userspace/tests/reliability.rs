@@ -308,7 +308,7 @@ fn malformed_mix(path: &str) {
     std::thread::sleep(Duration::from_millis(100));
     let inject = in_ns(&c.exchange_ns(), env!("CARGO_BIN_EXE_inject"))
         .args(["frames", "--iface", &c.exchange_if])
-        .args(["--dst-mac", &netns::mac_to_string(&c.trader_mac)])
+        .args(["--dst-mac", &c.trader_mac.to_string()])
         .args(["--src-ip", &c.exchange_ip.to_string()])
         .args(["--dst-ip", &c.trader_ip.to_string()])
         .args(["--sink-port", &SINK_PORT.to_string()])

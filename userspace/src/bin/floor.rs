@@ -15,7 +15,7 @@ use std::{
 
 use anyhow::Context as _;
 use clap::Parser;
-use userspace::{stats::Latency, sys};
+use userspace::{cli, clock, process, stats::Latency};
 
 /// Measures the inter-core round trip through shared memory.
 #[derive(Debug, Parser)]
@@ -60,7 +60,7 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
 struct Line(AtomicU64);
 
 fn main() -> std::process::ExitCode {
-    sys::run_main(real_main)
+    cli::run_main(real_main)
 }
 
 fn real_main() -> anyhow::Result<()> {
@@ -81,7 +81,7 @@ fn real_main() -> anyhow::Result<()> {
     let other = {
         let line = Arc::clone(&line);
         std::thread::spawn(move || -> anyhow::Result<()> {
-            let pin = sys::pin_to_cpu(pong);
+            let pin = process::pin_to_cpu(pong);
             let ok = pin.is_ok();
             let _ = pinned_tx.send(ok);
             pin?;
@@ -111,7 +111,7 @@ fn real_main() -> anyhow::Result<()> {
             .unwrap_or_else(|| anyhow::anyhow!("the pong thread ended before it started")))
         .context("the pong thread (second of --cpus)");
     }
-    if let Err(e) = sys::pin_to_cpu(ping) {
+    if let Err(e) = process::pin_to_cpu(ping) {
         line.0.store(DONE, Ordering::Release);
         let _ = other.join();
         return Err(e).context("the ping thread (first of --cpus)");
@@ -123,16 +123,16 @@ fn real_main() -> anyhow::Result<()> {
         None => (o.iterations, 0),
     };
     let warmup = if o.seconds.is_some() { 0 } else { limit / 10 };
-    let start = sys::now_ns();
+    let start = clock::now_ns();
     let end = o.seconds.map(|s| start + (s * 1e9) as u64);
     let mut i = 0;
     while i < limit {
-        let t0 = sys::now_ns();
+        let t0 = clock::now_ns();
         line.0.store(2 * i + 1, Ordering::Release);
         while line.0.load(Ordering::Acquire) != 2 * i + 2 {
             std::hint::spin_loop();
         }
-        let t1 = sys::now_ns();
+        let t1 = clock::now_ns();
         if i >= warmup && t0 >= start + warmup_ns {
             hist.record(t1 - t0);
         }
@@ -144,10 +144,10 @@ fn real_main() -> anyhow::Result<()> {
     line.0.store(DONE, Ordering::Release);
     other.join().expect("pong thread")?;
     let n = hist.summary().count;
-    let (kernel, cpu) = sys::machine();
+    let results::Machine { kernel, cpu, .. } = results::Machine::read();
     let json = serde_json::json!({
         "floor": "cpu", "cpus": [ping, pong], "iterations": n,
-        "seconds": (sys::now_ns() - start) as f64 / 1e9,
+        "seconds": (clock::now_ns() - start) as f64 / 1e9,
         "round_trip": hist.summary(), "kernel": kernel, "cpu": cpu,
         "note": "includes two CLOCK_MONOTONIC reads (~20 ns each)",
     });

@@ -129,7 +129,7 @@ struct RelayOptions {
 }
 
 fn main() -> std::process::ExitCode {
-    userspace::sys::run_main(real_main)
+    userspace::cli::run_main(real_main)
 }
 
 fn real_main() -> anyhow::Result<()> {

@@ -11,11 +11,13 @@ use anyhow::{Context as _, bail};
 use clap::Parser;
 use serde::Serialize;
 use userspace::{
+    cli,
+    clock::now_ns,
     exchange_io::ExchangeIo,
     feed::{Feed, Source},
     frame::{self, FrameBuilder},
+    host, process,
     stats::{Latency, Summary},
-    sys::{self, now_ns},
 };
 use wire::{
     itch::{Side, Stock},
@@ -126,8 +128,8 @@ struct Options {
     #[arg(long, default_value = "ex0")]
     iface: String,
     /// The trader's MAC (for --io xdp; the lab's fixed trader MAC by default).
-    #[arg(long, default_value = "02:00:c6:12:00:02", value_parser = parse_mac)]
-    target_mac: [u8; 6],
+    #[arg(long, default_value_t = netns::lab::TRADER_MAC)]
+    target_mac: netns::Mac,
     /// XDP mode on our interface (for --io xdp): `native` or `skb`.
     #[arg(long, default_value = "native")]
     xdp_mode: userspace::xdp::XdpMode,
@@ -179,34 +181,34 @@ struct Report {
     late_sends: u64,
     tick_to_trade: Summary,
     /// The replay's own context switches during the send loop: (voluntary, involuntary).
-    context_switches: (u64, u64),
-    /// Hypervisor steal per CPU during the send loop, ms, 10 ms resolution (`sys::steal_ms`).
+    context_switches: results::ContextSwitches,
+    /// Hypervisor steal per CPU during the send loop, ms, 10 ms resolution (`host::steal_ms`).
     steal_ms: Vec<u64>,
     /// Where the send loop's wall time went: ran, waited for the CPU, stolen.
-    thread_time: sys::ThreadTime,
+    thread_time: results::ThreadTime,
     parity: Parity,
     kernel: String,
     cpu: String,
 }
 
 fn main() -> std::process::ExitCode {
-    sys::run_main(real_main)
+    cli::run_main(real_main)
 }
 
 fn real_main() -> anyhow::Result<()> {
     let o = Options::parse();
-    let stop = sys::stop_flag()?;
+    let stop = process::stop_flag()?;
     for (what, path) in [
         ("--json-out", &o.json_out),
         ("--hgrm-out", &o.hgrm_out),
         ("--pcap-out", &o.pcap_out),
     ] {
         if let Some(p) = path {
-            sys::check_writable(what, p)?;
+            cli::check_writable(what, p)?;
         }
     }
     if let Some(cpu) = o.cpu {
-        sys::pin_to_cpu(cpu)?;
+        process::pin_to_cpu(cpu)?;
     }
     let stock = Stock::new(&o.stock).map_err(|e| anyhow::anyhow!("bad --stock: {e}"))?;
     let params = engine::Params::from_n(o.n)
@@ -339,9 +341,8 @@ fn real_main() -> anyhow::Result<()> {
             Rate::Max => "max rate".into(),
         }
     );
-    let csw0 = sys::context_switches();
-    let steal0 = sys::steal_ms();
-    let time0 = sys::ThreadTime::start();
+    let span = host::SpanAccounting::start();
+    let steal0 = host::steal_ms();
     let start = now_ns() + 2_000_000;
     let mut sent_packets = 0u64;
     let mut sent_messages = 0u64;
@@ -360,11 +361,11 @@ fn real_main() -> anyhow::Result<()> {
         };
         // Busy-wait to the scheduled time, taking orders meanwhile, until then or a stop.
         let mut now = now_ns();
-        while now < due && !sys::stopped(&stop) {
+        while now < due && !process::stopped(&stop) {
             poll_orders(&mut io, &mut hist, &mut counts, &mut fills, &sched);
             now = now_ns();
         }
-        if sys::stopped(&stop) {
+        if process::stopped(&stop) {
             break;
         }
         if now > due + 10_000 {
@@ -408,11 +409,10 @@ fn real_main() -> anyhow::Result<()> {
         }
     }
     let send_end = now_ns();
-    let csw1 = sys::context_switches();
-    let steal1 = sys::steal_ms();
+    let steal1 = host::steal_ms();
     // The send loop busy-waits between sends, so it should never sleep; if it did (a blocked
     // write to stderr), its sleep would pass for stolen time, and none is reported.
-    let thread_time = sys::ThreadTime::since(time0, csw1.0 == csw0.0);
+    let (context_switches, thread_time) = span.finish(true);
     // Stopped early (or our socket refused some): only ticks that went out can have orders.
     if sent_messages != feed.messages {
         expected.retain(|&(seq, _)| {
@@ -424,7 +424,7 @@ fn real_main() -> anyhow::Result<()> {
     // Drain: until every expected order is in, or nothing came for drain_ms.
     let mut last = now_ns();
     let mut seen = counts.received;
-    while counts.received < expected.len() as u64 && !sys::stopped(&stop) {
+    while counts.received < expected.len() as u64 && !process::stopped(&stop) {
         poll_orders(&mut io, &mut hist, &mut counts, &mut fills, &sched);
         let now = now_ns();
         if counts.received != seen {
@@ -540,7 +540,7 @@ fn real_main() -> anyhow::Result<()> {
         "same signals but different PnL (should not happen: report a bug)".into()
     };
     let elapsed = (send_end.saturating_sub(start)) as f64 / 1e9;
-    let (kernel, cpu) = sys::machine();
+    let results::Machine { kernel, cpu, .. } = results::Machine::read();
     let report = Report {
         label: o.label.clone(),
         exchange_io: o.io.clone(),
@@ -568,7 +568,7 @@ fn real_main() -> anyhow::Result<()> {
         send_dropped,
         late_sends,
         tick_to_trade: hist.summary(),
-        context_switches: (csw1.0 - csw0.0, csw1.1 - csw0.1),
+        context_switches,
         steal_ms: steal1
             .iter()
             .zip(steal0.iter().chain(std::iter::repeat(&0)))
@@ -616,18 +616,6 @@ fn parse_duration(s: &str) -> Result<f64, String> {
     }
 }
 
-fn parse_mac(s: &str) -> Result<[u8; 6], String> {
-    let parts: Vec<&str> = s.split(':').collect();
-    let mut mac = [0u8; 6];
-    if parts.len() != 6 {
-        return Err(format!("bad MAC {s:?}: use aa:bb:cc:dd:ee:ff"));
-    }
-    for (m, p) in mac.iter_mut().zip(parts) {
-        *m = u8::from_str_radix(p, 16).map_err(|_| format!("bad MAC {s:?}"))?;
-    }
-    Ok(mac)
-}
-
 #[derive(Debug, Default)]
 struct OrderCounts {
     received: u64,
@@ -651,8 +639,8 @@ fn write_pcap(
         wire::pcap::Writer::new(std::io::BufWriter::new(file), wire::pcap::Resolution::Nanos)?;
     // MACs are the lab's; the capture is a reconstruction of what the kernel sent.
     let mut b = FrameBuilder::new(
-        frame::endpoint([2, 0, 0xc6, 0x12, 0, 1], *from.ip(), from.port()),
-        frame::endpoint([2, 0, 0xc6, 0x12, 0, 2], *to.ip(), to.port()),
+        frame::endpoint(netns::lab::EXCHANGE_MAC.octets(), *from.ip(), from.port()),
+        frame::endpoint(netns::lab::TRADER_MAC.octets(), *to.ip(), to.port()),
     );
     let mut buf = vec![0u8; 2048];
     for (i, m) in feed.packets.iter().enumerate() {

@@ -11,9 +11,11 @@ use anyhow::{Context as _, bail};
 use clap::{Parser, ValueEnum};
 use serde::Serialize;
 use userspace::{
+    cli,
+    clock::now_ns,
     frame::{self, FrameBuilder, FrameError, parse_udp},
+    host, process, sockopt,
     stats::{Latency, Summary},
-    sys::{self, now_ns},
     t2t::{Counters, PacketOutcome, Trader},
     xdp::{Counters as XdpCounters, XdpMode, XdpProgram},
     xsk::{Xsk, XskConfig, XskStats},
@@ -181,9 +183,9 @@ struct Report {
     rss_end_kib: u64,
     /// Context switches from the first packet to the loop's end (from start-up if none came):
     /// (voluntary, involuntary = preemptions).
-    context_switches: (u64, u64),
+    context_switches: results::ContextSwitches,
     /// Where the same span's wall time went: ran, waited for the CPU, stolen by the hypervisor.
-    thread_time: sys::ThreadTime,
+    thread_time: results::ThreadTime,
 }
 
 #[derive(Debug, Default, Clone, Copy, Serialize)]
@@ -254,22 +256,22 @@ impl Pending {
 }
 
 fn main() -> std::process::ExitCode {
-    sys::run_main(real_main)
+    cli::run_main(real_main)
 }
 
 fn real_main() -> anyhow::Result<()> {
     let o = Options::parse();
-    let stop = sys::stop_flag()?;
+    let stop = process::stop_flag()?;
     for (what, path) in [("--stats-out", &o.stats_out), ("--hgrm-out", &o.hgrm_out)] {
         if let Some(p) = path {
-            sys::check_writable(what, p)?;
+            cli::check_writable(what, p)?;
         }
     }
     if let Some(cpu) = o.cpu {
-        sys::pin_to_cpu(cpu)?;
+        process::pin_to_cpu(cpu)?;
     }
     if let Some(prio) = o.fifo {
-        sys::set_fifo(prio)?;
+        process::set_fifo(prio)?;
     }
     let params = engine::Params::from_n(o.n)
         .map_err(|e| anyhow::anyhow!("bad strategy length --n {}: {e}", o.n))?;
@@ -335,7 +337,7 @@ fn real_main() -> anyhow::Result<()> {
         xsk_stats: xsk_stats.map(XskStatsJson::from),
         end,
         rss_start_kib: RSS_AT_READY.load(std::sync::atomic::Ordering::Relaxed),
-        rss_end_kib: sys::rss_kib(),
+        rss_end_kib: host::rss_kib(),
         context_switches: accounting.0,
         thread_time: accounting.1,
     };
@@ -370,11 +372,11 @@ fn run_xdp(
     let mut xsk = Xsk::new(o.iface(), 0, config)?;
     prog.register_socket(0, xsk.raw_fd())?;
     if let Some(us) = o.busy_poll {
-        sys::set_busy_poll(xsk.raw_fd(), us, o.prefer_busy_poll, o.busy_poll_budget)?;
+        sockopt::set_busy_poll(xsk.raw_fd(), us, o.prefer_busy_poll, o.busy_poll_budget)?;
     }
-    let our_mac = sys::read_mac(o.iface())?;
+    let our_mac = host::read_mac(o.iface())?.octets();
     if o.mlock {
-        sys::lock_memory()?;
+        process::lock_memory()?;
     }
     ready(o);
     // Declared after the socket and the program, so it drops before them: their teardown
@@ -389,7 +391,7 @@ fn run_xdp(
     let mut last_data = Instant::now();
     let mut end = "stopped by signal";
     let mut eos = false;
-    while !sys::stopped(stop) {
+    while !process::stopped(stop) {
         if o.wait == Wait::Block {
             xsk.rx.wait(100).context("poll on the AF_XDP socket")?;
         }
@@ -477,7 +479,7 @@ fn run_reflect(
     let mut buf = [0u8; 2048];
     let mut last = (Instant::now(), prog.counters().ok());
     let end = loop {
-        if sys::stopped(stop) {
+        if process::stopped(stop) {
             break "stopped by signal";
         }
         if let Ok(n) = sock.recv(&mut buf)
@@ -514,13 +516,13 @@ fn run_udp(
     }
     {
         use std::os::fd::AsRawFd as _;
-        sys::set_rcvbuf(sock.as_raw_fd(), o.rcvbuf)?;
+        sockopt::set_rcvbuf(sock.as_raw_fd(), o.rcvbuf)?;
         if let Some(us) = o.busy_poll {
-            sys::set_busy_poll(sock.as_raw_fd(), us, o.prefer_busy_poll, o.busy_poll_budget)?;
+            sockopt::set_busy_poll(sock.as_raw_fd(), us, o.prefer_busy_poll, o.busy_poll_budget)?;
         }
     }
     if o.mlock {
-        sys::lock_memory()?;
+        process::lock_memory()?;
     }
     if o.recvmmsg > 1 && o.wait == Wait::Block {
         bail!("--recvmmsg needs --wait spin");
@@ -534,7 +536,7 @@ fn run_udp(
     let mut obuf = [0u8; wire::order::LEN];
     let mut last_data = Instant::now();
     loop {
-        if sys::stopped(stop) {
+        if process::stopped(stop) {
             return Ok("stopped by signal");
         }
         let (len, from) = match sock.recv_from(&mut buf) {
@@ -583,11 +585,11 @@ fn run_udp_mmsg(
 ) -> anyhow::Result<&'static str> {
     use std::os::fd::AsRawFd as _;
     let fd = sock.as_raw_fd();
-    let mut multi = sys::MultiRecv::new(o.recvmmsg);
+    let mut multi = sockopt::MultiRecv::new(o.recvmmsg);
     let mut obuf = [0u8; wire::order::LEN];
     let mut last_data = Instant::now();
     loop {
-        if sys::stopped(stop) {
+        if process::stopped(stop) {
             return Ok("stopped by signal");
         }
         let mut eos = false;
@@ -627,31 +629,20 @@ fn run_udp_mmsg(
 }
 
 static RSS_AT_READY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-static CSW_AT_START: std::sync::Mutex<(u64, u64)> = std::sync::Mutex::new((0, 0));
-static TIME_AT_START: std::sync::Mutex<Option<sys::ThreadTimeStart>> = std::sync::Mutex::new(None);
-
+static SPAN: std::sync::Mutex<Option<host::SpanAccounting>> = std::sync::Mutex::new(None);
 static FIRST_PACKET_SEEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 static AT_END: std::sync::Mutex<Option<Accounting>> = std::sync::Mutex::new(None);
 
-/// (voluntary, involuntary) context switches and thread time since the accounting started.
-type Accounting = ((u64, u64), sys::ThreadTime);
+type Accounting = (results::ContextSwitches, results::ThreadTime);
 
-/// The accounting from its start to now. `spinning`: the loop was meant not to sleep; stolen
-/// time is reported only if it indeed never did (no voluntary switch).
 fn measure_accounting(spinning: bool) -> Accounting {
-    let (v0, i0) = CSW_AT_START.lock().map(|c| *c).unwrap_or_default();
-    let (v1, i1) = sys::context_switches();
-    let switches = (v1.saturating_sub(v0), i1.saturating_sub(i0));
-    let time = TIME_AT_START
-        .lock()
+    SPAN.lock()
         .ok()
-        .and_then(|t| *t)
-        .map(|t| sys::ThreadTime::since(t, spinning && switches.0 == 0))
-        .unwrap_or_default();
-    (switches, time)
+        .and_then(|s| *s)
+        .map(|s| s.finish(spinning))
+        .unwrap_or_default()
 }
 
-/// Closes the accounting when the loop's function returns, whichever way it does.
 struct EndOfLoop(bool);
 
 impl Drop for EndOfLoop {
@@ -663,22 +654,14 @@ impl Drop for EndOfLoop {
     }
 }
 
-/// Starts (or restarts) the accounting of context switches and thread time.
 fn start_accounting() {
-    if let Ok(mut c) = CSW_AT_START.lock() {
-        *c = sys::context_switches();
-    }
-    if let Ok(mut t) = TIME_AT_START.lock() {
-        *t = Some(sys::ThreadTime::start());
+    if let Ok(mut s) = SPAN.lock() {
+        *s = Some(host::SpanAccounting::start());
     }
 }
 
-/// Called after each batch that had data: the first one restarts the accounting, so the
-/// report covers the feed (first packet to end of session), as the replay's covers its sends,
-/// not the wait before it.
 #[inline]
 fn data_seen() {
-    // A plain load on the hot path; the store happens once.
     if !FIRST_PACKET_SEEN.load(std::sync::atomic::Ordering::Relaxed) {
         FIRST_PACKET_SEEN.store(true, std::sync::atomic::Ordering::Relaxed);
         start_accounting();
@@ -686,7 +669,7 @@ fn data_seen() {
 }
 
 fn ready(o: &Options) {
-    RSS_AT_READY.store(sys::rss_kib(), std::sync::atomic::Ordering::Relaxed);
+    RSS_AT_READY.store(host::rss_kib(), std::sync::atomic::Ordering::Relaxed);
     start_accounting();
     if o.ready {
         println!("ready");

@@ -1,0 +1,202 @@
+//! What the `replay` binary (the exchange side) reports (`--json-out`).
+use serde::{Deserialize, Serialize};
+
+use crate::{ContextSwitches, ExchangeIo, Expect, Machine, Summary, ThreadTime};
+
+/// One replay run: what was sent, what came back, tick-to-trade, parity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplayReport {
+    /// The run's label (the trader's path, in the bench).
+    pub label: String,
+    /// The exchange side's I/O.
+    pub exchange_io: ExchangeIo,
+    /// What the trader was expected to answer.
+    pub expect: Expect,
+    /// The market-data source, as given.
+    pub source: String,
+    /// Offered rate, messages/s (`None`: `--rate max`, closed loop).
+    pub rate_per_s: Option<f64>,
+    /// Messages sent per second of the send loop.
+    pub achieved_rate_per_s: f64,
+    /// How long the send loop ran.
+    pub send_seconds: f64,
+    /// ITCH messages per MoldUDP64 packet.
+    pub batch: u16,
+    /// Messages that went out.
+    pub sent_messages: u64,
+    /// Packets that went out.
+    pub sent_packets: u64,
+    /// Trade messages in the feed.
+    pub ticks: u64,
+    /// Orders taken (one per tick at most).
+    pub orders_received: u64,
+    /// Orders naming a tick that was never sent.
+    pub orders_unknown_tick: u64,
+    /// A second order for the same tick.
+    pub orders_duplicate: u64,
+    /// Bytes that are not an order.
+    pub orders_malformed: u64,
+    /// Orders whose price is not their tick's.
+    pub orders_price_mismatch: u64,
+    /// Orders whose REVERSE flag disagrees with the book (a position was or wasn't open).
+    pub orders_reverse_mismatch: u64,
+    /// Messages our own socket refused (buffer full): not sent, not counted as sent.
+    pub send_dropped: u64,
+    /// Packets the scheduler sent more than 10 µs late (the sender itself fell behind).
+    pub late_sends: u64,
+    /// From each tick's scheduled send time to its order's arrival.
+    pub tick_to_trade: Summary,
+    /// The replay's own context switches during the send loop.
+    pub context_switches: ContextSwitches,
+    /// Hypervisor steal per CPU during the send loop, ms, 10 ms resolution (`/proc/stat`).
+    pub steal_ms: Vec<u64>,
+    /// Where the send loop's wall time went: ran, waited for the CPU, stolen.
+    pub thread_time: ThreadTime,
+    /// Live orders against the batch backtest.
+    pub parity: Parity,
+    /// Where it ran.
+    pub machine: Machine,
+}
+
+/// Live trading against the batch backtest on the same quantised ticks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Parity {
+    /// The verdict, with what it rests on.
+    pub verdict: ParityVerdict,
+    /// PnL of the fills the exchange booked.
+    pub live_pnl: f64,
+    /// Round trips the exchange booked.
+    pub live_trades: u64,
+    /// PnL of the batch backtest.
+    pub batch_pnl: f64,
+    /// Round trips of the batch backtest.
+    pub batch_trades: u64,
+    /// Orders the strategy should have sent for the ticks that went out.
+    pub expected_orders: u64,
+    /// The verdict in words (written for people reading the JSON; readers use `verdict`).
+    pub explanation: String,
+}
+
+impl Parity {
+    /// Live trading equals the backtest.
+    pub fn ok(&self) -> bool {
+        self.verdict == ParityVerdict::Ok
+    }
+}
+
+/// What the parity check concluded. Checked in this order: the first that applies is the
+/// verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ParityVerdict {
+    /// Live orders equal the batch backtest: same orders, same trades, same PnL, bit for bit.
+    Ok,
+    /// The trader answers every tick (the reflector): no strategy, nothing to compare.
+    NotApplicable {
+        /// Ticks answered.
+        answered: u64,
+        /// Ticks in the feed.
+        ticks: u64,
+    },
+    /// Orders that disagree with their ticks.
+    OrderFaults {
+        /// Wrong price.
+        price_mismatch: u64,
+        /// Wrong REVERSE flag.
+        reverse_mismatch: u64,
+        /// Not an order.
+        malformed: u64,
+        /// For a tick that was never sent.
+        unknown_tick: u64,
+    },
+    /// Not every tick went out: the run stopped early, or our own socket refused some.
+    NotAllSent {
+        /// Messages sent.
+        sent_messages: u64,
+        /// Messages in the feed.
+        feed_messages: u64,
+        /// Refused by our own socket.
+        send_dropped: u64,
+    },
+    /// Live orders and the backtest's signals differ from this tick on (lost ticks or lost
+    /// orders change the strategy's path).
+    Diverged {
+        /// Sequence number of the first tick where they differ.
+        first_divergence: u64,
+        /// Expected orders that never came.
+        missing_orders: u64,
+    },
+    /// The same signals but a different PnL: a bug.
+    PnlDiffers,
+}
+
+impl std::fmt::Display for ParityVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            ParityVerdict::Ok => write!(
+                f,
+                "live orders equal the batch backtest: same trades, same PnL (bit for bit)"
+            ),
+            ParityVerdict::NotApplicable { answered, ticks } => write!(
+                f,
+                "reflector: {answered} of {ticks} ticks answered; no strategy, so no parity \
+                 to check"
+            ),
+            ParityVerdict::OrderFaults {
+                price_mismatch,
+                reverse_mismatch,
+                malformed,
+                unknown_tick,
+            } => write!(
+                f,
+                "orders disagree with the ticks: {price_mismatch} wrong prices, \
+                 {reverse_mismatch} wrong reverse flags, {malformed} malformed, {unknown_tick} \
+                 for unknown ticks"
+            ),
+            ParityVerdict::NotAllSent {
+                sent_messages,
+                feed_messages,
+                send_dropped,
+            } => write!(
+                f,
+                "not every tick went out: {sent_messages} of {feed_messages} messages sent \
+                 (stopped early, or {send_dropped} refused by our own socket)"
+            ),
+            ParityVerdict::Diverged {
+                first_divergence,
+                missing_orders,
+            } => write!(
+                f,
+                "live and batch diverge at tick seq {first_divergence}: {missing_orders} \
+                 expected orders missing (lost ticks or lost orders change the strategy's path \
+                 from there on)"
+            ),
+            ParityVerdict::PnlDiffers => write!(
+                f,
+                "same signals but different PnL (should not happen: report a bug)"
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_serialize_tagged_and_round_trip() {
+        let v = ParityVerdict::Diverged {
+            first_divergence: 42,
+            missing_orders: 3,
+        };
+        let json = serde_json::to_string(&v).unwrap();
+        assert_eq!(
+            json,
+            r#"{"kind":"diverged","first_divergence":42,"missing_orders":3}"#
+        );
+        assert_eq!(serde_json::from_str::<ParityVerdict>(&json).unwrap(), v);
+        let ok = serde_json::to_string(&ParityVerdict::Ok).unwrap();
+        assert_eq!(ok, r#"{"kind":"ok"}"#);
+        assert!(v.to_string().contains("seq 42"));
+    }
+}

@@ -1,0 +1,178 @@
+//! What the `trader` binary reports (`--stats-out`).
+use serde::{Deserialize, Serialize};
+
+use crate::{ContextSwitches, EndReason, Summary, ThreadTime, TraderPath, Wait, XdpMode};
+
+/// One trader run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraderReport {
+    /// The design-choice knobs this run used.
+    pub knobs: Knobs,
+    /// The I/O path.
+    pub path: TraderPath,
+    /// Spin or block.
+    pub wait: Wait,
+    /// Where the XDP program ran (`None` on the UDP path).
+    pub xdp_mode: Option<XdpMode>,
+    /// Strategy length.
+    pub n: i64,
+    /// What the tick-to-trade core counted.
+    pub counters: TraderCounters,
+    /// Frames on the AF_XDP socket that were not the feed, by reason.
+    pub frames_not_ours: FrameCounts,
+    /// From the frame's arrival in userspace to its order's TX submission (kick done).
+    pub rx_to_tx: Summary,
+    /// `on_tick` alone: price in, decision out.
+    pub engine: Summary,
+    /// The XDP program's counters, summed over CPUs (XDP and reflect paths).
+    pub xdp_counters: Option<XdpCounters>,
+    /// The AF_XDP socket's own statistics (XDP path).
+    pub xsk_stats: Option<XskStats>,
+    /// Why the loop ended.
+    pub end: EndReason,
+    /// Resident memory when the loop started (KiB).
+    pub rss_start_kib: u64,
+    /// Resident memory when it ended (KiB): flat on a soak.
+    pub rss_end_kib: u64,
+    /// Context switches from the first packet to the loop's end (from start-up if none came).
+    pub context_switches: ContextSwitches,
+    /// Where the same span's wall time went: ran, waited for the CPU, stolen by the hypervisor.
+    pub thread_time: ThreadTime,
+}
+
+/// The design-choice knobs of a trader run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Knobs {
+    /// Pinned to this CPU.
+    pub cpu: Option<usize>,
+    /// SCHED_FIFO priority.
+    pub fifo: Option<i32>,
+    /// mlockall().
+    pub mlock: bool,
+    /// SO_BUSY_POLL, µs.
+    pub busy_poll_us: Option<i32>,
+    /// SO_PREFER_BUSY_POLL.
+    pub prefer_busy_poll: bool,
+    /// SO_BUSY_POLL_BUDGET.
+    pub busy_poll_budget: Option<i32>,
+    /// UMEM on 2 MiB huge pages.
+    pub huge_pages: bool,
+    /// Frames taken from the RX ring per turn.
+    pub rx_batch: usize,
+    /// XDP_USE_NEED_WAKEUP.
+    pub need_wakeup: bool,
+    /// Datagrams per recvmmsg call (1: recvfrom).
+    pub recvmmsg: usize,
+    /// UDP receive buffer, bytes.
+    pub rcvbuf: i32,
+}
+
+/// What the tick-to-trade core counted. Every packet and message lands in exactly one bucket.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraderCounters {
+    /// MoldUDP64 packets taken.
+    pub packets: u64,
+    /// Packets whose MoldUDP64 header was unreadable (shorter than 20 bytes).
+    pub malformed_packets: u64,
+    /// Packets of another session than the first one seen.
+    pub wrong_session: u64,
+    /// Heartbeats.
+    pub heartbeats: u64,
+    /// ITCH messages taken in sequence.
+    pub messages: u64,
+    /// Trade messages handed to the strategy.
+    pub ticks: u64,
+    /// Trade messages for another stock.
+    pub other_stock: u64,
+    /// Valid ITCH messages of other types.
+    pub other_messages: u64,
+    /// Message blocks that were not valid ITCH (unknown type, wrong length, empty block); each
+    /// still consumes its sequence number (the framing around it was sound, so it is a message
+    /// that arrived, just not one we can read).
+    pub malformed_messages: u64,
+    /// Packets whose block framing contradicts their header (a block length running past the
+    /// end, fewer or more blocks than the message count, a cut length prefix). Such a packet is
+    /// not trusted at all: none of its messages is processed and none of its sequence numbers
+    /// is consumed, so a lying header can't swallow the sequence numbers of real ticks; if the
+    /// messages it claimed were real, the next sound packet shows them as a gap.
+    pub malformed_framing: u64,
+    /// Sequence numbers skipped over when a later one arrived first (a gap), or that the
+    /// end-of-session packet's sequence number shows were never received. Those that arrive
+    /// later still are also counted in `late_messages`, so `gap_messages - late_messages` is
+    /// the number of messages that never arrived.
+    pub gap_messages: u64,
+    /// Messages that arrived after a later one had been processed: counted, not traded
+    /// (the strategy has moved past them).
+    pub late_messages: u64,
+    /// Messages seen before: dropped, never traded twice.
+    pub duplicate_messages: u64,
+    /// Orders sent.
+    pub orders: u64,
+    /// Orders that could not be sent (no TX frame, socket error, an order that doesn't encode).
+    pub orders_failed: u64,
+    /// TX flushes (AF_XDP `sendto` kicks) that failed: the orders of that turn may not have
+    /// left.
+    pub tx_flush_failed: u64,
+}
+
+/// Frames that reached the trader's AF_XDP socket but are not the feed, by reason (the XDP
+/// program should have passed them; a different program or a race can still redirect them).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FrameCounts {
+    /// Too short for the headers they claim, or impossible header fields.
+    pub malformed: u64,
+    /// Not IPv4.
+    pub not_ipv4: u64,
+    /// IPv4 fragments.
+    pub fragment: u64,
+    /// Not UDP.
+    pub not_udp: u64,
+    /// UDP to another port.
+    pub other_port: u64,
+}
+
+/// The XDP program's per-CPU counters, summed: one field per `xdp_common::Counter`, named as
+/// its `name()` (the conversion in `userspace::xdp` matches every counter, so a new one can't be
+/// forgotten here).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct XdpCounters {
+    pub redirected: u64,
+    pub redirect_failed: u64,
+    pub passed_market_data: u64,
+    pub passed_not_ipv4: u64,
+    pub passed_not_udp: u64,
+    pub passed_other_port: u64,
+    pub passed_fragment: u64,
+    pub passed_ip_options: u64,
+    pub malformed: u64,
+    pub reflected: u64,
+    pub reflect_failed: u64,
+}
+
+impl XdpCounters {
+    /// Every frame the program sent to the kernel.
+    pub fn passed(&self) -> u64 {
+        self.passed_market_data
+            + self.passed_not_ipv4
+            + self.passed_not_udp
+            + self.passed_other_port
+            + self.passed_fragment
+            + self.passed_ip_options
+            + self.malformed
+            + self.reflect_failed
+    }
+}
+
+/// The AF_XDP socket's statistics (`XDP_STATISTICS`, the kernel's `struct xdp_statistics`
+/// field for field), and the frames the wrapper kept back.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct XskStats {
+    pub rx_dropped: u64,
+    pub rx_invalid_descs: u64,
+    pub rx_ring_full: u64,
+    pub rx_fill_ring_empty: u64,
+    pub tx_invalid_descs: u64,
+    pub tx_ring_empty: u64,
+    /// Frames held back because the fill ring had no room (given back later).
+    pub rx_fill_deferred: u64,
+}

@@ -1,0 +1,151 @@
+//! Socket calls that std and nix have no safe form for: busy-poll options, a forced receive
+//! buffer, `recvmmsg`.
+use anyhow::Context as _;
+
+/// Busy polling on a socket (UDP or AF_XDP): `SO_BUSY_POLL` for `usecs`, optionally
+/// `SO_PREFER_BUSY_POLL` (the kernel defers the device's interrupts to our polling) and
+/// `SO_BUSY_POLL_BUDGET` packets per poll.
+pub fn set_busy_poll(
+    fd: std::os::fd::RawFd,
+    usecs: i32,
+    prefer: bool,
+    budget: Option<i32>,
+) -> anyhow::Result<()> {
+    /// linux/asm-generic/socket.h; not in every libc crate version.
+    const SO_PREFER_BUSY_POLL: libc::c_int = 69;
+    const SO_BUSY_POLL_BUDGET: libc::c_int = 70;
+    let set = |opt: libc::c_int, val: libc::c_int, name: &str| -> anyhow::Result<()> {
+        // SAFETY: `val` is a live c_int and its exact size is passed; the kernel only reads it.
+        let rc = unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                opt,
+                (&val as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error())
+                .with_context(|| format!("setsockopt({name}, {val})"));
+        }
+        Ok(())
+    };
+    set(libc::SO_BUSY_POLL, usecs, "SO_BUSY_POLL")?;
+    if prefer {
+        set(SO_PREFER_BUSY_POLL, 1, "SO_PREFER_BUSY_POLL")?;
+    }
+    if let Some(b) = budget {
+        set(SO_BUSY_POLL_BUDGET, b, "SO_BUSY_POLL_BUDGET")?;
+    }
+    Ok(())
+}
+
+/// Batched receive: up to `bufs.len()` datagrams in one `recvmmsg` call, non-blocking. Each
+/// received datagram's length and source go to `out`; returns how many arrived.
+pub struct MultiRecv {
+    bufs: Vec<[u8; 2048]>,
+    iovs: Vec<libc::iovec>,
+    addrs: Vec<libc::sockaddr_in>,
+    hdrs: Vec<libc::mmsghdr>,
+}
+
+// SAFETY: the raw pointers inside point into the struct's own heap buffers, which move with it.
+unsafe impl Send for MultiRecv {}
+
+impl std::fmt::Debug for MultiRecv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MultiRecv({})", self.bufs.len())
+    }
+}
+
+impl MultiRecv {
+    /// Room for `n` datagrams per call.
+    pub fn new(n: usize) -> Self {
+        let n = n.max(1);
+        let mut m = MultiRecv {
+            bufs: vec![[0u8; 2048]; n],
+            iovs: Vec::with_capacity(n),
+            addrs: vec![
+                // SAFETY: sockaddr_in is plain old data; all-zero is a valid value.
+                unsafe { std::mem::zeroed() };
+                n
+            ],
+            hdrs: Vec::with_capacity(n),
+        };
+        for i in 0..n {
+            m.iovs.push(libc::iovec {
+                iov_base: m.bufs[i].as_mut_ptr().cast(),
+                iov_len: 2048,
+            });
+        }
+        for i in 0..n {
+            // SAFETY: mmsghdr is plain old data; all-zero is a valid value, filled in below.
+            let mut h: libc::mmsghdr = unsafe { std::mem::zeroed() };
+            h.msg_hdr.msg_iov = &mut m.iovs[i];
+            h.msg_hdr.msg_iovlen = 1;
+            h.msg_hdr.msg_name = (&mut m.addrs[i] as *mut libc::sockaddr_in).cast();
+            h.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as u32;
+            m.hdrs.push(h);
+        }
+        m
+    }
+
+    /// One non-blocking `recvmmsg`; calls `f(payload, source)` for each datagram.
+    #[inline]
+    pub fn recv(
+        &mut self,
+        fd: std::os::fd::RawFd,
+        mut f: impl FnMut(&[u8], std::net::SocketAddrV4),
+    ) -> std::io::Result<usize> {
+        for h in &mut self.hdrs {
+            h.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as u32;
+        }
+        // SAFETY: every header points at this struct's own live iovecs, buffers and address
+        // slots, sized as declared; the kernel writes at most that much.
+        let n = unsafe {
+            libc::recvmmsg(
+                fd,
+                self.hdrs.as_mut_ptr(),
+                self.hdrs.len() as u32,
+                libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
+            )
+        };
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let n = n as usize;
+        for i in 0..n {
+            let len = (self.hdrs[i].msg_len as usize).min(2048);
+            let a = &self.addrs[i];
+            let src = std::net::SocketAddrV4::new(
+                std::net::Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr)),
+                u16::from_be(a.sin_port),
+            );
+            f(&self.bufs[i][..len], src);
+        }
+        Ok(n)
+    }
+}
+
+/// Sets a socket's receive buffer to `bytes`, past `net.core.rmem_max` (SO_RCVBUFFORCE needs
+/// CAP_NET_ADMIN; falls back to SO_RCVBUF, which the kernel caps at rmem_max).
+pub fn set_rcvbuf(fd: std::os::fd::RawFd, bytes: i32) -> anyhow::Result<()> {
+    for opt in [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF] {
+        // SAFETY: `bytes` is a live c_int and its exact size is passed; the kernel only reads it.
+        let rc = unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                opt,
+                (&bytes as *const i32).cast(),
+                std::mem::size_of::<i32>() as libc::socklen_t,
+            )
+        };
+        if rc == 0 {
+            return Ok(());
+        }
+    }
+    Err(std::io::Error::last_os_error()).context("setsockopt(SO_RCVBUF)")
+}
