@@ -11,5 +11,6 @@ pub mod process;
 pub mod sockopt;
 pub mod stats;
 pub mod t2t;
+pub mod trading;
 pub mod xdp;
 pub mod xsk;

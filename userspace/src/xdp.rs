@@ -64,8 +64,6 @@ pub enum XdpError {
 pub struct XdpProgram {
     ebpf: Ebpf,
     _link: XdpLinkId,
-    iface: String,
-    mode: XdpMode,
 }
 
 /// The OS error number at the bottom of an error's chain, if there is one.
@@ -134,12 +132,7 @@ impl XdpProgram {
                 },
                 source,
             })?;
-        Ok(XdpProgram {
-            ebpf,
-            _link: link,
-            iface: iface.to_owned(),
-            mode,
-        })
+        Ok(XdpProgram { ebpf, _link: link })
     }
 
     /// Puts an AF_XDP socket into the XSKMAP slot of `queue`.
@@ -186,16 +179,6 @@ impl XdpProgram {
         }
         Ok(out)
     }
-
-    /// The interface it is attached to.
-    pub fn iface(&self) -> &str {
-        &self.iface
-    }
-
-    /// The mode it is attached in.
-    pub fn mode(&self) -> XdpMode {
-        self.mode
-    }
 }
 
 /// A raw fd lent to aya for one call.
@@ -217,22 +200,26 @@ impl Counters {
         self.0[c.index() as usize]
     }
 
-    /// Frames passed to the kernel, for any reason.
-    pub fn passed(&self) -> u64 {
-        Counter::ALL
-            .iter()
-            .filter(|c| c.is_pass())
-            .map(|&c| self.get(c))
-            .sum()
-    }
-
-    /// The difference `self - earlier`, counter by counter.
-    pub fn since(&self, earlier: &Counters) -> Counters {
-        let mut d = *self;
-        for (a, b) in d.0.iter_mut().zip(earlier.0.iter()) {
-            *a = a.wrapping_sub(*b);
+    /// The report's form: one named field per counter.
+    pub fn to_report(&self) -> results::XdpCounters {
+        let mut r = results::XdpCounters::default();
+        for c in Counter::ALL {
+            let slot = match c {
+                Counter::Redirected => &mut r.redirected,
+                Counter::RedirectFailed => &mut r.redirect_failed,
+                Counter::PassedMarketData => &mut r.passed_market_data,
+                Counter::PassedNotIpv4 => &mut r.passed_not_ipv4,
+                Counter::PassedNotUdp => &mut r.passed_not_udp,
+                Counter::PassedOtherPort => &mut r.passed_other_port,
+                Counter::PassedFragment => &mut r.passed_fragment,
+                Counter::PassedIpOptions => &mut r.passed_ip_options,
+                Counter::Malformed => &mut r.malformed,
+                Counter::Reflected => &mut r.reflected,
+                Counter::ReflectFailed => &mut r.reflect_failed,
+            };
+            *slot = self.get(c);
         }
-        d
+        r
     }
 }
 

@@ -152,7 +152,7 @@ impl Xsk {
         let half = (frames / 2) as usize;
         if half > ring_size as usize {
             return Err(XskError::Config(format!(
-                "{half} RX frames don't fit a fill ring of {ring_size}: use --frames <= {}",
+                "{half} RX frames don't fit a fill ring of {ring_size}: XskConfig::frames must be at most {}",
                 2 * ring_size
             )));
         }
@@ -255,19 +255,7 @@ impl Xsk {
     }
 }
 
-/// `XDP_STATISTICS` of a socket.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[allow(missing_docs)]
-pub struct XskStats {
-    pub rx_dropped: u64,
-    pub rx_invalid_descs: u64,
-    pub rx_ring_full: u64,
-    pub rx_fill_ring_empty: u64,
-    pub tx_invalid_descs: u64,
-    pub tx_ring_empty: u64,
-    /// Ours, not the kernel's: see [`XskRx::refill_deferred`].
-    pub rx_fill_deferred: u64,
-}
+pub use results::XskStats;
 
 fn socket_hint(e: &xsk_rs::socket::SocketCreateError) -> &'static str {
     use std::error::Error as _;
@@ -466,11 +454,6 @@ impl XskTx {
         let n = unsafe { self.cq.consume(&mut self.scratch) };
         self.free.extend_from_slice(&self.scratch[..n]);
         n
-    }
-
-    /// Free TX frames right now (without reclaiming).
-    pub fn free_frames(&self) -> usize {
-        self.free.len()
     }
 }
 

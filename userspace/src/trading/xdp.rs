@@ -1,0 +1,147 @@
+//! The AF_XDP path: frames from the UMEM, orders built as whole frames on the TX ring.
+use std::io;
+
+use results::{FrameCounts, Wait};
+use wire::order::OrderRepr;
+
+use super::{OrderSink, TraderIo};
+use crate::{
+    clock::now_ns,
+    frame::{self, Endpoint, FrameBuilder, FrameError, parse_udp},
+    xsk::{Xsk, XskTx},
+};
+
+/// How long a blocking turn sleeps in `poll()` at most, so the stop flag and the idle timeout
+/// are still seen.
+const BLOCK_POLL_MS: i32 = 100;
+
+/// A trader's I/O over an AF_XDP socket (with the XDP program redirecting the feed into it).
+#[derive(Debug)]
+pub struct XdpIo {
+    xsk: Xsk,
+    md_port: u16,
+    order_port: u16,
+    our: Endpoint,
+    /// The frame template for the last sender seen; rebuilt when a packet comes from another.
+    builder: Option<(Endpoint, FrameBuilder)>,
+    wait: Wait,
+    busy_poll: bool,
+    /// Frames on the socket that are not the feed, by reason.
+    pub frames_not_ours: FrameCounts,
+}
+
+impl XdpIo {
+    /// Serves the feed on `md_port` arriving at `xsk`; orders go from `our` (MAC, IPv4; the
+    /// port is the feed's) to each packet's sender at `order_port`. `busy_poll`: the socket has
+    /// SO_BUSY_POLL, so an empty turn drives the kernel's busy poll with a zero-timeout poll().
+    pub fn new(
+        xsk: Xsk,
+        our_mac: [u8; 6],
+        our_ip: std::net::Ipv4Addr,
+        md_port: u16,
+        order_port: u16,
+        wait: Wait,
+        busy_poll: bool,
+    ) -> Self {
+        XdpIo {
+            xsk,
+            md_port,
+            order_port,
+            our: frame::endpoint(our_mac, our_ip, md_port),
+            builder: None,
+            wait,
+            busy_poll,
+            frames_not_ours: FrameCounts::default(),
+        }
+    }
+
+    /// The socket, for its statistics at the end.
+    pub fn xsk(&self) -> &Xsk {
+        &self.xsk
+    }
+}
+
+/// Orders of one packet, as frames on the TX ring.
+struct XdpSink<'a> {
+    tx: &'a mut XskTx,
+    builder: &'a mut FrameBuilder,
+}
+
+impl OrderSink for XdpSink<'_> {
+    #[inline]
+    fn send(&mut self, order: &OrderRepr) -> bool {
+        let b = &mut *self.builder;
+        self.tx
+            // An order that doesn't encode claims more than the frame holds, so the builder
+            // refuses the frame rather than sending an empty datagram.
+            .send(|buf| b.build(buf, |body| order.emit_into(body).unwrap_or(usize::MAX)))
+            .is_ok()
+    }
+}
+
+impl TraderIo for XdpIo {
+    const QUEUES_ORDERS: bool = true;
+
+    #[inline]
+    fn recv<F>(&mut self, max: usize, mut on_packet: F) -> io::Result<usize>
+    where
+        F: FnMut(&[u8], u64, &mut dyn OrderSink),
+    {
+        if self.wait == Wait::Block {
+            self.xsk.rx.wait(BLOCK_POLL_MS)?;
+        }
+        let Self {
+            xsk,
+            md_port,
+            order_port,
+            our,
+            builder,
+            frames_not_ours,
+            ..
+        } = self;
+        let tx = &mut xsk.tx;
+        let n = xsk.rx.recv(max, |f| {
+            let t_rx = now_ns();
+            let d = match parse_udp(f, *md_port) {
+                Ok(d) => d,
+                Err(e) => {
+                    count(frames_not_ours, e);
+                    return;
+                }
+            };
+            // Reply to this packet's sender, whoever sent the last one.
+            let peer = frame::endpoint(d.src_mac, *d.src.ip(), *order_port);
+            let b = match builder {
+                Some((p, b)) if *p == peer => b,
+                _ => &mut builder.insert((peer, FrameBuilder::new(*our, peer))).1,
+            };
+            on_packet(d.payload, t_rx, &mut XdpSink { tx, builder: b });
+        });
+        Ok(n)
+    }
+
+    #[inline]
+    fn flush(&mut self) -> io::Result<()> {
+        // Copy mode sends nothing without a sendto, whatever need_wakeup says, and at most 32
+        // frames per sendto: flush kicks until the ring is taken.
+        self.xsk.tx.flush()
+    }
+
+    fn idle(&mut self) {
+        self.xsk.tx.reclaim();
+        if self.busy_poll {
+            // Drives the kernel's busy poll of the device (napi_busy_loop) from our core.
+            let _ = self.xsk.rx.wait(0);
+        }
+    }
+}
+
+fn count(c: &mut FrameCounts, e: FrameError) {
+    match e {
+        FrameError::Malformed => c.malformed += 1,
+        FrameError::NotIpv4 => c.not_ipv4 += 1,
+        FrameError::Fragment => c.fragment += 1,
+        FrameError::NotUdp => c.not_udp += 1,
+        FrameError::OtherPort => c.other_port += 1,
+    }
+}
