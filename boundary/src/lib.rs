@@ -18,7 +18,7 @@ pub mod proto;
 pub mod server;
 mod spin;
 
-pub use spin::pin_current_thread;
+pub use affinity::pin_current_thread;
 
 use std::io;
 use std::path::PathBuf;

@@ -608,7 +608,7 @@ fn accept_loop(
             .name(format!("boundary-conn-{id}"))
             .spawn(move || {
                 if let Some(cpu) = config.cpu
-                    && crate::spin::pin_current_thread(cpu).is_err()
+                    && affinity::pin_current_thread(cpu).is_err()
                 {
                     k.pin_errors.fetch_add(1, Ordering::Relaxed);
                 }

@@ -9,23 +9,7 @@
 use std::io::{self, Read, Write};
 use std::time::{Duration, Instant};
 
-use crate::Error;
 use crate::server::Stream;
-
-/// Pins the calling thread to `cpu`: the latency setting that goes with spinning, so the two
-/// ends of a round trip each keep a core instead of taking turns on one.
-///
-/// # Errors
-/// [`Error::Io`] when the kernel refuses (no such CPU, or not allowed).
-pub fn pin_current_thread(cpu: usize) -> Result<(), Error> {
-    let mut set = nix::sched::CpuSet::new();
-    set.set(cpu)
-        .and_then(|()| nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set))
-        .map_err(|e| Error::Io {
-            op: format!("pin this thread to CPU {cpu}"),
-            source: io::Error::from(e),
-        })
-}
 
 /// Empty reads between two yields of the core.
 const YIELD_EVERY: u32 = 16;

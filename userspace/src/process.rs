@@ -9,12 +9,7 @@ use anyhow::Context as _;
 
 /// Pins the calling thread to one CPU.
 pub fn pin_to_cpu(cpu: usize) -> anyhow::Result<()> {
-    let mut set = nix::sched::CpuSet::new();
-    set.set(cpu)
-        .with_context(|| format!("CPU {cpu} is out of range"))?;
-    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
-        .with_context(|| format!("failed to pin to CPU {cpu} (does it exist? see nproc)"))?;
-    Ok(())
+    affinity::pin_current_thread(cpu).with_context(|| format!("failed to pin to CPU {cpu}"))
 }
 
 /// Locks current and future pages in memory: no page faults on the measured path.
