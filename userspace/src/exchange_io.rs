@@ -150,3 +150,15 @@ impl ExchangeIo {
         }
     }
 }
+
+impl crate::exchange::Port for ExchangeIo {
+    #[inline]
+    fn send(&mut self, payload: &[u8]) -> io::Result<()> {
+        ExchangeIo::send(self, payload)
+    }
+
+    #[inline]
+    fn recv_each(&mut self, buf: &mut [u8], f: impl FnMut(&[u8])) {
+        ExchangeIo::recv_each(self, buf, f);
+    }
+}
