@@ -155,11 +155,14 @@ impl<'f> Exchange<'f> {
     }
 
     /// The feed being sent.
-    pub fn feed(&self) -> &'f Feed {
+    pub(crate) fn feed(&self) -> &'f Feed {
         self.feed
     }
 
     /// Packet `packet` of the feed went out, scheduled for `at_ns` (not 0).
+    ///
+    /// # Panics
+    /// If the feed has no packet `packet` (as [`refused`](Self::refused)).
     pub fn sent(&mut self, packet: usize, at_ns: u64) {
         let meta = self.feed.packets[packet];
         self.session_end = meta.first_seq + u64::from(meta.messages);
@@ -177,7 +180,7 @@ impl<'f> Exchange<'f> {
     }
 
     /// Messages sent or refused so far: where the open-loop schedule stands.
-    pub fn messages_tried(&self) -> u64 {
+    pub(crate) fn messages_tried(&self) -> u64 {
         self.sent.messages + self.sent.dropped
     }
 
