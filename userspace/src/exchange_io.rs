@@ -10,6 +10,7 @@ use anyhow::Context as _;
 use xdp_common::Action;
 
 use crate::{
+    exchange::Port,
     frame::{self, FrameBuilder, parse_udp},
     xdp::{XdpMode, XdpProgram},
     xsk::{Xsk, XskConfig},
@@ -84,11 +85,13 @@ impl ExchangeIo {
             port: bind.port(),
         })))
     }
+}
 
+impl Port for ExchangeIo {
     /// Sends one datagram now (AF_XDP: onto the TX ring and kicked). `WouldBlock` means it
     /// was not sent.
     #[inline]
-    pub fn send(&mut self, payload: &[u8]) -> io::Result<()> {
+    fn send(&mut self, payload: &[u8]) -> io::Result<()> {
         match self {
             // WouldBlock (a full socket buffer) is returned: the caller counts the datagram
             // as not sent rather than blaming the trader for it.
@@ -129,7 +132,7 @@ impl ExchangeIo {
 
     /// Hands each received datagram's payload to `f`; never blocks.
     #[inline]
-    pub fn recv_each(&mut self, buf: &mut [u8], mut f: impl FnMut(&[u8])) {
+    fn recv_each(&mut self, buf: &mut [u8], mut f: impl FnMut(&[u8])) {
         match self {
             ExchangeIo::Udp(s) => {
                 while let Ok(n) = s.recv(buf) {

@@ -3,6 +3,7 @@
 use std::{fs::File, path::Path};
 
 use anyhow::{Context as _, bail};
+use netns::lab::SESSION;
 use wire::{
     itch::{self, Message, Price4, Stock},
     moldudp64::{self, PacketBuilder, Session},
@@ -100,9 +101,6 @@ pub struct Feed {
 /// Largest UDP payload we build (fits a 1500-byte MTU with IPv4 and UDP headers).
 pub const MAX_PAYLOAD: usize = 1472;
 
-/// The MoldUDP64 session name of synthetic feeds.
-pub const SESSION: &str = "T2TLAB0001";
-
 impl Feed {
     /// Builds the feed: at most `limit` messages, `per_packet` messages per packet (ITCH and
     /// closes sources; pcap payloads go as they are), trades of `stock` as the ticks.
@@ -115,7 +113,7 @@ impl Feed {
         if per_packet == 0 {
             bail!("--batch must be at least 1 message per packet");
         }
-        let session = Session::new(SESSION).expect("constant session name is valid");
+        let session = Session::new(SESSION).expect("the lab's session name is valid");
         match source {
             Source::Gbm { seed, bars } => {
                 let closes = engine::data::gbm(*seed, *bars);
@@ -249,7 +247,7 @@ impl Feed {
             ticks: Vec::new(),
             first_seq: 0,
             messages: 0,
-            session: Session::new(SESSION).expect("valid"),
+            session: Session::new(SESSION).expect("the lab's session name is valid"),
         };
         while let Some(rec) = reader
             .read_record()

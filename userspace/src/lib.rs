@@ -3,6 +3,7 @@
 //! plumbing. The binaries `trader` and `replay` are thin drivers over these modules.
 pub mod cli;
 pub mod clock;
+pub mod exchange;
 pub mod exchange_io;
 pub mod feed;
 pub mod frame;

@@ -15,6 +15,7 @@ use std::{
 
 use anyhow::Context as _;
 use clap::Parser;
+use results::FloorReport;
 use userspace::{cli, clock, process, stats::Latency};
 
 /// Measures the inter-core round trip through shared memory.
@@ -64,8 +65,14 @@ fn main() -> std::process::ExitCode {
 }
 
 fn real_main() -> anyhow::Result<()> {
-    let o = Options::parse();
-    let [ping, pong] = o.cpus[..] else {
+    let Options {
+        cpus,
+        iterations,
+        seconds,
+        json_out,
+        hgrm_out,
+    } = Options::parse();
+    let [ping, pong] = cpus[..] else {
         anyhow::bail!("--cpus takes exactly two CPUs, e.g. 0,1");
     };
     if ping == pong {
@@ -118,13 +125,13 @@ fn real_main() -> anyhow::Result<()> {
     }
     let mut hist = Latency::new();
     // The first tenth (of the count, or of the time) warms caches and frequencies.
-    let (limit, warmup_ns) = match o.seconds {
+    let (limit, warmup_ns) = match seconds {
         Some(s) => (u64::MAX, (s * 1e8) as u64),
-        None => (o.iterations, 0),
+        None => (iterations, 0),
     };
-    let warmup = if o.seconds.is_some() { 0 } else { limit / 10 };
+    let warmup = if seconds.is_some() { 0 } else { limit / 10 };
     let start = clock::now_ns();
-    let end = o.seconds.map(|s| start + (s * 1e9) as u64);
+    let end = seconds.map(|s| start + (s * 1e9) as u64);
     let mut i = 0;
     while i < limit {
         let t0 = clock::now_ns();
@@ -143,20 +150,15 @@ fn real_main() -> anyhow::Result<()> {
     }
     line.0.store(DONE, Ordering::Release);
     other.join().expect("pong thread")?;
-    let n = hist.summary().count;
-    let results::Machine { kernel, cpu, .. } = results::Machine::read();
-    let json = serde_json::json!({
-        "floor": "cpu", "cpus": [ping, pong], "iterations": n,
-        "seconds": (clock::now_ns() - start) as f64 / 1e9,
-        "round_trip": hist.summary(), "kernel": kernel, "cpu": cpu,
-        "note": "includes two CLOCK_MONOTONIC reads (~20 ns each)",
-    });
-    let text = serde_json::to_string_pretty(&json)?;
-    match &o.json_out {
-        Some(p) => std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?,
-        None => println!("{text}"),
-    }
-    if let Some(p) = &o.hgrm_out {
+    let report = FloorReport {
+        cpus: [ping, pong],
+        iterations: hist.len(),
+        seconds: (clock::now_ns() - start) as f64 / 1e9,
+        round_trip: hist.summary(),
+        machine: results::Machine::read(),
+    };
+    results::write(json_out.as_deref(), &report)?;
+    if let Some(p) = &hgrm_out {
         hist.write_hgrm(p)?;
     }
     Ok(())

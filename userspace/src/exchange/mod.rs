@@ -1,0 +1,294 @@
+//! The exchange side of the lab as a library: what the `replay` binary drives.
+//!
+//! [`Exchange`] is sans-IO (quiche's model): it is told what went out and when, and what came
+//! back and when, and answers with the verdict. It knows the schedule (sequence number → send
+//! time, price per tick), matches orders to ticks, books fills with the engine's own
+//! [`Ledger`](engine::Ledger) and checks parity with the batch backtest; it never reads a clock
+//! or touches a socket, so all of that is tested without a lab.
+//!
+//! [`Driver`] is the I/O half: open-loop pacing, the drain and the end of session, over any
+//! [`Port`] and [`Clock`] ([`ExchangeIo`](crate::exchange_io::ExchangeIo) and [`Monotonic`] in
+//! the lab).
+#![forbid(unsafe_code)]
+
+use engine::{ComboResult, Params};
+use results::{Expect, Parity};
+use wire::itch::Side;
+
+use crate::{feed::Feed, stats::Latency};
+
+mod pacing;
+mod parity;
+mod schedule;
+#[cfg(test)]
+mod tests;
+
+pub use pacing::{Clock, Driver, Monotonic, Port, Progress, Rate, SendLoop};
+pub use schedule::Schedule;
+
+/// An order the trader should send: the strategy's signal on a tick (or, for
+/// [`Expect::Every`], every tick).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExpectedOrder {
+    /// The tick's sequence number.
+    pub seq: u64,
+    /// The side the order should have.
+    pub side: Side,
+}
+
+/// An order taken: the first one for its tick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fill {
+    /// The tick it answers.
+    pub seq: u64,
+    /// Its side.
+    pub side: Side,
+    /// Its REVERSE flag: the trader says a position was open.
+    pub reverse: bool,
+}
+
+/// What the orders that came back were.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OrderCounts {
+    /// Taken: the first order for a tick that went out.
+    pub received: u64,
+    /// For a tick that never went out (or is not in the feed).
+    pub unknown_tick: u64,
+    /// A second order for the same tick: counted, not booked.
+    pub duplicate: u64,
+    /// Bytes that are not an order.
+    pub malformed: u64,
+    /// Taken, but the price is not its tick's.
+    pub price_mismatch: u64,
+    /// Taken, but its REVERSE flag disagrees with the book (a position was or wasn't open).
+    /// Known once the fills are booked ([`Exchange::settle`]).
+    pub reverse_mismatch: u64,
+}
+
+/// What went out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Sent {
+    /// Packets sent.
+    pub packets: u64,
+    /// Messages in them.
+    pub messages: u64,
+    /// Messages our own socket refused (buffer full): not sent.
+    pub dropped: u64,
+}
+
+/// The end of a run: what went out, what came back, how fast, and the parity verdict.
+#[derive(Debug)]
+pub struct Settlement {
+    /// What went out.
+    pub sent: Sent,
+    /// What came back.
+    pub orders: OrderCounts,
+    /// From each tick's scheduled send time to its order's arrival, ns.
+    pub tick_to_trade: Latency,
+    /// Live orders against the batch backtest.
+    pub parity: Parity,
+    /// When each message was scheduled to go out (for a capture of the run).
+    pub schedule: Schedule,
+}
+
+/// The exchange's state over one run of a feed.
+#[derive(Debug)]
+pub struct Exchange<'f> {
+    feed: &'f Feed,
+    expect: Expect,
+    /// The orders the trader should send, for the ticks that went out (once sending is over).
+    expected: Vec<ExpectedOrder>,
+    /// The batch backtest over all of the feed's ticks.
+    batch: ComboResult,
+    schedule: Schedule,
+    /// Per sequence number: an order for it was taken.
+    answered: Vec<bool>,
+    fills: Vec<Fill>,
+    counts: OrderCounts,
+    latency: Latency,
+    sent: Sent,
+    /// The sequence number after the last message put on the wire (sent or refused).
+    session_end: u64,
+}
+
+impl<'f> Exchange<'f> {
+    /// Ready to send `feed`: what the trader should answer (`expect`: the strategy `params`
+    /// fed the same ticks offline, or every tick) and the batch backtest to compare with.
+    ///
+    /// # Errors
+    /// When the backtest fails.
+    pub fn new(feed: &'f Feed, params: Params, expect: Expect) -> Result<Self, engine::Error> {
+        let prices = feed.tick_prices();
+        let mut expected = Vec::with_capacity(feed.ticks.len() / 2);
+        match expect {
+            Expect::Every => expected.extend(feed.ticks.iter().map(|t| ExpectedOrder {
+                seq: t.seq,
+                side: Side::Buy,
+            })),
+            Expect::Signals => {
+                let mut s = engine::Strategy::new(params);
+                for (t, &p) in feed.ticks.iter().zip(&prices) {
+                    if let Some(sig) = s.on_tick(p) {
+                        expected.push(ExpectedOrder {
+                            seq: t.seq,
+                            side: wire_side(sig.side),
+                        });
+                    }
+                }
+            }
+        }
+        let batch = engine::reference::backtest(&prices, &params)?;
+        let schedule = Schedule::new(feed);
+        Ok(Exchange {
+            feed,
+            expect,
+            answered: vec![false; schedule.len()],
+            fills: Vec::with_capacity(expected.len()),
+            expected,
+            batch,
+            schedule,
+            counts: OrderCounts::default(),
+            latency: Latency::new(),
+            sent: Sent::default(),
+            session_end: feed.first_seq,
+        })
+    }
+
+    /// The feed being sent.
+    pub(crate) fn feed(&self) -> &'f Feed {
+        self.feed
+    }
+
+    /// Packet `packet` of the feed went out, scheduled for `at_ns` (not 0).
+    ///
+    /// # Panics
+    /// If the feed has no packet `packet` (as [`refused`](Self::refused)).
+    pub fn sent(&mut self, packet: usize, at_ns: u64) {
+        let meta = self.feed.packets[packet];
+        self.session_end = meta.first_seq + u64::from(meta.messages);
+        self.schedule.mark_sent(&meta, at_ns);
+        self.sent.packets += 1;
+        self.sent.messages += u64::from(meta.messages);
+    }
+
+    /// Our own socket refused packet `packet`: not sent, and said so, not blamed on the
+    /// trader. Its sequence numbers are used all the same: the session now ends after them.
+    pub fn refused(&mut self, packet: usize) {
+        let meta = self.feed.packets[packet];
+        self.session_end = meta.first_seq + u64::from(meta.messages);
+        self.sent.dropped += u64::from(meta.messages);
+    }
+
+    /// Messages sent or refused so far: where the open-loop schedule stands.
+    pub(crate) fn messages_tried(&self) -> u64 {
+        self.sent.messages + self.sent.dropped
+    }
+
+    /// What came back so far.
+    pub fn orders(&self) -> OrderCounts {
+        self.counts
+    }
+
+    /// The sequence number after the last message put on the wire: what MoldUDP64's end of
+    /// session carries, so a run stopped early ends there and what it never sent is not a gap.
+    pub fn session_end(&self) -> u64 {
+        self.session_end
+    }
+
+    /// Takes the orders of one datagram that arrived at `now_ns`.
+    #[inline]
+    pub fn receive(&mut self, payload: &[u8], now_ns: u64) {
+        for ord in wire::order::orders(payload) {
+            let Ok(ord) = ord else {
+                self.counts.malformed += 1;
+                continue;
+            };
+            let Some((i, sent_at)) = self.schedule.sent_slot(ord.tick_seq) else {
+                self.counts.unknown_tick += 1;
+                continue;
+            };
+            if self.answered[i] {
+                self.counts.duplicate += 1;
+                continue;
+            }
+            self.answered[i] = true;
+            if self.schedule.price(ord.tick_seq) != Some(ord.price) {
+                self.counts.price_mismatch += 1;
+            }
+            self.latency.record(now_ns.saturating_sub(sent_at));
+            self.fills.push(Fill {
+                seq: ord.tick_seq,
+                side: ord.side,
+                reverse: ord.reverse,
+            });
+            self.counts.received += 1;
+        }
+    }
+
+    /// Sending is over: from now on only the ticks that went out can have orders (a run
+    /// stopped early, or our socket refused some). Calling it again changes nothing.
+    pub fn finish_sending(&mut self) {
+        if self.sent.messages != self.feed.messages {
+            let schedule = &self.schedule;
+            self.expected.retain(|e| schedule.sent_at(e.seq).is_some());
+        }
+    }
+
+    /// Orders the trader should send (for the ticks that went out, after
+    /// [`finish_sending`](Self::finish_sending)).
+    pub fn expected_orders(&self) -> u64 {
+        self.expected.len() as u64
+    }
+
+    /// Fewer orders taken than expected.
+    pub fn awaiting_orders(&self) -> bool {
+        self.counts.received < self.expected_orders()
+    }
+
+    /// Books the fills in tick order and checks parity with the backtest.
+    pub fn settle(mut self) -> Settlement {
+        self.finish_sending();
+        self.fills.sort_unstable_by_key(|f| f.seq);
+        let sent_all = self.sent.messages == self.feed.messages;
+        let (live, reverse_mismatch) = parity::book(
+            &self.fills,
+            &self.schedule,
+            parity::closing_price(self.feed, &self.schedule, sent_all),
+        );
+        self.counts.reverse_mismatch = reverse_mismatch;
+        let verdict = parity::verdict(&parity::Evidence {
+            expect: self.expect,
+            expected: &self.expected,
+            fills: &self.fills,
+            counts: self.counts,
+            sent: self.sent,
+            feed_messages: self.feed.messages,
+            ticks: self.feed.ticks.len() as u64,
+            live,
+            batch: self.batch,
+        });
+        Settlement {
+            sent: self.sent,
+            orders: self.counts,
+            tick_to_trade: self.latency,
+            parity: Parity {
+                verdict,
+                live_pnl: live.pnl,
+                live_trades: live.trades,
+                batch_pnl: self.batch.pnl,
+                batch_trades: self.batch.trades,
+                expected_orders: self.expected.len() as u64,
+                explanation: verdict.to_string(),
+            },
+            schedule: self.schedule,
+        }
+    }
+}
+
+/// The order side that takes the engine's position side.
+fn wire_side(side: engine::Side) -> Side {
+    match side {
+        engine::Side::Long => Side::Buy,
+        engine::Side::Short => Side::Sell,
+    }
+}

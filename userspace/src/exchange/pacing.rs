@@ -1,0 +1,247 @@
+//! The exchange's I/O loops: open-loop pacing of the feed, the drain, the end of session.
+use std::{io, time::Duration};
+
+use super::Exchange;
+
+/// The exchange's end of the lab: where ticks go out and orders come in.
+pub trait Port {
+    /// Sends one datagram now. [`io::ErrorKind::WouldBlock`]: our own side refused it (buffer
+    /// or ring full); it was not sent.
+    fn send(&mut self, payload: &[u8]) -> io::Result<()>;
+
+    /// Hands each datagram received so far to `f`, using `buf` for it; never blocks.
+    fn recv_each(&mut self, buf: &mut [u8], f: impl FnMut(&[u8]));
+}
+
+/// Nanoseconds on the clock the send schedule and the orders' arrival are measured on.
+pub trait Clock {
+    /// Now.
+    fn now_ns(&mut self) -> u64;
+}
+
+/// The lab's clock, CLOCK_MONOTONIC ([`crate::clock::now_ns`]): the trader reads the same one.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Monotonic;
+
+impl Clock for Monotonic {
+    #[inline]
+    fn now_ns(&mut self) -> u64 {
+        crate::clock::now_ns()
+    }
+}
+
+/// Messages per second: a number with an optional k/M suffix (`50k`, `1.5M`), or `max`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Rate {
+    /// Open loop: message `k` is due `k / rate` seconds after the start, whatever happened
+    /// to the ones before it.
+    PerSec(f64),
+    /// As fast as the sender goes: each packet is due when the previous one is out.
+    Max,
+}
+
+impl Rate {
+    /// The slowest paced rate: one message a second (slower is a debugger's job, not a
+    /// replay's).
+    pub const MIN: f64 = 1.0;
+    /// The fastest paced rate; above it the pacing is meaningless on any one core (use `max`).
+    pub const MAX: f64 = 100e6;
+
+    /// Messages per second; `None` for `max`.
+    pub fn per_sec(self) -> Option<f64> {
+        match self {
+            Rate::PerSec(r) => Some(r),
+            Rate::Max => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Rate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Rate::PerSec(r) => write!(f, "{r:.0} msg/s"),
+            Rate::Max => f.write_str("max rate"),
+        }
+    }
+}
+
+impl std::str::FromStr for Rate {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "max" {
+            return Ok(Rate::Max);
+        }
+        let (num, mult) = match s.as_bytes().last() {
+            Some(b'k' | b'K') => (&s[..s.len() - 1], 1e3),
+            Some(b'M' | b'm') => (&s[..s.len() - 1], 1e6),
+            _ => (s, 1.0),
+        };
+        let v: f64 = num
+            .parse()
+            .map_err(|_| format!("bad rate {s:?}: use e.g. 50000, 50k, 1.5M or max"))?;
+        let rate = v * mult;
+        if !(Rate::MIN..=Rate::MAX).contains(&rate) {
+            return Err(format!(
+                "rate {s:?} is out of range: {} to {:e} messages/s, or `max` for as fast as the \
+                 sender goes",
+                Rate::MIN,
+                Rate::MAX
+            ));
+        }
+        Ok(Rate::PerSec(rate))
+    }
+}
+
+/// The first packet is due this long after the send loop starts.
+const START_DELAY_NS: u64 = 2_000_000;
+/// A packet sent later than this after its due time counts as a late send: the sender itself
+/// fell behind.
+const LATE_NS: u64 = 10_000;
+/// How often the send loop reports progress.
+const PROGRESS_EVERY_NS: u64 = 1_000_000_000;
+/// End of session is sent this many times, this far apart: it travels over UDP.
+const END_OF_SESSION_REPEATS: usize = 3;
+const END_OF_SESSION_GAP: Duration = Duration::from_millis(2);
+/// Receive buffer: larger than any datagram of orders the lab's MTU lets through.
+const RECV_BUF: usize = 2048;
+
+/// Where the send loop is, for a progress line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// Packets handled (sent or refused).
+    pub packets_done: usize,
+    /// Packets in the feed.
+    pub packets: usize,
+    /// Orders taken so far.
+    pub orders: u64,
+}
+
+/// What the send loop itself measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SendLoop {
+    /// When the first packet was due, ns.
+    pub start_ns: u64,
+    /// When the loop ended, ns.
+    pub end_ns: u64,
+    /// Packets sent more than 10 µs after they were due.
+    pub late_sends: u64,
+}
+
+impl SendLoop {
+    /// How long the send loop ran, seconds.
+    pub fn seconds(&self) -> f64 {
+        self.end_ns.saturating_sub(self.start_ns) as f64 / 1e9
+    }
+}
+
+/// Drives an [`Exchange`] over a [`Port`], reading a [`Clock`].
+#[derive(Debug)]
+pub struct Driver<P, C> {
+    port: P,
+    clock: C,
+    buf: [u8; RECV_BUF],
+}
+
+impl<P: Port, C: Clock> Driver<P, C> {
+    /// Drives `port`, timed by `clock`.
+    pub fn new(port: P, clock: C) -> Self {
+        Driver {
+            port,
+            clock,
+            buf: [0; RECV_BUF],
+        }
+    }
+
+    /// Takes every order that has arrived, each datagram stamped when it is read.
+    #[inline]
+    fn poll(&mut self, ex: &mut Exchange<'_>) {
+        let Driver { port, clock, buf } = self;
+        port.recv_each(buf, |payload| ex.receive(payload, clock.now_ns()));
+    }
+
+    /// Sends the feed on its schedule, busy-waiting to each packet's due time and taking
+    /// orders meanwhile, until the end or `stopped()`. Calls `progress` about once a second.
+    ///
+    /// # Errors
+    /// A send that fails other than by our own side refusing it ([`Port::send`]).
+    pub fn send_feed(
+        &mut self,
+        ex: &mut Exchange<'_>,
+        rate: Rate,
+        stopped: impl Fn() -> bool,
+        mut progress: impl FnMut(Progress),
+    ) -> io::Result<SendLoop> {
+        let feed = ex.feed();
+        let period_ns = rate.per_sec().map(|r| 1e9 / r);
+        let start = self.clock.now_ns() + START_DELAY_NS;
+        let mut late_sends = 0;
+        let mut next_progress = start + PROGRESS_EVERY_NS;
+        for i in 0..feed.packets.len() {
+            let due = match period_ns {
+                // A refused packet keeps its place: the next one is due where it would have been.
+                Some(p) => start + (ex.messages_tried() as f64 * p) as u64,
+                None => self.clock.now_ns(),
+            };
+            let mut now = self.clock.now_ns();
+            while now < due && !stopped() {
+                self.poll(ex);
+                now = self.clock.now_ns();
+            }
+            if stopped() {
+                break;
+            }
+            if now > due + LATE_NS {
+                late_sends += 1;
+            }
+            match self.port.send(feed.packet(i)) {
+                Ok(()) => ex.sent(i, due),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => ex.refused(i),
+                Err(e) => return Err(e),
+            }
+            self.poll(ex);
+            if now > next_progress {
+                next_progress = now + PROGRESS_EVERY_NS;
+                progress(Progress {
+                    packets_done: i + 1,
+                    packets: feed.packets.len(),
+                    orders: ex.orders().received,
+                });
+            }
+        }
+        Ok(SendLoop {
+            start_ns: start,
+            end_ns: self.clock.now_ns(),
+            late_sends,
+        })
+    }
+
+    /// After the last tick: takes orders until every expected one is in (for the ticks that
+    /// went out), nothing came for `quiet_ns`, or `stopped()`.
+    pub fn drain(&mut self, ex: &mut Exchange<'_>, quiet_ns: u64, stopped: impl Fn() -> bool) {
+        ex.finish_sending();
+        let mut last = self.clock.now_ns();
+        let mut seen = ex.orders().received;
+        while ex.awaiting_orders() && !stopped() {
+            self.poll(ex);
+            let now = self.clock.now_ns();
+            let received = ex.orders().received;
+            if received != seen {
+                seen = received;
+                last = now;
+            } else if now - last > quiet_ns {
+                break;
+            }
+        }
+    }
+
+    /// Tells the trader the session is over, after the last message put on the wire (a few
+    /// times, a little apart: UDP may lose one). Failures are ignored: nothing is left to
+    /// measure.
+    pub fn end_session(&mut self, ex: &Exchange<'_>) {
+        let eos = ex.feed().end_of_session(ex.session_end());
+        for _ in 0..END_OF_SESSION_REPEATS {
+            let _ = self.port.send(&eos);
+            std::thread::sleep(END_OF_SESSION_GAP);
+        }
+    }
+}

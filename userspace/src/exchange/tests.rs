@@ -1,0 +1,476 @@
+//! The exchange without a lab: a small synthetic feed, orders written by hand or by a fake
+//! trader behind a fake port, time from a clock that steps.
+use std::{cell::RefCell, collections::HashMap, io, rc::Rc};
+
+use results::{Expect, ParityVerdict};
+use wire::{
+    itch::{Price4, Stock},
+    moldudp64,
+    order::OrderRepr,
+};
+
+use super::*;
+use crate::feed::{Feed, Source};
+
+/// Strategy length of the tests (the lab's default).
+const N: i64 = 6;
+
+fn stock() -> Stock {
+    Stock::new("SYNTH").unwrap()
+}
+
+/// A GBM feed of `bars` trades, `batch` messages a packet.
+fn feed(bars: usize, batch: u16) -> Feed {
+    Feed::build(&Source::Gbm { seed: 42, bars }, None, batch, stock()).unwrap()
+}
+
+fn exchange(feed: &Feed, expect: Expect) -> Exchange<'_> {
+    Exchange::new(feed, engine::Params::from_n(N).unwrap(), expect).unwrap()
+}
+
+/// The order a correct trader sends for `e`: the tick's price, REVERSE once a position is open.
+fn order(ex: &Exchange<'_>, e: ExpectedOrder, reverse: bool) -> OrderRepr {
+    OrderRepr {
+        side: e.side,
+        reverse,
+        shares: 100,
+        token: e.seq,
+        tick_seq: e.seq,
+        price: ex.schedule.price(e.seq).unwrap(),
+        stock: stock(),
+    }
+}
+
+fn bytes(o: &OrderRepr) -> Vec<u8> {
+    let mut b = vec![0; wire::order::LEN];
+    o.emit_into(&mut b).unwrap();
+    b
+}
+
+/// Sends packets `0..n`, scheduled 1 µs apart.
+fn send(ex: &mut Exchange<'_>, n: usize) {
+    for i in 0..n {
+        ex.sent(i, 1_000_000 + 1_000 * i as u64);
+    }
+}
+
+/// Answers every expected order (of the ticks that went out) correctly, except `skip`; each
+/// arrives 5 µs after the last send.
+fn answer(ex: &mut Exchange<'_>, skip: Option<usize>) {
+    let now = 1_000_000 + 1_000 * ex.feed().packets.len() as u64 + 5_000;
+    for (k, e) in ex.expected.clone().into_iter().enumerate() {
+        if Some(k) != skip {
+            let o = bytes(&order(ex, e, k > 0));
+            ex.receive(&o, now);
+        }
+    }
+}
+
+#[test]
+fn a_correct_trader_has_exact_parity() {
+    let f = feed(400, 1);
+    let mut ex = exchange(&f, Expect::Signals);
+    assert!(
+        ex.expected_orders() > 10,
+        "the strategy trades on this feed"
+    );
+    send(&mut ex, f.packets.len());
+    answer(&mut ex, None);
+    let expected = ex.expected_orders();
+    let s = ex.settle();
+    assert_eq!(
+        s.parity.verdict,
+        ParityVerdict::Ok,
+        "{}",
+        s.parity.explanation
+    );
+    assert!(s.parity.ok());
+    assert_eq!(s.parity.live_pnl, s.parity.batch_pnl);
+    assert_eq!(s.parity.live_trades, s.parity.batch_trades);
+    assert_eq!(s.parity.expected_orders, expected);
+    assert_eq!(s.orders.received, expected);
+    assert_eq!(s.tick_to_trade.len(), expected);
+    assert_eq!(s.parity.explanation, ParityVerdict::Ok.to_string());
+    assert_eq!(s.sent.messages, f.messages);
+}
+
+#[test]
+fn a_lost_order_diverges_at_its_tick() {
+    let f = feed(400, 1);
+    let mut ex = exchange(&f, Expect::Signals);
+    send(&mut ex, f.packets.len());
+    let lost = ex.expected[3].seq;
+    answer(&mut ex, Some(3));
+    let s = ex.settle();
+    assert_eq!(
+        s.parity.verdict,
+        ParityVerdict::Diverged {
+            first_divergence: lost,
+            missing_orders: 1
+        }
+    );
+    assert!(s.parity.explanation.contains(&format!("seq {lost}")));
+}
+
+#[test]
+fn a_wrong_price_is_an_order_fault() {
+    let f = feed(400, 1);
+    let mut ex = exchange(&f, Expect::Signals);
+    send(&mut ex, f.packets.len());
+    let e = ex.expected[0];
+    let mut o = order(&ex, e, false);
+    o.price = Price4(o.price.0 + 1);
+    ex.receive(&bytes(&o), 2_000_000);
+    answer(&mut ex, Some(0));
+    let s = ex.settle();
+    assert_eq!(
+        s.parity.verdict,
+        ParityVerdict::OrderFaults {
+            price_mismatch: 1,
+            reverse_mismatch: 0,
+            malformed: 0,
+            unknown_tick: 0
+        }
+    );
+    // The order is taken and booked at its tick's price, not its own.
+    assert_eq!(s.orders.received, s.parity.expected_orders);
+    assert_eq!(s.parity.live_pnl, s.parity.batch_pnl);
+}
+
+#[test]
+fn a_wrong_reverse_flag_malformed_bytes_and_unknown_ticks_are_faults() {
+    let f = feed(400, 1);
+    let mut ex = exchange(&f, Expect::Signals);
+    send(&mut ex, f.packets.len());
+    let e = ex.expected[0];
+    // The first order claims a position was open.
+    ex.receive(&bytes(&order(&ex, e, true)), 2_000_000);
+    answer(&mut ex, Some(0));
+    ex.receive(&[b'O'; 10], 2_000_000);
+    let mut stray = order(&ex, e, false);
+    stray.tick_seq = f.messages + 100;
+    ex.receive(&bytes(&stray), 2_000_000);
+    let s = ex.settle();
+    assert_eq!(
+        s.parity.verdict,
+        ParityVerdict::OrderFaults {
+            price_mismatch: 0,
+            reverse_mismatch: 1,
+            malformed: 1,
+            unknown_tick: 1
+        }
+    );
+    assert_eq!(s.orders.reverse_mismatch, 1);
+}
+
+#[test]
+fn a_duplicate_is_counted_and_not_booked_twice() {
+    let f = feed(400, 1);
+    let mut ex = exchange(&f, Expect::Signals);
+    send(&mut ex, f.packets.len());
+    answer(&mut ex, None);
+    let e = ex.expected[2];
+    ex.receive(&bytes(&order(&ex, e, true)), 9_000_000);
+    let expected = ex.expected_orders();
+    let s = ex.settle();
+    assert_eq!(s.orders.duplicate, 1);
+    assert_eq!(s.orders.received, expected);
+    assert_eq!(s.tick_to_trade.len(), expected, "one latency per tick");
+    assert_eq!(
+        s.parity.verdict,
+        ParityVerdict::Ok,
+        "{}",
+        s.parity.explanation
+    );
+}
+
+#[test]
+fn a_run_stopped_early_expects_only_what_went_out() {
+    let f = feed(400, 4);
+    let mut ex = exchange(&f, Expect::Signals);
+    let all = ex.expected.clone();
+    let half = f.packets.len() / 2;
+    send(&mut ex, half);
+    let last = f.packets[half - 1];
+    let end = last.first_seq + u64::from(last.messages);
+    assert_eq!(ex.session_end(), end);
+    ex.finish_sending();
+    let kept = all.iter().filter(|e| e.seq < end).count() as u64;
+    assert!(kept > 0 && kept < all.len() as u64);
+    assert_eq!(ex.expected_orders(), kept);
+    answer(&mut ex, None);
+    assert!(!ex.awaiting_orders());
+    // An order for a tick never sent names an unknown tick.
+    ex.receive(&bytes(&order(&ex, all[all.len() - 1], true)), 9_000_000);
+    assert_eq!(ex.orders().unknown_tick, 1);
+    let s = ex.settle();
+    assert_eq!(s.parity.expected_orders, kept);
+    assert!(matches!(
+        s.parity.verdict,
+        ParityVerdict::OrderFaults {
+            unknown_tick: 1,
+            ..
+        }
+    ));
+
+    // Without the stray order: not all sent.
+    let mut ex = exchange(&f, Expect::Signals);
+    send(&mut ex, half);
+    ex.refused(half);
+    ex.finish_sending();
+    answer(&mut ex, None);
+    let s = ex.settle();
+    assert_eq!(
+        s.parity.verdict,
+        ParityVerdict::NotAllSent {
+            sent_messages: end - 1,
+            feed_messages: f.messages,
+            send_dropped: u64::from(f.packets[half].messages)
+        }
+    );
+    // The ledger closes at the last tick that went out, as a backtest of those ticks would.
+    let sent: Vec<f64> = f.ticks[..(end - 1) as usize]
+        .iter()
+        .map(|t| t.price.to_f64())
+        .collect();
+    let mut strategy = engine::Strategy::new(engine::Params::from_n(N).unwrap());
+    for &p in &sent {
+        strategy.on_tick(p);
+    }
+    strategy.finish();
+    assert_eq!(s.parity.live_pnl, strategy.result().pnl);
+    assert_eq!(s.parity.live_trades, strategy.result().trades);
+}
+
+#[test]
+fn the_reflector_has_no_parity_to_check() {
+    let f = feed(50, 1);
+    let mut ex = exchange(&f, Expect::Every);
+    assert_eq!(ex.expected_orders(), f.ticks.len() as u64);
+    send(&mut ex, f.packets.len());
+    answer(&mut ex, Some(0));
+    let s = ex.settle();
+    assert_eq!(
+        s.parity.verdict,
+        ParityVerdict::NotApplicable {
+            answered: f.ticks.len() as u64 - 1,
+            ticks: f.ticks.len() as u64
+        }
+    );
+    assert!(!s.parity.ok());
+}
+
+/// What the fake port saw and what it has to deliver, shared with the test.
+#[derive(Default)]
+struct Wire {
+    /// Order datagrams by the tick sequence number that triggers them.
+    answers: HashMap<u64, Vec<u8>>,
+    inbox: Vec<Vec<u8>>,
+    /// Everything sent, in order.
+    sent: Vec<Vec<u8>>,
+    /// Send attempts so far.
+    tries: usize,
+    /// Send attempt to refuse with `WouldBlock`.
+    refuse: Option<usize>,
+}
+
+/// A trader that answers each tick it sees with a prepared order, at once.
+struct FakePort(Rc<RefCell<Wire>>);
+
+impl Port for FakePort {
+    fn send(&mut self, payload: &[u8]) -> io::Result<()> {
+        let mut w = self.0.borrow_mut();
+        w.tries += 1;
+        if w.refuse == Some(w.tries - 1) {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        w.sent.push(payload.to_vec());
+        let p = moldudp64::Packet::new_checked(payload).unwrap();
+        if !p.is_end_of_session() {
+            for seq in p.sequence()..p.sequence() + u64::from(p.block_count()) {
+                if let Some(a) = w.answers.remove(&seq) {
+                    w.inbox.push(a);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn recv_each(&mut self, buf: &mut [u8], mut f: impl FnMut(&[u8])) {
+        let inbox = std::mem::take(&mut self.0.borrow_mut().inbox);
+        for d in inbox {
+            buf[..d.len()].copy_from_slice(&d);
+            f(&buf[..d.len()]);
+        }
+    }
+}
+
+/// A clock that moves `step` ns each time it is read.
+struct Steps {
+    now: u64,
+    step: u64,
+}
+
+impl Clock for Steps {
+    fn now_ns(&mut self) -> u64 {
+        self.now += self.step;
+        self.now
+    }
+}
+
+/// A fake trader answering every expected order of `ex` correctly, and a driver over it.
+fn lab(ex: &Exchange<'_>, step: u64) -> (Rc<RefCell<Wire>>, Driver<FakePort, Steps>) {
+    let wire = Rc::new(RefCell::new(Wire::default()));
+    for (k, &e) in ex.expected.iter().enumerate() {
+        let o = bytes(&order(ex, e, k > 0));
+        wire.borrow_mut().answers.insert(e.seq, o);
+    }
+    let driver = Driver::new(
+        FakePort(Rc::clone(&wire)),
+        Steps {
+            now: 1_000_000_000,
+            step,
+        },
+    );
+    (wire, driver)
+}
+
+#[test]
+fn paced_sends_keep_their_schedule_and_the_run_settles_with_parity() {
+    let f = feed(300, 1);
+    let mut ex = exchange(&f, Expect::Signals);
+    let (wire, mut d) = lab(&ex, 1_000);
+    let run = d
+        .send_feed(&mut ex, Rate::PerSec(1000.0), || false, |_| {})
+        .unwrap();
+    assert_eq!(run.late_sends, 0);
+    // Open loop: message k is due k ms after the start.
+    for (k, t) in f.ticks.iter().enumerate() {
+        assert_eq!(
+            ex.schedule.sent_at(t.seq),
+            Some(run.start_ns + k as u64 * 1_000_000)
+        );
+    }
+    assert!(run.seconds() >= 0.299, "{run:?}");
+    d.drain(&mut ex, 1_000_000, || false);
+    assert!(!ex.awaiting_orders());
+    d.end_session(&ex);
+    let w = wire.borrow();
+    assert_eq!(w.sent.len(), f.packets.len() + 3);
+    for eos in &w.sent[f.packets.len()..] {
+        let p = moldudp64::Packet::new_checked(&eos[..]).unwrap();
+        assert!(p.is_end_of_session());
+        assert_eq!(p.sequence(), f.messages + 1);
+    }
+    drop(w);
+    let s = ex.settle();
+    assert_eq!(
+        s.parity.verdict,
+        ParityVerdict::Ok,
+        "{}",
+        s.parity.explanation
+    );
+    // Each order came back the moment its tick went out: within a few clock steps.
+    assert!(s.tick_to_trade.summary().max_us < 10.0);
+}
+
+#[test]
+fn a_refused_send_keeps_the_schedule_and_is_not_sent() {
+    let f = feed(40, 1);
+    let mut ex = exchange(&f, Expect::Every);
+    let (wire, mut d) = lab(&ex, 1_000);
+    wire.borrow_mut().refuse = Some(2);
+    let run = d
+        .send_feed(&mut ex, Rate::PerSec(1000.0), || false, |_| {})
+        .unwrap();
+    assert_eq!(ex.schedule.sent_at(f.ticks[2].seq), None);
+    assert_eq!(
+        ex.schedule.sent_at(f.ticks[3].seq),
+        Some(run.start_ns + 3_000_000)
+    );
+    d.drain(&mut ex, 1_000_000, || false);
+    assert_eq!(ex.expected_orders(), f.ticks.len() as u64 - 1);
+    let s = ex.settle();
+    assert_eq!(s.sent.dropped, 1);
+    assert_eq!(s.sent.messages, f.messages - 1);
+    assert_eq!(s.orders.received, f.ticks.len() as u64 - 1);
+}
+
+#[test]
+fn a_slow_sender_counts_late_sends() {
+    let f = feed(20, 1);
+    let mut ex = exchange(&f, Expect::Every);
+    // Every clock read takes 50 µs: past each 1 µs period at once.
+    let (_wire, mut d) = lab(&ex, 50_000);
+    let run = d
+        .send_feed(&mut ex, Rate::PerSec(1e6), || false, |_| {})
+        .unwrap();
+    assert!(run.late_sends >= f.packets.len() as u64 - 1, "{run:?}");
+    // As fast as it goes: each packet is due when the sender gets to it, never late.
+    let mut ex = exchange(&f, Expect::Every);
+    let (_wire, mut d) = lab(&ex, 1_000);
+    let run = d.send_feed(&mut ex, Rate::Max, || false, |_| {}).unwrap();
+    assert_eq!(run.late_sends, 0);
+}
+
+#[test]
+fn a_stop_ends_sending_and_the_session_after_the_last_message_sent() {
+    let f = feed(300, 1);
+    let mut ex = exchange(&f, Expect::Signals);
+    let (wire, mut d) = lab(&ex, 1_000);
+    let polls = std::cell::Cell::new(0u64);
+    // Stop after the first 100 ms or so of busy-waiting.
+    let stopped = || {
+        polls.set(polls.get() + 1);
+        polls.get() > 100_000
+    };
+    d.send_feed(&mut ex, Rate::PerSec(1000.0), stopped, |_| {})
+        .unwrap();
+    let sent = ex.sent.messages;
+    assert!(sent > 10 && sent < f.messages, "{sent}");
+    d.drain(&mut ex, 1_000_000, || false);
+    d.end_session(&ex);
+    let eos = wire.borrow().sent.last().unwrap().clone();
+    let p = moldudp64::Packet::new_checked(&eos[..]).unwrap();
+    assert_eq!(p.sequence(), sent + 1);
+    let s = ex.settle();
+    assert_eq!(
+        s.parity.verdict,
+        ParityVerdict::NotAllSent {
+            sent_messages: sent,
+            feed_messages: f.messages,
+            send_dropped: 0
+        }
+    );
+    assert_eq!(s.orders.received, s.parity.expected_orders);
+}
+
+#[test]
+fn progress_comes_about_once_a_second_of_schedule() {
+    let f = feed(3000, 1);
+    let mut ex = exchange(&f, Expect::Every);
+    let (_wire, mut d) = lab(&ex, 10_000);
+    let mut seen = Vec::new();
+    d.send_feed(&mut ex, Rate::PerSec(1000.0), || false, |p| seen.push(p))
+        .unwrap();
+    // 3 s of schedule: reports after the first and second second.
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(seen.iter().all(|p| p.packets == f.packets.len()));
+    assert!(
+        seen[0].packets_done > 990 && seen[0].packets_done < 1010,
+        "{seen:?}"
+    );
+}
+
+#[test]
+fn rates_parse_with_suffixes_and_refuse_what_cannot_be_paced() {
+    assert_eq!("50k".parse(), Ok(Rate::PerSec(50e3)));
+    assert_eq!("1.5M".parse(), Ok(Rate::PerSec(1.5e6)));
+    assert_eq!("20000".parse(), Ok(Rate::PerSec(20e3)));
+    assert_eq!("max".parse(), Ok(Rate::Max));
+    assert!("0.5".parse::<Rate>().unwrap_err().contains("out of range"));
+    assert!("200M".parse::<Rate>().is_err());
+    assert!("fast".parse::<Rate>().unwrap_err().contains("bad rate"));
+    assert_eq!(Rate::PerSec(20e3).to_string(), "20000 msg/s");
+    assert_eq!(Rate::Max.to_string(), "max rate");
+}
