@@ -28,11 +28,11 @@ const SOURCE: Source = Source::Gbm {
     bars: Source::GBM_BARS,
 };
 /// The default send rate, messages/s: well below every path's zero-loss rate.
-pub const RATE: Rate = Rate::PerSec(20_000.0);
+pub(crate) const RATE: Rate = Rate::PerSec(20_000.0);
 
 /// Which I/O path(s) the trader uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum PathChoice {
+pub(crate) enum PathChoice {
     /// AF_XDP (XDP redirect into a UMEM, busy-polled).
     Xdp,
     /// The kernel UDP stack.
@@ -54,7 +54,7 @@ impl PathChoice {
 /// One row of the bench's report: a configuration measured, named as in the tables, the
 /// result files and report.json.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Row {
+pub(crate) enum Row {
     /// The trader on AF_XDP, the replay on kernel UDP.
     #[serde(rename = "xdp")]
     Xdp,
@@ -88,7 +88,7 @@ impl Row {
     ];
 
     /// The row's name in the tables, file names and report.json.
-    pub const fn as_str(self) -> &'static str {
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             Row::Xdp => "xdp",
             Row::Udp => "udp",
@@ -100,7 +100,7 @@ impl Row {
     }
 
     /// The lab run behind the row (`None`: measured without the trader and the replay).
-    pub const fn ends(self) -> Option<Ends> {
+    pub(crate) const fn ends(self) -> Option<Ends> {
         match self {
             Row::Xdp => Some(Ends::kernel_exchange(TraderPath::Xdp)),
             Row::Udp => Some(Ends::kernel_exchange(TraderPath::Udp)),
@@ -134,79 +134,79 @@ impl std::fmt::Display for Row {
 
 /// Options of a tick-to-trade benchmark.
 #[derive(Debug, Clone, clap::Args)]
-pub struct Options {
+pub(crate) struct Options {
     /// Trader I/O path.
     #[arg(long, value_enum, default_value_t = PathChoice::Both)]
-    pub path: PathChoice,
+    pub(crate) path: PathChoice,
     /// Market data: gbm[:SEED[:BARS]], closes:PATH, itch:PATH, pcap:PATH.
     #[arg(long, default_value_t = SOURCE)]
-    pub source: Source,
+    pub(crate) source: Source,
     /// Messages to send (default: the whole source).
     #[arg(long)]
-    pub count: Option<u64>,
+    pub(crate) count: Option<u64>,
     /// Send rate in messages/s (50k, 1M, ...) or `max`.
     #[arg(long, default_value_t = RATE)]
-    pub rate: Rate,
+    pub(crate) rate: Rate,
     /// ITCH messages per MoldUDP64 packet.
     #[arg(long, default_value_t = 1)]
-    pub batch: u16,
+    pub(crate) batch: u16,
     /// Strategy length n.
     #[arg(long, default_value_t = 6)]
-    pub n: i64,
+    pub(crate) n: i64,
     /// XDP attach mode for the AF_XDP path.
     #[arg(long, value_enum, default_value_t = XdpMode::Native)]
-    pub xdp_mode: XdpMode,
+    pub(crate) xdp_mode: XdpMode,
     /// How the trader waits for data.
     #[arg(long, value_enum, default_value_t = Wait::Spin)]
-    pub wait: Wait,
+    pub(crate) wait: Wait,
     /// CPU for the trader.
     #[arg(long, default_value_t = 1)]
-    pub trader_cpu: usize,
+    pub(crate) trader_cpu: usize,
     /// Don't pin the trader and the replay to CPUs (let the scheduler place them).
     #[arg(long)]
-    pub no_pin: bool,
+    pub(crate) no_pin: bool,
     /// CPU for the replay (exchange side).
     #[arg(long, default_value_t = 0)]
-    pub replay_cpu: usize,
+    pub(crate) replay_cpu: usize,
     /// Results folder (default: target/bench/<UTC time>).
     #[arg(long)]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// Lab name.
     #[arg(long, default_value = netns::PREFIX)]
-    pub lab: String,
+    pub(crate) lab: String,
     /// Leave the lab up afterwards (a lab that was already up is always left up).
     #[arg(long)]
-    pub keep_lab: bool,
+    pub(crate) keep_lab: bool,
     /// Extra trader flags, e.g. `--trader-arg=--mlock`.
     #[arg(long = "trader-arg", allow_hyphen_values = true)]
-    pub trader_args: Vec<String>,
+    pub(crate) trader_args: Vec<String>,
     /// Extra replay flags.
     #[arg(long = "replay-arg", allow_hyphen_values = true)]
-    pub replay_args: Vec<String>,
+    pub(crate) replay_args: Vec<String>,
     /// Also measure the floors in the same run: the XDP_TX reflector (the lab and harness
     /// without any userspace trader), the bypass harness (the replay on AF_XDP too, so the
     /// figure is the trader's own) and the CPU floor (two pinned threads ping-ponging a cache
     /// line).
     #[arg(long)]
-    pub floors: bool,
+    pub(crate) floors: bool,
     /// Seconds of sockperf ping-pong between the same namespaces, as the outside reference
     /// for the kernel-UDP path (0 to skip).
     #[arg(long, default_value_t = 5)]
-    pub sockperf: u64,
+    pub(crate) sockperf: u64,
     /// Fail unless every run delivered every expected order and (for strategy runs) parity
     /// held: for CI and soaks.
     #[arg(long)]
-    pub strict: bool,
+    pub(crate) strict: bool,
     /// Don't install missing dependencies first.
     #[arg(long)]
-    pub no_setup: bool,
+    pub(crate) no_setup: bool,
 }
 
 impl Options {
     /// The defaults of a single benchmark trial (the matrix's and the zero-loss search's):
     /// `count` messages of a GBM series long enough for them, n = 6, native XDP, spinning,
     /// trader on cpu1 and replay on cpu0, no sockperf.
-    pub fn trial(count: u64, lab: &str, out: Option<PathBuf>, no_setup: bool) -> Options {
+    pub(crate) fn trial(count: u64, lab: &str, out: Option<PathBuf>, no_setup: bool) -> Options {
         Options {
             path: PathChoice::Both,
             source: Source::Gbm {
@@ -252,7 +252,7 @@ impl Options {
     }
 }
 
-pub fn run(o: Options) -> anyhow::Result<()> {
+pub(crate) fn run(o: Options) -> anyhow::Result<()> {
     let rows = o.lab_rows();
     let (_, first) = *rows.first().context("no path to run")?;
     let session = Session::start(&o, "bench", first)?;

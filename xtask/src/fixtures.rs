@@ -6,7 +6,7 @@ use results::{
 };
 
 /// A summary of `count` values whose percentiles are `base` times 1, 2, ... 8.
-pub fn summary(count: u64, base: f64) -> Summary {
+pub(crate) fn summary(count: u64, base: f64) -> Summary {
     Summary {
         count,
         min_us: base,
@@ -21,7 +21,7 @@ pub fn summary(count: u64, base: f64) -> Summary {
     }
 }
 
-pub fn machine() -> Machine {
+pub(crate) fn machine() -> Machine {
     Machine {
         kernel: "6.1.0-test".into(),
         cpu: "Test CPU @ 3.00GHz".into(),
@@ -30,7 +30,7 @@ pub fn machine() -> Machine {
 }
 
 /// A strategy run that kept parity: 1000 ticks sent, 40 orders, tick-to-trade from `base` µs.
-pub fn replay(base: f64) -> ReplayReport {
+pub(crate) fn replay(base: f64) -> ReplayReport {
     ReplayReport {
         label: "xdp".into(),
         exchange_io: ExchangeIo::Udp,
@@ -77,7 +77,7 @@ pub fn replay(base: f64) -> ReplayReport {
 }
 
 /// The trader's side of [`replay`]: 1000 ticks, a gap, one malformed packet.
-pub fn trader(path: TraderPath) -> TraderReport {
+pub(crate) fn trader(path: TraderPath) -> TraderReport {
     TraderReport {
         knobs: Knobs {
             cpu: Some(1),
@@ -127,7 +127,7 @@ pub fn trader(path: TraderPath) -> TraderReport {
     }
 }
 
-pub fn floor() -> FloorReport {
+pub(crate) fn floor() -> FloorReport {
     FloorReport {
         cpus: [0, 1],
         iterations: 1_000_000,

@@ -23,7 +23,7 @@ const TAIL_MOVES_PCT: f64 = 30.0;
 
 /// One design choice on the trader (or the replay's batching), tried alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Knob {
+pub(crate) enum Knob {
     /// Sleep in poll()/recv() instead of spinning.
     #[value(name = "block")]
     Block,
@@ -68,7 +68,7 @@ const UDP: &[TraderPath] = &[TraderPath::Udp];
 
 impl Knob {
     /// Its name, as `--knobs` takes it and the tables show it.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Knob::Block => "block",
             Knob::BusyPoll => "busy-poll",
@@ -153,7 +153,7 @@ impl Knob {
 
 /// `--knobs`: every knob, or one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Selection {
+pub(crate) enum Selection {
     All,
     One(Knob),
 }
@@ -170,33 +170,33 @@ fn parse_selection(s: &str) -> Result<Selection, String> {
 
 /// Options.
 #[derive(Debug, clap::Args)]
-pub struct Options {
+pub(crate) struct Options {
     /// Knobs to run (comma-separated), or `all`. Known: block, busy-poll, unpinned, fifo,
     /// mlock, huge-pages, rx-batch-1, no-need-wakeup, skb, recvmmsg, small-rcvbuf,
     /// mold-batch-4.
     #[arg(long, value_delimiter = ',', default_value = "all", value_parser = parse_selection)]
-    pub knobs: Vec<Selection>,
+    pub(crate) knobs: Vec<Selection>,
     /// Paths (comma-separated): xdp, udp.
     #[arg(long, value_delimiter = ',', default_value = "xdp,udp", value_parser = session::trader_paths())]
-    pub paths: Vec<TraderPath>,
+    pub(crate) paths: Vec<TraderPath>,
     /// Messages per run.
     #[arg(long, default_value_t = 20_000)]
-    pub count: u64,
+    pub(crate) count: u64,
     /// Rate per run (msg/s).
     #[arg(long, default_value_t = bench::RATE)]
-    pub rate: Rate,
+    pub(crate) rate: Rate,
     /// Lab name.
     #[arg(long, default_value = netns::PREFIX)]
-    pub lab: String,
+    pub(crate) lab: String,
     /// Results folder (default target/matrix/<time>).
     #[arg(long)]
-    pub out: Option<std::path::PathBuf>,
+    pub(crate) out: Option<std::path::PathBuf>,
     /// Fail if any run fails or breaks parity (CI).
     #[arg(long)]
-    pub strict: bool,
+    pub(crate) strict: bool,
     /// Don't install missing dependencies first.
     #[arg(long)]
-    pub no_setup: bool,
+    pub(crate) no_setup: bool,
 }
 
 impl Options {
@@ -257,7 +257,7 @@ struct MatrixRow {
     late_sends: u64,
 }
 
-pub fn run(o: Options) -> anyhow::Result<()> {
+pub(crate) fn run(o: Options) -> anyhow::Result<()> {
     let knobs = o.knobs();
     let Some(&first) = o.paths.first() else {
         bail!("no path to run");

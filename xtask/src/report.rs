@@ -19,7 +19,7 @@ use crate::{
 };
 
 /// `YYYY-MM-DDTHH-MM-SSZ`, from the system clock (UTC).
-pub fn utc_stamp() -> String {
+pub(crate) fn utc_stamp() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -69,61 +69,61 @@ const RATIOS: [(Row, Row); 3] = [
 
 /// A lab row's results, read back from its files.
 #[derive(Debug, Clone)]
-pub struct Measured {
-    pub row: Row,
-    pub ends: Ends,
-    pub replay: ReplayReport,
-    pub trader: TraderReport,
+pub(crate) struct Measured {
+    pub(crate) row: Row,
+    pub(crate) ends: Ends,
+    pub(crate) replay: ReplayReport,
+    pub(crate) trader: TraderReport,
     /// The replay's tick-to-trade histogram.
-    pub hgrm: PathBuf,
+    pub(crate) hgrm: PathBuf,
 }
 
 /// `report.json`: everything a bench measured, per row, and under which conditions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Report {
-    pub machine: Host,
-    pub options: Conditions,
+pub(crate) struct Report {
+    pub(crate) machine: Host,
+    pub(crate) options: Conditions,
     /// sockperf's UDP ping-pong, if it ran.
-    pub sockperf: Option<RoundTrip>,
+    pub(crate) sockperf: Option<RoundTrip>,
     /// The CPU floor, if it ran (`--floors`).
-    pub cpu_floor: Option<FloorReport>,
-    pub runs: Vec<RunRecord>,
+    pub(crate) cpu_floor: Option<FloorReport>,
+    pub(crate) runs: Vec<RunRecord>,
 }
 
 /// The machine and the link between the lab's ends.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Host {
+pub(crate) struct Host {
     #[serde(flatten)]
-    pub machine: Machine,
-    pub link: String,
+    pub(crate) machine: Machine,
+    pub(crate) link: String,
 }
 
 /// The bench options every row shares.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Conditions {
-    pub source: Source,
-    pub count: Option<u64>,
-    pub rate: Rate,
-    pub batch: u16,
-    pub n: i64,
-    pub xdp_mode: XdpMode,
-    pub wait: Wait,
-    pub trader_cpu: usize,
-    pub replay_cpu: usize,
-    pub trader_args: Vec<String>,
+pub(crate) struct Conditions {
+    pub(crate) source: Source,
+    pub(crate) count: Option<u64>,
+    pub(crate) rate: Rate,
+    pub(crate) batch: u16,
+    pub(crate) n: i64,
+    pub(crate) xdp_mode: XdpMode,
+    pub(crate) wait: Wait,
+    pub(crate) trader_cpu: usize,
+    pub(crate) replay_cpu: usize,
+    pub(crate) trader_args: Vec<String>,
 }
 
 /// One lab row in report.json: both ends' reports.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunRecord {
+pub(crate) struct RunRecord {
     /// The trader's path.
-    pub path: TraderPath,
+    pub(crate) path: TraderPath,
     /// The row (and the stem of its files).
-    pub tag: Row,
-    pub replay: ReplayReport,
-    pub trader: TraderReport,
+    pub(crate) tag: Row,
+    pub(crate) replay: ReplayReport,
+    pub(crate) trader: TraderReport,
     /// The tick-to-trade histogram's file name, beside report.json.
-    pub hgrm: String,
+    pub(crate) hgrm: String,
 }
 
 impl Report {
@@ -172,7 +172,7 @@ impl Report {
 }
 
 /// Writes the report files and prints the table.
-pub fn write(
+pub(crate) fn write(
     out: &Path,
     o: &Options,
     measured: &[Measured],
@@ -380,7 +380,7 @@ fn ratios(t: &mut String, measured: &[Measured]) {
 }
 
 /// (percentile as 0..1, value µs) rows of an `.hgrm` file.
-pub fn parse_hgrm(text: &str) -> Vec<(f64, f64)> {
+pub(crate) fn parse_hgrm(text: &str) -> Vec<(f64, f64)> {
     text.lines()
         .filter_map(|l| {
             let mut it = l.split_whitespace();
@@ -392,7 +392,7 @@ pub fn parse_hgrm(text: &str) -> Vec<(f64, f64)> {
 }
 
 /// Latency by percentile, x on HdrHistogram's log axis of 1/(1-p), y log-scaled in µs.
-pub fn svg(curves: &[(String, Vec<(f64, f64)>)], title: &str) -> String {
+pub(crate) fn svg(curves: &[(String, Vec<(f64, f64)>)], title: &str) -> String {
     let (w, h, ml, mr, mt, mb) = (900.0, 520.0, 70.0, 20.0, 40.0, 60.0);
     let x_max_decades = 6.0; // up to 99.9999 %
     let xs = |q: f64| {

@@ -34,7 +34,7 @@ const TRADER_IDLE_EXIT_S: u64 = 60;
 
 /// `--paths` of the matrix and the zero-loss search: the paths with a trader on them (the
 /// reflector has none to measure), with their help.
-pub fn trader_paths() -> impl clap::builder::TypedValueParser<Value = TraderPath> {
+pub(crate) fn trader_paths() -> impl clap::builder::TypedValueParser<Value = TraderPath> {
     use clap::{ValueEnum as _, builder::TypedValueParser as _};
     let traders = [TraderPath::Xdp, TraderPath::Udp];
     clap::builder::PossibleValuesParser::new(
@@ -45,16 +45,16 @@ pub fn trader_paths() -> impl clap::builder::TypedValueParser<Value = TraderPath
 
 /// What a lab run puts at each end of the veth.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ends {
+pub(crate) struct Ends {
     /// The trader's I/O path.
-    pub trader: TraderPath,
+    pub(crate) trader: TraderPath,
     /// The exchange side's (the replay's) I/O.
-    pub exchange: ExchangeIo,
+    pub(crate) exchange: ExchangeIo,
 }
 
 impl Ends {
     /// A trader on `trader` against the replay on a kernel UDP socket.
-    pub const fn kernel_exchange(trader: TraderPath) -> Ends {
+    pub(crate) const fn kernel_exchange(trader: TraderPath) -> Ends {
         Ends {
             trader,
             exchange: ExchangeIo::Udp,
@@ -62,7 +62,7 @@ impl Ends {
     }
 
     /// What the replay expects back: the reflector answers every tick, a trader its signals.
-    pub const fn expect(self) -> Expect {
+    pub(crate) const fn expect(self) -> Expect {
         match self.trader {
             TraderPath::Reflect => Expect::Every,
             TraderPath::Xdp | TraderPath::Udp => Expect::Signals,
@@ -73,25 +73,25 @@ impl Ends {
 /// What every lab benchmark needs: root, dependencies, a stop flag, the binaries, a results
 /// folder and the lab.
 #[derive(Debug)]
-pub struct Session {
+pub(crate) struct Session {
     /// Set on SIGINT/SIGTERM.
-    pub stop: Arc<AtomicBool>,
-    pub bins: Binaries,
+    pub(crate) stop: Arc<AtomicBool>,
+    pub(crate) bins: Binaries,
     /// The results folder.
-    pub out: PathBuf,
-    pub lab: LabHold,
+    pub(crate) out: PathBuf,
+    pub(crate) lab: LabHold,
 }
 
 /// The lab of a session: kept (it was up before, or --keep-lab) from the start, so no error
 /// path can remove a lab the user brought up; or owned, removed when the session drops.
 #[derive(Debug)]
-pub enum LabHold {
+pub(crate) enum LabHold {
     Kept(LabConfig),
     Owned(Lab),
 }
 
 impl LabHold {
-    pub fn config(&self) -> &LabConfig {
+    pub(crate) fn config(&self) -> &LabConfig {
         match self {
             LabHold::Kept(c) => c,
             LabHold::Owned(l) => l.config(),
@@ -102,7 +102,7 @@ impl LabHold {
 impl Session {
     /// Checks `o` with the binaries themselves (as a run on `first` would use them), then
     /// brings up the lab and a results folder under `target/<kind>/` (or `o.out`).
-    pub fn start(o: &Options, kind: &str, first: Ends) -> anyhow::Result<Session> {
+    pub(crate) fn start(o: &Options, kind: &str, first: Ends) -> anyhow::Result<Session> {
         require_root("the benchmark (network namespaces, XDP, AF_XDP)")?;
         if !o.no_setup {
             crate::setup::ensure()?;
@@ -142,16 +142,16 @@ impl Session {
         })
     }
 
-    pub fn stopped(&self) -> bool {
+    pub(crate) fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
     }
 
     /// Ends the session: an owned lab is removed, a kept one stays.
-    pub fn finish(self) {}
+    pub(crate) fn finish(self) {}
 
     /// Runs the trader on `ends.trader` and the replay against it once; the result files are
     /// named by `tag` in the results folder.
-    pub fn run(&self, o: &Options, ends: Ends, tag: &str) -> anyhow::Result<Run> {
+    pub(crate) fn run(&self, o: &Options, ends: Ends, tag: &str) -> anyhow::Result<Run> {
         let lab = self.lab.config();
         let run = Run::named(&self.out, tag);
         let trader = trader_command(in_ns(&lab.trader_ns(), &self.bins.trader), o, lab, ends);
@@ -177,10 +177,10 @@ impl Session {
 
 /// Paths of the release binaries.
 #[derive(Debug)]
-pub struct Binaries {
-    pub trader: PathBuf,
-    pub replay: PathBuf,
-    pub floor: PathBuf,
+pub(crate) struct Binaries {
+    pub(crate) trader: PathBuf,
+    pub(crate) replay: PathBuf,
+    pub(crate) floor: PathBuf,
 }
 
 fn build_binaries() -> anyhow::Result<Binaries> {
@@ -201,15 +201,15 @@ fn build_binaries() -> anyhow::Result<Binaries> {
 
 /// One run's result files.
 #[derive(Debug, Clone)]
-pub struct Run {
+pub(crate) struct Run {
     /// The replay's report ([`ReplayReport`]).
-    pub replay_json: PathBuf,
+    pub(crate) replay_json: PathBuf,
     /// The trader's report ([`TraderReport`]).
-    pub trader_json: PathBuf,
+    pub(crate) trader_json: PathBuf,
     /// Tick-to-trade, as the replay measured it.
-    pub hgrm: PathBuf,
+    pub(crate) hgrm: PathBuf,
     /// The trader's own RX→TX.
-    pub trader_hgrm: PathBuf,
+    pub(crate) trader_hgrm: PathBuf,
 }
 
 impl Run {
@@ -223,12 +223,12 @@ impl Run {
     }
 
     /// The replay's report; an error names the file and what is wrong with it.
-    pub fn replay(&self) -> anyhow::Result<ReplayReport> {
+    pub(crate) fn replay(&self) -> anyhow::Result<ReplayReport> {
         Ok(results::read(&self.replay_json)?)
     }
 
     /// The trader's report, as [`Run::replay`].
-    pub fn trader(&self) -> anyhow::Result<TraderReport> {
+    pub(crate) fn trader(&self) -> anyhow::Result<TraderReport> {
         results::read(&self.trader_json)
             .context("the trader writes it when its loop ends; its own error, if any, is above")
     }
@@ -250,7 +250,7 @@ impl Run {
 
 /// A new folder under `parent` named by the UTC time; a second run within the same second
 /// gets `-2`, `-3`, ... rather than writing into the first one's.
-pub fn new_results_dir(parent: &Path) -> anyhow::Result<PathBuf> {
+pub(crate) fn new_results_dir(parent: &Path) -> anyhow::Result<PathBuf> {
     std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
     let stamp = report::utc_stamp();
     for i in 1..1000 {

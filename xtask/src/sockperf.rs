@@ -15,7 +15,7 @@ use crate::util::{shown, which};
 const PORT: u16 = 26410;
 
 /// Runs sockperf for `seconds` and returns its percentiles (µs, full round trip).
-pub fn ping_pong(
+pub(crate) fn ping_pong(
     lab: &LabConfig,
     seconds: u64,
     server_cpu: usize,
@@ -56,22 +56,22 @@ pub fn ping_pong(
 
 /// sockperf's full round trips, µs.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct RoundTrip {
+pub(crate) struct RoundTrip {
     /// Observations.
-    pub count: u64,
-    pub min_us: f64,
-    pub p50_us: f64,
-    pub p90_us: f64,
-    pub p99_us: f64,
-    pub p999_us: f64,
-    pub p9999_us: f64,
-    pub max_us: f64,
-    pub mean_us: f64,
+    pub(crate) count: u64,
+    pub(crate) min_us: f64,
+    pub(crate) p50_us: f64,
+    pub(crate) p90_us: f64,
+    pub(crate) p99_us: f64,
+    pub(crate) p999_us: f64,
+    pub(crate) p9999_us: f64,
+    pub(crate) max_us: f64,
+    pub(crate) mean_us: f64,
 }
 
 impl RoundTrip {
     /// As the lab's own summaries (sockperf clamps nothing: none saturated).
-    pub fn summary(&self) -> Summary {
+    pub(crate) fn summary(&self) -> Summary {
         let RoundTrip {
             count,
             min_us,
@@ -100,7 +100,7 @@ impl RoundTrip {
 
 /// Picks the percentile lines out of sockperf's summary; every figure the report shows must
 /// be there.
-pub fn parse(text: &str) -> anyhow::Result<RoundTrip> {
+pub(crate) fn parse(text: &str) -> anyhow::Result<RoundTrip> {
     let (mut min, mut max) = (None, None);
     let (mut p50, mut p90, mut p99, mut p999, mut p9999) = (None, None, None, None, None);
     for line in text.lines() {

@@ -19,38 +19,38 @@ const LOADS: [f64; 3] = [0.1, 0.5, 0.9];
 
 /// Options.
 #[derive(Debug, clap::Args)]
-pub struct Options {
+pub(crate) struct Options {
     /// Paths (comma-separated): xdp, udp.
     #[arg(long, value_delimiter = ',', default_value = "xdp,udp", value_parser = session::trader_paths())]
-    pub paths: Vec<TraderPath>,
+    pub(crate) paths: Vec<TraderPath>,
     /// Messages per trial.
     #[arg(long, default_value_t = 100_000)]
-    pub count: u64,
+    pub(crate) count: u64,
     /// ITCH messages per MoldUDP64 packet (the sender's own per-packet cost caps the rate).
     #[arg(long, default_value_t = 1)]
-    pub batch: u16,
+    pub(crate) batch: u16,
     /// Lowest offered rate tried, messages/s: the search starts there.
     #[arg(long, default_value_t = 10_000.0)]
-    pub min_rate: f64,
+    pub(crate) min_rate: f64,
     /// Highest offered rate to try, messages/s: the search stops there if nothing failed.
     #[arg(long, default_value_t = 4_000_000.0)]
-    pub max_rate: f64,
+    pub(crate) max_rate: f64,
     /// Stop bisecting when the bounds are within this ratio.
     #[arg(long, default_value_t = 1.05)]
-    pub resolution: f64,
+    pub(crate) resolution: f64,
     /// Exchange-side I/O; with xdp (the bypass harness) the AF_XDP sender's per-packet cost is
     /// lower, so the trader rather than the sender is the limit.
     #[arg(long, value_enum, default_value_t = ExchangeIo::Udp)]
-    pub exchange_io: ExchangeIo,
+    pub(crate) exchange_io: ExchangeIo,
     /// Lab name.
     #[arg(long, default_value = netns::PREFIX)]
-    pub lab: String,
+    pub(crate) lab: String,
     /// Results folder (default target/zero-loss/<time>).
     #[arg(long)]
-    pub out: Option<std::path::PathBuf>,
+    pub(crate) out: Option<std::path::PathBuf>,
     /// Don't install missing dependencies first.
     #[arg(long)]
-    pub no_setup: bool,
+    pub(crate) no_setup: bool,
 }
 
 /// One trial's verdict.
@@ -99,7 +99,7 @@ struct LoadJson {
     tick_to_trade: Summary,
 }
 
-pub fn run(o: Options) -> anyhow::Result<()> {
+pub(crate) fn run(o: Options) -> anyhow::Result<()> {
     if !(o.min_rate > 0.0 && o.max_rate > o.min_rate && o.resolution > 1.0) {
         bail!("need 0 < --min-rate < --max-rate and --resolution > 1");
     }
