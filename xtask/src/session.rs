@@ -229,8 +229,7 @@ impl Run {
 
     /// The trader's report, as [`Run::replay`].
     pub(crate) fn trader(&self) -> anyhow::Result<TraderReport> {
-        results::read(&self.trader_json)
-            .context("the trader writes it when its loop ends; its own error, if any, is above")
+        Ok(results::read(&self.trader_json)?)
     }
 
     fn trader_outputs(&self, c: &mut Command) {
