@@ -1,5 +1,6 @@
 //! The lab's results, typed: what the `trader`, `replay` and `floor` binaries write as JSON, and
-//! the option enums they share with `xtask`.
+//! the options they share with `xtask` (path, wait, XDP mode, exchange I/O, the replay's source
+//! and rate).
 //!
 //! The binaries serialize these structs; `xtask` and the tests deserialize the same structs, so
 //! a renamed or missing field is a compile error or a parse error naming the file, never a
@@ -11,11 +12,13 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 mod enums;
+mod feed;
 mod floor;
 mod replay;
 mod trader;
 
 pub use enums::{EndReason, ExchangeIo, Expect, TraderPath, Wait, XdpMode};
+pub use feed::{Rate, Source};
 pub use floor::FloorReport;
 pub use replay::{Parity, ParityVerdict, ReplayReport};
 pub use trader::{FrameCounts, Knobs, TraderCounters, TraderReport, XdpCounters, XskStats};

@@ -12,23 +12,23 @@ use crate::{
 
 /// Options of the boundary benchmark (passed through to `boundary-bench`).
 #[derive(Debug, Clone, clap::Args)]
-pub struct Options {
+pub(crate) struct Options {
     /// Timed calls of each sweep mode, after one checked warm-up call each.
     #[arg(long, default_value_t = 7)]
-    pub reps: usize,
+    pub(crate) reps: usize,
     /// Threads of one sweep, in process and in the server alike.
     #[arg(long, default_value_t = 1)]
-    pub threads: usize,
+    pub(crate) threads: usize,
     /// Echo calls per payload size at the small end.
     #[arg(long, default_value_t = 5_000)]
-    pub echo_calls: usize,
+    pub(crate) echo_calls: usize,
     /// Results folder (default: target/bench-boundary/<UTC time>).
     #[arg(long)]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
 }
 
 /// Builds and runs the benchmark.
-pub fn run(opts: Options) -> anyhow::Result<()> {
+pub(crate) fn run(opts: Options) -> anyhow::Result<()> {
     let Options {
         reps,
         threads,

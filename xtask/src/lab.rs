@@ -4,17 +4,17 @@ use netns::{Found, Lab, LabConfig};
 
 /// Which lab.
 #[derive(Debug, clap::Args)]
-pub struct Options {
+pub(crate) struct Options {
     /// Lab name; the namespaces are `<name>-ex` (exchange) and `<name>-tr` (trader).
     #[arg(long, default_value = netns::PREFIX)]
-    pub name: String,
+    pub(crate) name: String,
 }
 
 fn config(name: &str) -> anyhow::Result<LabConfig> {
     Ok(LabConfig::new(name)?)
 }
 
-pub fn up(Options { name }: Options) -> anyhow::Result<()> {
+pub(crate) fn up(Options { name }: Options) -> anyhow::Result<()> {
     let config = config(&name)?;
     let lab = Lab::up(config).context("failed to bring the lab up")?;
     let found = lab.found();
@@ -28,7 +28,7 @@ pub fn up(Options { name }: Options) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn down(Options { name }: Options) -> anyhow::Result<()> {
+pub(crate) fn down(Options { name }: Options) -> anyhow::Result<()> {
     let config = config(&name)?;
     if netns::down(&config).context("failed to remove the lab")? {
         eprintln!("lab {} removed", config.name);
@@ -38,7 +38,7 @@ pub fn down(Options { name }: Options) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn status(Options { name }: Options) -> anyhow::Result<()> {
+pub(crate) fn status(Options { name }: Options) -> anyhow::Result<()> {
     let config = config(&name)?;
     print!("{}", netns::status(&config)?);
     let others: Vec<String> = netns::project_namespaces()

@@ -3,9 +3,12 @@
 
 mod bench;
 mod bench_boundary;
+#[cfg(test)]
+mod fixtures;
 mod lab;
 mod matrix;
 mod report;
+mod session;
 mod setup;
 mod sockperf;
 mod test;

@@ -3,251 +3,296 @@
 //! prints which knob moves the median and which moves the tail.
 use std::fmt::Write as _;
 
-use anyhow::{Context as _, bail};
-use serde_json::{Value, json};
+use anyhow::bail;
+use clap::ValueEnum as _;
+use results::{Rate, ReplayReport, Summary, TraderPath, Wait, XdpMode};
+use serde::{Deserialize, Serialize};
 
-use crate::bench::{self, Session};
+use crate::{
+    bench,
+    session::{self, Ends, Session},
+};
 
-/// One design choice, as trader flags (and replay batching).
-struct Knob {
-    name: &'static str,
-    what: &'static str,
-    paths: &'static [&'static str],
-    trader: &'static [&'static str],
-    batch: Option<u16>,
-    no_pin: bool,
-    wait: Option<&'static str>,
-    xdp_mode: Option<&'static str>,
+/// Fewer reserved 2 MiB pages than this and the huge-pages knob is skipped (the UMEM needs
+/// them).
+const HUGE_PAGES_NEEDED: u64 = 8;
+/// Below these changes against the baseline a knob "moves" nothing: thresholds for a shared,
+/// noisy 2-core VM, in percent.
+const P50_MOVES_PCT: f64 = 10.0;
+const TAIL_MOVES_PCT: f64 = 30.0;
+
+/// One design choice on the trader (or the replay's batching), tried alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Knob {
+    /// Sleep in poll()/recv() instead of spinning.
+    #[value(name = "block")]
+    Block,
+    /// SO_BUSY_POLL 50 µs + SO_PREFER_BUSY_POLL.
+    #[value(name = "busy-poll")]
+    BusyPoll,
+    /// No CPU pinning of trader and replay.
+    #[value(name = "unpinned")]
+    Unpinned,
+    /// The trader under SCHED_FIFO 50.
+    #[value(name = "fifo")]
+    Fifo,
+    /// mlockall(MCL_CURRENT|MCL_FUTURE).
+    #[value(name = "mlock")]
+    Mlock,
+    /// UMEM on 2 MiB pages (AF_XDP only).
+    #[value(name = "huge-pages")]
+    HugePages,
+    /// One frame per RX ring visit, not 64 (AF_XDP only).
+    #[value(name = "rx-batch-1")]
+    RxBatch1,
+    /// Bind without XDP_USE_NEED_WAKEUP (AF_XDP only).
+    #[value(name = "no-need-wakeup")]
+    NoNeedWakeup,
+    /// Generic (SKB) XDP instead of native (AF_XDP only).
+    #[value(name = "skb")]
+    Skb,
+    /// recvmmsg, up to 16 datagrams per call (UDP only).
+    #[value(name = "recvmmsg")]
+    Recvmmsg,
+    /// The default 208 KiB UDP receive buffer, not 4 MiB (UDP only).
+    #[value(name = "small-rcvbuf")]
+    SmallRcvbuf,
+    /// 4 ITCH messages per MoldUDP64 packet.
+    #[value(name = "mold-batch-4")]
+    MoldBatch4,
 }
 
-const BOTH: &[&str] = &["xdp", "udp"];
+const BOTH: &[TraderPath] = &[TraderPath::Xdp, TraderPath::Udp];
+const XDP: &[TraderPath] = &[TraderPath::Xdp];
+const UDP: &[TraderPath] = &[TraderPath::Udp];
 
-const fn knob(
-    name: &'static str,
-    what: &'static str,
-    paths: &'static [&'static str],
-    trader: &'static [&'static str],
-) -> Knob {
-    Knob {
-        name,
-        what,
-        paths,
-        trader,
-        batch: None,
-        no_pin: false,
-        wait: None,
-        xdp_mode: None,
+impl Knob {
+    /// Its name, as `--knobs` takes it and the tables show it.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Knob::Block => "block",
+            Knob::BusyPoll => "busy-poll",
+            Knob::Unpinned => "unpinned",
+            Knob::Fifo => "fifo",
+            Knob::Mlock => "mlock",
+            Knob::HugePages => "huge-pages",
+            Knob::RxBatch1 => "rx-batch-1",
+            Knob::NoNeedWakeup => "no-need-wakeup",
+            Knob::Skb => "skb",
+            Knob::Recvmmsg => "recvmmsg",
+            Knob::SmallRcvbuf => "small-rcvbuf",
+            Knob::MoldBatch4 => "mold-batch-4",
+        }
+    }
+
+    /// What it changes, for the table.
+    fn what(self) -> &'static str {
+        match self {
+            Knob::Block => "sleep in poll()/recv() instead of spinning",
+            Knob::BusyPoll => "SO_BUSY_POLL 50 µs + SO_PREFER_BUSY_POLL",
+            Knob::Unpinned => "no CPU pinning of trader and replay",
+            Knob::Fifo => "trader under SCHED_FIFO 50",
+            Knob::Mlock => "mlockall(MCL_CURRENT|MCL_FUTURE)",
+            Knob::HugePages => "UMEM on 2 MiB pages",
+            Knob::RxBatch1 => "one frame per RX ring visit (default 64)",
+            Knob::NoNeedWakeup => "bind without XDP_USE_NEED_WAKEUP",
+            Knob::Skb => "generic (SKB) XDP instead of native",
+            Knob::Recvmmsg => "recvmmsg, up to 16 datagrams per call",
+            Knob::SmallRcvbuf => "default 208 KiB UDP receive buffer (not 4 MiB)",
+            Knob::MoldBatch4 => "4 ITCH messages per MoldUDP64 packet",
+        }
+    }
+
+    /// The trader paths it applies to.
+    fn paths(self) -> &'static [TraderPath] {
+        match self {
+            Knob::HugePages | Knob::RxBatch1 | Knob::NoNeedWakeup | Knob::Skb => XDP,
+            Knob::Recvmmsg | Knob::SmallRcvbuf => UDP,
+            Knob::Block
+            | Knob::BusyPoll
+            | Knob::Unpinned
+            | Knob::Fifo
+            | Knob::Mlock
+            | Knob::MoldBatch4 => BOTH,
+        }
+    }
+
+    /// The baseline's options with this knob turned.
+    fn apply(self, base: &bench::Options) -> bench::Options {
+        let mut o = base.clone();
+        let trader: &[&str] = match self {
+            Knob::Block => {
+                o.wait = Wait::Block;
+                &[]
+            }
+            Knob::BusyPoll => &["--busy-poll", "50", "--prefer-busy-poll"],
+            Knob::Unpinned => {
+                o.no_pin = true;
+                &[]
+            }
+            Knob::Fifo => &["--fifo", "50"],
+            Knob::Mlock => &["--mlock"],
+            Knob::HugePages => &["--huge-pages"],
+            Knob::RxBatch1 => &["--batch", "1"],
+            Knob::NoNeedWakeup => &["--no-need-wakeup"],
+            Knob::Skb => {
+                o.xdp_mode = XdpMode::Skb;
+                &[]
+            }
+            Knob::Recvmmsg => &["--recvmmsg", "16"],
+            Knob::SmallRcvbuf => &["--rcvbuf", "212992"],
+            Knob::MoldBatch4 => {
+                o.batch = 4;
+                &[]
+            }
+        };
+        o.trader_args = trader.iter().map(|s| s.to_string()).collect();
+        o
     }
 }
 
-const XDP: &[&str] = &["xdp"];
-const UDP: &[&str] = &["udp"];
+/// `--knobs`: every knob, or one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Selection {
+    All,
+    One(Knob),
+}
 
-const KNOBS: &[Knob] = &[
-    Knob {
-        wait: Some("block"),
-        ..knob(
-            "block",
-            "sleep in poll()/recv() instead of spinning",
-            BOTH,
-            &[],
-        )
-    },
-    knob(
-        "busy-poll",
-        "SO_BUSY_POLL 50 µs + SO_PREFER_BUSY_POLL",
-        BOTH,
-        &["--busy-poll", "50", "--prefer-busy-poll"],
-    ),
-    Knob {
-        no_pin: true,
-        ..knob("unpinned", "no CPU pinning of trader and replay", BOTH, &[])
-    },
-    knob(
-        "fifo",
-        "trader under SCHED_FIFO 50",
-        BOTH,
-        &["--fifo", "50"],
-    ),
-    knob(
-        "mlock",
-        "mlockall(MCL_CURRENT|MCL_FUTURE)",
-        BOTH,
-        &["--mlock"],
-    ),
-    knob("huge-pages", "UMEM on 2 MiB pages", XDP, &["--huge-pages"]),
-    knob(
-        "rx-batch-1",
-        "one frame per RX ring visit (default 64)",
-        XDP,
-        &["--batch", "1"],
-    ),
-    knob(
-        "no-need-wakeup",
-        "bind without XDP_USE_NEED_WAKEUP",
-        XDP,
-        &["--no-need-wakeup"],
-    ),
-    Knob {
-        xdp_mode: Some("skb"),
-        ..knob("skb", "generic (SKB) XDP instead of native", XDP, &[])
-    },
-    knob(
-        "recvmmsg",
-        "recvmmsg, up to 16 datagrams per call",
-        UDP,
-        &["--recvmmsg", "16"],
-    ),
-    knob(
-        "small-rcvbuf",
-        "default 208 KiB UDP receive buffer (not 4 MiB)",
-        UDP,
-        &["--rcvbuf", "212992"],
-    ),
-    Knob {
-        batch: Some(4),
-        ..knob(
-            "mold-batch-4",
-            "4 ITCH messages per MoldUDP64 packet",
-            BOTH,
-            &[],
-        )
-    },
-];
+fn parse_selection(s: &str) -> Result<Selection, String> {
+    if s == "all" {
+        return Ok(Selection::All);
+    }
+    Knob::from_str(s, false).map(Selection::One).map_err(|_| {
+        let known: Vec<&str> = Knob::value_variants().iter().map(|k| k.as_str()).collect();
+        format!("unknown knob {s:?}: use all, or {}", known.join(", "))
+    })
+}
 
 /// Options.
 #[derive(Debug, clap::Args)]
-pub struct Options {
+pub(crate) struct Options {
     /// Knobs to run (comma-separated), or `all`. Known: block, busy-poll, unpinned, fifo,
     /// mlock, huge-pages, rx-batch-1, no-need-wakeup, skb, recvmmsg, small-rcvbuf,
     /// mold-batch-4.
-    #[arg(long, value_delimiter = ',', default_value = "all")]
-    pub knobs: Vec<String>,
+    #[arg(long, value_delimiter = ',', default_value = "all", value_parser = parse_selection)]
+    pub(crate) knobs: Vec<Selection>,
     /// Paths (comma-separated): xdp, udp.
-    #[arg(long, value_delimiter = ',', default_value = "xdp,udp")]
-    pub paths: Vec<String>,
+    #[arg(long, value_delimiter = ',', default_value = "xdp,udp", value_parser = session::trader_paths())]
+    pub(crate) paths: Vec<TraderPath>,
     /// Messages per run.
     #[arg(long, default_value_t = 20_000)]
-    pub count: u64,
+    pub(crate) count: u64,
     /// Rate per run (msg/s).
-    #[arg(long, default_value = "20k")]
-    pub rate: String,
+    #[arg(long, default_value_t = bench::RATE)]
+    pub(crate) rate: Rate,
     /// Lab name.
     #[arg(long, default_value = netns::PREFIX)]
-    pub lab: String,
+    pub(crate) lab: String,
     /// Results folder (default target/matrix/<time>).
     #[arg(long)]
-    pub out: Option<std::path::PathBuf>,
+    pub(crate) out: Option<std::path::PathBuf>,
     /// Fail if any run fails or breaks parity (CI).
     #[arg(long)]
-    pub strict: bool,
+    pub(crate) strict: bool,
     /// Don't install missing dependencies first.
     #[arg(long)]
-    pub no_setup: bool,
+    pub(crate) no_setup: bool,
 }
 
-fn base(o: &Options) -> bench::Options {
-    bench::Options {
-        rate: o.rate.clone(),
-        ..bench::Options::trial(o.count, &o.lab, o.out.clone(), o.no_setup)
-    }
-}
-
-pub fn run(o: Options) -> anyhow::Result<()> {
-    let knobs: Vec<&Knob> = if o.knobs.iter().any(|k| k == "all") {
-        KNOBS.iter().collect()
-    } else {
-        o.knobs
+impl Options {
+    /// The knobs asked for, in the order given (`all`: the table's).
+    fn knobs(&self) -> Vec<Knob> {
+        if self.knobs.contains(&Selection::All) {
+            return Knob::value_variants().to_vec();
+        }
+        self.knobs
             .iter()
-            .map(|k| {
-                KNOBS
-                    .iter()
-                    .find(|x| x.name == k)
-                    .with_context(|| format!("unknown knob {k:?}; see --help"))
+            .filter_map(|s| match *s {
+                Selection::One(k) => Some(k),
+                Selection::All => None,
             })
-            .collect::<anyhow::Result<_>>()?
+            .collect()
+    }
+}
+
+/// One measured row: a knob (`None`: the baseline) on a path.
+#[derive(Debug, Clone)]
+struct Row {
+    knob: Option<Knob>,
+    path: TraderPath,
+    replay: ReplayReport,
+}
+
+impl Row {
+    fn name(&self) -> &'static str {
+        self.knob.map_or("baseline", Knob::as_str)
+    }
+}
+
+/// A variant that did not run, or failed.
+#[derive(Debug, Clone)]
+struct Skipped {
+    text: String,
+    /// Not the machine's lack (no huge pages) but a run that failed: `--strict` fails on it.
+    failed: bool,
+}
+
+/// matrix.json.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct MatrixJson {
+    count: u64,
+    rate: Rate,
+    rows: Vec<MatrixRow>,
+    skipped: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct MatrixRow {
+    /// The knob's name, or `baseline`.
+    knob: String,
+    path: TraderPath,
+    tick_to_trade: Summary,
+    parity_ok: bool,
+    orders: u64,
+    late_sends: u64,
+}
+
+pub(crate) fn run(o: Options) -> anyhow::Result<()> {
+    let knobs = o.knobs();
+    let Some(&first) = o.paths.first() else {
+        bail!("no path to run");
     };
-    for p in &o.paths {
-        if p != "xdp" && p != "udp" {
-            bail!("unknown path {p:?}: use xdp, udp");
-        }
-    }
-    let b = base(&o);
-    let session = Session::start(&b, "matrix")?;
-    let huge_ok = std::fs::read_to_string("/proc/sys/vm/nr_hugepages")
-        .ok()
-        .and_then(|s| s.trim().parse::<u64>().ok())
-        .is_some_and(|n| n >= 8);
-    let mut rows: Vec<(String, String, Value)> = Vec::new();
-    let mut skipped = Vec::new();
-    let mut variants: Vec<(Option<&Knob>, &str)> = Vec::new();
-    for p in &o.paths {
-        variants.push((None, p.as_str()));
-    }
-    for k in &knobs {
-        for p in &o.paths {
-            if k.paths.contains(&p.as_str()) {
-                variants.push((Some(*k), p.as_str()));
-            }
-        }
-    }
-    let total = variants.len();
-    for (i, (k, p)) in variants.into_iter().enumerate() {
-        if session.stopped() {
-            break;
-        }
-        let name = k.map_or("baseline", |k| k.name);
-        if k.is_some_and(|k| k.name == "huge-pages") && !huge_ok {
-            skipped.push(
-                "huge-pages: no 2 MiB pages reserved (echo 64 > /proc/sys/vm/nr_hugepages)".into(),
-            );
-            continue;
-        }
-        eprintln!("[{}/{total}] {name} on {p}", i + 1);
-        let mut opts = b.clone();
-        if let Some(k) = k {
-            opts.trader_args = k.trader.iter().map(|s| s.to_string()).collect();
-            opts.batch = k.batch.unwrap_or(1);
-            opts.no_pin = k.no_pin;
-            if let Some(w) = k.wait {
-                opts.wait = w.into();
-            }
-            if let Some(m) = k.xdp_mode {
-                opts.xdp_mode = m.into();
-            }
-        }
-        let tag = format!("{p}-{name}");
-        match bench::run_path(
-            &opts,
-            &session.bins,
-            session.lab.config(),
-            p,
-            &tag,
-            &session.out,
-            &session.stop,
-        ) {
-            Ok(run) => {
-                let replay: Value =
-                    serde_json::from_str(&std::fs::read_to_string(&run.replay_json)?)?;
-                rows.push((name.to_owned(), p.to_owned(), replay));
-            }
-            Err(e) => skipped.push(format!("{name} on {p}: {e:#}")),
-        }
-    }
+    let b = bench::Options {
+        rate: o.rate,
+        ..bench::Options::trial(o.count, &o.lab, o.out.clone(), o.no_setup)
+    };
+    let session = Session::start(&b, "matrix", Ends::kernel_exchange(first))?;
+    let (rows, skipped) = measure(&session, &b, &variants(&o.paths, &knobs));
     let out = session.out.clone();
     let interrupted = session.stopped();
     session.finish();
-    let table = render(&rows, &knobs, &o);
+    let table = render(&rows, &o);
     print!("{table}");
     for s in &skipped {
-        println!("skipped: {s}");
+        println!("skipped: {}", s.text);
     }
     std::fs::write(out.join("matrix.md"), &table)?;
-    let json = json!({
-        "count": o.count, "rate": o.rate,
-        "rows": rows.iter().map(|(k, p, r)| json!({"knob": k, "path": p, "tick_to_trade": r["tick_to_trade"], "parity_ok": r["parity"]["ok"], "orders": r["orders_received"], "late_sends": r["late_sends"]})).collect::<Vec<_>>(),
-        "skipped": skipped,
-    });
+    let json = MatrixJson {
+        count: o.count,
+        rate: o.rate,
+        rows: rows
+            .iter()
+            .map(|r| MatrixRow {
+                knob: r.name().to_owned(),
+                path: r.path,
+                tick_to_trade: r.replay.tick_to_trade,
+                parity_ok: r.replay.parity.ok(),
+                orders: r.replay.orders_received,
+                late_sends: r.replay.late_sends,
+            })
+            .collect(),
+        skipped: skipped.iter().map(|s| s.text.clone()).collect(),
+    };
     std::fs::write(
         out.join("matrix.json"),
         serde_json::to_string_pretty(&json)?,
@@ -265,14 +310,9 @@ pub fn run(o: Options) -> anyhow::Result<()> {
     if o.strict {
         let failed: Vec<String> = rows
             .iter()
-            .filter(|(_, _, r)| r["parity"]["ok"].as_bool() != Some(true))
-            .map(|(k, p, _)| format!("{k} on {p}"))
-            .chain(
-                skipped
-                    .iter()
-                    .filter(|s| !s.starts_with("huge-pages"))
-                    .cloned(),
-            )
+            .filter(|r| !r.replay.parity.ok())
+            .map(|r| format!("{} on {}", r.name(), r.path))
+            .chain(skipped.iter().filter(|s| s.failed).map(|s| s.text.clone()))
             .collect();
         if !failed.is_empty() {
             bail!("matrix runs failed or broke parity: {}", failed.join("; "));
@@ -281,8 +321,61 @@ pub fn run(o: Options) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn render(rows: &[(String, String, Value)], knobs: &[&Knob], o: &Options) -> String {
-    let g = |v: &Value, k: &str| v["tick_to_trade"][k].as_f64().unwrap_or(f64::NAN);
+/// The runs in order: each path's baseline, then each knob on each path it applies to.
+fn variants(paths: &[TraderPath], knobs: &[Knob]) -> Vec<(Option<Knob>, TraderPath)> {
+    let baselines = paths.iter().map(|&p| (None, p));
+    let turned = knobs.iter().flat_map(|&k| {
+        paths
+            .iter()
+            .filter(move |p| k.paths().contains(p))
+            .map(move |&p| (Some(k), p))
+    });
+    baselines.chain(turned).collect()
+}
+
+/// Runs every variant until a signal comes; a failed run is skipped, not fatal, so one bad
+/// knob doesn't cost the others' results.
+fn measure(
+    session: &Session,
+    base: &bench::Options,
+    variants: &[(Option<Knob>, TraderPath)],
+) -> (Vec<Row>, Vec<Skipped>) {
+    let huge_ok = std::fs::read_to_string("/proc/sys/vm/nr_hugepages")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .is_some_and(|n| n >= HUGE_PAGES_NEEDED);
+    let (mut rows, mut skipped) = (Vec::new(), Vec::new());
+    for (i, &(knob, path)) in variants.iter().enumerate() {
+        if session.stopped() {
+            break;
+        }
+        let name = knob.map_or("baseline", Knob::as_str);
+        if knob == Some(Knob::HugePages) && !huge_ok {
+            skipped.push(Skipped {
+                text: "huge-pages: no 2 MiB pages reserved (echo 64 > /proc/sys/vm/nr_hugepages)"
+                    .into(),
+                failed: false,
+            });
+            continue;
+        }
+        eprintln!("[{}/{}] {name} on {path}", i + 1, variants.len());
+        let opts = knob.map_or_else(|| base.clone(), |k| k.apply(base));
+        let tag = format!("{path}-{name}");
+        match session
+            .run(&opts, Ends::kernel_exchange(path), &tag)
+            .and_then(|run| run.replay())
+        {
+            Ok(replay) => rows.push(Row { knob, path, replay }),
+            Err(e) => skipped.push(Skipped {
+                text: format!("{name} on {path}: {e:#}"),
+                failed: true,
+            }),
+        }
+    }
+    (rows, skipped)
+}
+
+fn render(rows: &[Row], o: &Options) -> String {
     let mut t = String::new();
     let _ = writeln!(
         t,
@@ -294,65 +387,174 @@ fn render(rows: &[(String, String, Value)], knobs: &[&Knob], o: &Options) -> Str
         "| knob | path | p50 | Δp50 | p99 | p99.9 | Δp99.9 | p99.99 | Δp99.99 | parity | moves |"
     );
     let _ = writeln!(t, "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|");
-    for (k, p, r) in rows {
-        let base = rows.iter().find(|(bk, bp, _)| bk == "baseline" && bp == p);
-        let d = |key: &str| {
-            base.map_or(f64::NAN, |(_, _, b)| {
-                (g(r, key) - g(b, key)) / g(b, key) * 100.0
-            })
-        };
-        let (d50, d999, d9999) = (d("p50_us"), d("p999_us"), d("p9999_us"));
-        let moves = if k == "baseline" {
-            String::new()
-        } else {
-            let mut m = Vec::new();
-            // Thresholds for a shared, noisy 2-core VM: below them, call it noise.
-            if d50.abs() >= 10.0 {
-                m.push(if d50 < 0.0 { "p50 ↓" } else { "p50 ↑" });
-            }
-            if d999.abs() >= 30.0 || d9999.abs() >= 30.0 {
-                m.push(if d999 + d9999 < 0.0 {
-                    "tail ↓"
-                } else {
-                    "tail ↑"
-                });
-            }
-            if m.is_empty() {
-                "—".into()
-            } else {
-                m.join(", ")
-            }
-        };
-        let what = knobs.iter().find(|x| x.name == k).map_or("", |x| x.what);
+    for r in rows {
+        let base = rows
+            .iter()
+            .find(|b| b.knob.is_none() && b.path == r.path)
+            .map(|b| &b.replay.tick_to_trade);
+        let s = &r.replay.tick_to_trade;
+        // Change against the same path's baseline, percent (none without a baseline).
+        let d = |v: fn(&Summary) -> f64| base.map(|b| (v(s) - v(b)) / v(b) * 100.0);
+        let (d50, d999, d9999) = (d(|s| s.p50_us), d(|s| s.p999_us), d(|s| s.p9999_us));
+        let what = r.knob.map_or(String::new(), |k| format!(" ({})", k.what()));
         let _ = writeln!(
             t,
-            "| {k}{} | {p} | {:.2} | {} | {:.2} | {:.2} | {} | {:.2} | {} | {} | {moves} |",
-            if what.is_empty() {
-                String::new()
-            } else {
-                format!(" ({what})")
-            },
-            g(r, "p50_us"),
+            "| {}{what} | {} | {:.2} | {} | {:.2} | {:.2} | {} | {:.2} | {} | {} | {} |",
+            r.name(),
+            r.path,
+            s.p50_us,
             pct(d50),
-            g(r, "p99_us"),
-            g(r, "p999_us"),
+            s.p99_us,
+            s.p999_us,
             pct(d999),
-            g(r, "p9999_us"),
+            s.p9999_us,
             pct(d9999),
-            if r["parity"]["ok"].as_bool() == Some(true) {
-                "ok"
+            if r.replay.parity.ok() { "ok" } else { "FAIL" },
+            if r.knob.is_some() {
+                moves(d50, d999, d9999)
             } else {
-                "FAIL"
+                String::new()
             },
         );
     }
     t
 }
 
-fn pct(x: f64) -> String {
-    if x.is_nan() {
-        "".into()
+/// Which way a knob moves the median and the tail, beyond the noise thresholds.
+fn moves(d50: Option<f64>, d999: Option<f64>, d9999: Option<f64>) -> String {
+    let mut m = Vec::new();
+    if let Some(d50) = d50.filter(|d| d.abs() >= P50_MOVES_PCT) {
+        m.push(if d50 < 0.0 { "p50 ↓" } else { "p50 ↑" });
+    }
+    if let (Some(d999), Some(d9999)) = (d999, d9999)
+        && (d999.abs() >= TAIL_MOVES_PCT || d9999.abs() >= TAIL_MOVES_PCT)
+    {
+        m.push(if d999 + d9999 < 0.0 {
+            "tail ↓"
+        } else {
+            "tail ↑"
+        });
+    }
+    if m.is_empty() {
+        "—".into()
     } else {
-        format!("{x:+.0}%")
+        m.join(", ")
+    }
+}
+
+fn pct(x: Option<f64>) -> String {
+    x.map_or(String::new(), |x| format!("{x:+.0}%"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn knob_names_are_clap_names() {
+        for k in Knob::value_variants() {
+            assert_eq!(k.to_possible_value().unwrap().get_name(), k.as_str());
+            assert_eq!(parse_selection(k.as_str()), Ok(Selection::One(*k)));
+        }
+        assert_eq!(parse_selection("all"), Ok(Selection::All));
+        assert!(
+            parse_selection("turbo")
+                .unwrap_err()
+                .contains("mold-batch-4")
+        );
+    }
+
+    #[test]
+    fn variants_are_baselines_then_knobs_where_they_apply() {
+        let v = variants(
+            &[TraderPath::Xdp, TraderPath::Udp],
+            &[Knob::Skb, Knob::Mlock, Knob::Recvmmsg],
+        );
+        assert_eq!(
+            v,
+            [
+                (None, TraderPath::Xdp),
+                (None, TraderPath::Udp),
+                (Some(Knob::Skb), TraderPath::Xdp),
+                (Some(Knob::Mlock), TraderPath::Xdp),
+                (Some(Knob::Mlock), TraderPath::Udp),
+                (Some(Knob::Recvmmsg), TraderPath::Udp),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_knob_turns_only_itself() {
+        let base = bench::Options::trial(1000, "t2t", None, true);
+        let skb = Knob::Skb.apply(&base);
+        assert_eq!(skb.xdp_mode, XdpMode::Skb);
+        assert!(skb.trader_args.is_empty() && skb.wait == base.wait);
+        let fifo = Knob::Fifo.apply(&base);
+        assert_eq!(fifo.trader_args, ["--fifo", "50"]);
+        assert_eq!((fifo.xdp_mode, fifo.batch), (base.xdp_mode, base.batch));
+    }
+
+    #[test]
+    fn the_table_compares_each_knob_with_its_paths_baseline() {
+        let o = Options {
+            knobs: vec![Selection::All],
+            paths: vec![TraderPath::Xdp],
+            count: 20_000,
+            rate: bench::RATE,
+            lab: netns::PREFIX.into(),
+            out: None,
+            strict: false,
+            no_setup: true,
+        };
+        let mut slow = crate::fixtures::replay(20.0);
+        slow.parity.verdict = results::ParityVerdict::PnlDiffers;
+        let rows = [
+            Row {
+                knob: None,
+                path: TraderPath::Xdp,
+                replay: crate::fixtures::replay(10.0),
+            },
+            Row {
+                knob: Some(Knob::Skb),
+                path: TraderPath::Xdp,
+                replay: slow,
+            },
+            Row {
+                knob: Some(Knob::Recvmmsg),
+                path: TraderPath::Udp,
+                replay: crate::fixtures::replay(10.0),
+            },
+        ];
+        let t = render(&rows, &o);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(
+            lines[0],
+            "knob matrix: 20000 messages at 20k msg/s per run; tick-to-trade µs; Δ vs the same \
+             path's baseline"
+        );
+        assert_eq!(
+            lines[3],
+            "| baseline | xdp | 20.00 | +0% | 40.00 | 50.00 | +0% | 60.00 | +0% | ok |  |"
+        );
+        assert_eq!(
+            lines[4],
+            "| skb (generic (SKB) XDP instead of native) | xdp | 40.00 | +100% | 80.00 | 100.00 \
+             | +100% | 120.00 | +100% | FAIL | p50 ↑, tail ↑ |"
+        );
+        // No udp baseline: no change to show, nothing moved.
+        assert_eq!(
+            lines[5],
+            "| recvmmsg (recvmmsg, up to 16 datagrams per call) | udp | 20.00 |  | 40.00 | 50.00 \
+             |  | 60.00 |  | ok | — |"
+        );
+    }
+
+    #[test]
+    fn moves_follow_the_thresholds() {
+        assert_eq!(moves(Some(-12.0), Some(5.0), Some(-40.0)), "p50 ↓, tail ↓");
+        assert_eq!(moves(Some(9.0), Some(29.0), Some(-29.0)), "—");
+        assert_eq!(moves(None, None, None), "—");
+        assert_eq!(pct(Some(12.4)), "+12%");
+        assert_eq!(pct(None), "");
     }
 }

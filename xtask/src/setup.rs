@@ -43,15 +43,15 @@ const BPF_LINKER_VERSION: &str = "0.13.0";
 
 /// What to do.
 #[derive(Debug, clap::Args)]
-pub struct Options {
+pub(crate) struct Options {
     /// Only report what is missing; install nothing.
     #[arg(long)]
-    pub check: bool,
+    pub(crate) check: bool,
 }
 
 /// What `setup` found missing.
 #[derive(Debug, Default)]
-pub struct Missing {
+pub(crate) struct Missing {
     packages: Vec<&'static str>,
     bpf_linker: bool,
     toolchain: bool,
@@ -64,7 +64,7 @@ impl Missing {
 }
 
 /// Finds what is missing without changing anything.
-pub fn survey() -> Missing {
+pub(crate) fn survey() -> Missing {
     let packages = PACKAGES
         .iter()
         .filter(|(p, _)| !package_installed(p))
@@ -107,7 +107,7 @@ fn package_installed(name: &str) -> bool {
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("install ok installed"))
 }
 
-pub fn run(Options { check }: Options) -> anyhow::Result<()> {
+pub(crate) fn run(Options { check }: Options) -> anyhow::Result<()> {
     let missing = survey();
     if missing.is_empty() {
         eprintln!("setup: nothing to install; everything is in place");
@@ -121,7 +121,7 @@ pub fn run(Options { check }: Options) -> anyhow::Result<()> {
 }
 
 /// Installs whatever is missing; a no-op (with a line saying so) when nothing is.
-pub fn ensure() -> anyhow::Result<()> {
+pub(crate) fn ensure() -> anyhow::Result<()> {
     let missing = survey();
     if missing.is_empty() {
         return Ok(());

@@ -7,19 +7,20 @@ use std::{
 
 use anyhow::{Context as _, bail};
 use netns::LabConfig;
-use serde_json::{Value, json};
+use results::Summary;
+use serde::{Deserialize, Serialize};
 
 use crate::util::{shown, which};
 
 const PORT: u16 = 26410;
 
 /// Runs sockperf for `seconds` and returns its percentiles (µs, full round trip).
-pub fn ping_pong(
+pub(crate) fn ping_pong(
     lab: &LabConfig,
     seconds: u64,
     server_cpu: usize,
     client_cpu: usize,
-) -> anyhow::Result<Value> {
+) -> anyhow::Result<RoundTrip> {
     if !which("sockperf") {
         bail!("sockperf is not installed (Debian package sockperf; `cargo xtask setup`)");
     }
@@ -53,9 +54,55 @@ pub fn ping_pong(
     parse(&text).with_context(|| format!("unexpected sockperf output:\n{text}"))
 }
 
-/// Picks the percentile lines out of sockperf's summary.
-pub fn parse(text: &str) -> anyhow::Result<Value> {
-    let mut v = serde_json::Map::new();
+/// sockperf's full round trips, µs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub(crate) struct RoundTrip {
+    /// Observations.
+    pub(crate) count: u64,
+    pub(crate) min_us: f64,
+    pub(crate) p50_us: f64,
+    pub(crate) p90_us: f64,
+    pub(crate) p99_us: f64,
+    pub(crate) p999_us: f64,
+    pub(crate) p9999_us: f64,
+    pub(crate) max_us: f64,
+    pub(crate) mean_us: f64,
+}
+
+impl RoundTrip {
+    /// As the lab's own summaries (sockperf clamps nothing: none saturated).
+    pub(crate) fn summary(&self) -> Summary {
+        let RoundTrip {
+            count,
+            min_us,
+            p50_us,
+            p90_us,
+            p99_us,
+            p999_us,
+            p9999_us,
+            max_us,
+            mean_us,
+        } = *self;
+        Summary {
+            count,
+            min_us,
+            p50_us,
+            p90_us,
+            p99_us,
+            p999_us,
+            p9999_us,
+            max_us,
+            mean_us,
+            saturated: 0,
+        }
+    }
+}
+
+/// Picks the percentile lines out of sockperf's summary; every figure the report shows must
+/// be there.
+pub(crate) fn parse(text: &str) -> anyhow::Result<RoundTrip> {
+    let (mut min, mut max) = (None, None);
+    let (mut p50, mut p90, mut p99, mut p999, mut p9999) = (None, None, None, None, None);
     for line in text.lines() {
         let Some((left, right)) = line.split_once(" = ") else {
             continue;
@@ -63,45 +110,48 @@ pub fn parse(text: &str) -> anyhow::Result<Value> {
         let Ok(x) = right.trim().parse::<f64>() else {
             continue;
         };
-        let key = if left.contains("<MAX>") {
-            "max_us".to_owned()
+        let slot = if left.contains("<MAX>") {
+            &mut max
         } else if left.contains("<MIN>") {
-            "min_us".to_owned()
+            &mut min
         } else if let Some(p) = left.split("percentile ").nth(1) {
             match p.trim() {
-                "50.000" => "p50_us".into(),
-                "90.000" => "p90_us".into(),
-                "99.000" => "p99_us".into(),
-                "99.900" => "p999_us".into(),
-                "99.990" => "p9999_us".into(),
+                "50.000" => &mut p50,
+                "90.000" => &mut p90,
+                "99.000" => &mut p99,
+                "99.900" => &mut p999,
+                "99.990" => &mut p9999,
                 _ => continue,
             }
         } else {
             continue;
         };
-        v.insert(key, json!(x));
+        *slot = Some(x);
     }
-    if let Some(avg) = text
+    let mean = text
         .split("avg-rtt=")
         .nth(1)
         .and_then(|s| s.split(|c: char| !(c.is_ascii_digit() || c == '.')).next())
-        .and_then(|s| s.parse::<f64>().ok())
-    {
-        v.insert("mean_us".into(), json!(avg));
-    }
-    if let Some(n) = text
+        .and_then(|s| s.parse::<f64>().ok());
+    let count = text
         .lines()
         .find(|l| l.contains(" observations") && l.contains("Total "))
         .and_then(|l| l.split("Total ").nth(1))
         .and_then(|s| s.split(' ').next())
-        .and_then(|s| s.parse::<u64>().ok())
-    {
-        v.insert("count".into(), json!(n));
-    }
-    if !v.contains_key("p50_us") {
-        bail!("no percentiles in sockperf's output");
-    }
-    Ok(Value::Object(v))
+        .and_then(|s| s.parse::<u64>().ok());
+    let need =
+        |v: Option<f64>, what: &str| v.with_context(|| format!("no {what} in sockperf's output"));
+    Ok(RoundTrip {
+        count: count.context("no observation count in sockperf's output")?,
+        min_us: need(min, "<MIN> observation")?,
+        p50_us: need(p50, "50th percentile")?,
+        p90_us: need(p90, "90th percentile")?,
+        p99_us: need(p99, "99th percentile")?,
+        p999_us: need(p999, "99.9th percentile")?,
+        p9999_us: need(p9999, "99.99th percentile")?,
+        max_us: need(max, "<MAX> observation")?,
+        mean_us: need(mean, "avg-rtt")?,
+    })
 }
 
 #[cfg(test)]
@@ -122,12 +172,14 @@ mod tests {
             sockperf: ---> percentile 50.000 =   13.369\n\
             sockperf: ---> <MIN> observation =   12.578\n";
         let v = parse(text).unwrap();
-        assert_eq!(v["p50_us"], json!(13.369));
-        assert_eq!(v["p9999_us"], json!(8048.483));
-        assert_eq!(v["max_us"], json!(12053.411));
-        assert_eq!(v["min_us"], json!(12.578));
-        assert_eq!(v["mean_us"], json!(24.576));
-        assert_eq!(v["count"], json!(63015));
+        assert_eq!(v.p50_us, 13.369);
+        assert_eq!(v.p9999_us, 8048.483);
+        assert_eq!(v.max_us, 12053.411);
+        assert_eq!(v.min_us, 12.578);
+        assert_eq!(v.mean_us, 24.576);
+        assert_eq!(v.count, 63015);
+        let e = parse(&text.replace("percentile 99.990", "percentile 99.991")).unwrap_err();
+        assert_eq!(e.to_string(), "no 99.99th percentile in sockperf's output");
         assert!(parse("nothing here").is_err());
     }
 }

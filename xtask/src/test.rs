@@ -5,16 +5,16 @@ use crate::util::{cargo, exec, require_root, workspace_root};
 
 /// What to run.
 #[derive(Debug, clap::Args)]
-pub struct Options {
+pub(crate) struct Options {
     /// Don't install missing dependencies first.
     #[arg(long)]
-    pub no_setup: bool,
+    pub(crate) no_setup: bool,
     /// Extra arguments for the test binaries (e.g. a test name filter).
     #[arg(last = true)]
-    pub args: Vec<String>,
+    pub(crate) args: Vec<String>,
 }
 
-pub fn run(Options { no_setup, args }: Options) -> anyhow::Result<()> {
+pub(crate) fn run(Options { no_setup, args }: Options) -> anyhow::Result<()> {
     require_root("the test suite (network namespaces, XDP, AF_XDP)")?;
     if !no_setup {
         crate::setup::ensure()?;

@@ -9,7 +9,7 @@ use std::{
 use anyhow::{Context as _, bail};
 
 /// Renders a command line as a user could paste it.
-pub fn shown(cmd: &Command) -> String {
+pub(crate) fn shown(cmd: &Command) -> String {
     let mut s = String::new();
     for (k, v) in cmd.get_envs() {
         if let Some(v) = v {
@@ -30,7 +30,7 @@ pub fn shown(cmd: &Command) -> String {
 }
 
 /// Prints and runs `cmd`, failing unless it exits 0.
-pub fn exec(cmd: &mut Command) -> anyhow::Result<()> {
+pub(crate) fn exec(cmd: &mut Command) -> anyhow::Result<()> {
     eprintln!("+ {}", shown(cmd));
     let status = cmd
         .status()
@@ -39,7 +39,7 @@ pub fn exec(cmd: &mut Command) -> anyhow::Result<()> {
 }
 
 /// Fails with the command line unless `status` is success.
-pub fn succeeded(cmd: &Command, status: ExitStatus) -> anyhow::Result<()> {
+pub(crate) fn succeeded(cmd: &Command, status: ExitStatus) -> anyhow::Result<()> {
     if !status.success() {
         bail!("`{}` failed: {status}", shown(cmd));
     }
@@ -47,7 +47,7 @@ pub fn succeeded(cmd: &Command, status: ExitStatus) -> anyhow::Result<()> {
 }
 
 /// Asks process `pid` to stop (SIGTERM); whether it does is the caller's to wait for.
-pub fn terminate(pid: u32) {
+pub(crate) fn terminate(pid: u32) {
     let _ = Command::new("kill")
         .args(["-TERM", &pid.to_string()])
         .status();
@@ -56,7 +56,7 @@ pub fn terminate(pid: u32) {
 /// Prints and runs `cmd` until it exits; once `stop` is set (our SIGINT/SIGTERM), passes a
 /// SIGTERM on to it, so a signal sent to xtask alone (a supervisor, a CI timeout) stops the
 /// measurement too, not only a terminal's Ctrl-C that reaches the whole process group.
-pub fn exec_until(cmd: &mut Command, stop: &AtomicBool) -> anyhow::Result<ExitStatus> {
+pub(crate) fn exec_until(cmd: &mut Command, stop: &AtomicBool) -> anyhow::Result<ExitStatus> {
     eprintln!("+ {}", shown(cmd));
     let mut child = cmd
         .spawn()
@@ -75,12 +75,12 @@ pub fn exec_until(cmd: &mut Command, stop: &AtomicBool) -> anyhow::Result<ExitSt
 }
 
 /// `cargo`, as the one that runs us (the `CARGO` env var), so toolchain overrides hold.
-pub fn cargo() -> Command {
+pub(crate) fn cargo() -> Command {
     Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
 }
 
 /// The workspace root (xtask lives one level below it).
-pub fn workspace_root() -> PathBuf {
+pub(crate) fn workspace_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("xtask is inside the workspace")
@@ -88,13 +88,13 @@ pub fn workspace_root() -> PathBuf {
 }
 
 /// True when `tool` is on PATH.
-pub fn which(tool: &str) -> bool {
+pub(crate) fn which(tool: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(tool).is_file()))
 }
 
 /// Root, or fail saying what needs it.
-pub fn require_root(what: &str) -> anyhow::Result<()> {
+pub(crate) fn require_root(what: &str) -> anyhow::Result<()> {
     if netns::check_capabilities(&[netns::Capability::NetAdmin, netns::Capability::SysAdmin])
         .is_err()
     {

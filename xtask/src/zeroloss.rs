@@ -3,44 +3,54 @@
 use std::fmt::Write as _;
 
 use anyhow::bail;
-use serde_json::{Value, json};
+use results::{ExchangeIo, Rate, ReplayReport, Summary, TraderPath, TraderReport};
+use serde::{Deserialize, Serialize};
 
-use crate::bench::{self, Session};
+use crate::{
+    bench,
+    session::{self, Ends, Session},
+};
+
+/// A trial whose sender achieved less than this share of the offered rate measured the sender,
+/// not the trader.
+const SENDER_BOUND: f64 = 0.97;
+/// The loads, as shares of the zero-loss rate, at which latency is measured.
+const LOADS: [f64; 3] = [0.1, 0.5, 0.9];
 
 /// Options.
 #[derive(Debug, clap::Args)]
-pub struct Options {
+pub(crate) struct Options {
     /// Paths (comma-separated): xdp, udp.
-    #[arg(long, value_delimiter = ',', default_value = "xdp,udp")]
-    pub paths: Vec<String>,
+    #[arg(long, value_delimiter = ',', default_value = "xdp,udp", value_parser = session::trader_paths())]
+    pub(crate) paths: Vec<TraderPath>,
     /// Messages per trial.
     #[arg(long, default_value_t = 100_000)]
-    pub count: u64,
+    pub(crate) count: u64,
     /// ITCH messages per MoldUDP64 packet (the sender's own per-packet cost caps the rate).
     #[arg(long, default_value_t = 1)]
-    pub batch: u16,
+    pub(crate) batch: u16,
     /// Lowest offered rate tried, messages/s: the search starts there.
     #[arg(long, default_value_t = 10_000.0)]
-    pub min_rate: f64,
+    pub(crate) min_rate: f64,
     /// Highest offered rate to try, messages/s: the search stops there if nothing failed.
     #[arg(long, default_value_t = 4_000_000.0)]
-    pub max_rate: f64,
+    pub(crate) max_rate: f64,
     /// Stop bisecting when the bounds are within this ratio.
     #[arg(long, default_value_t = 1.05)]
-    pub resolution: f64,
-    /// Exchange-side I/O: udp (kernel socket) or xdp (the bypass harness: AF_XDP sender,
-    /// whose per-packet cost is lower, so the trader rather than the sender is the limit).
-    #[arg(long, default_value = "udp", value_parser = ["udp", "xdp"])]
-    pub exchange_io: String,
+    pub(crate) resolution: f64,
+    /// Exchange-side I/O; with xdp (the bypass harness) the AF_XDP sender's per-packet cost is
+    /// lower, so the trader rather than the sender is the limit.
+    #[arg(long, value_enum, default_value_t = ExchangeIo::Udp)]
+    pub(crate) exchange_io: ExchangeIo,
     /// Lab name.
     #[arg(long, default_value = netns::PREFIX)]
-    pub lab: String,
+    pub(crate) lab: String,
     /// Results folder (default target/zero-loss/<time>).
     #[arg(long)]
-    pub out: Option<std::path::PathBuf>,
+    pub(crate) out: Option<std::path::PathBuf>,
     /// Don't install missing dependencies first.
     #[arg(long)]
-    pub no_setup: bool,
+    pub(crate) no_setup: bool,
 }
 
 /// One trial's verdict.
@@ -49,137 +59,211 @@ struct Trial {
     rate: f64,
     ok: bool,
     why: String,
-    result: Value,
+    tick_to_trade: Summary,
 }
 
-pub fn run(o: Options) -> anyhow::Result<()> {
-    for p in &o.paths {
-        if p != "xdp" && p != "udp" {
-            bail!("unknown path {p:?}: use xdp, udp");
-        }
-    }
+/// One path's search: the bounds it ended with, every trial, and latency under load.
+#[derive(Debug, Clone)]
+struct Search {
+    path: TraderPath,
+    /// The highest rate that passed.
+    lo: Option<f64>,
+    /// The lowest rate that failed.
+    hi: Option<f64>,
+    trials: Vec<Trial>,
+    /// (share of `lo`, the trial at it).
+    curve: Vec<(f64, Trial)>,
+}
+
+/// zero-loss.json: one entry per path.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct PathJson {
+    path: TraderPath,
+    zero_loss_rate: Option<f64>,
+    first_failure: Option<f64>,
+    trials: Vec<TrialJson>,
+    latency_under_load: Vec<LoadJson>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct TrialJson {
+    rate: f64,
+    ok: bool,
+    why: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct LoadJson {
+    fraction: f64,
+    rate: f64,
+    tick_to_trade: Summary,
+}
+
+pub(crate) fn run(o: Options) -> anyhow::Result<()> {
     if !(o.min_rate > 0.0 && o.max_rate > o.min_rate && o.resolution > 1.0) {
         bail!("need 0 < --min-rate < --max-rate and --resolution > 1");
     }
-    let mut b = bench::Options {
+    let Some(&first) = o.paths.first() else {
+        bail!("no path to run");
+    };
+    let base = bench::Options {
         batch: o.batch,
-        replay_args: if o.exchange_io == "xdp" {
-            ["--io", "xdp"].map(String::from).to_vec()
-        } else {
-            Vec::new()
-        },
         ..bench::Options::trial(o.count, &o.lab, o.out.clone(), o.no_setup)
     };
-    let session = Session::start(&b, "zero-loss")?;
+    let session = Session::start(
+        &base,
+        "zero-loss",
+        Ends {
+            trader: first,
+            exchange: o.exchange_io,
+        },
+    )?;
+    let mut searcher = Searcher {
+        o: &o,
+        session: &session,
+        base,
+        trials: 0,
+    };
     let mut report = Vec::new();
-    let mut n = 0;
-    let mut trial = |b: &mut bench::Options,
-                     path: &str,
-                     rate: f64,
-                     session: &Session|
-     -> anyhow::Result<Trial> {
-        n += 1;
-        b.rate = format!("{rate:.0}");
-        let tag = format!("{path}-{n:03}-{rate:.0}");
-        let run = bench::run_path(
-            b,
-            &session.bins,
-            session.lab.config(),
+    for &path in &o.paths {
+        if session.stopped() {
+            break;
+        }
+        eprintln!("zero-loss search on {path}");
+        report.push(searcher.search(path)?);
+    }
+    let out = session.out.clone();
+    session.finish();
+
+    let s = render(&o, &report);
+    print!("{s}");
+    std::fs::write(out.join("zero-loss.md"), &s)?;
+    std::fs::write(
+        out.join("zero-loss.json"),
+        serde_json::to_string_pretty(&to_json(&report))?,
+    )?;
+    eprintln!("results in {}", out.display());
+    Ok(())
+}
+
+/// Runs the trials of a session, numbering them for their file names.
+struct Searcher<'a> {
+    o: &'a Options,
+    session: &'a Session,
+    base: bench::Options,
+    trials: usize,
+}
+
+impl Searcher<'_> {
+    /// Grows the rate from the bottom until a trial fails, bisects between the last pass and
+    /// it, then measures latency at [`LOADS`] of the rate found.
+    fn search(&mut self, path: TraderPath) -> anyhow::Result<Search> {
+        let (o, session) = (self.o, self.session);
+        let mut s = Search {
             path,
-            &tag,
-            &session.out,
-            &session.stop,
-        )?;
-        let r: Value = serde_json::from_str(&std::fs::read_to_string(&run.replay_json)?)?;
-        let t: Value = serde_json::from_str(&std::fs::read_to_string(&run.trader_json)?)
-            .unwrap_or(Value::Null);
-        let sent = r["sent_messages"].as_u64().unwrap_or(0);
-        let ticks = t["counters"]["ticks"].as_u64().unwrap_or(0);
-        let orders = r["orders_received"].as_u64().unwrap_or(0);
-        let expected = r["parity"]["expected_orders"].as_u64().unwrap_or(u64::MAX);
-        let achieved = r["achieved_rate_per_s"].as_f64().unwrap_or(0.0);
-        let (ok, why) = if sent < o.count {
-            (false, format!("sent {sent} of {}", o.count))
-        } else if achieved < 0.97 * rate {
-            (false, format!("sender-bound: achieved {achieved:.0} msg/s"))
-        } else if ticks < sent {
-            (false, format!("{} ticks lost", sent - ticks))
-        } else if orders < expected {
-            (false, format!("{} orders lost", expected - orders))
-        } else {
-            (true, "no loss".into())
+            lo: None,
+            hi: None,
+            trials: Vec::new(),
+            curve: Vec::new(),
         };
+        let mut rate = o.min_rate;
+        while s.hi.is_none() && rate <= o.max_rate && !session.stopped() {
+            let t = self.trial(path, rate)?;
+            if t.ok {
+                s.lo = Some(rate);
+                rate *= 2.0;
+            } else {
+                s.hi = Some(rate);
+            }
+            s.trials.push(t);
+        }
+        while let (Some(l), Some(h)) = (s.lo, s.hi) {
+            if h / l <= o.resolution || session.stopped() {
+                break;
+            }
+            let mid = (l * h).sqrt();
+            let t = self.trial(path, mid)?;
+            if t.ok {
+                s.lo = Some(mid);
+            } else {
+                s.hi = Some(mid);
+            }
+            s.trials.push(t);
+        }
+        if let Some(l) = s.lo {
+            for frac in LOADS {
+                if session.stopped() {
+                    break;
+                }
+                s.curve.push((frac, self.trial(path, l * frac)?));
+            }
+        }
+        Ok(s)
+    }
+
+    /// One trial at `rate` (rounded to whole messages/s for the replay).
+    fn trial(&mut self, path: TraderPath, rate: f64) -> anyhow::Result<Trial> {
+        self.trials += 1;
+        self.base.rate = Rate::PerSec(rate.round_ties_even());
+        let tag = format!("{path}-{:03}-{rate:.0}", self.trials);
+        let ends = Ends {
+            trader: path,
+            exchange: self.o.exchange_io,
+        };
+        let run = self.session.run(&self.base, ends, &tag)?;
+        let (replay, trader) = (run.replay()?, run.trader()?);
+        let (ok, why) = verdict(self.o.count, rate, &replay, &trader);
         eprintln!("  {path} @ {rate:.0} msg/s: {why}");
         Ok(Trial {
             rate,
             ok,
             why,
-            result: r,
+            tick_to_trade: replay.tick_to_trade,
         })
-    };
-    for path in o.paths.clone() {
-        if session.stopped() {
-            break;
-        }
-        eprintln!("zero-loss search on {path}");
-        let mut trials = Vec::new();
-        // Grow from the bottom until a trial fails, then bisect between the last pass and it.
-        let mut lo: Option<f64> = None;
-        let mut hi: Option<f64> = None;
-        let mut rate = o.min_rate;
-        while hi.is_none() && rate <= o.max_rate && !session.stopped() {
-            let t = trial(&mut b, &path, rate, &session)?;
-            if t.ok {
-                lo = Some(rate);
-                rate *= 2.0;
-            } else {
-                hi = Some(rate);
-            }
-            trials.push(t);
-        }
-        while let (Some(l), Some(h)) = (lo, hi) {
-            if h / l <= o.resolution || session.stopped() {
-                break;
-            }
-            let mid = (l * h).sqrt();
-            let t = trial(&mut b, &path, mid, &session)?;
-            if t.ok {
-                lo = Some(mid);
-            } else {
-                hi = Some(mid);
-            }
-            trials.push(t);
-        }
-        let mut curve = Vec::new();
-        if let Some(l) = lo {
-            for frac in [0.1, 0.5, 0.9] {
-                if session.stopped() {
-                    break;
-                }
-                let t = trial(&mut b, &path, l * frac, &session)?;
-                curve.push((frac, t));
-            }
-        }
-        report.push((path, lo, hi, trials, curve));
     }
-    let out = session.out.clone();
-    session.finish();
+}
 
+/// Whether a trial of `count` messages offered at `rate` lost nothing, and if not, why.
+fn verdict(count: u64, rate: f64, replay: &ReplayReport, trader: &TraderReport) -> (bool, String) {
+    let sent = replay.sent_messages;
+    let ticks = trader.counters.ticks;
+    let orders = replay.orders_received;
+    let expected = replay.parity.expected_orders;
+    let achieved = replay.achieved_rate_per_s;
+    if sent < count {
+        (false, format!("sent {sent} of {count}"))
+    } else if achieved < SENDER_BOUND * rate {
+        (false, format!("sender-bound: achieved {achieved:.0} msg/s"))
+    } else if ticks < sent {
+        (false, format!("{} ticks lost", sent - ticks))
+    } else if orders < expected {
+        (false, format!("{} orders lost", expected - orders))
+    } else {
+        (true, "no loss".into())
+    }
+}
+
+fn render(o: &Options, report: &[Search]) -> String {
     let mut s = String::new();
+    let sender = match o.exchange_io {
+        ExchangeIo::Xdp => "AF_XDP",
+        ExchangeIo::Udp => "kernel UDP",
+    };
     let _ = writeln!(
         s,
-        "zero-loss rate, {} messages per trial, {} per MoldUDP64 packet, trader cpu1 spinning, replay cpu0 ({} sender)",
-        o.count,
-        o.batch,
-        if o.exchange_io == "xdp" {
-            "AF_XDP"
-        } else {
-            "kernel UDP"
-        }
+        "zero-loss rate, {} messages per trial, {} per MoldUDP64 packet, trader cpu1 spinning, replay cpu0 ({sender} sender)",
+        o.count, o.batch,
     );
     let _ = writeln!(s, "| path | zero-loss rate (msg/s) | first failure | why |");
     let _ = writeln!(s, "|---|---:|---:|---|");
-    for (path, lo, hi, trials, _) in &report {
+    for Search {
+        path,
+        lo,
+        hi,
+        trials,
+        ..
+    } in report
+    {
         let why = hi
             .and_then(|h| trials.iter().find(|t| t.rate == h))
             .map_or("no failure up to --max-rate".to_owned(), |t| t.why.clone());
@@ -196,34 +280,133 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         "| path | load | rate | p50 | p99 | p99.9 | p99.99 | max |"
     );
     let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|");
-    for (path, _, _, _, curve) in &report {
+    for Search { path, curve, .. } in report {
         for (frac, t) in curve {
-            let l = &t.result["tick_to_trade"];
-            let g = |k: &str| l[k].as_f64().unwrap_or(f64::NAN);
+            let l = &t.tick_to_trade;
             let _ = writeln!(
                 s,
                 "| {path} | {:.0}% | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
                 frac * 100.0,
                 t.rate,
-                g("p50_us"),
-                g("p99_us"),
-                g("p999_us"),
-                g("p9999_us"),
-                g("max_us")
+                l.p50_us,
+                l.p99_us,
+                l.p999_us,
+                l.p9999_us,
+                l.max_us
             );
         }
     }
-    print!("{s}");
-    std::fs::write(out.join("zero-loss.md"), &s)?;
-    let json = json!(report.iter().map(|(path, lo, hi, trials, curve)| json!({
-        "path": path, "zero_loss_rate": lo, "first_failure": hi,
-        "trials": trials.iter().map(|t| json!({"rate": t.rate, "ok": t.ok, "why": t.why})).collect::<Vec<_>>(),
-        "latency_under_load": curve.iter().map(|(f, t)| json!({"fraction": f, "rate": t.rate, "tick_to_trade": t.result["tick_to_trade"]})).collect::<Vec<_>>(),
-    })).collect::<Vec<_>>());
-    std::fs::write(
-        out.join("zero-loss.json"),
-        serde_json::to_string_pretty(&json)?,
-    )?;
-    eprintln!("results in {}", out.display());
-    Ok(())
+    s
+}
+
+fn to_json(report: &[Search]) -> Vec<PathJson> {
+    report
+        .iter()
+        .map(|s| PathJson {
+            path: s.path,
+            zero_loss_rate: s.lo,
+            first_failure: s.hi,
+            trials: s
+                .trials
+                .iter()
+                .map(|t| TrialJson {
+                    rate: t.rate,
+                    ok: t.ok,
+                    why: t.why.clone(),
+                })
+                .collect(),
+            latency_under_load: s
+                .curve
+                .iter()
+                .map(|(f, t)| LoadJson {
+                    fraction: *f,
+                    rate: t.rate,
+                    tick_to_trade: t.tick_to_trade,
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+
+    #[test]
+    fn a_trial_fails_on_the_first_loss_it_finds() {
+        let (replay, trader) = (fixtures::replay(10.0), fixtures::trader(TraderPath::Xdp));
+        // 1000 sent at 19,990/s, 1000 ticks taken, 40 of 40 orders.
+        assert_eq!(
+            verdict(1000, 20_000.0, &replay, &trader),
+            (true, "no loss".into())
+        );
+        assert_eq!(
+            verdict(2000, 20_000.0, &replay, &trader).1,
+            "sent 1000 of 2000"
+        );
+        assert_eq!(
+            verdict(1000, 40_000.0, &replay, &trader).1,
+            "sender-bound: achieved 19990 msg/s"
+        );
+        let mut lossy = trader.clone();
+        lossy.counters.ticks = 990;
+        assert_eq!(verdict(1000, 20_000.0, &replay, &lossy).1, "10 ticks lost");
+        let mut short = replay.clone();
+        short.orders_received = 37;
+        assert_eq!(verdict(1000, 20_000.0, &short, &trader).1, "3 orders lost");
+    }
+
+    #[test]
+    fn the_tables_show_the_bounds_and_the_load_curve() {
+        let o = Options {
+            paths: vec![TraderPath::Xdp],
+            count: 1000,
+            batch: 1,
+            min_rate: 10_000.0,
+            max_rate: 4e6,
+            resolution: 1.05,
+            exchange_io: ExchangeIo::Xdp,
+            lab: netns::PREFIX.into(),
+            out: None,
+            no_setup: true,
+        };
+        let trial = |rate: f64, ok: bool, why: &str| Trial {
+            rate,
+            ok,
+            why: why.into(),
+            tick_to_trade: fixtures::summary(1000, 10.0),
+        };
+        let search = Search {
+            path: TraderPath::Xdp,
+            lo: Some(20_000.0),
+            hi: Some(40_000.0),
+            trials: vec![
+                trial(20_000.0, true, "no loss"),
+                trial(40_000.0, false, "3 ticks lost"),
+            ],
+            curve: vec![(0.5, trial(10_000.0, true, "no loss"))],
+        };
+        let md = render(&o, std::slice::from_ref(&search));
+        assert!(md.starts_with(
+            "zero-loss rate, 1000 messages per trial, 1 per MoldUDP64 packet, trader cpu1 \
+             spinning, replay cpu0 (AF_XDP sender)\n"
+        ));
+        assert!(
+            md.contains("| xdp | 20000 | 40000 | 3 ticks lost |\n"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| xdp | 50% | 10000 | 20.00 | 40.00 | 50.00 | 60.00 | 70.00 |\n"),
+            "{md}"
+        );
+        let json = serde_json::to_value(to_json(&[search])).unwrap();
+        assert_eq!(json[0]["path"], "xdp");
+        assert_eq!(json[0]["zero_loss_rate"], 20_000.0);
+        assert_eq!(json[0]["trials"][1]["why"], "3 ticks lost");
+        assert_eq!(
+            json[0]["latency_under_load"][0]["tick_to_trade"]["p50_us"],
+            20.0
+        );
+    }
 }

@@ -57,7 +57,6 @@ fn bad_bench_options_fail_before_the_lab_or_a_results_folder() {
     let lab = format!("t2t-pre{}", std::process::id() % 100_000);
     let out_dir = std::env::temp_dir().join(format!("t2t-preflight-{}", std::process::id()));
     for (args, needle) in [
-        (&["--rate", "0"][..], "--rate"),
         (&["--count", "0"][..], "--count"),
         (
             &["--source", "closes:/nonexistent/closes.f64"][..],
@@ -84,5 +83,31 @@ fn bad_bench_options_fail_before_the_lab_or_a_results_folder() {
         );
         assert!(!out_dir.exists(), "{args:?}: no results folder");
         assert!(!netns::ns_exists(&format!("{lab}-ex")));
+    }
+}
+
+/// What xtask parses itself (a rate, a source's syntax, a wait or XDP mode: the types the
+/// binaries share) is refused by its own parser, before it builds or runs anything.
+#[test]
+fn options_xtask_types_itself_are_refused_by_its_parser() {
+    let out_dir = std::env::temp_dir().join(format!("t2t-parse-{}", std::process::id()));
+    for (args, needle) in [
+        (&["--rate", "0"][..], "out of range"),
+        (&["--source", "csv:x"][..], "unknown source"),
+        (&["--wait", "sleep"][..], "--wait"),
+        (&["--xdp-mode", "offload"][..], "--xdp-mode"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+            .args(["bench", "--no-setup", "--out"])
+            .arg(&out_dir)
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} must fail");
+        assert!(stderr.contains("invalid value"), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?} names {needle}: {stderr}");
+        assert!(!stderr.contains("+ "), "{args:?}: nothing ran: {stderr}");
+        assert!(!out_dir.exists(), "{args:?}: no results folder");
     }
 }

@@ -163,14 +163,13 @@ fn read_trim(path: &str) -> String {
         .unwrap_or_else(|_| "unknown".to_owned())
 }
 
-fn cpu_model() -> String {
-    read_trim("/proc/cpuinfo")
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("model name")
-                .map(|r| r.trim_start_matches([' ', '\t', ':']).to_owned())
-        })
-        .unwrap_or_else(|| "unknown".to_owned())
+/// `text`, or "unknown" where the system didn't say (as `read_trim` does for a missing file).
+fn or_unknown(text: String) -> String {
+    if text.is_empty() {
+        "unknown".to_owned()
+    } else {
+        text
+    }
 }
 
 type Sweeper<'a> = Box<dyn FnMut() -> Result<Vec<ComboResult>, boundary::Error> + 'a>;
@@ -589,8 +588,9 @@ fn report(r: &Report<'_>) -> anyhow::Result<()> {
             .map_or(f64::NAN, |m| median(&m.secs))
     };
     let in_process = med("in-process");
-    let model = cpu_model();
-    let kernel = read_trim("/proc/sys/kernel/osrelease");
+    // The CPU model and kernel as every result of this project reads them.
+    let results::Machine { kernel, cpu, .. } = results::Machine::read();
+    let (model, kernel) = (or_unknown(cpu), or_unknown(kernel));
     let clocksource = read_trim("/sys/devices/system/clocksource/clocksource0/current_clocksource");
     let conditions = format!(
         "{model}, {cores} cores, Linux {kernel} (clocksource {clocksource}); {bars} bars x {combos} \

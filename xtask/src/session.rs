@@ -1,0 +1,525 @@
+//! What every lab benchmark (`bench`, `matrix`, `zero-loss`) shares: a session (root, the
+//! binaries, a results folder, the lab, a stop flag) and one run in it (a trader and a replay
+//! against it, each writing its report).
+use std::{
+    io::{BufRead as _, BufReader},
+    net::SocketAddrV4,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context as _, bail};
+use netns::{Found, Lab, LabConfig, lab};
+use results::{ExchangeIo, Expect, ReplayReport, TraderPath, TraderReport};
+
+use crate::{
+    bench::Options,
+    report,
+    util::{cargo, exec, exec_until, require_root, shown, terminate, workspace_root},
+};
+
+/// How long the trader may take to attach XDP and bind its socket before it says `ready`.
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the trader may take to write its report after the end-of-session packet.
+const EXIT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a trader that is told to stop (SIGTERM) may take before it is killed.
+const TERM_GRACE: Duration = Duration::from_secs(3);
+/// The trader's `--idle-exit`, seconds: a trader whose replay died doesn't spin forever.
+const TRADER_IDLE_EXIT_S: u64 = 60;
+
+/// `--paths` of the matrix and the zero-loss search: the paths with a trader on them (the
+/// reflector has none to measure), with their help.
+pub(crate) fn trader_paths() -> impl clap::builder::TypedValueParser<Value = TraderPath> {
+    use clap::{ValueEnum as _, builder::TypedValueParser as _};
+    let traders = [TraderPath::Xdp, TraderPath::Udp];
+    clap::builder::PossibleValuesParser::new(
+        traders.into_iter().filter_map(|p| p.to_possible_value()),
+    )
+    .try_map(|name: String| TraderPath::from_str(&name, false))
+}
+
+/// What a lab run puts at each end of the veth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ends {
+    /// The trader's I/O path.
+    pub(crate) trader: TraderPath,
+    /// The exchange side's (the replay's) I/O.
+    pub(crate) exchange: ExchangeIo,
+}
+
+impl Ends {
+    /// A trader on `trader` against the replay on a kernel UDP socket.
+    pub(crate) const fn kernel_exchange(trader: TraderPath) -> Ends {
+        Ends {
+            trader,
+            exchange: ExchangeIo::Udp,
+        }
+    }
+
+    /// What the replay expects back: the reflector answers every tick, a trader its signals.
+    pub(crate) const fn expect(self) -> Expect {
+        match self.trader {
+            TraderPath::Reflect => Expect::Every,
+            TraderPath::Xdp | TraderPath::Udp => Expect::Signals,
+        }
+    }
+}
+
+/// What every lab benchmark needs: root, dependencies, a stop flag, the binaries, a results
+/// folder and the lab.
+#[derive(Debug)]
+pub(crate) struct Session {
+    /// Set on SIGINT/SIGTERM.
+    pub(crate) stop: Arc<AtomicBool>,
+    pub(crate) bins: Binaries,
+    /// The results folder.
+    pub(crate) out: PathBuf,
+    pub(crate) lab: LabHold,
+}
+
+/// The lab of a session: kept (it was up before, or --keep-lab) from the start, so no error
+/// path can remove a lab the user brought up; or owned, removed when the session drops.
+#[derive(Debug)]
+pub(crate) enum LabHold {
+    Kept(LabConfig),
+    Owned(Lab),
+}
+
+impl LabHold {
+    pub(crate) fn config(&self) -> &LabConfig {
+        match self {
+            LabHold::Kept(c) => c,
+            LabHold::Owned(l) => l.config(),
+        }
+    }
+}
+
+impl Session {
+    /// Checks `o` with the binaries themselves (as a run on `first` would use them), then
+    /// brings up the lab and a results folder under `target/<kind>/` (or `o.out`).
+    pub(crate) fn start(o: &Options, kind: &str, first: Ends) -> anyhow::Result<Session> {
+        require_root("the benchmark (network namespaces, XDP, AF_XDP)")?;
+        if !o.no_setup {
+            crate::setup::ensure()?;
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            signal_hook::flag::register(sig, Arc::clone(&stop))
+                .context("installing the Ctrl-C handler")?;
+        }
+        let bins = build_binaries()?;
+        let config = LabConfig::new(&o.lab)?;
+        preflight(o, &bins, &config, first)?;
+        let out = match &o.out {
+            Some(out) => {
+                std::fs::create_dir_all(out)
+                    .with_context(|| format!("creating {}", out.display()))?;
+                out.clone()
+            }
+            None => new_results_dir(&workspace_root().join("target").join(kind))?,
+        };
+        let lab = Lab::up(config).context("failed to bring the lab up")?;
+        // A benchmark killed with SIGKILL leaves its trader running, attached to XDP.
+        let stale = netns::stop_lab_processes(lab.config(), TERM_GRACE);
+        if stale > 0 {
+            eprintln!("stopped {stale} process(es) a previous run left in the lab");
+        }
+        let lab = if o.keep_lab || lab.found() == Found::Intact {
+            LabHold::Kept(lab.persist())
+        } else {
+            LabHold::Owned(lab)
+        };
+        Ok(Session {
+            stop,
+            bins,
+            out,
+            lab,
+        })
+    }
+
+    pub(crate) fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Ends the session: an owned lab is removed, a kept one stays.
+    pub(crate) fn finish(self) {}
+
+    /// Runs the trader on `ends.trader` and the replay against it once; the result files are
+    /// named by `tag` in the results folder.
+    pub(crate) fn run(&self, o: &Options, ends: Ends, tag: &str) -> anyhow::Result<Run> {
+        let lab = self.lab.config();
+        let run = Run::named(&self.out, tag);
+        let trader = trader_command(in_ns(&lab.trader_ns(), &self.bins.trader), o, lab, ends);
+        let reaper = start_trader(trader, &run)?;
+        let mut replay = replay_command(in_ns(&lab.exchange_ns(), &self.bins.replay), o, lab, ends);
+        replay.args(["--label", tag]);
+        run.replay_outputs(&mut replay);
+        let status = exec_until(&mut replay, &self.stop)?;
+        if self.stopped() {
+            // The replay stops on the same Ctrl-C and writes what it measured: keep that.
+            if run.replay_json.exists() {
+                return Ok(run);
+            }
+            bail!("interrupted");
+        }
+        if !status.success() {
+            bail!("the replay failed: {status}");
+        }
+        reaper.wait_for_exit(EXIT_TIMEOUT)?;
+        Ok(run)
+    }
+}
+
+/// Paths of the release binaries.
+#[derive(Debug)]
+pub(crate) struct Binaries {
+    pub(crate) trader: PathBuf,
+    pub(crate) replay: PathBuf,
+    pub(crate) floor: PathBuf,
+}
+
+fn build_binaries() -> anyhow::Result<Binaries> {
+    exec(
+        cargo()
+            .current_dir(workspace_root())
+            .env("XDP_EBPF_REQUIRED", "1")
+            .args(["build", "--release", "--quiet", "-p", "userspace", "--bins"]),
+    )
+    .context("building the trader and the replay tool")?;
+    let dir = workspace_root().join("target/release");
+    Ok(Binaries {
+        trader: dir.join("trader"),
+        replay: dir.join("replay"),
+        floor: dir.join("floor"),
+    })
+}
+
+/// One run's result files.
+#[derive(Debug, Clone)]
+pub(crate) struct Run {
+    /// The replay's report ([`ReplayReport`]).
+    pub(crate) replay_json: PathBuf,
+    /// The trader's report ([`TraderReport`]).
+    pub(crate) trader_json: PathBuf,
+    /// Tick-to-trade, as the replay measured it.
+    pub(crate) hgrm: PathBuf,
+    /// The trader's own RX→TX.
+    pub(crate) trader_hgrm: PathBuf,
+}
+
+impl Run {
+    fn named(out: &Path, tag: &str) -> Run {
+        Run {
+            replay_json: out.join(format!("{tag}.json")),
+            trader_json: out.join(format!("{tag}-trader.json")),
+            hgrm: out.join(format!("{tag}.hgrm")),
+            trader_hgrm: out.join(format!("{tag}-trader-rx-tx.hgrm")),
+        }
+    }
+
+    /// The replay's report; an error names the file and what is wrong with it.
+    pub(crate) fn replay(&self) -> anyhow::Result<ReplayReport> {
+        Ok(results::read(&self.replay_json)?)
+    }
+
+    /// The trader's report, as [`Run::replay`].
+    pub(crate) fn trader(&self) -> anyhow::Result<TraderReport> {
+        Ok(results::read(&self.trader_json)?)
+    }
+
+    fn trader_outputs(&self, c: &mut Command) {
+        c.arg("--stats-out")
+            .arg(&self.trader_json)
+            .arg("--hgrm-out")
+            .arg(&self.trader_hgrm);
+    }
+
+    fn replay_outputs(&self, c: &mut Command) {
+        c.arg("--json-out")
+            .arg(&self.replay_json)
+            .arg("--hgrm-out")
+            .arg(&self.hgrm);
+    }
+}
+
+/// A new folder under `parent` named by the UTC time; a second run within the same second
+/// gets `-2`, `-3`, ... rather than writing into the first one's.
+pub(crate) fn new_results_dir(parent: &Path) -> anyhow::Result<PathBuf> {
+    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    let stamp = report::utc_stamp();
+    for i in 1..1000 {
+        let dir = if i == 1 {
+            parent.join(&stamp)
+        } else {
+            parent.join(format!("{stamp}-{i}"))
+        };
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
+        }
+    }
+    bail!("no free results folder name under {}", parent.display())
+}
+
+/// The trader of a run: stopped (SIGTERM, then SIGKILL) when dropped, so no error path leaves
+/// one attached to XDP.
+struct Reaper(Child);
+
+impl Reaper {
+    /// Waits up to `timeout` for the trader to exit by itself (it does on the end-of-session
+    /// packet, after writing its report).
+    fn wait_for_exit(self, timeout: Duration) -> anyhow::Result<()> {
+        let mut reaper = self;
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if reaper.0.try_wait()?.is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        let c = &mut self.0;
+        if c.try_wait().ok().flatten().is_some() {
+            return;
+        }
+        terminate(c.id());
+        let deadline = Instant::now() + TERM_GRACE;
+        while Instant::now() < deadline {
+            if c.try_wait().ok().flatten().is_some() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+/// Starts the trader with `run`'s result files and waits for its `ready` line (the XDP
+/// program is attached and the socket is in the map).
+fn start_trader(mut trader: Command, run: &Run) -> anyhow::Result<Reaper> {
+    run.trader_outputs(&mut trader);
+    trader.stdout(Stdio::piped());
+    eprintln!("+ {}", shown(&trader));
+    let mut child = trader.spawn().context("starting the trader")?;
+    let stdout = child.stdout.take().context("the trader's stdout")?;
+    let mut reaper = Reaper(child);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = BufReader::new(stdout).lines();
+        let ready = lines
+            .next()
+            .and_then(Result::ok)
+            .is_some_and(|l| l == "ready");
+        let _ = tx.send(ready);
+        for _ in lines {}
+    });
+    if rx.recv_timeout(READY_TIMEOUT) != Ok(true) {
+        let status = reaper
+            .0
+            .try_wait()
+            .ok()
+            .flatten()
+            .map_or_else(|| "still running".to_owned(), |s| s.to_string());
+        bail!("the trader did not get ready ({status}); its error is above");
+    }
+    Ok(reaper)
+}
+
+fn in_ns(ns: &str, bin: &Path) -> Command {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", ns]).arg(bin);
+    c
+}
+
+/// The trader's command line for `ends`, on `base` (the binary, in its namespace or not),
+/// without result files (a `--check` writes none).
+fn trader_command(mut base: Command, o: &Options, lab: &LabConfig, ends: Ends) -> Command {
+    base.args(["--path", ends.trader.as_str(), "--iface", &lab.trader_if])
+        .args(["--addr", &lab.trader_ip.to_string()])
+        .args(["--port", &lab::MD_PORT.to_string()])
+        .args(["--order-port", &lab::ORDER_PORT.to_string()])
+        .args(["--n", &o.n.to_string()])
+        .args(["--xdp-mode", o.xdp_mode.as_str(), "--wait", o.wait.as_str()])
+        .args(["--idle-exit", &TRADER_IDLE_EXIT_S.to_string(), "--ready"]);
+    base.args(&o.trader_args);
+    if !o.no_pin {
+        base.args(["--cpu", &o.trader_cpu.to_string()]);
+    }
+    base
+}
+
+/// The replay's command line, as [`trader_command`]'s.
+fn replay_command(mut base: Command, o: &Options, lab: &LabConfig, ends: Ends) -> Command {
+    let target = SocketAddrV4::new(lab.trader_ip, lab::MD_PORT);
+    let bind = SocketAddrV4::new(lab.exchange_ip, lab::ORDER_PORT);
+    base.args([
+        "--source",
+        &o.source.to_string(),
+        "--rate",
+        &o.rate.to_string(),
+    ])
+    .args(["--batch", &o.batch.to_string(), "--n", &o.n.to_string()])
+    .args(["--target", &target.to_string(), "--bind", &bind.to_string()])
+    .args(["--expect", ends.expect().as_str()])
+    .args(["--io", ends.exchange.as_str()])
+    .args(["--progress", "true"]);
+    if ends.exchange == ExchangeIo::Xdp {
+        base.args(["--iface", &lab.exchange_if]);
+    }
+    if ends.trader == TraderPath::Reflect {
+        // XDP_TX from the trader's end into a veth needs an XDP program on this end too.
+        base.args(["--xdp-pass-on", &lab.exchange_if]);
+    }
+    if let Some(c) = o.count {
+        base.args(["--count", &c.to_string()]);
+    }
+    if !o.no_pin {
+        base.args(["--cpu", &o.replay_cpu.to_string()]);
+    }
+    base.args(&o.replay_args);
+    base
+}
+
+/// Runs the trader and the replay with `--check` before anything is built: a bad option or
+/// data file is one error, before the lab, XDP or a results folder exist.
+fn preflight(o: &Options, bins: &Binaries, lab: &LabConfig, ends: Ends) -> anyhow::Result<()> {
+    let checks = [
+        (
+            "trader",
+            trader_command(Command::new(&bins.trader), o, lab, ends),
+        ),
+        (
+            "replay",
+            replay_command(Command::new(&bins.replay), o, lab, ends),
+        ),
+    ];
+    for (what, mut cmd) in checks {
+        let out = cmd
+            .arg("--check")
+            .output()
+            .with_context(|| format!("running the {what} ({})", cmd.get_program().display()))?;
+        if !out.status.success() {
+            // The child's own message, without clap's "try --help" (that help is the child's).
+            let text = String::from_utf8_lossy(&out.stderr);
+            let text: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with("For more information"))
+                .map(|l| {
+                    l.trim_start_matches("Error: ")
+                        .trim_start_matches("error: ")
+                })
+                .collect();
+            bail!("the {what} rejects these options: {}", text.join("; "));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+
+    #[test]
+    fn trader_paths_are_the_paths_with_a_trader() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[arg(long, value_delimiter = ',', value_parser = trader_paths())]
+            paths: Vec<TraderPath>,
+        }
+        let parse = |a: &str| <Cli as clap::Parser>::try_parse_from(["x", "--paths", a]);
+        assert_eq!(
+            parse("udp,xdp").unwrap().paths,
+            [TraderPath::Udp, TraderPath::Xdp]
+        );
+        assert!(parse("reflect").is_err());
+    }
+
+    #[test]
+    fn a_report_missing_a_field_or_a_file_is_an_error_naming_it() {
+        let dir = std::env::temp_dir().join(format!("xtask-session-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let run = Run::named(&dir, "xdp");
+        let mut json = serde_json::to_value(fixtures::replay(10.0)).unwrap();
+        json.as_object_mut().unwrap().remove("expect");
+        std::fs::write(&run.replay_json, json.to_string()).unwrap();
+        let msg = format!("{:#}", run.replay().unwrap_err());
+        assert!(
+            msg.contains(&run.replay_json.display().to_string())
+                && msg.contains("ReplayReport")
+                && msg.contains("missing field `expect`"),
+            "{msg}"
+        );
+        let msg = format!("{:#}", run.trader().unwrap_err());
+        assert!(
+            msg.contains(&run.trader_json.display().to_string()) && msg.contains("read"),
+            "{msg}"
+        );
+        std::fs::write(
+            &run.trader_json,
+            serde_json::to_string(&fixtures::trader(TraderPath::Xdp)).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(run.trader().unwrap(), fixtures::trader(TraderPath::Xdp));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn args(c: &Command) -> Vec<String> {
+        c.get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    fn value_of<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
+        args.iter()
+            .position(|a| a == flag)
+            .map(|i| args[i + 1].as_str())
+    }
+
+    #[test]
+    fn command_lines_come_from_the_lab_and_the_option_types() {
+        let lab = LabConfig::default_lab();
+        let o = Options::trial(1000, netns::PREFIX, None, true);
+        let bypass = Ends {
+            trader: TraderPath::Xdp,
+            exchange: ExchangeIo::Xdp,
+        };
+        let t = args(&trader_command(Command::new("trader"), &o, &lab, bypass));
+        assert_eq!(value_of(&t, "--path"), Some("xdp"));
+        assert_eq!(value_of(&t, "--port"), Some("26400"));
+        assert_eq!(value_of(&t, "--order-port"), Some("26401"));
+        assert_eq!(value_of(&t, "--xdp-mode"), Some("native"));
+        assert_eq!(value_of(&t, "--wait"), Some("spin"));
+        let r = args(&replay_command(Command::new("replay"), &o, &lab, bypass));
+        assert_eq!(value_of(&r, "--target"), Some("198.18.0.2:26400"));
+        assert_eq!(value_of(&r, "--bind"), Some("198.18.0.1:26401"));
+        assert_eq!(value_of(&r, "--source"), Some("gbm:42:150000"));
+        assert_eq!(value_of(&r, "--rate"), Some("20k"));
+        assert_eq!(value_of(&r, "--io"), Some("xdp"));
+        assert_eq!(value_of(&r, "--iface"), Some(lab.exchange_if.as_str()));
+        assert_eq!(value_of(&r, "--expect"), Some("signals"));
+        assert_eq!(value_of(&r, "--xdp-pass-on"), None);
+        let reflect = Ends::kernel_exchange(TraderPath::Reflect);
+        let r = args(&replay_command(Command::new("replay"), &o, &lab, reflect));
+        assert_eq!(value_of(&r, "--expect"), Some("every"));
+        assert_eq!(value_of(&r, "--io"), Some("udp"));
+        assert_eq!(
+            value_of(&r, "--xdp-pass-on"),
+            Some(lab.exchange_if.as_str())
+        );
+        assert_eq!(value_of(&r, "--iface"), None);
+    }
+}
