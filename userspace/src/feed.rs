@@ -11,53 +11,7 @@ use wire::{
 
 use crate::t2t::trade_message;
 
-/// Where the market data comes from.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Source {
-    /// The engine's synthetic GBM series (NumPy-identical for a seed).
-    Gbm {
-        /// Generator seed.
-        seed: u64,
-        /// Number of closes.
-        bars: usize,
-    },
-    /// A file of closes: raw little-endian f64 (`.f64`/`.bin`) or CSV with a `close` column.
-    Closes(std::path::PathBuf),
-    /// A raw ITCH 5.0 file (2-byte big-endian length before each message), replayed as is.
-    Itch(std::path::PathBuf),
-    /// A pcap file whose UDP payloads (MoldUDP64 packets) are replayed as they are.
-    Pcap(std::path::PathBuf),
-}
-
-impl std::str::FromStr for Source {
-    type Err = String;
-    /// `gbm`, `gbm:SEED`, `gbm:SEED:BARS`, `closes:PATH`, `itch:PATH`, `pcap:PATH`.
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (kind, rest) = s.split_once(':').unwrap_or((s, ""));
-        match kind {
-            "gbm" => {
-                let mut parts = rest.split(':').filter(|p| !p.is_empty());
-                let seed = parts
-                    .next()
-                    .map(|p| p.parse().map_err(|e| format!("bad gbm seed {p:?}: {e}")))
-                    .transpose()?
-                    .unwrap_or(42);
-                let bars = parts
-                    .next()
-                    .map(|p| p.parse().map_err(|e| format!("bad gbm length {p:?}: {e}")))
-                    .transpose()?
-                    .unwrap_or(150_000);
-                Ok(Source::Gbm { seed, bars })
-            }
-            "closes" if !rest.is_empty() => Ok(Source::Closes(rest.into())),
-            "itch" if !rest.is_empty() => Ok(Source::Itch(rest.into())),
-            "pcap" if !rest.is_empty() => Ok(Source::Pcap(rest.into())),
-            _ => Err(format!(
-                "unknown source {s:?}: use gbm[:SEED[:BARS]], closes:PATH, itch:PATH or pcap:PATH"
-            )),
-        }
-    }
-}
+pub use results::Source;
 
 /// One prebuilt packet and what it carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -169,7 +169,7 @@ fn real_main() -> anyhow::Result<()> {
         ExchangeIo::Udp => exchange_io::ExchangeIo::udp(bind, target)?,
     };
     eprintln!(
-        "replay {label}: {} messages in {} packets ({} ticks) to {target} at {rate}",
+        "replay {label}: {} messages in {} packets ({} ticks) to {target} at {rate} msg/s",
         feed.messages,
         feed.packets.len(),
         feed.ticks.len(),
@@ -334,7 +334,7 @@ fn report(asked: Asked, feed: &Feed, settled: &Settlement, span: SendSpan) -> Re
         label,
         exchange_io: io,
         expect,
-        source: format!("{source:?}"),
+        source: source.to_string(),
         rate_per_s: rate.per_sec(),
         achieved_rate_per_s: if elapsed > 0.0 {
             sent.messages as f64 / elapsed

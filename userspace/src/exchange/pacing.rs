@@ -30,67 +30,7 @@ impl Clock for Monotonic {
     }
 }
 
-/// Messages per second: a number with an optional k/M suffix (`50k`, `1.5M`), or `max`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Rate {
-    /// Open loop: message `k` is due `k / rate` seconds after the start, whatever happened
-    /// to the ones before it.
-    PerSec(f64),
-    /// As fast as the sender goes: each packet is due when the previous one is out.
-    Max,
-}
-
-impl Rate {
-    /// The slowest paced rate: one message a second (slower is a debugger's job, not a
-    /// replay's).
-    pub const MIN: f64 = 1.0;
-    /// The fastest paced rate; above it the pacing is meaningless on any one core (use `max`).
-    pub const MAX: f64 = 100e6;
-
-    /// Messages per second; `None` for `max`.
-    pub fn per_sec(self) -> Option<f64> {
-        match self {
-            Rate::PerSec(r) => Some(r),
-            Rate::Max => None,
-        }
-    }
-}
-
-impl std::fmt::Display for Rate {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Rate::PerSec(r) => write!(f, "{r:.0} msg/s"),
-            Rate::Max => f.write_str("max rate"),
-        }
-    }
-}
-
-impl std::str::FromStr for Rate {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        if s == "max" {
-            return Ok(Rate::Max);
-        }
-        let (num, mult) = match s.as_bytes().last() {
-            Some(b'k' | b'K') => (&s[..s.len() - 1], 1e3),
-            Some(b'M' | b'm') => (&s[..s.len() - 1], 1e6),
-            _ => (s, 1.0),
-        };
-        let v: f64 = num
-            .parse()
-            .map_err(|_| format!("bad rate {s:?}: use e.g. 50000, 50k, 1.5M or max"))?;
-        let rate = v * mult;
-        if !(Rate::MIN..=Rate::MAX).contains(&rate) {
-            return Err(format!(
-                "rate {s:?} is out of range: {} to {:e} messages/s, or `max` for as fast as the \
-                 sender goes",
-                Rate::MIN,
-                Rate::MAX
-            ));
-        }
-        Ok(Rate::PerSec(rate))
-    }
-}
+pub use results::Rate;
 
 /// The first packet is due this long after the send loop starts.
 const START_DELAY_NS: u64 = 2_000_000;
