@@ -7,7 +7,7 @@ use std::process::Command;
 
 use crate::{
     report::utc_stamp,
-    util::{cargo, exec, workspace_root},
+    util::{cargo, exec, target_dir, workspace_root},
 };
 
 /// Options of the boundary benchmark (passed through to `boundary-bench`).
@@ -41,9 +41,8 @@ pub(crate) fn run(opts: Options) -> anyhow::Result<()> {
             .current_dir(&root)
             .args(["build", "--release", "-p", "boundary", "--bins"]),
     )?;
-    // Honour CARGO_TARGET_DIR like cargo does; the results stay under the workspace target/.
-    let target =
-        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    // Results stay under the workspace's target/ even where the build goes elsewhere.
+    let target = target_dir();
     let out = out.unwrap_or_else(|| root.join("target/bench-boundary").join(utc_stamp()));
     exec(
         Command::new(target.join("release/boundary-bench"))

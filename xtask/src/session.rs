@@ -20,7 +20,7 @@ use results::{ExchangeIo, Expect, ReplayReport, TraderPath, TraderReport};
 use crate::{
     bench::Options,
     report,
-    util::{cargo, exec, exec_until, require_root, shown, terminate, workspace_root},
+    util::{cargo, exec, exec_until, require_root, shown, target_dir, terminate, workspace_root},
 };
 
 /// How long the trader may take to attach XDP and bind its socket before it says `ready`.
@@ -191,7 +191,7 @@ fn build_binaries() -> anyhow::Result<Binaries> {
             .args(["build", "--release", "--quiet", "-p", "userspace", "--bins"]),
     )
     .context("building the trader and the replay tool")?;
-    let dir = workspace_root().join("target/release");
+    let dir = target_dir().join("release");
     Ok(Binaries {
         trader: dir.join("trader"),
         replay: dir.join("replay"),

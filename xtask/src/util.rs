@@ -87,6 +87,13 @@ pub(crate) fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// Where cargo puts what it builds: `CARGO_TARGET_DIR` if set (as cargo honours it), else the
+/// workspace's `target/`.
+pub(crate) fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| workspace_root().join("target"), PathBuf::from)
+}
+
 /// True when `tool` is on PATH.
 pub(crate) fn which(tool: &str) -> bool {
     std::env::var_os("PATH")
