@@ -303,99 +303,7 @@ fn main() -> anyhow::Result<()> {
     );
 
     let srv = ServerProcess::start(&exe, threads, Duration::ZERO, None)?;
-    let mut uds = Client::connect_uds(&srv.uds)?;
-    let mut chatty = Client::connect_uds(&srv.uds)?;
-    let mut stateful = Client::connect_uds(&srv.uds)?;
-    let mut tcp = Client::connect_tcp(srv.tcp)?;
-    let load_s = time_median(5, || {
-        if let Ok(h) = stateful.load(&close) {
-            let _ = stateful.free(h);
-        }
-    });
-    let handle = stateful.load(&close)?;
-
-    let (c, g) = (&close, &grid);
-    let mut modes = vec![
-        Mode {
-            name: "in-process",
-            what: "engine::sweep::sweep, 80 combos in one call",
-            calls: 1,
-            run: Box::new(move || Ok(engine::sweep::sweep(c, g, threads)?)),
-            secs: Vec::new(),
-        },
-        Mode {
-            name: "uds-batched",
-            what: "one SWEEP over a Unix socket (1.2 MB up, 1.3 KB back)",
-            calls: 1,
-            run: Box::new(move || uds.sweep(c, g)),
-            secs: Vec::new(),
-        },
-        Mode {
-            name: "tcp-batched",
-            what: "the same SWEEP over TCP loopback",
-            calls: 1,
-            run: Box::new(move || tcp.sweep(c, g)),
-            secs: Vec::new(),
-        },
-        Mode {
-            name: "spawn",
-            what: "a process per sweep, request on stdin, reply on stdout",
-            calls: 1,
-            run: Box::new(|| spawn_sweep(&exe, threads, c, g)),
-            secs: Vec::new(),
-        },
-        Mode {
-            name: "in-process-per-combo",
-            what: "engine::sweep::sweep once per combo (no WMA sharing between combos)",
-            calls: g.len(),
-            run: Box::new(move || per_combo(g, |p| Ok(engine::sweep::sweep(c, p, threads)?))),
-            secs: Vec::new(),
-        },
-        Mode {
-            name: "uds-chatty",
-            what: "one SWEEP per combo over a Unix socket, series re-sent each time",
-            calls: g.len(),
-            run: Box::new(move || per_combo(g, |p| chatty.sweep(c, p))),
-            secs: Vec::new(),
-        },
-        Mode {
-            name: "uds-stateful",
-            what: "one SWEEP_HANDLE per combo (65-byte request) against a preloaded series",
-            calls: g.len(),
-            run: Box::new(move || per_combo(g, |p| stateful.sweep_handle(handle, p))),
-            secs: Vec::new(),
-        },
-    ];
-
-    // Warm-up call, checked, then rounds of one checked, timed call per mode.
-    for m in &mut modes {
-        let got = (m.run)().with_context(|| format!("{} failed", m.name))?;
-        check::check(m.name, &expected, &got)?;
-        eprintln!(
-            "{:<22} checked: {} combos equal in-process",
-            m.name,
-            got.len()
-        );
-    }
-    for round in 0..reps {
-        for m in &mut modes {
-            let t = Instant::now();
-            let got = (m.run)().with_context(|| format!("{} failed", m.name))?;
-            let s = t.elapsed().as_secs_f64();
-            check::check(m.name, &expected, &got)?;
-            m.secs.push(s);
-        }
-        eprintln!("round {}/{reps} done", round + 1);
-    }
-    let sweeps: Vec<ModeResult> = modes
-        .into_iter()
-        .map(|m| ModeResult {
-            name: m.name,
-            what: m.what,
-            calls: m.calls,
-            secs: m.secs,
-        })
-        .collect();
+    let (sweeps, load_s) = run_sweeps(&srv, &exe, &close, &grid, threads, reps, &expected)?;
 
     // Echo curves: fresh connections, nothing else in flight.
     let sizes = echo_sizes(bars.min(150_000), 14);
@@ -425,46 +333,7 @@ fn main() -> anyhow::Result<()> {
     drop(c);
     drop(srv);
 
-    // Encoding the series: raw little-endian bytes versus JSON, each way.
-    let raw_encode_s = time_median(200, || {
-        std::hint::black_box(engine::data::to_le_bytes(std::hint::black_box(&close)));
-    });
-    let raw = engine::data::to_le_bytes(&close);
-    let decode_raw = |b: &[u8]| -> Vec<f64> {
-        b.chunks_exact(8)
-            .map(|c| {
-                let mut w = [0; 8];
-                w.copy_from_slice(c);
-                f64::from_le_bytes(w)
-            })
-            .collect()
-    };
-    let raw_decode_s = time_median(200, || {
-        std::hint::black_box(decode_raw(std::hint::black_box(&raw)));
-    });
-    let json = serde_json::to_vec(&close)?;
-    let json_encode_s = time_median(7, || {
-        std::hint::black_box(serde_json::to_vec(std::hint::black_box(&close)).ok());
-    });
-    let json_decode_s = time_median(7, || {
-        std::hint::black_box(serde_json::from_slice::<Vec<f64>>(std::hint::black_box(&json)).ok());
-    });
-    let json_back: Vec<f64> = serde_json::from_slice(&json)?;
-    let json_inexact = json_back
-        .iter()
-        .zip(&close)
-        .filter(|(a, b)| a.to_bits() != b.to_bits())
-        .count();
-    let encoding = Encoding {
-        raw_encode_s,
-        raw_decode_s,
-        raw_exact: decode_raw(&raw) == close,
-        raw_bytes: raw.len(),
-        json_encode_s,
-        json_decode_s,
-        json_bytes: json.len(),
-        json_inexact,
-    };
+    let encoding = measure_encoding(&close)?;
 
     report(&Report {
         out: &out,
@@ -484,6 +353,156 @@ fn main() -> anyhow::Result<()> {
         encoding,
         total: started.elapsed(),
         combo0: expected[0],
+    })
+}
+
+/// The sweep modes, each checked against the in-process result in a warm-up call, then timed
+/// in `reps` interleaved rounds; also the median time to LOAD the series once.
+fn run_sweeps(
+    srv: &ServerProcess,
+    exe: &Path,
+    close: &[f64],
+    grid: &[engine::Params],
+    threads: usize,
+    reps: usize,
+    expected: &[engine::ComboResult],
+) -> anyhow::Result<(Vec<ModeResult>, f64)> {
+    let mut uds = Client::connect_uds(&srv.uds)?;
+    let mut chatty = Client::connect_uds(&srv.uds)?;
+    let mut stateful = Client::connect_uds(&srv.uds)?;
+    let mut tcp = Client::connect_tcp(srv.tcp)?;
+    let load_s = time_median(5, || {
+        if let Ok(h) = stateful.load(close) {
+            let _ = stateful.free(h);
+        }
+    });
+    let handle = stateful.load(close)?;
+
+    let (c, g) = (close, grid);
+    let mut modes = vec![
+        Mode {
+            name: "in-process",
+            what: "engine::sweep::sweep, 80 combos in one call",
+            calls: 1,
+            run: Box::new(move || Ok(engine::sweep::sweep(c, g, threads)?)),
+            secs: Vec::new(),
+        },
+        Mode {
+            name: "uds-batched",
+            what: "one SWEEP over a Unix socket (1.2 MB up, 1.3 KB back)",
+            calls: 1,
+            run: Box::new(move || uds.sweep(c, g)),
+            secs: Vec::new(),
+        },
+        Mode {
+            name: "tcp-batched",
+            what: "the same SWEEP over TCP loopback",
+            calls: 1,
+            run: Box::new(move || tcp.sweep(c, g)),
+            secs: Vec::new(),
+        },
+        Mode {
+            name: "spawn",
+            what: "a process per sweep, request on stdin, reply on stdout",
+            calls: 1,
+            run: Box::new(|| spawn_sweep(exe, threads, c, g)),
+            secs: Vec::new(),
+        },
+        Mode {
+            name: "in-process-per-combo",
+            what: "engine::sweep::sweep once per combo (no WMA sharing between combos)",
+            calls: g.len(),
+            run: Box::new(move || per_combo(g, |p| Ok(engine::sweep::sweep(c, p, threads)?))),
+            secs: Vec::new(),
+        },
+        Mode {
+            name: "uds-chatty",
+            what: "one SWEEP per combo over a Unix socket, series re-sent each time",
+            calls: g.len(),
+            run: Box::new(move || per_combo(g, |p| chatty.sweep(c, p))),
+            secs: Vec::new(),
+        },
+        Mode {
+            name: "uds-stateful",
+            what: "one SWEEP_HANDLE per combo (65-byte request) against a preloaded series",
+            calls: g.len(),
+            run: Box::new(move || per_combo(g, |p| stateful.sweep_handle(handle, p))),
+            secs: Vec::new(),
+        },
+    ];
+
+    // Warm-up call, checked, then rounds of one checked, timed call per mode.
+    for m in &mut modes {
+        let got = (m.run)().with_context(|| format!("{} failed", m.name))?;
+        check::check(m.name, expected, &got)?;
+        eprintln!(
+            "{:<22} checked: {} combos equal in-process",
+            m.name,
+            got.len()
+        );
+    }
+    for round in 0..reps {
+        for m in &mut modes {
+            let t = Instant::now();
+            let got = (m.run)().with_context(|| format!("{} failed", m.name))?;
+            let s = t.elapsed().as_secs_f64();
+            check::check(m.name, expected, &got)?;
+            m.secs.push(s);
+        }
+        eprintln!("round {}/{reps} done", round + 1);
+    }
+    let sweeps: Vec<ModeResult> = modes
+        .into_iter()
+        .map(|m| ModeResult {
+            name: m.name,
+            what: m.what,
+            calls: m.calls,
+            secs: m.secs,
+        })
+        .collect();
+    Ok((sweeps, load_s))
+}
+
+/// Encoding the series: raw little-endian bytes versus JSON, each way.
+fn measure_encoding(close: &[f64]) -> anyhow::Result<Encoding> {
+    let raw_encode_s = time_median(200, || {
+        std::hint::black_box(engine::data::to_le_bytes(std::hint::black_box(close)));
+    });
+    let raw = engine::data::to_le_bytes(close);
+    let decode_raw = |b: &[u8]| -> Vec<f64> {
+        b.chunks_exact(8)
+            .map(|c| {
+                let mut w = [0; 8];
+                w.copy_from_slice(c);
+                f64::from_le_bytes(w)
+            })
+            .collect()
+    };
+    let raw_decode_s = time_median(200, || {
+        std::hint::black_box(decode_raw(std::hint::black_box(&raw)));
+    });
+    let json = serde_json::to_vec(close)?;
+    let json_encode_s = time_median(7, || {
+        std::hint::black_box(serde_json::to_vec(std::hint::black_box(close)).ok());
+    });
+    let json_decode_s = time_median(7, || {
+        std::hint::black_box(serde_json::from_slice::<Vec<f64>>(std::hint::black_box(&json)).ok());
+    });
+    let json_back: Vec<f64> = serde_json::from_slice(&json)?;
+    let json_inexact = json_back
+        .iter()
+        .zip(close)
+        .filter(|(a, b)| a.to_bits() != b.to_bits())
+        .count();
+    Ok(Encoding {
+        raw_encode_s,
+        raw_decode_s,
+        raw_exact: decode_raw(&raw) == close,
+        raw_bytes: raw.len(),
+        json_encode_s,
+        json_decode_s,
+        json_bytes: json.len(),
+        json_inexact,
     })
 }
 
@@ -576,18 +595,11 @@ fn report(r: &Report<'_>) -> anyhow::Result<()> {
         echo_uds,
         echo_tcp,
         echo_uds_spin,
-        echo_tcp_spin,
         encoding,
         total,
         combo0,
+        ..
     } = r;
-    let med = |name: &str| {
-        sweeps
-            .iter()
-            .find(|m| m.name == name)
-            .map_or(f64::NAN, |m| median(&m.secs))
-    };
-    let in_process = med("in-process");
     // The CPU model and kernel as every result of this project reads them.
     let results::Machine { kernel, cpu, .. } = results::Machine::read();
     let (model, kernel) = (or_unknown(cpu), or_unknown(kernel));
@@ -609,6 +621,69 @@ fn report(r: &Report<'_>) -> anyhow::Result<()> {
         combo0.pnl,
         combo0.trades
     )?;
+    let rows = sweep_section(&mut md, sweeps)?;
+    writeln!(
+        md,
+        "\nLOAD of the series (once, before the stateful calls): {:.1} us median of 5.\n",
+        1e6 * load_s
+    )?;
+    echo_section(&mut md, r)?;
+    encoding_section(&mut md, *bars, encoding)?;
+    let targets = targets(r);
+    writeln!(md, "## Targets\n")?;
+    for (what, met, how) in &targets {
+        writeln!(
+            md,
+            "- {}: {what}: {how}",
+            if *met { "MET" } else { "NOT MET" }
+        )?;
+    }
+    writeln!(md, "\nTotal bench time {:.1} s.", total.as_secs_f64())?;
+
+    let results = results_json(r, &rows, &targets, &model, &kernel, &clocksource);
+    let write = |name: &str, body: &[u8]| -> anyhow::Result<()> {
+        let p = out.join(name);
+        std::fs::write(&p, body).with_context(|| format!("failed to write {}", p.display()))
+    };
+    write(
+        "results.json",
+        serde_json::to_string_pretty(&results)?.as_bytes(),
+    )?;
+    write("report.md", md.as_bytes())?;
+    write(
+        "echo.svg",
+        echo_svg(
+            &[
+                (echo_uds, "#1f77b4", "UDS"),
+                (echo_tcp, "#d62728", "TCP loopback"),
+                (echo_uds_spin, "#9467bd", "UDS, spinning"),
+            ],
+            &conditions,
+        )
+        .as_bytes(),
+    )?;
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(md.as_bytes())?;
+    writeln!(
+        stdout,
+        "\nResults: {}/{{results.json,report.md,echo.svg}}",
+        out.display()
+    )?;
+    Ok(())
+}
+
+/// The median time of the sweep mode `name` (NaN if it didn't run).
+fn median_of(sweeps: &[ModeResult], name: &str) -> f64 {
+    sweeps
+        .iter()
+        .find(|m| m.name == name)
+        .map_or(f64::NAN, |m| median(&m.secs))
+}
+
+/// The sweep table; returns its rows for results.json.
+fn sweep_section(md: &mut String, sweeps: &[ModeResult]) -> anyhow::Result<Vec<serde_json::Value>> {
+    let med = |name: &str| median_of(sweeps, name);
+    let in_process = med("in-process");
     writeln!(
         md,
         "| mode | calls | time (median) | min | ratio to in-process | per call | boundary share | study (M2 Max, Python) |"
@@ -647,12 +722,18 @@ fn report(r: &Report<'_>) -> anyhow::Result<()> {
             "boundary_share": share, "study_s": study_secs(m.name),
         }));
     }
-    writeln!(
-        md,
-        "\nLOAD of the series (once, before the stateful calls): {:.1} us median of 5.\n",
-        1e6 * load_s
-    )?;
+    Ok(rows)
+}
 
+/// The echo round-trip table.
+fn echo_section(md: &mut String, r: &Report<'_>) -> anyhow::Result<()> {
+    let Report {
+        echo_uds,
+        echo_tcp,
+        echo_uds_spin,
+        echo_tcp_spin,
+        ..
+    } = r;
     writeln!(md, "## Echo round trip (native client)\n")?;
     writeln!(
         md,
@@ -700,8 +781,11 @@ fn report(r: &Report<'_>) -> anyhow::Result<()> {
         study::ECHO_8B_US,
         study::ECHO_1_2MB_US
     )?;
+    Ok(())
+}
 
-    let e = encoding;
+/// The raw-vs-JSON encoding table.
+fn encoding_section(md: &mut String, bars: usize, e: &Encoding) -> anyhow::Result<()> {
     writeln!(md, "## Encoding the {bars}-bar series\n")?;
     writeln!(
         md,
@@ -737,8 +821,20 @@ fn report(r: &Report<'_>) -> anyhow::Result<()> {
         study::JSON_ENCODE_US / 1e3,
         study::JSON_ENCODE_US / study::RAW_ENCODE_US
     )?;
+    Ok(())
+}
 
-    // Targets.
+/// The study's targets: (what, met, how it was measured).
+fn targets(r: &Report<'_>) -> Vec<(&'static str, bool, String)> {
+    let Report {
+        combos,
+        sweeps,
+        echo_uds,
+        echo_uds_spin,
+        ..
+    } = r;
+    let med = |name: &str| median_of(sweeps, name);
+    let in_process = med("in-process");
     let uds_over = med("uds-batched") / in_process - 1.0;
     let min_of = |name: &str| {
         sweeps
@@ -756,7 +852,7 @@ fn report(r: &Report<'_>) -> anyhow::Result<()> {
     let per_combo_compute_us = 1e6 * med("in-process-per-combo") / *combos as f64;
     let stateful_us = 1e6 * med("uds-stateful") / *combos as f64;
     let stateful_bound_us = 2.0 * (floor_us + per_combo_compute_us);
-    let targets = [
+    vec![
         (
             "batched UDS within 1% of in-process",
             uds_over <= 0.01 && echo_bound <= 0.01,
@@ -792,18 +888,37 @@ fn report(r: &Report<'_>) -> anyhow::Result<()> {
                 "{stateful_us:.1} us per call vs bound 2 x ({floor_us:.1} + {per_combo_compute_us:.1}) = {stateful_bound_us:.1} us"
             ),
         ),
-    ];
-    writeln!(md, "## Targets\n")?;
-    for (what, met, how) in &targets {
-        writeln!(
-            md,
-            "- {}: {what}: {how}",
-            if *met { "MET" } else { "NOT MET" }
-        )?;
-    }
-    writeln!(md, "\nTotal bench time {:.1} s.", total.as_secs_f64())?;
+    ]
+}
 
-    let results = json!({
+/// Everything the report says, for results.json.
+fn results_json(
+    r: &Report<'_>,
+    rows: &[serde_json::Value],
+    targets: &[(&'static str, bool, String)],
+    model: &str,
+    kernel: &str,
+    clocksource: &str,
+) -> serde_json::Value {
+    let Report {
+        threads,
+        cores,
+        bars,
+        combos,
+        reps,
+        load_before,
+        load_after,
+        load_s,
+        echo_uds,
+        echo_tcp,
+        echo_uds_spin,
+        echo_tcp_spin,
+        encoding: e,
+        total,
+        combo0,
+        ..
+    } = r;
+    json!({
         "conditions": {
             "cpu": model, "cores": cores, "kernel": kernel, "clocksource": clocksource,
             "bars": bars, "combos": combos, "threads": threads, "reps": reps,
@@ -831,36 +946,7 @@ fn report(r: &Report<'_>) -> anyhow::Result<()> {
             "echo_8b_us": study::ECHO_8B_US, "echo_1_2mb_us": study::ECHO_1_2MB_US,
             "raw_encode_us": study::RAW_ENCODE_US, "json_encode_us": study::JSON_ENCODE_US,
         },
-    });
-    let write = |name: &str, body: &[u8]| -> anyhow::Result<()> {
-        let p = out.join(name);
-        std::fs::write(&p, body).with_context(|| format!("failed to write {}", p.display()))
-    };
-    write(
-        "results.json",
-        serde_json::to_string_pretty(&results)?.as_bytes(),
-    )?;
-    write("report.md", md.as_bytes())?;
-    write(
-        "echo.svg",
-        echo_svg(
-            &[
-                (echo_uds, "#1f77b4", "UDS"),
-                (echo_tcp, "#d62728", "TCP loopback"),
-                (echo_uds_spin, "#9467bd", "UDS, spinning"),
-            ],
-            &conditions,
-        )
-        .as_bytes(),
-    )?;
-    let mut stdout = std::io::stdout().lock();
-    stdout.write_all(md.as_bytes())?;
-    writeln!(
-        stdout,
-        "\nResults: {}/{{results.json,report.md,echo.svg}}",
-        out.display()
-    )?;
-    Ok(())
+    })
 }
 
 /// The echo curve on log-log axes, hand-written SVG: median and p99 over UDS and TCP, with
