@@ -16,6 +16,13 @@ pub type Field = core::ops::Range<usize>;
 /// Everything from a byte offset to the end of a packet.
 pub type Rest = core::ops::RangeFrom<usize>;
 
+/// `field`, relative to its header, moved to where that header starts in a frame (`base`):
+/// `at(ethernet::HEADER_LEN, ipv4::TOTAL_LEN)` is the IPv4 total length in an Ethernet frame.
+#[inline(always)]
+pub const fn at(base: usize, field: Field) -> Field {
+    base + field.start..base + field.end
+}
+
 /// Ethernet II header (IEEE 802.3, no VLAN tag, no FCS).
 pub mod ethernet {
     use super::Field;
@@ -264,6 +271,7 @@ mod tests {
             );
         }
         assert_eq!(UDP_PAYLOAD_OFFSET, 42);
+        assert_eq!(at(ethernet::HEADER_LEN, ipv4::TOTAL_LEN), 16..18);
         assert_eq!(moldudp64::FIRST_MESSAGE, 22);
     }
 }
