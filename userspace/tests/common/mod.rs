@@ -95,7 +95,10 @@ pub fn wait_exit(child: &mut ChildGuard, within: Duration, what: &str) -> ExitSt
 
 /// Reads a report the binaries wrote (a `results` type, or `inject`'s), and removes the file.
 pub fn read_report<T: DeserializeOwned>(path: &Path) -> T {
-    let report = results::read(path).unwrap_or_else(|e| panic!("{e}: {e:?}"));
+    let report = results::read(path).unwrap_or_else(|e| match std::error::Error::source(&e) {
+        Some(why) => panic!("{e}: {why}"),
+        None => panic!("{e}"),
+    });
     let _ = std::fs::remove_file(path);
     report
 }
