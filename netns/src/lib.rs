@@ -20,16 +20,19 @@
 #![forbid(unsafe_code)]
 
 mod caps;
+mod child;
 mod ns;
 
 use std::{
     fmt,
+    io::Write as _,
     net::Ipv4Addr,
     path::Path,
     process::{Command, Output},
 };
 
 pub use caps::{Capability, check_capabilities};
+pub use child::{ChildGuard, Signal, signal};
 pub use mac::{BadMac, Mac};
 
 mod mac;
@@ -446,27 +449,63 @@ pub fn lab_pids(config: &LabConfig) -> Vec<u32> {
     pids
 }
 
-/// Stops every process inside the lab's namespaces (SIGTERM, then SIGKILL after `grace`):
-/// what a killed benchmark left running, which would otherwise hold the XDP attachment and
-/// the ports. Returns how many there were.
+/// Stops every process inside the lab's namespaces (SIGTERM, then SIGKILL after `grace`, the
+/// policy [`ChildGuard`] follows too): what a killed benchmark left running, which would
+/// otherwise hold the XDP attachment and the ports. Returns how many there were.
 pub fn stop_lab_processes(config: &LabConfig, grace: std::time::Duration) -> usize {
     let pids = lab_pids(config);
     for &p in &pids {
         eprintln!("+ kill -TERM {p}  (left running in lab {})", config.name);
-        let _ = Command::new("kill")
-            .args(["-TERM", &p.to_string()])
-            .status();
     }
-    let deadline = std::time::Instant::now() + grace;
-    while !lab_pids(config).is_empty() && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    for p in lab_pids(config) {
-        let _ = Command::new("kill")
-            .args(["-KILL", &p.to_string()])
-            .status();
+    if !child::terminate_within(&pids, grace, || !lab_pids(config).is_empty()) {
+        for p in lab_pids(config) {
+            eprintln!("+ kill -KILL {p}  (ignored SIGTERM for {grace:?})");
+            let _ = signal(p, Signal::SIGKILL);
+        }
     }
     pids.len()
+}
+
+/// What the lab's privileged tests need: building namespaces and veths, attaching XDP,
+/// opening AF_XDP and raw sockets.
+pub const TEST_CAPABILITIES: [Capability; 4] = [
+    Capability::NetAdmin,
+    Capability::SysAdmin,
+    Capability::NetRaw,
+    Capability::Bpf,
+];
+
+/// Set to `require` (CI, `cargo xtask test`) to make a privileged test fail rather than skip
+/// when the privileges are missing, so a misconfigured runner can't pass by skipping.
+pub const REQUIRE_PRIVILEGED_TESTS_ENV: &str = "T2T_PRIVILEGED_TESTS";
+
+/// For a privileged test's first line: true when this process has [`TEST_CAPABILITIES`];
+/// otherwise prints one line saying the test is skipped and why, and returns false, so a
+/// plain `cargo test` passes as an ordinary user. With [`REQUIRE_PRIVILEGED_TESTS_ENV`] set to
+/// `require` it panics instead.
+///
+/// The line goes straight to the process's stderr, past the test harness's output capture,
+/// so `cargo test` shows it next to the test's name.
+pub fn require_privileges_or_skip() -> bool {
+    let missing = match check_capabilities(&TEST_CAPABILITIES) {
+        Ok(()) => return true,
+        Err(Error::MissingPrivilege { missing }) => missing
+            .iter()
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join("+"),
+        Err(e) => e.to_string(),
+    };
+    let required = std::env::var(REQUIRE_PRIVILEGED_TESTS_ENV).is_ok_and(|v| v == "require");
+    assert!(
+        !required,
+        "needs {missing}, and {REQUIRE_PRIVILEGED_TESTS_ENV}=require says not to skip"
+    );
+    let _ = writeln!(
+        std::io::stderr(),
+        "skipped: needs {missing} (run as root or `cargo xtask test`)"
+    );
+    false
 }
 
 /// True when a namespace of this name exists.

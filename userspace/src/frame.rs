@@ -1,22 +1,23 @@
 //! Ethernet II / IPv4 / UDP framing for the AF_XDP path, where userspace owns whole frames.
 //!
-//! Parsing goes through etherparse's checked slices (no accessor can panic on short input).
-//! Building uses a prebuilt 42-byte header template and fills in only what changes per frame:
-//! lengths, IP id, the IPv4 header checksum and a *full* UDP checksum. A veth peer (or any NIC
-//! without TX offload on this path) gets exactly these bytes, and a kernel receiver drops a
-//! datagram whose checksum is wrong, so the checksum is never left to offload.
-use std::net::{Ipv4Addr, SocketAddrV4};
+//! Parsing goes through `wire::udp`'s header walk (etherparse's checked slices: no accessor can
+//! panic on short input), the one the pcap reader uses too. Building uses a prebuilt 42-byte
+//! header template and fills in only what changes per frame: lengths, IP id, the IPv4 header
+//! checksum and a *full* UDP checksum. A veth peer (or any NIC without TX offload on this path)
+//! gets exactly these bytes, and a kernel receiver drops a datagram whose checksum is wrong, so
+//! the checksum is never left to offload. Offsets come from `xdp_common::layout`, the checksum
+//! from `xdp_common::checksum`: the XDP program uses both too.
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
-use etherparse::{NetSlice, SlicedPacket, TransportSlice};
+use netns::Mac;
+use wire::udp::NotUdp;
+use xdp_common::{
+    checksum,
+    layout::{UDP_PAYLOAD_OFFSET, ethernet, ipv4, udp},
+};
 
-/// Ethernet II header.
-pub const ETH_LEN: usize = 14;
-/// IPv4 header without options.
-pub const IPV4_LEN: usize = 20;
-/// UDP header.
-pub const UDP_LEN: usize = 8;
-/// Everything before the UDP payload.
-pub const HEADERS_LEN: usize = ETH_LEN + IPV4_LEN + UDP_LEN;
+/// Everything before the UDP payload: Ethernet II, IPv4 without options, UDP.
+pub const HEADERS_LEN: usize = UDP_PAYLOAD_OFFSET;
 /// Default TTL of what we send.
 const TTL: u8 = 64;
 
@@ -24,7 +25,7 @@ const TTL: u8 = 64;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Endpoint {
     /// MAC address.
-    pub mac: [u8; 6],
+    pub mac: Mac,
     /// IPv4 address and UDP port.
     pub addr: SocketAddrV4,
 }
@@ -48,7 +49,7 @@ pub enum FrameError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Datagram<'a> {
     /// Sender's MAC.
-    pub src_mac: [u8; 6],
+    pub src_mac: Mac,
     /// Sender's IPv4 address and port.
     pub src: SocketAddrV4,
     /// Destination IPv4 address and port.
@@ -57,42 +58,37 @@ pub struct Datagram<'a> {
     pub payload: &'a [u8],
 }
 
-/// Parses an Ethernet frame and returns the UDP datagram in it if it is IPv4/UDP to `port`.
+/// Parses an Ethernet frame and returns the UDP datagram in it if it is untagged IPv4/UDP to
+/// `port` (the flow the XDP program redirects, classified as the program does).
 #[inline]
 pub fn parse_udp(frame: &[u8], port: u16) -> Result<Datagram<'_>, FrameError> {
-    let p = SlicedPacket::from_ethernet(frame).map_err(|_| FrameError::Malformed)?;
-    if !p.vlan_ids().is_empty() {
+    // The EtherType decides, as in the XDP program: a VLAN tag or IPv6 is "not IPv4" before
+    // any deeper header is looked at.
+    if let Some(&[hi, lo]) = frame.get(ethernet::ETHERTYPE)
+        && u16::from_be_bytes([hi, lo]) != ethernet::ETHERTYPE_IPV4
+    {
         return Err(FrameError::NotIpv4);
     }
-    let src_mac = match &p.link {
-        Some(etherparse::LinkSlice::Ethernet2(eth)) => eth.source(),
-        _ => return Err(FrameError::Malformed),
+    let d = wire::udp::parse(frame).map_err(|e| match e {
+        NotUdp::Malformed(_) => FrameError::Malformed,
+        NotUdp::NotIp => FrameError::NotIpv4,
+        NotUdp::Fragment => FrameError::Fragment,
+        NotUdp::OtherProtocol => FrameError::NotUdp,
+    })?;
+    let (SocketAddr::V4(src), SocketAddr::V4(dst)) = (d.src, d.dst) else {
+        return Err(FrameError::NotIpv4);
     };
-    let ip = match &p.net {
-        Some(NetSlice::Ipv4(ip)) => ip,
-        Some(_) => return Err(FrameError::NotIpv4),
-        None => return Err(FrameError::NotIpv4),
-    };
-    if ip.payload().fragmented {
-        return Err(FrameError::Fragment);
+    if d.vlan_tagged {
+        return Err(FrameError::NotIpv4);
     }
-    let header = ip.header();
-    let udp = match &p.transport {
-        Some(TransportSlice::Udp(udp)) => udp,
-        Some(_) => return Err(FrameError::NotUdp),
-        None if header.protocol() == etherparse::IpNumber::UDP => {
-            return Err(FrameError::Malformed);
-        }
-        None => return Err(FrameError::NotUdp),
-    };
-    if udp.destination_port() != port {
+    if dst.port() != port {
         return Err(FrameError::OtherPort);
     }
     Ok(Datagram {
-        src_mac,
-        src: SocketAddrV4::new(header.source_addr(), udp.source_port()),
-        dst: SocketAddrV4::new(header.destination_addr(), udp.destination_port()),
-        payload: udp.payload(),
+        src_mac: Mac(d.src_mac),
+        src,
+        dst,
+        payload: d.payload,
     })
 }
 
@@ -102,7 +98,7 @@ pub struct FrameBuilder {
     template: [u8; HEADERS_LEN],
     /// Ones'-complement sum of the constant part of the UDP pseudo header and UDP header
     /// (addresses, protocol, ports), folded later with the per-frame parts.
-    udp_partial: u32,
+    udp_partial: u64,
     ip_id: u16,
 }
 
@@ -110,22 +106,23 @@ impl FrameBuilder {
     /// A builder for the flow `src` → `dst`.
     pub fn new(src: Endpoint, dst: Endpoint) -> Self {
         let mut t = [0u8; HEADERS_LEN];
-        t[0..6].copy_from_slice(&dst.mac);
-        t[6..12].copy_from_slice(&src.mac);
-        t[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
-        let ip = &mut t[ETH_LEN..ETH_LEN + IPV4_LEN];
-        ip[0] = 0x45;
-        ip[6] = 0x40; // don't fragment
-        ip[8] = TTL;
-        ip[9] = 17;
-        ip[12..16].copy_from_slice(&src.addr.ip().octets());
-        ip[16..20].copy_from_slice(&dst.addr.ip().octets());
-        let udp = &mut t[ETH_LEN + IPV4_LEN..];
-        udp[0..2].copy_from_slice(&src.addr.port().to_be_bytes());
-        udp[2..4].copy_from_slice(&dst.addr.port().to_be_bytes());
-        let mut partial = sum16(&src.addr.ip().octets()) + sum16(&dst.addr.ip().octets());
-        partial += 17;
-        partial += u32::from(src.addr.port()) + u32::from(dst.addr.port());
+        let (eth, rest) = t.split_at_mut(ethernet::HEADER_LEN);
+        let (ip, udp_header) = rest.split_at_mut(ipv4::HEADER_LEN);
+        eth[ethernet::DST].copy_from_slice(&dst.mac.octets());
+        eth[ethernet::SRC].copy_from_slice(&src.mac.octets());
+        eth[ethernet::ETHERTYPE].copy_from_slice(&ethernet::ETHERTYPE_IPV4.to_be_bytes());
+        ip[ipv4::VER_IHL] = ipv4::VER_IHL_NO_OPTIONS;
+        ip[ipv4::FLAGS_FRAG].copy_from_slice(&ipv4::FLAG_DONT_FRAGMENT.to_be_bytes());
+        ip[ipv4::TTL] = TTL;
+        ip[ipv4::PROTOCOL] = ipv4::PROTOCOL_UDP;
+        ip[ipv4::SRC].copy_from_slice(&src.addr.ip().octets());
+        ip[ipv4::DST].copy_from_slice(&dst.addr.ip().octets());
+        udp_header[udp::SRC_PORT].copy_from_slice(&src.addr.port().to_be_bytes());
+        udp_header[udp::DST_PORT].copy_from_slice(&dst.addr.port().to_be_bytes());
+        // The pseudo header's addresses and protocol, and the ports: the same in every frame.
+        let partial = checksum::sum(&ip[ipv4::SRC.start..ipv4::DST.end])
+            + u64::from(ipv4::PROTOCOL_UDP)
+            + checksum::sum(&udp_header[udp::SRC_PORT.start..udp::DST_PORT.end]);
         FrameBuilder {
             template: t,
             udp_partial: partial,
@@ -146,79 +143,51 @@ impl FrameBuilder {
         }
         let (head, body) = buf.split_at_mut(HEADERS_LEN);
         let payload_len = fill(body);
-        if payload_len > body.len() || payload_len > usize::from(u16::MAX) - IPV4_LEN - UDP_LEN {
+        if payload_len > body.len()
+            || payload_len > usize::from(u16::MAX) - ipv4::HEADER_LEN - udp::HEADER_LEN
+        {
             return None;
         }
         head.copy_from_slice(&self.template);
-        let udp_len = (UDP_LEN + payload_len) as u16;
-        let ip_len = IPV4_LEN as u16 + udp_len;
+        let udp_len = (udp::HEADER_LEN + payload_len) as u16;
+        let ip_len = ipv4::HEADER_LEN as u16 + udp_len;
         self.ip_id = self.ip_id.wrapping_add(1);
-        {
-            let ip = &mut head[ETH_LEN..ETH_LEN + IPV4_LEN];
-            ip[2..4].copy_from_slice(&ip_len.to_be_bytes());
-            ip[4..6].copy_from_slice(&self.ip_id.to_be_bytes());
-            let c = !fold(sum16(ip));
-            ip[10..12].copy_from_slice(&c.to_be_bytes());
-        }
-        let udp = &mut head[ETH_LEN + IPV4_LEN..];
-        udp[4..6].copy_from_slice(&udp_len.to_be_bytes());
+        let (ip, udp_header) = head[ethernet::HEADER_LEN..].split_at_mut(ipv4::HEADER_LEN);
+        ip[ipv4::TOTAL_LEN].copy_from_slice(&ip_len.to_be_bytes());
+        ip[ipv4::IDENT].copy_from_slice(&self.ip_id.to_be_bytes());
+        let header_checksum = checksum::ipv4_header(ip);
+        ip[ipv4::CHECKSUM].copy_from_slice(&header_checksum.to_be_bytes());
+        udp_header[udp::LENGTH].copy_from_slice(&udp_len.to_be_bytes());
         // Pseudo header length + UDP length field (the same value twice) + payload.
-        let sum = self.udp_partial + 2 * u32::from(udp_len) + sum16(&body[..payload_len]);
-        let mut c = !fold(sum);
+        let sum = self.udp_partial + 2 * u64::from(udp_len) + checksum::sum(&body[..payload_len]);
+        let mut c = !checksum::fold(sum);
         if c == 0 {
             c = 0xffff; // RFC 768: zero means "no checksum"
         }
-        udp[6..8].copy_from_slice(&c.to_be_bytes());
+        udp_header[udp::CHECKSUM].copy_from_slice(&c.to_be_bytes());
         Some(HEADERS_LEN + payload_len)
     }
 }
 
-/// Big-endian 16-bit word sum (odd trailing byte padded with zero), unfolded.
-#[inline]
-fn sum16(bytes: &[u8]) -> u32 {
-    let mut chunks = bytes.chunks_exact(2);
-    let mut s: u32 = 0;
-    for c in &mut chunks {
-        s += u32::from(u16::from_be_bytes([c[0], c[1]]));
-    }
-    if let [last] = chunks.remainder() {
-        s += u32::from(*last) << 8;
-    }
-    s
-}
-
-#[inline]
-fn fold(mut s: u32) -> u16 {
-    while s > 0xffff {
-        s = (s & 0xffff) + (s >> 16);
-    }
-    s as u16
-}
-
-/// Convenience for tests and tools: the `(Ipv4Addr, port)` of an endpoint.
-pub fn endpoint(mac: [u8; 6], ip: Ipv4Addr, port: u16) -> Endpoint {
+/// An endpoint from its parts; the MAC as a [`Mac`] or its six bytes.
+pub fn endpoint(mac: impl Into<Mac>, ip: Ipv4Addr, port: u16) -> Endpoint {
     Endpoint {
-        mac,
+        mac: mac.into(),
         addr: SocketAddrV4::new(ip, port),
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use netns::lab;
+
     use super::*;
 
+    /// The lab's flow: the trader's orders to the exchange.
     fn flow() -> (Endpoint, Endpoint) {
         (
-            endpoint(
-                [2, 0, 0xc6, 0x12, 0, 2],
-                Ipv4Addr::new(198, 18, 0, 2),
-                40001,
-            ),
-            endpoint(
-                [2, 0, 0xc6, 0x12, 0, 1],
-                Ipv4Addr::new(198, 18, 0, 1),
-                40002,
-            ),
+            endpoint(lab::TRADER_MAC, lab::TRADER_IP, lab::MD_PORT),
+            endpoint(lab::EXCHANGE_MAC, lab::EXCHANGE_IP, lab::ORDER_PORT),
         )
     }
 
@@ -238,14 +207,14 @@ mod tests {
                 .unwrap();
             assert_eq!(n, HEADERS_LEN + len);
             let (eth, rest) = etherparse::Ethernet2Header::from_slice(&buf[..n]).unwrap();
-            assert_eq!(eth.destination, dst.mac);
+            assert_eq!(eth.destination, dst.mac.octets());
             let (ip, rest) = etherparse::Ipv4Header::from_slice(rest).unwrap();
             assert_eq!(ip.header_checksum, ip.calc_header_checksum(), "len {len}");
             let (udp, payload) = etherparse::UdpHeader::from_slice(rest).unwrap();
             assert_eq!(payload.len(), len);
             let want = udp.calc_checksum_ipv4(&ip, payload).unwrap();
             assert_eq!(udp.checksum, want, "len {len}");
-            let d = parse_udp(&buf[..n], 40002).unwrap();
+            let d = parse_udp(&buf[..n], dst.addr.port()).unwrap();
             assert_eq!(d.src, src.addr);
             assert_eq!(d.src_mac, src.mac);
             assert_eq!(d.payload, payload);
@@ -264,28 +233,37 @@ mod tests {
     #[test]
     fn parse_classifies_what_is_not_ours() {
         let (src, dst) = flow();
+        let port = dst.addr.port();
         let mut b = FrameBuilder::new(src, dst);
         let mut buf = [0u8; 128];
         let n = b.build(&mut buf, |_| 4).unwrap();
-        assert_eq!(parse_udp(&buf[..n], 1), Err(FrameError::OtherPort));
+        assert_eq!(parse_udp(&buf[..n], port + 1), Err(FrameError::OtherPort));
         for cut in [0, 5, 13, 20, 33, 40] {
             assert_eq!(
-                parse_udp(&buf[..cut], 40002),
+                parse_udp(&buf[..cut], port),
                 Err(FrameError::Malformed),
                 "{cut}"
             );
         }
+        let ip = ethernet::HEADER_LEN;
         let mut arp = buf;
-        arp[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
-        assert_eq!(parse_udp(&arp[..n], 40002), Err(FrameError::NotIpv4));
+        arp[ethernet::ETHERTYPE].copy_from_slice(&0x0806u16.to_be_bytes());
+        assert_eq!(parse_udp(&arp[..n], port), Err(FrameError::NotIpv4));
+        let mut vlan = buf[..12].to_vec();
+        vlan.extend_from_slice(&[0x81, 0x00, 0x00, 0x05]);
+        vlan.extend_from_slice(&buf[12..n]);
+        assert_eq!(parse_udp(&vlan, port), Err(FrameError::NotIpv4));
         let mut frag = buf;
-        frag[ETH_LEN + 6] = 0x20; // more fragments
-        assert_eq!(parse_udp(&frag[..n], 40002), Err(FrameError::Fragment));
+        frag[ip + ipv4::FLAGS_FRAG.start] = 0x20; // more fragments
+        assert_eq!(parse_udp(&frag[..n], port), Err(FrameError::Fragment));
         let mut tcp = buf;
-        tcp[ETH_LEN + 9] = 6;
+        tcp[ip + ipv4::PROTOCOL] = 6;
         assert!(matches!(
-            parse_udp(&tcp[..n], 40002),
+            parse_udp(&tcp[..n], port),
             Err(FrameError::NotUdp | FrameError::Malformed)
         ));
+        let mut other = buf;
+        other[ip + ipv4::PROTOCOL] = 253; // RFC 3692 experimentation
+        assert_eq!(parse_udp(&other[..n], port), Err(FrameError::NotUdp));
     }
 }

@@ -1,11 +1,23 @@
 //! The CPU floor binary: a count or a duration, a JSON summary, clear errors.
 use std::process::Command;
 
+use results::FloorReport;
+
 fn floor(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_floor"))
         .args(args)
         .output()
         .expect("run floor")
+}
+
+/// The report the floor printed on stdout.
+fn report(out: &std::process::Output) -> FloorReport {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not a FloorReport ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
 }
 
 /// The floor pins to CPUs 0 and 1 by default: both must be ours to run on.
@@ -26,9 +38,9 @@ fn a_count_measures_all_but_the_warmup_tenth() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["round_trip"]["count"], 9000);
-    assert!(v["round_trip"]["min_us"].as_f64().unwrap() > 0.0);
+    let r = report(&out);
+    assert_eq!(r.round_trip.count, 9000);
+    assert!(r.round_trip.min_us > 0.0);
 }
 
 #[test]
@@ -43,10 +55,9 @@ fn a_duration_stops_on_time_and_measures_after_the_warmup() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let seconds = v["seconds"].as_f64().unwrap();
-    assert!((0.3..5.0).contains(&seconds), "ran {seconds} s");
-    assert!(v["round_trip"]["count"].as_u64().unwrap() > 0);
+    let r = report(&out);
+    assert!((0.3..5.0).contains(&r.seconds), "ran {} s", r.seconds);
+    assert!(r.round_trip.count > 0);
 }
 
 #[test]

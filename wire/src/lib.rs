@@ -8,6 +8,8 @@
 //! * [`order`]: the trader's fixed 36-byte, OUCH-style Enter Order.
 //! * [`pcap`]: classic pcap files (LINKTYPE_ETHERNET) and UDP payload extraction from their frames,
 //!   for the replay tool.
+//! * [`udp`]: the UDP datagram in an Ethernet frame: the one header walk, shared by the pcap
+//!   reader and the trader's AF_XDP receive path.
 //!
 //! Every format follows smoltcp's shape: a `Packet<T: AsRef<[u8]>>` view over a byte buffer with
 //! named byte ranges, `new_checked` that validates the length once so that no accessor can panic
@@ -21,6 +23,7 @@ pub mod itch;
 pub mod moldudp64;
 pub mod order;
 pub mod pcap;
+pub mod udp;
 
 pub use error::{Error, Result};
 
@@ -39,10 +42,9 @@ pub(crate) fn read_full(reader: &mut impl std::io::Read, buf: &mut [u8]) -> std:
     Ok(filled)
 }
 
-/// A fixed byte range inside a packet (smoltcp's `wire::field::Field`).
-pub type Field = core::ops::Range<usize>;
-/// Everything from a byte offset to the end of a packet.
-pub type Rest = core::ops::RangeFrom<usize>;
+// The formats' byte ranges live in `xdp_common::layout`, shared with the XDP program, which
+// reads and rewrites these same fields; each codec's `field` module is that layout.
+pub use xdp_common::layout::{Field, Rest};
 
 /// Big-endian reads and writes of fixed-width integers at a `Field`.
 ///

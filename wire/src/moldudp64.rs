@@ -13,27 +13,8 @@
 
 use crate::{Error, Result, be};
 
-/// Byte ranges of the MoldUDP64 header.
-pub mod field {
-    use crate::{Field, Rest};
-
-    /// Session: 10 bytes, alphanumeric, identifies the session the sequence numbers belong to.
-    pub const SESSION: Field = 0..10;
-    /// Sequence number of the first message in the packet (or the next expected, for heartbeats
-    /// and end of session).
-    pub const SEQUENCE: Field = 10..18;
-    /// Message count: blocks in the packet; 0 = heartbeat, 0xFFFF = end of session.
-    pub const COUNT: Field = 18..20;
-    /// Message blocks, each `[u16 length][length bytes]`.
-    pub const PAYLOAD: Rest = 20..;
-    /// The length prefix of a message block, relative to the block's start.
-    pub const BLOCK_LEN: Field = 0..2;
-}
-
-/// Length of the MoldUDP64 header.
-pub const HEADER_LEN: usize = field::PAYLOAD.start;
-/// Length of a message block's length prefix.
-pub const BLOCK_HEADER_LEN: usize = field::BLOCK_LEN.end;
+/// Byte ranges of the MoldUDP64 header, and its lengths (shared with the XDP program).
+pub use xdp_common::layout::moldudp64::{BLOCK_HEADER_LEN, HEADER_LEN, field};
 /// Message count meaning "end of session" (MoldUDP64 spec, "End of Session").
 pub const END_OF_SESSION: u16 = 0xFFFF;
 /// Message count meaning "heartbeat".

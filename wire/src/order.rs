@@ -16,32 +16,9 @@
 pub use crate::itch::{Price4, Side, Stock};
 use crate::{Error, Result, be};
 
-/// Byte ranges of the order message.
-pub mod field {
-    use crate::Field;
-
-    /// Message type, `'O'`.
-    pub const KIND: usize = 0;
-    /// Side, `'B'` or `'S'`.
-    pub const SIDE: usize = 1;
-    /// Flags ([`super::FLAG_REVERSE`]).
-    pub const FLAGS: Field = 2..4;
-    /// Shares.
-    pub const SHARES: Field = 4..8;
-    /// Order token.
-    pub const TOKEN: Field = 8..16;
-    /// Sequence number of the triggering tick.
-    pub const TICK_SEQ: Field = 16..24;
-    /// Price of the triggering tick, Price(4).
-    pub const PRICE: Field = 24..28;
-    /// Stock symbol.
-    pub const STOCK: Field = 28..36;
-}
-
-/// The order message's type byte.
-pub const KIND: u8 = b'O';
-/// The order message's length.
-pub const LEN: usize = field::STOCK.end;
+/// Byte ranges of the order message, its type byte and length (shared with the XDP program,
+/// whose reflector writes orders).
+pub use xdp_common::layout::order::{KIND, LEN, field};
 /// Flag bit 0: close an open opposite position before opening this one (a reversal).
 pub const FLAG_REVERSE: u16 = 1 << 0;
 /// Every flag bit this version defines.

@@ -26,8 +26,7 @@
 
 use std::io::{self, BufReader, BufWriter, Read, Write};
 
-use crate::read_full as fill;
-use std::net::{IpAddr, SocketAddr};
+use crate::{read_full as fill, udp};
 
 /// `LINKTYPE_ETHERNET` (tcpdump.org link-layer header types).
 pub const LINKTYPE_ETHERNET: u32 = 1;
@@ -366,69 +365,27 @@ impl<W: Write> Writer<W> {
     }
 }
 
-/// A UDP datagram found in an Ethernet frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct UdpDatagram<'a> {
-    /// Source address and port.
-    pub src: SocketAddr,
-    /// Destination address and port.
-    pub dst: SocketAddr,
-    /// The UDP payload.
-    pub payload: &'a [u8],
-}
-
 /// Extracts the UDP datagram from an Ethernet II frame (VLAN tags allowed, IPv4 or IPv6),
-/// through etherparse.
+/// through the one header walk, [`crate::udp::parse`].
 ///
 /// `Ok(None)` for a well-formed frame that is not an unfragmented UDP datagram (ARP, TCP, an IP
 /// fragment, ...); `Err` for a frame whose headers are malformed or truncated.
 pub fn udp_payload(
     frame: &[u8],
-) -> Result<Option<UdpDatagram<'_>>, etherparse::err::packet::SliceError> {
-    use etherparse::{NetSlice, SlicedPacket, TransportSlice};
-    let sliced = SlicedPacket::from_ethernet(frame)?;
-    if sliced.is_ip_payload_fragmented() {
-        return Ok(None);
+) -> Result<Option<udp::Datagram<'_>>, etherparse::err::packet::SliceError> {
+    match udp::parse(frame) {
+        Ok(d) => Ok(Some(d)),
+        Err(udp::NotUdp::Malformed(e)) => Err(e),
+        Err(udp::NotUdp::NotIp | udp::NotUdp::Fragment | udp::NotUdp::OtherProtocol) => Ok(None),
     }
-    let (src_ip, dst_ip): (IpAddr, IpAddr) = match &sliced.net {
-        Some(NetSlice::Ipv4(ip)) => (
-            ip.header().source_addr().into(),
-            ip.header().destination_addr().into(),
-        ),
-        Some(NetSlice::Ipv6(ip)) => (
-            ip.header().source_addr().into(),
-            ip.header().destination_addr().into(),
-        ),
-        _ => return Ok(None),
-    };
-    let Some(TransportSlice::Udp(udp)) = &sliced.transport else {
-        return Ok(None);
-    };
-    Ok(Some(UdpDatagram {
-        src: SocketAddr::new(src_ip, udp.source_port()),
-        dst: SocketAddr::new(dst_ip, udp.destination_port()),
-        payload: udp.payload(),
-    }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    // Ethernet II / IPv4 (no options, DF) / UDP 10.0.0.1:5000 -> 10.0.0.2:6000, payload "hi".
-    static FRAME_BYTES: [u8; 44] = [
-        0x02, 0x00, 0x00, 0x00, 0x00, 0x02, // dst MAC
-        0x02, 0x00, 0x00, 0x00, 0x00, 0x01, // src MAC
-        0x08, 0x00, // EtherType IPv4
-        0x45, 0x00, 0x00, 0x1e, // version 4, IHL 5, total length 30
-        0x00, 0x00, 0x40, 0x00, // id 0, DF
-        0x40, 0x11, 0x26, 0xcd, // TTL 64, UDP, header checksum
-        0x0a, 0x00, 0x00, 0x01, // src 10.0.0.1
-        0x0a, 0x00, 0x00, 0x02, // dst 10.0.0.2
-        0x13, 0x88, 0x17, 0x70, // ports 5000 -> 6000
-        0x00, 0x0a, 0x00, 0x00, // UDP length 10, checksum 0 (none)
-        b'h', b'i',
-    ];
+    // Ethernet II / IPv4 / UDP, payload "hi": the UDP walk's fixture.
+    use crate::udp::tests::FRAME as FRAME_BYTES;
 
     // Little-endian µs pcap with one record of FRAME_BYTES at 1.000002 s.
     fn file_bytes() -> Vec<u8> {
@@ -564,24 +521,12 @@ mod tests {
     #[test]
     fn udp_extraction() {
         let d = udp_payload(&FRAME_BYTES).unwrap().unwrap();
-        assert_eq!(d.src, "10.0.0.1:5000".parse().unwrap());
-        assert_eq!(d.dst, "10.0.0.2:6000".parse().unwrap());
         assert_eq!(d.payload, b"hi");
-        // Truncated at every length: an error or "not UDP", never a panic or a payload.
-        for len in 0..FRAME_BYTES.len() {
-            assert!(
-                !matches!(udp_payload(&FRAME_BYTES[..len]), Ok(Some(_))),
-                "len {len}"
-            );
-        }
+        // Truncated: an error, never a payload.
+        assert!(udp_payload(&FRAME_BYTES[..40]).is_err());
         // A fragment (MF set) is not a datagram.
         let mut frag = FRAME_BYTES;
         frag[20] = 0x20;
         assert_eq!(udp_payload(&frag).ok().flatten(), None);
-        // ARP is not UDP.
-        let mut arp = [0u8; 42];
-        arp[12..14].copy_from_slice(&[0x08, 0x06]);
-        arp[14..22].copy_from_slice(&[0, 1, 8, 0, 6, 4, 0, 1]);
-        assert_eq!(udp_payload(&arp).ok().flatten(), None);
     }
 }

@@ -1,10 +1,14 @@
-//! Types shared by the XDP program (`xdp-ebpf`) and userspace.
+//! What the XDP program (`xdp-ebpf`) and userspace share.
 //!
 //! Everything here is `#![no_std]` and dependency-free, so the eBPF build never pulls in std.
 //! The maps hold plain `u64`s (already `aya::Pod`); names and indices live here so the two sides
-//! can't disagree.
+//! can't disagree. So do the wire formats' byte layout ([`layout`], which the `wire` codecs
+//! re-export) and the Internet checksum ([`checksum`]).
 #![no_std]
 #![forbid(unsafe_code)]
+
+pub mod checksum;
+pub mod layout;
 
 /// Name of the global (in `.rodata`) that holds the market-data UDP destination port, in host
 /// byte order. Userspace sets it at load time with `EbpfLoader::override_global`.

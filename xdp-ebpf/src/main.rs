@@ -14,20 +14,19 @@ use aya_ebpf::{
     maps::{PerCpuArray, XskMap},
     programs::XdpContext,
 };
-use xdp_common::{Action, Counter, MAX_QUEUES};
+use xdp_common::{
+    Action, Counter, MAX_QUEUES, checksum,
+    layout::{
+        Field, UDP_PAYLOAD_OFFSET, at, ethernet, ipv4,
+        itch::{self, trade},
+        moldudp64, order, udp,
+    },
+};
 
-/// Ethernet II header length (no VLAN tag).
-const ETH_HDR_LEN: usize = 14;
-/// Offset of the EtherType in an Ethernet II header.
-const ETH_TYPE_OFF: usize = 12;
-/// EtherType IPv4 in network byte order, as it sits in the frame.
-const ETHERTYPE_IPV4: u16 = 0x0800;
-/// IPv4 header without options.
-const IPV4_HDR_LEN: usize = 20;
-/// IANA protocol number of UDP.
-const IPPROTO_UDP: u8 = 17;
-/// UDP header length.
-const UDP_HDR_LEN: usize = 8;
+/// Where the IPv4 header starts: right after Ethernet II (no VLAN tag).
+const IP: usize = ethernet::HEADER_LEN;
+/// Where the UDP header starts, for an IPv4 header without options (the only kind served).
+const UDP: usize = IP + ipv4::HEADER_LEN;
 
 /// The market-data destination port, host byte order; set by userspace at load time.
 #[unsafe(no_mangle)]
@@ -72,39 +71,39 @@ enum Verdict {
 
 #[inline(always)]
 fn classify(ctx: &XdpContext) -> Result<Verdict, ()> {
-    let ethertype = u16::from_be(read::<u16>(ctx, ETH_TYPE_OFF)?);
-    if ethertype != ETHERTYPE_IPV4 {
+    let ethertype = u16::from_be_bytes(read_field(ctx, ethernet::ETHERTYPE)?);
+    if ethertype != ethernet::ETHERTYPE_IPV4 {
         return Ok(Verdict::Pass(Counter::PassedNotIpv4));
     }
-    let ip = ETH_HDR_LEN;
-    let ver_ihl = read::<u8>(ctx, ip)?;
+    let ver_ihl = read::<u8>(ctx, IP + ipv4::VER_IHL)?;
     let ihl = usize::from(ver_ihl & 0x0f) * 4;
-    if ver_ihl >> 4 != 4 || ihl < IPV4_HDR_LEN {
+    if ver_ihl >> 4 != 4 || ihl < ipv4::HEADER_LEN {
         return Err(());
     }
-    let total_len = usize::from(u16::from_be(read::<u16>(ctx, ip + 2)?));
+    let total_len = usize::from(u16::from_be_bytes(read_field(
+        ctx,
+        at(IP, ipv4::TOTAL_LEN),
+    )?));
     if total_len < ihl {
         return Err(());
     }
-    let protocol = read::<u8>(ctx, ip + 9)?;
-    if protocol != IPPROTO_UDP {
+    if read::<u8>(ctx, IP + ipv4::PROTOCOL)? != ipv4::PROTOCOL_UDP {
         return Ok(Verdict::Pass(Counter::PassedNotUdp));
     }
-    // Flags and fragment offset: anything but "don't fragment" means a fragment.
-    let frag = u16::from_be(read::<u16>(ctx, ip + 6)?);
-    if frag & 0x3fff != 0 {
+    // Anything but "don't fragment" (more fragments, or an offset) means a fragment.
+    let frag = u16::from_be_bytes(read_field(ctx, at(IP, ipv4::FLAGS_FRAG))?);
+    if frag & (ipv4::FLAG_MORE_FRAGMENTS | ipv4::FRAG_OFFSET_MASK) != 0 {
         return Ok(Verdict::Pass(Counter::PassedFragment));
     }
-    if ihl != IPV4_HDR_LEN {
+    if ihl != ipv4::HEADER_LEN {
         return Ok(Verdict::Pass(Counter::PassedIpOptions));
     }
-    if total_len < IPV4_HDR_LEN + UDP_HDR_LEN {
+    if total_len < ipv4::HEADER_LEN + udp::HEADER_LEN {
         return Err(());
     }
-    let udp = ip + IPV4_HDR_LEN;
-    let dst_port = u16::from_be(read::<u16>(ctx, udp + 2)?);
-    let udp_len = usize::from(u16::from_be(read::<u16>(ctx, udp + 4)?));
-    if udp_len < UDP_HDR_LEN {
+    let dst_port = u16::from_be_bytes(read_field(ctx, at(UDP, udp::DST_PORT))?);
+    let udp_len = usize::from(u16::from_be_bytes(read_field(ctx, at(UDP, udp::LENGTH))?));
+    if udp_len < udp::HEADER_LEN {
         return Err(());
     }
     if dst_port != read_global(&MD_PORT) {
@@ -113,15 +112,14 @@ fn classify(ctx: &XdpContext) -> Result<Verdict, ()> {
     Ok(Verdict::MarketData)
 }
 
-/// Offsets of the reflector's fields (MoldUDP64 header, first block, ITCH 'P' message); see
-/// the wire crate for the layouts.
-const PAYLOAD: usize = ETH_HDR_LEN + IPV4_HDR_LEN + UDP_HDR_LEN;
-const MOLD_SEQ: usize = PAYLOAD + 10;
-const ITCH: usize = PAYLOAD + 20 + 2;
-const ITCH_STOCK: usize = ITCH + 24;
-const ITCH_PRICE: usize = ITCH + 32;
-/// The order message's length (wire::order::LEN).
-const ORDER_LEN: usize = 36;
+/// Where the reflector's input sits in the frame: the MoldUDP64 header right after UDP, and
+/// the ITCH trade in its first block.
+const MOLD: usize = UDP_PAYLOAD_OFFSET;
+const ITCH: usize = MOLD + moldudp64::FIRST_MESSAGE;
+/// Where it writes the order: over the start of the MoldUDP64 payload.
+const ORDER: usize = UDP_PAYLOAD_OFFSET;
+/// The reflector's order buys this many shares.
+const REFLECT_SHARES: u32 = 100;
 
 /// Turns a MoldUDP64 packet whose first message is an ITCH trade into an order for that tick
 /// (type 'O', buy 100, token = tick_seq = the packet's sequence number, the trade's price and
@@ -131,68 +129,84 @@ const ORDER_LEN: usize = 36;
 fn reflect(ctx: &XdpContext) -> Result<(), ()> {
     // The frame's length from its IPv4 total length (the verifier forbids arithmetic on the
     // packet end pointer); checked against the real frame just below.
-    let frame_len =
-        ETH_HDR_LEN + usize::from(u16::from_be_bytes(read::<[u8; 2]>(ctx, ETH_HDR_LEN + 2)?));
+    let frame_len = IP
+        + usize::from(u16::from_be_bytes(read_field(
+            ctx,
+            at(IP, ipv4::TOTAL_LEN),
+        )?));
     // The header's claim must not exceed the frame, or the trim below would cut into the
     // order; masked so the verifier sees a bounded offset.
     if ctx.data() + (frame_len & 0x3fff) > ctx.data_end() {
         return Err(());
     }
-    let seq = read::<[u8; 8]>(ctx, MOLD_SEQ)?;
-    if read::<u8>(ctx, ITCH)? != b'P' {
+    let seq: [u8; 8] = read_field(ctx, at(MOLD, moldudp64::field::SEQUENCE))?;
+    if read::<u8>(ctx, ITCH + trade::field::KIND)? != trade::KIND {
         return Err(());
     }
-    let stock = read::<[u8; 8]>(ctx, ITCH_STOCK)?;
-    let price = read::<[u8; 4]>(ctx, ITCH_PRICE)?;
-    let dst_mac = read::<[u8; 6]>(ctx, 0)?;
-    let src_mac = read::<[u8; 6]>(ctx, 6)?;
-    write(ctx, 0, src_mac)?;
-    write(ctx, 6, dst_mac)?;
-    let ip = ETH_HDR_LEN;
-    let src_ip = read::<[u8; 4]>(ctx, ip + 12)?;
-    let dst_ip = read::<[u8; 4]>(ctx, ip + 16)?;
-    write(ctx, ip + 12, dst_ip)?;
-    write(ctx, ip + 16, src_ip)?;
-    let udp = ip + IPV4_HDR_LEN;
-    let sport = read::<[u8; 2]>(ctx, udp)?;
-    let dport = read::<[u8; 2]>(ctx, udp + 2)?;
-    write(ctx, udp, dport)?;
-    write(ctx, udp + 2, sport)?;
-    write(
+    let stock: [u8; 8] = read_field(ctx, at(ITCH, trade::field::STOCK))?;
+    let price: [u8; 4] = read_field(ctx, at(ITCH, trade::field::PRICE))?;
+    swap::<6>(ctx, ethernet::DST, ethernet::SRC)?;
+    swap::<4>(ctx, at(IP, ipv4::SRC), at(IP, ipv4::DST))?;
+    swap::<2>(ctx, at(UDP, udp::SRC_PORT), at(UDP, udp::DST_PORT))?;
+    let udp_len = (udp::HEADER_LEN + order::LEN) as u16;
+    write_field(ctx, at(UDP, udp::LENGTH), udp_len.to_be_bytes())?;
+    write_field(ctx, at(UDP, udp::CHECKSUM), [0u8; 2])?;
+    // The order, over the start of the MoldUDP64 payload (the frame is longer; trimmed below).
+    write(ctx, ORDER + order::field::KIND, order::KIND)?;
+    write(ctx, ORDER + order::field::SIDE, itch::SIDE_BUY)?;
+    write_field(ctx, at(ORDER, order::field::FLAGS), [0u8; 2])?;
+    write_field(
         ctx,
-        udp + 4,
-        ((UDP_HDR_LEN + ORDER_LEN) as u16).to_be_bytes(),
+        at(ORDER, order::field::SHARES),
+        REFLECT_SHARES.to_be_bytes(),
     )?;
-    write(ctx, udp + 6, [0u8; 2])?;
-    // The order, written over the start of the MoldUDP64 payload (the frame is longer).
-    write(ctx, PAYLOAD, [b'O', b'B', 0, 0, 0, 0, 0, 100])?;
-    write(ctx, PAYLOAD + 8, seq)?;
-    write(ctx, PAYLOAD + 16, seq)?;
-    write(ctx, PAYLOAD + 24, price)?;
-    write(ctx, PAYLOAD + 28, stock)?;
-    write(
-        ctx,
-        ip + 2,
-        ((IPV4_HDR_LEN + UDP_HDR_LEN + ORDER_LEN) as u16).to_be_bytes(),
-    )?;
-    write(ctx, ip + 10, [0u8; 2])?;
+    write_field(ctx, at(ORDER, order::field::TOKEN), seq)?;
+    write_field(ctx, at(ORDER, order::field::TICK_SEQ), seq)?;
+    write_field(ctx, at(ORDER, order::field::PRICE), price)?;
+    write_field(ctx, at(ORDER, order::field::STOCK), stock)?;
+    let ip_len = (ipv4::HEADER_LEN as u16 + udp_len).to_be_bytes();
+    write_field(ctx, at(IP, ipv4::TOTAL_LEN), ip_len)?;
+    write_field(ctx, at(IP, ipv4::CHECKSUM), [0u8; 2])?;
     // One read of the whole header (a constant-offset bounds check the verifier follows),
     // then the sum in registers.
-    let hdr = read::<[u8; IPV4_HDR_LEN]>(ctx, ip)?;
-    let mut sum: u32 = 0;
-    for pair in hdr.chunks_exact(2) {
-        sum += u32::from(pair[0]) << 8 | u32::from(pair[1]);
-    }
-    sum = (sum & 0xffff) + (sum >> 16);
-    sum = (sum & 0xffff) + (sum >> 16);
-    write(ctx, ip + 10, (!(sum as u16)).to_be_bytes())?;
-    let delta = (PAYLOAD + ORDER_LEN) as i32 - frame_len as i32;
+    let header = read::<[u8; ipv4::HEADER_LEN]>(ctx, IP)?;
+    let sum = checksum::ipv4_header(&header);
+    write_field(ctx, at(IP, ipv4::CHECKSUM), sum.to_be_bytes())?;
+    let delta = (ORDER + order::LEN) as i32 - frame_len as i32;
     // SAFETY: ctx.ctx is the live xdp_md of this invocation; shrinking by `delta` keeps the
-    // frame at PAYLOAD + ORDER_LEN bytes, all of which were written above.
+    // frame at ORDER + order::LEN bytes, all of which were written above.
     if delta < 0 && unsafe { bpf_xdp_adjust_tail(ctx.ctx, delta) } != 0 {
         return Err(());
     }
     Ok(())
+}
+
+/// Swaps two `N`-byte fields of the frame (a header's source and destination).
+#[inline(always)]
+fn swap<const N: usize>(ctx: &XdpContext, a: Field, b: Field) -> Result<(), ()> {
+    let first: [u8; N] = read_field(ctx, a.clone())?;
+    let second: [u8; N] = read_field(ctx, b.clone())?;
+    write_field(ctx, a, second)?;
+    write_field(ctx, b, first)
+}
+
+/// Reads the `N`-byte field at `field`. A field of another width is an error, not a short
+/// read; the widths are constants, so the check compiles away.
+#[inline(always)]
+fn read_field<const N: usize>(ctx: &XdpContext, field: Field) -> Result<[u8; N], ()> {
+    if field.end - field.start != N {
+        return Err(());
+    }
+    read(ctx, field.start)
+}
+
+/// Writes the `N`-byte field at `field`, with the same width check as [`read_field`].
+#[inline(always)]
+fn write_field<const N: usize>(ctx: &XdpContext, field: Field, value: [u8; N]) -> Result<(), ()> {
+    if field.end - field.start != N {
+        return Err(());
+    }
+    write(ctx, field.start, value)
 }
 
 /// Writes a `T` at `offset`, after the same bounds check as [`read`].

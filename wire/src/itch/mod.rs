@@ -10,6 +10,7 @@
 
 use crate::{Error, Result};
 use core::fmt;
+use xdp_common::layout::itch::{SIDE_BUY, SIDE_SELL};
 
 pub mod file;
 pub mod trade;
@@ -192,8 +193,8 @@ impl Side {
     /// Decodes `'B'` or `'S'`; anything else is [`Error::BadSide`].
     pub const fn from_byte(b: u8) -> Result<Side> {
         match b {
-            b'B' => Ok(Side::Buy),
-            b'S' => Ok(Side::Sell),
+            SIDE_BUY => Ok(Side::Buy),
+            SIDE_SELL => Ok(Side::Sell),
             other => Err(Error::BadSide(other)),
         }
     }
@@ -201,8 +202,8 @@ impl Side {
     /// `b'B'` or `b'S'`.
     pub const fn to_byte(self) -> u8 {
         match self {
-            Side::Buy => b'B',
-            Side::Sell => b'S',
+            Side::Buy => SIDE_BUY,
+            Side::Sell => SIDE_SELL,
         }
     }
 

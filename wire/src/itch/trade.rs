@@ -16,36 +16,8 @@
 use super::{Price4, Side, Stock, Timestamp};
 use crate::{Error, Result, be};
 
-/// Byte ranges of the Trade message.
-pub mod field {
-    use crate::Field;
-
-    /// Message type, `'P'`.
-    pub const KIND: usize = 0;
-    /// Stock locate code.
-    pub const STOCK_LOCATE: Field = 1..3;
-    /// Tracking number.
-    pub const TRACKING_NUMBER: Field = 3..5;
-    /// Nanoseconds since midnight, 6 bytes.
-    pub const TIMESTAMP: Field = 5..11;
-    /// Order reference number of the non-displayed order executed.
-    pub const ORDER_REF: Field = 11..19;
-    /// Buy/sell indicator.
-    pub const SIDE: usize = 19;
-    /// Shares executed.
-    pub const SHARES: Field = 20..24;
-    /// Stock symbol.
-    pub const STOCK: Field = 24..32;
-    /// Execution price, Price(4).
-    pub const PRICE: Field = 32..36;
-    /// Match number.
-    pub const MATCH_NUMBER: Field = 36..44;
-}
-
-/// The Trade message's type byte.
-pub const KIND: u8 = b'P';
-/// The Trade message's length.
-pub const LEN: usize = field::MATCH_NUMBER.end;
+/// Byte ranges of the Trade message, its type byte and length (shared with the XDP program).
+pub use xdp_common::layout::itch::trade::{KIND, LEN, field};
 
 /// A read/write view of a Trade message.
 #[derive(Debug, Clone, PartialEq, Eq)]
