@@ -26,6 +26,9 @@ pub(crate) fn run(Options { no_setup, args }: Options) -> anyhow::Result<()> {
         cargo()
             .current_dir(workspace_root())
             .env("XDP_EBPF_REQUIRED", "1")
+            // Here every privileged test must run: one that finds no privilege fails rather
+            // than skips, so the suite can't pass by skipping.
+            .env(netns::REQUIRE_PRIVILEGED_TESTS_ENV, "require")
             .args(["test", "--workspace", "--exclude", "xdp-ebpf", "--"])
             .arg("--test-threads=1")
             .args(&args),

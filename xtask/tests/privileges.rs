@@ -1,5 +1,6 @@
 //! Without root, the lab commands fail with a message naming the missing privilege, and
-//! change nothing. (Run as root, as CI does; the commands are run as `nobody` via setpriv.)
+//! change nothing. (Run as root, as CI does; the commands are run as `nobody` via setpriv, which
+//! itself needs root: as an ordinary user those tests say they are skipped.)
 use std::process::Command;
 
 fn as_nobody(args: &[&str]) -> std::process::Output {
@@ -18,6 +19,9 @@ fn as_nobody(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn lab_commands_without_root_name_the_missing_privilege_and_change_nothing() {
+    if !netns::require_privileges_or_skip() {
+        return;
+    }
     let name = format!("t2t-noroot-{}", std::process::id());
     for cmd in ["netns-up", "netns-down"] {
         let out = as_nobody(&[cmd, "--name", &name]);
@@ -33,6 +37,9 @@ fn lab_commands_without_root_name_the_missing_privilege_and_change_nothing() {
 
 #[test]
 fn the_test_command_without_root_says_why() {
+    if !netns::require_privileges_or_skip() {
+        return;
+    }
     let out = as_nobody(&["test", "--no-setup"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
@@ -54,6 +61,9 @@ fn bad_lab_names_are_refused_with_the_rule() {
 /// no XDP program, no results folder, and the child's own message once.
 #[test]
 fn bad_bench_options_fail_before_the_lab_or_a_results_folder() {
+    if !netns::require_privileges_or_skip() {
+        return;
+    }
     let lab = format!("t2t-pre{}", std::process::id() % 100_000);
     let out_dir = std::env::temp_dir().join(format!("t2t-preflight-{}", std::process::id()));
     for (args, needle) in [
