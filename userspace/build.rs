@@ -15,6 +15,10 @@ use std::{env, fs, path::PathBuf};
 const RUSTC_BOOTSTRAP: &str =
     "aya_ebpf,aya_ebpf_bindings,aya_ebpf_cty,aya_ebpf_macros,xdp_ebpf,xdp_common";
 
+#[expect(
+    unsafe_code,
+    reason = "env::set_var is unsafe since edition 2024; a build script is single-threaded"
+)]
 fn main() -> anyhow::Result<()> {
     println!("cargo:rerun-if-env-changed=XDP_EBPF_REQUIRED");
     println!("cargo:rerun-if-changed=../xdp-common/src");

@@ -6,6 +6,10 @@
 //! to the kernel untouched. Each decision is counted in a per-CPU array.
 #![no_std]
 #![no_main]
+#![expect(
+    unsafe_code,
+    reason = "an XDP program reads packet memory through raw pointers the verifier checks, and exports its entry point unmangled"
+)]
 
 use aya_ebpf::{
     bindings::xdp_action::{XDP_PASS, XDP_TX},

@@ -22,6 +22,7 @@ use netns::{Mac, lab};
 use wire::moldudp64::Session;
 
 mod frames;
+#[expect(unsafe_code, reason = "an AF_PACKET socket: libc calls with no safe wrapper")]
 mod raw;
 mod relay;
 mod report;
