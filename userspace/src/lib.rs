@@ -23,5 +23,8 @@ pub mod stats;
 pub mod t2t;
 pub mod trading;
 pub mod xdp;
-#[expect(unsafe_code, reason = "the AF_XDP rings and UMEM: xsk-rs's API is unsafe")]
+#[expect(
+    unsafe_code,
+    reason = "the AF_XDP rings and UMEM: xsk-rs's API is unsafe"
+)]
 pub mod xsk;

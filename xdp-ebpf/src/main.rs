@@ -47,7 +47,7 @@ static XSKS: XskMap = XskMap::with_max_entries(MAX_QUEUES, 0);
 static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(Counter::COUNT, 0);
 
 #[xdp]
-pub fn md_redirect(ctx: XdpContext) -> u32 {
+fn md_redirect(ctx: XdpContext) -> u32 {
     let (counter, action) = match classify(&ctx) {
         Ok(Verdict::MarketData) => match Action::from_u8(read_global(&MD_ACTION)) {
             Action::Redirect => match XSKS.redirect(ctx.rx_queue_index(), 0) {

@@ -28,14 +28,14 @@ use serde_json::json;
 
 /// The study's published figures (Apple M2 Max, Python client), seconds or microseconds.
 mod study {
-    pub const IN_PROCESS_S: f64 = 2.010;
-    pub const UDS_BATCHED_S: f64 = 2.276;
-    pub const CHATTY_S: f64 = 2.383;
-    pub const SPAWN_S: f64 = 2.300;
-    pub const ECHO_8B_US: f64 = 14.0;
-    pub const ECHO_1_2MB_US: f64 = 2_043.0;
-    pub const RAW_ENCODE_US: f64 = 49.0;
-    pub const JSON_ENCODE_US: f64 = 66_000.0;
+    pub(crate) const IN_PROCESS_S: f64 = 2.010;
+    pub(crate) const UDS_BATCHED_S: f64 = 2.276;
+    pub(crate) const CHATTY_S: f64 = 2.383;
+    pub(crate) const SPAWN_S: f64 = 2.300;
+    pub(crate) const ECHO_8B_US: f64 = 14.0;
+    pub(crate) const ECHO_1_2MB_US: f64 = 2_043.0;
+    pub(crate) const RAW_ENCODE_US: f64 = 49.0;
+    pub(crate) const JSON_ENCODE_US: f64 = 66_000.0;
 }
 
 #[derive(Debug, Parser)]

@@ -18,11 +18,11 @@ use serde::de::DeserializeOwned;
 
 /// What `inject` writes: the binary's own report types, so the two can't disagree.
 #[path = "../../src/bin/inject/report.rs"]
-pub mod inject_report;
+pub(crate) mod inject_report;
 
 /// A lab of this test's own (`tag` keeps parallel tests apart), or `None` after a one-line
 /// "skipped" when this process may not build one (not root).
-pub fn lab_or_skip(tag: &str) -> Option<Lab> {
+pub(crate) fn lab_or_skip(tag: &str) -> Option<Lab> {
     if !netns::require_privileges_or_skip() {
         return None;
     }
@@ -30,19 +30,19 @@ pub fn lab_or_skip(tag: &str) -> Option<Lab> {
 }
 
 /// A file of this test process's own in the temporary directory.
-pub fn tmp(name: &str) -> PathBuf {
+pub(crate) fn tmp(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("t2t-test-{}-{name}", std::process::id()))
 }
 
 /// `bin` run inside the namespace `ns` (`ip netns exec` execs it: the pid is the binary's).
-pub fn in_ns(ns: &str, bin: &str) -> Command {
+pub(crate) fn in_ns(ns: &str, bin: &str) -> Command {
     let mut c = Command::new("ip");
     c.args(["netns", "exec", ns, bin]);
     c
 }
 
 /// Waits for a guarded child's first stdout line, which must be `ready`.
-pub fn wait_ready(child: &mut ChildGuard, what: &str) {
+pub(crate) fn wait_ready(child: &mut ChildGuard, what: &str) {
     let stdout = child.child_mut().stdout.take().expect("stdout is piped");
     let mut line = String::new();
     BufReader::new(stdout)
@@ -52,7 +52,7 @@ pub fn wait_ready(child: &mut ChildGuard, what: &str) {
 }
 
 /// Starts the trader on `path` in the lab's trader namespace and waits for its `ready`.
-pub fn start_trader(c: &LabConfig, path: &str, stats: &Path, extra: &[&str]) -> ChildGuard {
+pub(crate) fn start_trader(c: &LabConfig, path: &str, stats: &Path, extra: &[&str]) -> ChildGuard {
     let mut t = ChildGuard::new(
         in_ns(&c.trader_ns(), env!("CARGO_BIN_EXE_trader"))
             .args(["--path", path, "--iface", &c.trader_if, "--ready"])
@@ -70,7 +70,7 @@ pub fn start_trader(c: &LabConfig, path: &str, stats: &Path, extra: &[&str]) -> 
 
 /// The replay in the exchange namespace, from `source` to `target` (the trader, or a relay
 /// in front of it), taking orders on the lab's order port, its report to `json`.
-pub fn replay(c: &LabConfig, source: &str, target: &str, json: &Path) -> Command {
+pub(crate) fn replay(c: &LabConfig, source: &str, target: &str, json: &Path) -> Command {
     let mut r = in_ns(&c.exchange_ns(), env!("CARGO_BIN_EXE_replay"));
     r.args(["--source", source, "--progress", "false"])
         .args(["--target", target])
@@ -81,12 +81,12 @@ pub fn replay(c: &LabConfig, source: &str, target: &str, json: &Path) -> Command
 }
 
 /// The trader's market-data address in the lab `c`, as the replay's `--target`.
-pub fn trader_md(c: &LabConfig) -> String {
+pub(crate) fn trader_md(c: &LabConfig) -> String {
     format!("{}:{}", c.trader_ip, lab::MD_PORT)
 }
 
 /// Waits up to `within` for a guarded child to exit; panics naming `what` if it doesn't.
-pub fn wait_exit(child: &mut ChildGuard, within: Duration, what: &str) -> ExitStatus {
+pub(crate) fn wait_exit(child: &mut ChildGuard, within: Duration, what: &str) -> ExitStatus {
     child
         .wait_timeout(within)
         .unwrap_or_else(|e| panic!("{what}: {e}"))
@@ -94,7 +94,7 @@ pub fn wait_exit(child: &mut ChildGuard, within: Duration, what: &str) -> ExitSt
 }
 
 /// Reads a report the binaries wrote (a `results` type, or `inject`'s), and removes the file.
-pub fn read_report<T: DeserializeOwned>(path: &Path) -> T {
+pub(crate) fn read_report<T: DeserializeOwned>(path: &Path) -> T {
     let report = results::read(path).unwrap_or_else(|e| match std::error::Error::source(&e) {
         Some(why) => panic!("{e}: {why}"),
         None => panic!("{e}"),

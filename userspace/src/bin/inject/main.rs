@@ -22,7 +22,10 @@ use netns::{Mac, lab};
 use wire::moldudp64::Session;
 
 mod frames;
-#[expect(unsafe_code, reason = "an AF_PACKET socket: libc calls with no safe wrapper")]
+#[expect(
+    unsafe_code,
+    reason = "an AF_PACKET socket: libc calls with no safe wrapper"
+)]
 mod raw;
 mod relay;
 mod report;

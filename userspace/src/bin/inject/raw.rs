@@ -9,14 +9,14 @@ use netns::Mac;
 
 /// A raw packet socket that sends whole Ethernet frames out of one interface.
 #[derive(Debug)]
-pub struct PacketSocket {
+pub(crate) struct PacketSocket {
     fd: OwnedFd,
     ifindex: i32,
 }
 
 impl PacketSocket {
     /// Opens the socket for `iface` (needs CAP_NET_RAW).
-    pub fn open(iface: &str) -> anyhow::Result<Self> {
+    pub(crate) fn open(iface: &str) -> anyhow::Result<Self> {
         let path = format!("/sys/class/net/{iface}/ifindex");
         let ifindex: i32 = std::fs::read_to_string(&path)
             .with_context(|| format!("no interface {iface} here ({path})"))?
@@ -36,7 +36,7 @@ impl PacketSocket {
 
     /// Sends one frame as it is (destination MAC included in `frame`; `dst` fills the
     /// link-layer address the kernel wants alongside).
-    pub fn send(&self, frame: &[u8], dst: Mac) -> io::Result<()> {
+    pub(crate) fn send(&self, frame: &[u8], dst: Mac) -> io::Result<()> {
         // SAFETY: sockaddr_ll is plain old data; all-zero is a valid value.
         let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         addr.sll_family = libc::AF_PACKET as u16;

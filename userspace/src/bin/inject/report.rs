@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// `inject frames`: per kind of crafted traffic, what was sent.
-pub type FramesReport = BTreeMap<String, KindReport>;
+pub(crate) type FramesReport = BTreeMap<String, KindReport>;
 
 /// One kind of crafted traffic, over all rounds.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KindReport {
+pub(crate) struct KindReport {
     /// Frames or datagrams the local kernel took.
     pub sent: u64,
     /// Sends the local kernel refused (e.g. a frame above the MTU).
@@ -20,7 +20,7 @@ pub struct KindReport {
 
 /// `inject relay`: exactly what the relay did.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RelayReport {
+pub(crate) struct RelayReport {
     /// Datagrams received from the replay.
     pub received_packets: u64,
     /// Datagrams sent on, duplicates and end-of-session packets included.
