@@ -5,22 +5,22 @@ use std::{
     io::{BufRead as _, BufReader},
     net::SocketAddrV4,
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     sync::{
         Arc,
         atomic::{AtomicBool, Ordering},
     },
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use anyhow::{Context as _, bail};
-use netns::{Found, Lab, LabConfig, lab};
+use netns::{ChildGuard, Found, Lab, LabConfig, lab};
 use results::{ExchangeIo, Expect, ReplayReport, TraderPath, TraderReport};
 
 use crate::{
     bench::Options,
     report,
-    util::{cargo, exec, exec_until, require_root, shown, target_dir, terminate, workspace_root},
+    util::{cargo, exec, exec_until, require_root, shown, target_dir, workspace_root},
 };
 
 /// How long the trader may take to attach XDP and bind its socket before it says `ready`.
@@ -155,7 +155,9 @@ impl Session {
         let lab = self.lab.config();
         let run = Run::named(&self.out, tag);
         let trader = trader_command(in_ns(&lab.trader_ns(), &self.bins.trader), o, lab, ends);
-        let reaper = start_trader(trader, &run)?;
+        // Stopped (SIGTERM, then SIGKILL) when dropped, so no error path leaves a trader
+        // attached to XDP.
+        let mut trader = start_trader(trader, &run)?;
         let mut replay = replay_command(in_ns(&lab.exchange_ns(), &self.bins.replay), o, lab, ends);
         replay.args(["--label", tag]);
         run.replay_outputs(&mut replay);
@@ -170,7 +172,8 @@ impl Session {
         if !status.success() {
             bail!("the replay failed: {status}");
         }
-        reaper.wait_for_exit(EXIT_TIMEOUT)?;
+        // It exits by itself on the end-of-session packet, after writing its report.
+        trader.wait_timeout(EXIT_TIMEOUT)?;
         Ok(run)
     }
 }
@@ -267,54 +270,15 @@ pub(crate) fn new_results_dir(parent: &Path) -> anyhow::Result<PathBuf> {
     bail!("no free results folder name under {}", parent.display())
 }
 
-/// The trader of a run: stopped (SIGTERM, then SIGKILL) when dropped, so no error path leaves
-/// one attached to XDP.
-struct Reaper(Child);
-
-impl Reaper {
-    /// Waits up to `timeout` for the trader to exit by itself (it does on the end-of-session
-    /// packet, after writing its report).
-    fn wait_for_exit(self, timeout: Duration) -> anyhow::Result<()> {
-        let mut reaper = self;
-        let deadline = Instant::now() + timeout;
-        while Instant::now() < deadline {
-            if reaper.0.try_wait()?.is_some() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        let c = &mut self.0;
-        if c.try_wait().ok().flatten().is_some() {
-            return;
-        }
-        terminate(c.id());
-        let deadline = Instant::now() + TERM_GRACE;
-        while Instant::now() < deadline {
-            if c.try_wait().ok().flatten().is_some() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = c.kill();
-        let _ = c.wait();
-    }
-}
-
 /// Starts the trader with `run`'s result files and waits for its `ready` line (the XDP
 /// program is attached and the socket is in the map).
-fn start_trader(mut trader: Command, run: &Run) -> anyhow::Result<Reaper> {
+fn start_trader(mut trader: Command, run: &Run) -> anyhow::Result<ChildGuard> {
     run.trader_outputs(&mut trader);
     trader.stdout(Stdio::piped());
     eprintln!("+ {}", shown(&trader));
     let mut child = trader.spawn().context("starting the trader")?;
     let stdout = child.stdout.take().context("the trader's stdout")?;
-    let mut reaper = Reaper(child);
+    let mut guard = ChildGuard::new(child).with_grace(TERM_GRACE);
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut lines = BufReader::new(stdout).lines();
@@ -326,15 +290,14 @@ fn start_trader(mut trader: Command, run: &Run) -> anyhow::Result<Reaper> {
         for _ in lines {}
     });
     if rx.recv_timeout(READY_TIMEOUT) != Ok(true) {
-        let status = reaper
-            .0
-            .try_wait()
+        let status = guard
+            .wait_timeout(Duration::ZERO)
             .ok()
             .flatten()
             .map_or_else(|| "still running".to_owned(), |s| s.to_string());
         bail!("the trader did not get ready ({status}); its error is above");
     }
-    Ok(reaper)
+    Ok(guard)
 }
 
 fn in_ns(ns: &str, bin: &Path) -> Command {

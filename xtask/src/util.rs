@@ -46,13 +46,6 @@ pub(crate) fn succeeded(cmd: &Command, status: ExitStatus) -> anyhow::Result<()>
     Ok(())
 }
 
-/// Asks process `pid` to stop (SIGTERM); whether it does is the caller's to wait for.
-pub(crate) fn terminate(pid: u32) {
-    let _ = Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status();
-}
-
 /// Prints and runs `cmd` until it exits; once `stop` is set (our SIGINT/SIGTERM), passes a
 /// SIGTERM on to it, so a signal sent to xtask alone (a supervisor, a CI timeout) stops the
 /// measurement too, not only a terminal's Ctrl-C that reaches the whole process group.
@@ -68,7 +61,7 @@ pub(crate) fn exec_until(cmd: &mut Command, stop: &AtomicBool) -> anyhow::Result
         }
         if !forwarded && stop.load(Ordering::Relaxed) {
             forwarded = true;
-            terminate(child.id());
+            let _ = netns::signal(child.id(), netns::Signal::SIGTERM);
         }
         std::thread::sleep(Duration::from_millis(20));
     }
