@@ -75,11 +75,6 @@ impl ChildGuard {
         self
     }
 
-    /// The grace period between SIGTERM and SIGKILL.
-    pub fn grace(&self) -> Duration {
-        self.grace
-    }
-
     /// The child's pid.
     pub fn id(&self) -> u32 {
         self.child.id()

@@ -50,6 +50,10 @@ pub mod lab {
     pub const ORDER_PORT: u16 = 26401;
     /// The MoldUDP64 session the replay's synthetic feeds carry (10 alphanumerics).
     pub const SESSION: &str = "T2TLAB0001";
+    /// The stock symbol of the synthetic ticks, and the one the trader trades.
+    pub const STOCK: &str = "SYNTH";
+    /// The strategy's default length: HMA(6) against HMA3(6), the engine spec's combo 0.
+    pub const STRATEGY_N: i64 = 6;
     /// The exchange side's interface, inside its namespace.
     pub const EXCHANGE_IF: &str = "ex0";
     /// The trader side's interface, inside its namespace.

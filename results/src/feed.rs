@@ -27,6 +27,11 @@ impl Source {
     pub const GBM_SEED: u64 = 42;
     /// `gbm`'s length when none is given: the spec's 150k-bar workload.
     pub const GBM_BARS: usize = 150_000;
+    /// The replay's and the bench's default: the spec's 150k-bar GBM series.
+    pub const DEFAULT: Source = Source::Gbm {
+        seed: Source::GBM_SEED,
+        bars: Source::GBM_BARS,
+    };
 }
 
 impl FromStr for Source {
@@ -86,6 +91,9 @@ impl Rate {
     pub const MIN: f64 = 1.0;
     /// The fastest paced rate; above it the pacing is meaningless on any one core (use `max`).
     pub const MAX: f64 = 100e6;
+    /// The replay's and the bench's default, messages/s: well below every path's zero-loss
+    /// rate.
+    pub const DEFAULT: Rate = Rate::PerSec(20_000.0);
 
     /// The paced rate, `None` for `max`.
     pub fn per_sec(self) -> Option<f64> {

@@ -126,6 +126,15 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A result could not be turned into JSON (a float map key, a serializer that failed).
+    #[error("failed to write a {what} as JSON")]
+    Serialize {
+        /// The type.
+        what: &'static str,
+        /// What serde said.
+        #[source]
+        source: serde_json::Error,
+    },
     /// The file is not a result of the expected kind (a field missing or of the wrong type: a
     /// binary and its reader from different builds, or not a result at all).
     #[error("{} is not a valid {what}", path.display())]
@@ -148,10 +157,7 @@ pub fn read<T: DeserializeOwned>(path: &Path) -> Result<T, Error> {
         source,
     })?;
     serde_json::from_str(&text).map_err(|source| Error::Parse {
-        what: std::any::type_name::<T>()
-            .rsplit("::")
-            .next()
-            .unwrap_or("result"),
+        what: type_name::<T>(),
         path: path.to_owned(),
         source,
     })
@@ -159,9 +165,10 @@ pub fn read<T: DeserializeOwned>(path: &Path) -> Result<T, Error> {
 
 /// Writes a result as pretty JSON to `path`, or to stdout when `path` is `None`.
 pub fn write<T: Serialize>(path: Option<&Path>, value: &T) -> Result<(), Error> {
-    // Serializing these plain structs can't fail (no maps with non-string keys, no custom
-    // serializers that error).
-    let json = serde_json::to_string_pretty(value).unwrap_or_default();
+    let json = serde_json::to_string_pretty(value).map_err(|source| Error::Serialize {
+        what: type_name::<T>(),
+        source,
+    })?;
     match path {
         Some(p) => std::fs::write(p, json).map_err(|source| Error::Io {
             op: "write",
@@ -173,6 +180,14 @@ pub fn write<T: Serialize>(path: Option<&Path>, value: &T) -> Result<(), Error> 
             Ok(())
         }
     }
+}
+
+/// `T`'s name without its path, for messages.
+fn type_name<T>() -> &'static str {
+    std::any::type_name::<T>()
+        .rsplit("::")
+        .next()
+        .unwrap_or("result")
 }
 
 #[cfg(test)]

@@ -73,6 +73,10 @@ pub struct Parity {
     pub batch_trades: u64,
     /// Orders the strategy should have sent for the ticks that went out.
     pub expected_orders: u64,
+    /// Sequence number of the first tick where live orders and the strategy's signals differ,
+    /// whatever the verdict (with order faults or an early stop too); `None` when they agree
+    /// or nothing is expected (the reflector).
+    pub first_divergence: Option<u64>,
     /// The verdict in words (written for people reading the JSON; readers use `verdict`).
     pub explanation: String,
 }

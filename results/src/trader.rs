@@ -149,20 +149,6 @@ pub struct XdpCounters {
     pub reflect_failed: u64,
 }
 
-impl XdpCounters {
-    /// Every frame the program sent to the kernel.
-    pub fn passed(&self) -> u64 {
-        self.passed_market_data
-            + self.passed_not_ipv4
-            + self.passed_not_udp
-            + self.passed_other_port
-            + self.passed_fragment
-            + self.passed_ip_options
-            + self.malformed
-            + self.reflect_failed
-    }
-}
-
 /// The AF_XDP socket's statistics (`XDP_STATISTICS`, the kernel's `struct xdp_statistics`
 /// field for field), and the frames the wrapper kept back.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -78,9 +78,6 @@ pub fn parse_udp(frame: &[u8], port: u16) -> Result<Datagram<'_>, FrameError> {
     let (SocketAddr::V4(src), SocketAddr::V4(dst)) = (d.src, d.dst) else {
         return Err(FrameError::NotIpv4);
     };
-    if d.vlan_tagged {
-        return Err(FrameError::NotIpv4);
-    }
     if dst.port() != port {
         return Err(FrameError::OtherPort);
     }

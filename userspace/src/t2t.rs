@@ -14,7 +14,7 @@ use wire::{
 use crate::stats::Latency;
 
 /// Shares per order that opens a position; a reversal sends twice this (close + open).
-pub const LOT: u32 = 100;
+pub use xdp_common::LOT;
 
 /// How many sequence numbers behind the newest one the tracker remembers, to tell a
 /// duplicate from a late arrival (a power of two).

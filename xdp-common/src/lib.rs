@@ -27,6 +27,10 @@ pub const MAP_XSKS: &str = "XSKS";
 /// Name of the XDP program in the object.
 pub const PROG_NAME: &str = "md_redirect";
 
+/// Shares per order that opens a position (a reversal sends twice this): the trader's lot, and
+/// what the reflector's order-shaped reply carries.
+pub const LOT: u32 = 100;
+
 /// Entries in the XSKMAP: one per RX queue the program may see.
 pub const MAX_QUEUES: u32 = 64;
 
@@ -125,14 +129,6 @@ impl Counter {
             Counter::Reflected => "reflected",
             Counter::ReflectFailed => "reflect_failed",
         }
-    }
-
-    /// True for every counter that means the frame went to the kernel.
-    pub const fn is_pass(self) -> bool {
-        !matches!(
-            self,
-            Counter::Redirected | Counter::RedirectFailed | Counter::Reflected
-        )
     }
 }
 

@@ -122,8 +122,8 @@ const MOLD: usize = UDP_PAYLOAD_OFFSET;
 const ITCH: usize = MOLD + moldudp64::FIRST_MESSAGE;
 /// Where it writes the order: over the start of the MoldUDP64 payload.
 const ORDER: usize = UDP_PAYLOAD_OFFSET;
-/// The reflector's order buys this many shares.
-const REFLECT_SHARES: u32 = 100;
+/// The reflector's order buys one lot, as the trader's opening orders do.
+const REFLECT_SHARES: u32 = xdp_common::LOT;
 
 /// Turns a MoldUDP64 packet whose first message is an ITCH trade into an order for that tick
 /// (type 'O', buy 100, token = tick_seq = the packet's sequence number, the trade's price and

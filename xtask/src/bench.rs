@@ -23,12 +23,9 @@ const FLOOR_SECONDS_MIN: f64 = 0.5;
 const FLOOR_SECONDS_MAX: f64 = 60.0;
 
 /// The replay's default source: the spec's 150k-bar GBM series.
-const SOURCE: Source = Source::Gbm {
-    seed: Source::GBM_SEED,
-    bars: Source::GBM_BARS,
-};
+const SOURCE: Source = Source::DEFAULT;
 /// The default send rate, messages/s: well below every path's zero-loss rate.
-pub(crate) const RATE: Rate = Rate::PerSec(20_000.0);
+pub(crate) const RATE: Rate = Rate::DEFAULT;
 
 /// Which I/O path(s) the trader uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -151,7 +148,7 @@ pub(crate) struct Options {
     #[arg(long, default_value_t = 1)]
     pub(crate) batch: u16,
     /// Strategy length n.
-    #[arg(long, default_value_t = 6)]
+    #[arg(long, default_value_t = netns::lab::STRATEGY_N)]
     pub(crate) n: i64,
     /// XDP attach mode for the AF_XDP path.
     #[arg(long, value_enum, default_value_t = XdpMode::Native)]

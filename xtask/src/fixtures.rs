@@ -70,6 +70,7 @@ pub(crate) fn replay(base: f64) -> ReplayReport {
             batch_pnl: 1.23456,
             batch_trades: 20,
             expected_orders: 40,
+            first_divergence: None,
             explanation: "ok".into(),
         },
         machine: machine(),

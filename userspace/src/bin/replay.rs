@@ -26,7 +26,7 @@ use wire::itch::Stock;
 #[command(version)]
 struct Options {
     /// Market data: gbm[:SEED[:BARS]], closes:PATH (raw f64 or .csv), itch:PATH, pcap:PATH.
-    #[arg(long, default_value = "gbm:42:150000")]
+    #[arg(long, default_value_t = Source::DEFAULT)]
     source: Source,
     /// Send at most this many messages (default: the whole source).
     #[arg(long, value_parser = parse_count)]
@@ -35,7 +35,7 @@ struct Options {
     #[arg(long, value_parser = parse_duration)]
     duration: Option<f64>,
     /// Messages per second, 1 to 1e8 (open loop, busy-waiting to the microsecond), or `max`.
-    #[arg(long, default_value = "20k")]
+    #[arg(long, default_value_t = Rate::DEFAULT)]
     rate: Rate,
     /// ITCH messages per MoldUDP64 packet.
     #[arg(long, default_value_t = 1)]
@@ -47,10 +47,10 @@ struct Options {
     #[arg(long, default_value_t = netns::lab::EXCHANGE_ORDERS)]
     bind: SocketAddrV4,
     /// Strategy length n, for the parity check.
-    #[arg(long, default_value_t = 6)]
+    #[arg(long, default_value_t = netns::lab::STRATEGY_N)]
     n: i64,
     /// Stock symbol of the synthetic ticks, and the one traded.
-    #[arg(long, default_value = "SYNTH")]
+    #[arg(long, default_value = netns::lab::STOCK)]
     stock: String,
     /// Pin to this CPU.
     #[arg(long)]

@@ -49,10 +49,10 @@ struct Options {
     #[arg(long, default_value_t = lab::ORDER_PORT)]
     order_port: u16,
     /// Strategy length n (HMA(n) against HMA3(n)).
-    #[arg(long, default_value_t = 6)]
+    #[arg(long, default_value_t = lab::STRATEGY_N)]
     n: i64,
     /// Trade only this stock symbol.
-    #[arg(long, default_value = "SYNTH")]
+    #[arg(long, default_value = lab::STOCK)]
     stock: String,
     /// Spin or block while waiting for data.
     #[arg(long, value_enum, default_value_t = Wait::Spin)]

@@ -278,6 +278,9 @@ impl<'f> Exchange<'f> {
                 batch_pnl: self.batch.pnl,
                 batch_trades: self.batch.trades,
                 expected_orders: self.expected.len() as u64,
+                first_divergence: (self.expect == Expect::Signals)
+                    .then(|| parity::first_divergence(&self.expected, &self.fills))
+                    .flatten(),
                 explanation: verdict.to_string(),
             },
             schedule: self.schedule,

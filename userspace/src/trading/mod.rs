@@ -7,6 +7,7 @@
 //! more implementation, not another copy of the loop.
 use std::{
     io,
+    marker::PhantomData,
     sync::atomic::{AtomicBool, Ordering},
     time::{Duration, Instant},
 };
@@ -38,6 +39,14 @@ pub trait OrderSink {
     fn send(&mut self, order: &OrderRepr) -> bool;
 }
 
+/// What a [`TraderIo`] hands each packet to: the loop. Generic over the sink, so every order's
+/// send is a direct (inlinable) call into the path's own sink, not a virtual one.
+pub trait PacketHandler {
+    /// One packet: its payload, the time it was taken into userspace, and the sink for its
+    /// orders (which reply to that packet's sender).
+    fn on_packet<S: OrderSink>(&mut self, payload: &[u8], t_rx: u64, sink: &mut S);
+}
+
 /// A trader's market-data input and order output.
 pub trait TraderIo {
     /// True when [`OrderSink::send`] only queues, and orders leave at [`TraderIo::flush`]
@@ -45,12 +54,10 @@ pub trait TraderIo {
     const QUEUES_ORDERS: bool;
 
     /// Takes up to `max` packets that are there now (or, for an I/O built to block, waits a
-    /// short while for the first), and calls `on_packet` for each with its payload, the time it
-    /// was taken into userspace, and the sink for its orders (which reply to that packet's
-    /// sender). Returns how many packets it took; 0 when none came.
-    fn recv<F>(&mut self, max: usize, on_packet: F) -> io::Result<usize>
-    where
-        F: FnMut(&[u8], u64, &mut dyn OrderSink);
+    /// short while for the first), and hands each to `handler` with the time it was taken into
+    /// userspace and the sink for its orders. Returns how many packets it took; 0 when none
+    /// came.
+    fn recv<H: PacketHandler>(&mut self, max: usize, handler: &mut H) -> io::Result<usize>;
 
     /// Sends what the sinks queued. A no-op where sends don't queue.
     fn flush(&mut self) -> io::Result<()> {
@@ -85,15 +92,59 @@ pub struct LoopEnd {
     pub thread_time: ThreadTime,
 }
 
+/// One turn of the loop: what it does with each packet, and what it keeps for after the turn.
+struct Turn<'a, I> {
+    trader: &'a mut Trader,
+    rx_to_tx: &'a mut Latency,
+    /// RX times of the packets whose orders wait for the flush.
+    queued_rx: [u64; MAX_BATCH],
+    queued: usize,
+    end_of_session: bool,
+    /// Which path: its `QUEUES_ORDERS` is a constant in each monomorphised loop.
+    io: PhantomData<fn() -> I>,
+}
+
+impl<I: TraderIo> PacketHandler for Turn<'_, I> {
+    #[inline]
+    fn on_packet<S: OrderSink>(&mut self, payload: &[u8], t_rx: u64, sink: &mut S) {
+        // The previous packet's between-ticks work, if it isn't done yet (on a queued path,
+        // after a packet of this turn: its orders wait for the flush anyway).
+        self.trader.prepare();
+        let mut sent_any = false;
+        let outcome = self.trader.on_packet(payload, now_ns, |order| {
+            let sent = sink.send(order);
+            sent_any |= sent;
+            sent
+        });
+        if sent_any {
+            if I::QUEUES_ORDERS {
+                if let Some(slot) = self.queued_rx.get_mut(self.queued) {
+                    *slot = t_rx;
+                    self.queued += 1;
+                }
+            } else {
+                self.rx_to_tx.record(now_ns().saturating_sub(t_rx));
+            }
+        }
+        if !I::QUEUES_ORDERS {
+            // This packet's orders are out: the next tick's work now, off its path.
+            self.trader.prepare();
+        }
+        self.end_of_session |= outcome == PacketOutcome::EndOfSession;
+    }
+}
+
 /// Runs `trader` over `io` until the exchange ends the session, `stop` is set, or no packet
 /// came for `config.idle_exit`. Records each packet's RX→TX time (from its arrival in userspace
 /// to its orders' send, or, where orders queue, to the flush after its turn) in `rx_to_tx`,
 /// one sample per packet that sent an order.
 ///
-/// The strategy's between-ticks work (`prepare`) runs after each packet: where orders leave at
-/// once, right after them; where they queue, before the next packet of the turn (those orders
-/// wait for the flush anyway) and after the flush for the last. So no tick's engine time holds
-/// it, and no order waits for it.
+/// The strategy's between-ticks work (`prepare`) is never inside a tick's engine time. Where
+/// orders leave at once, it runs right after them. Where they queue (AF_XDP), it runs before
+/// the next packet of the turn, so orders queued earlier in a turn wait for it (as they wait for
+/// that packet's decode and decision) and leave at the flush; after the flush it runs for the
+/// turn's last packet. Messages 2..n of one packet get theirs inside `Trader::on_packet`, just
+/// before their decision: inside that packet's RX→TX, as before.
 pub fn run<I: TraderIo>(
     io: &mut I,
     trader: &mut Trader,
@@ -109,37 +160,26 @@ pub fn run<I: TraderIo>(
     let batch = batch.clamp(1, MAX_BATCH);
     let mut span = SpanAccounting::start();
     let mut first_packet = true;
-    let mut queued_rx = [0u64; MAX_BATCH];
     let mut last_data = Instant::now();
     let reason = loop {
         if stop.load(Ordering::Relaxed) {
             break EndReason::Stopped;
         }
-        let mut queued = 0;
-        let mut end_of_session = false;
-        let n = io.recv(batch, |payload, t_rx, sink| {
-            trader.prepare();
-            let mut sent_any = false;
-            let outcome = trader.on_packet(payload, now_ns, |order| {
-                let sent = sink.send(order);
-                sent_any |= sent;
-                sent
-            });
-            if sent_any {
-                if I::QUEUES_ORDERS {
-                    if let Some(slot) = queued_rx.get_mut(queued) {
-                        *slot = t_rx;
-                        queued += 1;
-                    }
-                } else {
-                    rx_to_tx.record(now_ns().saturating_sub(t_rx));
-                }
-            }
-            if !I::QUEUES_ORDERS {
-                trader.prepare();
-            }
-            end_of_session |= outcome == PacketOutcome::EndOfSession;
-        })?;
+        let mut turn = Turn::<'_, I> {
+            trader: &mut *trader,
+            rx_to_tx: &mut *rx_to_tx,
+            queued_rx: [0; MAX_BATCH],
+            queued: 0,
+            end_of_session: false,
+            io: PhantomData,
+        };
+        let n = io.recv(batch, &mut turn)?;
+        let Turn {
+            queued_rx,
+            queued,
+            end_of_session,
+            ..
+        } = turn;
         if queued > 0 {
             if io.flush().is_err() {
                 trader.counters.tx_flush_failed += 1;

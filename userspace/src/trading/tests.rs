@@ -9,7 +9,7 @@ use wire::{
     order::OrderRepr,
 };
 
-use super::{LoopConfig, OrderSink, TraderIo, run};
+use super::{LoopConfig, OrderSink, PacketHandler, TraderIo, run};
 use crate::{
     stats::Latency,
     t2t::{Trader, trade_message},
@@ -49,10 +49,7 @@ impl OrderSink for FakeSink<'_> {
 impl<const QUEUE: bool> TraderIo for FakeIo<QUEUE> {
     const QUEUES_ORDERS: bool = QUEUE;
 
-    fn recv<F>(&mut self, max: usize, mut on_packet: F) -> io::Result<usize>
-    where
-        F: FnMut(&[u8], u64, &mut dyn OrderSink),
-    {
+    fn recv<H: PacketHandler>(&mut self, max: usize, handler: &mut H) -> io::Result<usize> {
         let mut n = 0;
         while n < max {
             let Some(p) = self.incoming.pop_front() else {
@@ -63,7 +60,7 @@ impl<const QUEUE: bool> TraderIo for FakeIo<QUEUE> {
             } else {
                 &mut self.sent
             };
-            on_packet(
+            handler.on_packet(
                 &p,
                 crate::clock::now_ns(),
                 &mut FakeSink {
@@ -94,7 +91,7 @@ impl<const QUEUE: bool> TraderIo for FakeIo<QUEUE> {
 }
 
 fn stock() -> Stock {
-    Stock::new("SYNTH").unwrap()
+    Stock::new(netns::lab::STOCK).unwrap()
 }
 
 fn session() -> Session {
@@ -268,10 +265,7 @@ fn an_io_error_ends_the_loop_with_it() {
     struct Broken;
     impl TraderIo for Broken {
         const QUEUES_ORDERS: bool = false;
-        fn recv<F>(&mut self, _: usize, _: F) -> io::Result<usize>
-        where
-            F: FnMut(&[u8], u64, &mut dyn OrderSink),
-        {
+        fn recv<H: PacketHandler>(&mut self, _: usize, _: &mut H) -> io::Result<usize> {
             Err(io::Error::other("device gone"))
         }
     }

@@ -7,7 +7,7 @@ use std::{
 
 use wire::order::OrderRepr;
 
-use super::{OrderSink, TraderIo};
+use super::{OrderSink, PacketHandler, TraderIo};
 use crate::{clock::now_ns, sockopt::MultiRecv};
 
 /// Orders of one datagram, each sent at once to its sender's order port.
@@ -60,10 +60,7 @@ impl TraderIo for UdpIo {
     const QUEUES_ORDERS: bool = false;
 
     #[inline]
-    fn recv<F>(&mut self, _max: usize, mut on_packet: F) -> io::Result<usize>
-    where
-        F: FnMut(&[u8], u64, &mut dyn OrderSink),
-    {
+    fn recv<H: PacketHandler>(&mut self, _max: usize, handler: &mut H) -> io::Result<usize> {
         let (len, from) = match self.sock.recv_from(&mut self.buf[..]) {
             Ok(x) => x,
             Err(e) if nothing_yet(&e) => return Ok(0),
@@ -78,7 +75,7 @@ impl TraderIo for UdpIo {
             sock: &self.sock,
             dest: SocketAddrV4::new(*from.ip(), self.order_port),
         };
-        on_packet(&self.buf[..len], t_rx, &mut sink);
+        handler.on_packet(&self.buf[..len], t_rx, &mut sink);
         Ok(1)
     }
 }
@@ -108,10 +105,7 @@ impl TraderIo for MmsgIo {
     const QUEUES_ORDERS: bool = false;
 
     #[inline]
-    fn recv<F>(&mut self, _max: usize, mut on_packet: F) -> io::Result<usize>
-    where
-        F: FnMut(&[u8], u64, &mut dyn OrderSink),
-    {
+    fn recv<H: PacketHandler>(&mut self, _max: usize, handler: &mut H) -> io::Result<usize> {
         let Self {
             sock,
             order_port,
@@ -123,7 +117,7 @@ impl TraderIo for MmsgIo {
                 sock,
                 dest: SocketAddrV4::new(*from.ip(), *order_port),
             };
-            on_packet(payload, t_rx, &mut sink);
+            handler.on_packet(payload, t_rx, &mut sink);
         }) {
             Ok(n) => Ok(n),
             Err(e) if nothing_yet(&e) => Ok(0),

@@ -4,7 +4,7 @@ use std::io;
 use results::{FrameCounts, Wait};
 use wire::order::OrderRepr;
 
-use super::{OrderSink, TraderIo};
+use super::{OrderSink, PacketHandler, TraderIo};
 use crate::{
     clock::now_ns,
     frame::{self, Endpoint, FrameBuilder, FrameError, parse_udp},
@@ -83,10 +83,7 @@ impl TraderIo for XdpIo {
     const QUEUES_ORDERS: bool = true;
 
     #[inline]
-    fn recv<F>(&mut self, max: usize, mut on_packet: F) -> io::Result<usize>
-    where
-        F: FnMut(&[u8], u64, &mut dyn OrderSink),
-    {
+    fn recv<H: PacketHandler>(&mut self, max: usize, handler: &mut H) -> io::Result<usize> {
         if self.wait == Wait::Block {
             self.xsk.rx.wait(BLOCK_POLL_MS)?;
         }
@@ -111,11 +108,8 @@ impl TraderIo for XdpIo {
             };
             // Reply to this packet's sender, whoever sent the last one.
             let peer = frame::endpoint(d.src_mac, *d.src.ip(), *order_port);
-            let b = match builder {
-                Some((p, b)) if *p == peer => b,
-                _ => &mut builder.insert((peer, FrameBuilder::new(*our, peer))).1,
-            };
-            on_packet(d.payload, t_rx, &mut XdpSink { tx, builder: b });
+            let b = builder_for(builder, *our, peer);
+            handler.on_packet(d.payload, t_rx, &mut XdpSink { tx, builder: b });
         });
         Ok(n)
     }
@@ -136,6 +130,24 @@ impl TraderIo for XdpIo {
     }
 }
 
+/// The frame builder for orders to `peer`: the cached one if the last packet came from the
+/// same sender, else a new one (a template rebuild, rare: one exchange, one sender).
+#[inline]
+fn builder_for(
+    cache: &mut Option<(Endpoint, FrameBuilder)>,
+    our: Endpoint,
+    peer: Endpoint,
+) -> &mut FrameBuilder {
+    match cache {
+        Some((p, _)) if *p == peer => {}
+        _ => *cache = Some((peer, FrameBuilder::new(our, peer))),
+    }
+    match cache {
+        Some((_, b)) => b,
+        None => unreachable!("filled just above"),
+    }
+}
+
 fn count(c: &mut FrameCounts, e: FrameError) {
     match e {
         FrameError::Malformed => c.malformed += 1,
@@ -143,5 +155,33 @@ fn count(c: &mut FrameCounts, e: FrameError) {
         FrameError::Fragment => c.fragment += 1,
         FrameError::NotUdp => c.not_udp += 1,
         FrameError::OtherPort => c.other_port += 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::Ipv4Addr;
+
+    use super::*;
+
+    #[test]
+    fn orders_go_to_the_sender_of_each_packet() {
+        let our = frame::endpoint([2, 0, 0, 0, 0, 2], Ipv4Addr::new(198, 18, 0, 2), 26400);
+        let a = frame::endpoint([2, 0, 0, 0, 0, 1], Ipv4Addr::new(198, 18, 0, 1), 26401);
+        let b = frame::endpoint([2, 0, 0, 0, 0, 9], Ipv4Addr::new(198, 18, 0, 9), 26401);
+        let mut cache = None;
+        let mut buf = [0u8; 128];
+        for (peer, want) in [(a, a), (a, a), (b, b), (a, a)] {
+            let n = builder_for(&mut cache, our, peer)
+                .build(&mut buf, |body| {
+                    body[..4].copy_from_slice(b"test");
+                    4
+                })
+                .unwrap();
+            let d = parse_udp(&buf[..n], 26401).unwrap();
+            assert_eq!(d.dst, want.addr, "IP and port of this packet's sender");
+            assert_eq!(&buf[..6], &want.mac.octets(), "its MAC");
+            assert_eq!(d.src, our.addr);
+        }
     }
 }

@@ -272,7 +272,7 @@ fn length_lies(flow: &Flow) -> Vec<Kind> {
 /// MoldUDP64 lies, sent as ordinary datagrams to the market-data port: a short header, message
 /// counts and block lengths that contradict the blocks.
 fn mold_lies(session: Session, lie_seq: u64) -> anyhow::Result<Vec<Kind>> {
-    let stock = Stock::new("SYNTH").expect("valid");
+    let stock = Stock::new(netns::lab::STOCK).expect("the lab's stock symbol is valid");
     let mut trade = [0u8; itch::trade::LEN];
     userspace::t2t::trade_message(
         lie_seq,
