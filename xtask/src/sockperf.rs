@@ -33,7 +33,9 @@ pub(crate) fn ping_pong(
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     eprintln!("+ {}", shown(&server));
-    let mut server = server.spawn().context("starting the sockperf server")?;
+    // Stopped (SIGTERM, then SIGKILL) when this function returns, whichever way it does.
+    let _server = netns::ChildGuard::new(server.spawn().context("starting the sockperf server")?)
+        .with_grace(Duration::from_millis(500));
     std::thread::sleep(Duration::from_millis(300));
     let mut client = Command::new("ip");
     client
@@ -42,10 +44,7 @@ pub(crate) fn ping_pong(
         .args(["sockperf", "ping-pong", "-i", &ip, "-p", &PORT.to_string()])
         .args(["-m", "64", "--full-rtt", "-t", &seconds.to_string()]);
     eprintln!("+ {}", shown(&client));
-    let out = client.output();
-    let _ = server.kill();
-    let _ = server.wait();
-    let out = out.context("running the sockperf client")?;
+    let out = client.output().context("running the sockperf client")?;
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     if !out.status.success() {

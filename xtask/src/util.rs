@@ -48,22 +48,22 @@ pub(crate) fn succeeded(cmd: &Command, status: ExitStatus) -> anyhow::Result<()>
 
 /// Prints and runs `cmd` until it exits; once `stop` is set (our SIGINT/SIGTERM), passes a
 /// SIGTERM on to it, so a signal sent to xtask alone (a supervisor, a CI timeout) stops the
-/// measurement too, not only a terminal's Ctrl-C that reaches the whole process group.
+/// measurement too, not only a terminal's Ctrl-C that reaches the whole process group. A child
+/// that hasn't exited [`netns::ChildGuard::DEFAULT_GRACE`] later is killed.
 pub(crate) fn exec_until(cmd: &mut Command, stop: &AtomicBool) -> anyhow::Result<ExitStatus> {
     eprintln!("+ {}", shown(cmd));
-    let mut child = cmd
+    let child = cmd
         .spawn()
         .with_context(|| format!("failed to run `{}`", shown(cmd)))?;
-    let mut forwarded = false;
+    let mut child = netns::ChildGuard::new(child);
     loop {
-        if let Some(status) = child.try_wait()? {
+        if let Some(status) = child.wait_timeout(Duration::from_millis(20))? {
             return Ok(status);
         }
-        if !forwarded && stop.load(Ordering::Relaxed) {
-            forwarded = true;
-            let _ = netns::signal(child.id(), netns::Signal::SIGTERM);
+        if stop.load(Ordering::Relaxed) {
+            // SIGTERM, the grace period, SIGKILL: the child writes what it measured first.
+            return Ok(child.stop()?);
         }
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

@@ -57,9 +57,44 @@ pub(crate) struct Options {
 #[derive(Debug, Clone)]
 struct Trial {
     rate: f64,
-    ok: bool,
-    why: String,
+    verdict: TrialVerdict,
     tick_to_trade: Summary,
+}
+
+/// What a trial found: no loss, or the first loss of these, in this order.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum TrialVerdict {
+    /// Everything sent, taken and answered.
+    NoLoss,
+    /// The replay stopped short: `sent` of `count` messages.
+    ShortSend { sent: u64, count: u64 },
+    /// The sender couldn't reach the offered rate: the exchange side is the limit, not the
+    /// trader.
+    SenderBound { achieved: f64 },
+    /// Ticks the trader never took.
+    TicksLost(u64),
+    /// Orders the exchange never got back.
+    OrdersLost(u64),
+}
+
+impl TrialVerdict {
+    fn ok(self) -> bool {
+        self == TrialVerdict::NoLoss
+    }
+}
+
+impl std::fmt::Display for TrialVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            TrialVerdict::NoLoss => f.write_str("no loss"),
+            TrialVerdict::ShortSend { sent, count } => write!(f, "sent {sent} of {count}"),
+            TrialVerdict::SenderBound { achieved } => {
+                write!(f, "sender-bound: achieved {achieved:.0} msg/s")
+            }
+            TrialVerdict::TicksLost(n) => write!(f, "{n} ticks lost"),
+            TrialVerdict::OrdersLost(n) => write!(f, "{n} orders lost"),
+        }
+    }
 }
 
 /// One path's search: the bounds it ended with, every trial, and latency under load.
@@ -169,7 +204,7 @@ impl Searcher<'_> {
         let mut rate = o.min_rate;
         while s.hi.is_none() && rate <= o.max_rate && !session.stopped() {
             let t = self.trial(path, rate)?;
-            if t.ok {
+            if t.verdict.ok() {
                 s.lo = Some(rate);
                 rate *= 2.0;
             } else {
@@ -183,7 +218,7 @@ impl Searcher<'_> {
             }
             let mid = (l * h).sqrt();
             let t = self.trial(path, mid)?;
-            if t.ok {
+            if t.verdict.ok() {
                 s.lo = Some(mid);
             } else {
                 s.hi = Some(mid);
@@ -212,34 +247,33 @@ impl Searcher<'_> {
         };
         let run = self.session.run(&self.base, ends, &tag)?;
         let (replay, trader) = (run.replay()?, run.trader()?);
-        let (ok, why) = verdict(self.o.count, rate, &replay, &trader);
-        eprintln!("  {path} @ {rate:.0} msg/s: {why}");
+        let verdict = verdict(self.o.count, rate, &replay, &trader);
+        eprintln!("  {path} @ {rate:.0} msg/s: {verdict}");
         Ok(Trial {
             rate,
-            ok,
-            why,
+            verdict,
             tick_to_trade: replay.tick_to_trade,
         })
     }
 }
 
 /// Whether a trial of `count` messages offered at `rate` lost nothing, and if not, why.
-fn verdict(count: u64, rate: f64, replay: &ReplayReport, trader: &TraderReport) -> (bool, String) {
+fn verdict(count: u64, rate: f64, replay: &ReplayReport, trader: &TraderReport) -> TrialVerdict {
     let sent = replay.sent_messages;
     let ticks = trader.counters.ticks;
     let orders = replay.orders_received;
     let expected = replay.parity.expected_orders;
     let achieved = replay.achieved_rate_per_s;
     if sent < count {
-        (false, format!("sent {sent} of {count}"))
+        TrialVerdict::ShortSend { sent, count }
     } else if achieved < SENDER_BOUND * rate {
-        (false, format!("sender-bound: achieved {achieved:.0} msg/s"))
+        TrialVerdict::SenderBound { achieved }
     } else if ticks < sent {
-        (false, format!("{} ticks lost", sent - ticks))
+        TrialVerdict::TicksLost(sent - ticks)
     } else if orders < expected {
-        (false, format!("{} orders lost", expected - orders))
+        TrialVerdict::OrdersLost(expected - orders)
     } else {
-        (true, "no loss".into())
+        TrialVerdict::NoLoss
     }
 }
 
@@ -266,7 +300,9 @@ fn render(o: &Options, report: &[Search]) -> String {
     {
         let why = hi
             .and_then(|h| trials.iter().find(|t| t.rate == h))
-            .map_or("no failure up to --max-rate".to_owned(), |t| t.why.clone());
+            .map_or("no failure up to --max-rate".to_owned(), |t| {
+                t.verdict.to_string()
+            });
         let _ = writeln!(
             s,
             "| {path} | {} | {} | {why} |",
@@ -311,8 +347,8 @@ fn to_json(report: &[Search]) -> Vec<PathJson> {
                 .iter()
                 .map(|t| TrialJson {
                     rate: t.rate,
-                    ok: t.ok,
-                    why: t.why.clone(),
+                    ok: t.verdict.ok(),
+                    why: t.verdict.to_string(),
                 })
                 .collect(),
             latency_under_load: s
@@ -339,22 +375,28 @@ mod tests {
         // 1000 sent at 19,990/s, 1000 ticks taken, 40 of 40 orders.
         assert_eq!(
             verdict(1000, 20_000.0, &replay, &trader),
-            (true, "no loss".into())
+            TrialVerdict::NoLoss
         );
         assert_eq!(
-            verdict(2000, 20_000.0, &replay, &trader).1,
+            verdict(2000, 20_000.0, &replay, &trader).to_string(),
             "sent 1000 of 2000"
         );
         assert_eq!(
-            verdict(1000, 40_000.0, &replay, &trader).1,
+            verdict(1000, 40_000.0, &replay, &trader).to_string(),
             "sender-bound: achieved 19990 msg/s"
         );
         let mut lossy = trader.clone();
         lossy.counters.ticks = 990;
-        assert_eq!(verdict(1000, 20_000.0, &replay, &lossy).1, "10 ticks lost");
+        assert_eq!(
+            verdict(1000, 20_000.0, &replay, &lossy),
+            TrialVerdict::TicksLost(10)
+        );
         let mut short = replay.clone();
         short.orders_received = 37;
-        assert_eq!(verdict(1000, 20_000.0, &short, &trader).1, "3 orders lost");
+        assert_eq!(
+            verdict(1000, 20_000.0, &short, &trader).to_string(),
+            "3 orders lost"
+        );
     }
 
     #[test]
@@ -371,10 +413,9 @@ mod tests {
             out: None,
             no_setup: true,
         };
-        let trial = |rate: f64, ok: bool, why: &str| Trial {
+        let trial = |rate: f64, verdict: TrialVerdict| Trial {
             rate,
-            ok,
-            why: why.into(),
+            verdict,
             tick_to_trade: fixtures::summary(1000, 10.0),
         };
         let search = Search {
@@ -382,10 +423,10 @@ mod tests {
             lo: Some(20_000.0),
             hi: Some(40_000.0),
             trials: vec![
-                trial(20_000.0, true, "no loss"),
-                trial(40_000.0, false, "3 ticks lost"),
+                trial(20_000.0, TrialVerdict::NoLoss),
+                trial(40_000.0, TrialVerdict::TicksLost(3)),
             ],
-            curve: vec![(0.5, trial(10_000.0, true, "no loss"))],
+            curve: vec![(0.5, trial(10_000.0, TrialVerdict::NoLoss))],
         };
         let md = render(&o, std::slice::from_ref(&search));
         assert!(md.starts_with(
