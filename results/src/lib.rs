@@ -21,7 +21,9 @@ pub use enums::{EndReason, ExchangeIo, Expect, TraderPath, Wait, XdpMode};
 pub use feed::{Rate, Source};
 pub use floor::FloorReport;
 pub use replay::{Parity, ParityVerdict, ReplayReport};
-pub use trader::{FrameCounts, Knobs, TraderCounters, TraderReport, XdpCounters, XskStats};
+pub use trader::{
+    Account, FrameCounts, Knobs, Position, TraderCounters, TraderReport, XdpCounters, XskStats,
+};
 
 /// Percentiles of one latency histogram, in microseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]

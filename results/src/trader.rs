@@ -38,6 +38,33 @@ pub struct TraderReport {
     pub context_switches: ContextSwitches,
     /// Where the same span's wall time went: ran, waited for the CPU, stolen by the hypervisor.
     pub thread_time: ThreadTime,
+    /// The trader's own account of what it traded (its ledger, not the exchange's).
+    pub account: Account,
+}
+
+/// The trader's own account: the orders it sent, booked with the engine's ledger at the tick
+/// prices it saw, closed at the last tick it traded. One of the three accounts parity compares
+/// (with the exchange's booking of the orders it received, and the batch backtest).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Account {
+    /// Orders booked (sent).
+    pub orders: u64,
+    /// Round trips closed.
+    pub trades: u64,
+    /// Realised PnL after closing any open position at the last tick price seen.
+    pub pnl: f64,
+    /// The position held when the loop ended, before that close.
+    pub position: Option<Position>,
+}
+
+/// A position's direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Position {
+    /// Bought.
+    Long,
+    /// Sold short.
+    Short,
 }
 
 /// The design-choice knobs of a trader run.

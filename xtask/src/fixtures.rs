@@ -125,6 +125,12 @@ pub(crate) fn trader(path: TraderPath) -> TraderReport {
             waited_ms: 0.0,
             stolen_ms: None,
         },
+        account: results::Account {
+            orders: 40,
+            trades: 20,
+            pnl: 1.23456,
+            position: None,
+        },
     }
 }
 

@@ -220,6 +220,8 @@ fn real_main() -> anyhow::Result<()> {
         rss_end_kib: host::rss_kib(),
         context_switches: run.end.context_switches,
         thread_time: run.end.thread_time,
+        // Filled in by the trader's own ledger (issue 13, item 9: in progress).
+        account: results::Account::default(),
     };
     results::write(o.stats_out.as_deref(), &report)?;
     if let Some(p) = &o.hgrm_out {
