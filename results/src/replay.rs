@@ -44,8 +44,16 @@ pub struct ReplayReport {
     pub send_dropped: u64,
     /// Packets the scheduler sent more than 10 µs late (the sender itself fell behind).
     pub late_sends: u64,
+    /// Where an order's arrival time comes from.
+    pub arrival: Arrival,
     /// From each tick's scheduled send time to its order's arrival.
     pub tick_to_trade: Summary,
+    /// From each tick's scheduled send time to when the replay's loop read its order: the
+    /// harness's delay included (equal to `tick_to_trade` where arrival is the read).
+    pub tick_to_trade_seen: Summary,
+    /// Per order, from its arrival to the replay reading it: the harness's own delay (a send,
+    /// or a preemption of the replay's thread, in between).
+    pub harness_delay: Summary,
     /// The replay's own context switches during the send loop.
     pub context_switches: ContextSwitches,
     /// Hypervisor steal per CPU during the send loop, ms, 10 ms resolution (`/proc/stat`).
@@ -56,6 +64,18 @@ pub struct ReplayReport {
     pub parity: Parity,
     /// Where it ran.
     pub machine: Machine,
+}
+
+/// Where the exchange side's order arrival times come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrival {
+    /// The kernel's software receive timestamp on the exchange's UDP socket (`SO_TIMESTAMPNS`,
+    /// CLOCK_REALTIME converted to the lab's CLOCK_MONOTONIC).
+    KernelTimestamp,
+    /// When the replay's loop read the order (the AF_XDP exchange, for now): the harness's own
+    /// delay is inside the figure.
+    ReplayRead,
 }
 
 /// Live trading against the batch backtest on the same quantised ticks.

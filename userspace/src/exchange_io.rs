@@ -16,11 +16,15 @@ use crate::{
     xsk::{Xsk, XskConfig},
 };
 
+/// How long the kernel may take to start stamping received datagrams after `SO_TIMESTAMPNS`.
+const TIMESTAMPS_ON: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// How the exchange side sends ticks and takes orders.
 #[derive(Debug)]
 pub enum ExchangeIo {
-    /// A connected, non-blocking kernel UDP socket.
-    Udp(UdpSocket),
+    /// A connected, non-blocking kernel UDP socket that asks the kernel to stamp each datagram
+    /// it receives (`SO_TIMESTAMPNS`).
+    Udp(UdpSocket, RealToMono),
     /// An AF_XDP socket on the exchange's interface; the XDP program there redirects the
     /// order flow (UDP to our port) into it.
     Xsk(Box<XskIo>),
@@ -50,7 +54,15 @@ impl ExchangeIo {
         }
         sock.connect(target)
             .with_context(|| format!("no route to {target}"))?;
-        Ok(ExchangeIo::Udp(sock))
+        // The kernel's software receive timestamp: when the order reached our socket, however
+        // late our loop reads it.
+        nix::sys::socket::setsockopt(&sock, nix::sys::socket::sockopt::ReceiveTimestampns, &true)
+            .context("asking for receive timestamps (SO_TIMESTAMPNS)")?;
+        // The kernel turns stamping on for the stack through a static key it flips from a
+        // workqueue; until then a datagram is stamped when it is read. Let that happen before
+        // the first order can come.
+        std::thread::sleep(TIMESTAMPS_ON);
+        Ok(ExchangeIo::Udp(sock, RealToMono::default()))
     }
 
     /// AF_XDP on `iface`: frames from `bind` (our MAC read from sysfs) to `target` at
@@ -95,7 +107,7 @@ impl Port for ExchangeIo {
         match self {
             // WouldBlock (a full socket buffer) is returned: the caller counts the datagram
             // as not sent rather than blaming the trader for it.
-            ExchangeIo::Udp(s) => s.send(payload).map(|_| ()),
+            ExchangeIo::Udp(s, _) => s.send(payload).map(|_| ()),
             ExchangeIo::Xsk(x) => {
                 let XskIo { xsk, builder, .. } = &mut **x;
                 let mut tries = 0;
@@ -130,26 +142,130 @@ impl Port for ExchangeIo {
         }
     }
 
-    /// Hands each received datagram's payload to `f`; never blocks.
+    /// Hands each received datagram's payload to `f`, with the kernel's receive timestamp on
+    /// the lab's clock where there is one; never blocks.
     #[inline]
-    fn recv_each(&mut self, buf: &mut [u8], mut f: impl FnMut(&[u8])) {
+    fn recv_each(&mut self, buf: &mut [u8], mut f: impl FnMut(&[u8], Option<u64>)) {
         match self {
-            ExchangeIo::Udp(s) => {
-                while let Ok(n) = s.recv(buf) {
-                    f(&buf[..n]);
+            ExchangeIo::Udp(s, clock) => {
+                while let Some((n, stamp)) = recv_stamped(s, buf) {
+                    f(&buf[..n], stamp.map(|real| clock.to_mono(real)));
                 }
             }
             ExchangeIo::Xsk(x) => {
                 let port = x.port;
                 let XskIo { xsk, .. } = &mut **x;
+                // No kernel timestamp here yet: arrival is when this loop reads the frame.
                 while xsk.rx.recv(64, |frame| {
                     if let Ok(d) = parse_udp(frame, port) {
-                        f(d.payload);
+                        f(d.payload, None);
                     }
                 }) > 0
                 {}
                 xsk.tx.reclaim();
             }
         }
+    }
+}
+
+/// One non-blocking receive with its `SO_TIMESTAMPNS` stamp (CLOCK_REALTIME ns): `None` when
+/// nothing is there (or the socket failed: the caller's next send says so).
+fn recv_stamped(sock: &UdpSocket, buf: &mut [u8]) -> Option<(usize, Option<u64>)> {
+    use std::os::fd::AsRawFd as _;
+
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+    let mut cmsg = nix::cmsg_space!(nix::sys::time::TimeSpec);
+    let mut iov = [io::IoSliceMut::new(buf)];
+    let msg = recvmsg::<()>(
+        sock.as_raw_fd(),
+        &mut iov,
+        Some(&mut cmsg),
+        MsgFlags::MSG_DONTWAIT,
+    )
+    .ok()?;
+    let stamp = msg.cmsgs().ok()?.find_map(|c| match c {
+        ControlMessageOwned::ScmTimestampns(ts) => {
+            Some(ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64)
+        }
+        _ => None,
+    });
+    Some((msg.bytes, stamp))
+}
+
+/// Converts the kernel's CLOCK_REALTIME receive stamps to the lab's CLOCK_MONOTONIC. The
+/// offset between the two is read again when it is more than [`RealToMono::RESAMPLE_NS`] old,
+/// so NTP slewing the real-time clock during a run (at most 500 ppm) moves a converted stamp
+/// by at most 0.5 µs; the reading itself is good to about a clock read (~20 ns).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RealToMono {
+    /// CLOCK_REALTIME minus CLOCK_MONOTONIC, ns.
+    offset: i128,
+    /// When the offset was read (monotonic ns; 0: never).
+    read_at: u64,
+}
+
+impl RealToMono {
+    /// How old the offset may get before it is read again.
+    pub const RESAMPLE_NS: u64 = 1_000_000;
+
+    /// `real_ns` (CLOCK_REALTIME) on CLOCK_MONOTONIC.
+    pub fn to_mono(&mut self, real_ns: u64) -> u64 {
+        let now = crate::clock::now_ns();
+        if self.read_at == 0 || now.saturating_sub(self.read_at) > Self::RESAMPLE_NS {
+            let before = crate::clock::now_ns();
+            let real = realtime_ns();
+            let after = crate::clock::now_ns();
+            self.offset = i128::from(real) - i128::from(before / 2 + after / 2);
+            self.read_at = after;
+        }
+        u64::try_from(i128::from(real_ns) - self.offset).unwrap_or(0)
+    }
+}
+
+fn realtime_ns() -> u64 {
+    let ts = nix::time::clock_gettime(nix::time::ClockId::CLOCK_REALTIME)
+        .expect("CLOCK_REALTIME is always available");
+    ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_realtime_stamp_converts_to_the_monotonic_clock() {
+        let mut c = RealToMono::default();
+        let mono = crate::clock::now_ns();
+        let got = c.to_mono(realtime_ns());
+        // The stamp was taken a moment after `mono`: within a few µs of it, never before.
+        assert!(
+            got + 1_000 >= mono && got < mono + 5_000_000,
+            "{got} vs {mono}"
+        );
+    }
+
+    #[test]
+    fn the_kernel_stamps_datagrams_on_a_udp_socket() {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        rx.set_nonblocking(true).unwrap();
+        nix::sys::socket::setsockopt(&rx, nix::sys::socket::sockopt::ReceiveTimestampns, &true)
+            .unwrap();
+        std::thread::sleep(TIMESTAMPS_ON);
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let before = crate::clock::now_ns();
+        tx.send_to(b"order", rx.local_addr().unwrap()).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mut buf = [0u8; 64];
+        let (n, stamp) = recv_stamped(&rx, &mut buf).expect("the datagram is there");
+        assert_eq!(&buf[..n], b"order");
+        let at = RealToMono::default().to_mono(stamp.expect("a kernel timestamp"));
+        let read = crate::clock::now_ns();
+        // Stamped when it arrived, not when it was read 20 ms later.
+        assert!(at + 1_000 >= before, "{at} before the send at {before}");
+        assert!(
+            read - at >= 15_000_000,
+            "stamp {at} is not ~20 ms before the read {read}"
+        );
+        assert!(recv_stamped(&rx, &mut buf).is_none());
     }
 }

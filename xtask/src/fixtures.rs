@@ -51,7 +51,10 @@ pub(crate) fn replay(base: f64) -> ReplayReport {
         orders_reverse_mismatch: 0,
         send_dropped: 0,
         late_sends: 3,
+        arrival: results::Arrival::KernelTimestamp,
         tick_to_trade: summary(40, base),
+        tick_to_trade_seen: summary(40, base + 0.5),
+        harness_delay: summary(40, 0.5),
         context_switches: ContextSwitches {
             voluntary: 5,
             involuntary: 7,

@@ -11,7 +11,7 @@ use std::{
 
 use anyhow::{Context as _, bail};
 use clap::Parser;
-use results::{ContextSwitches, ExchangeIo, Expect, ReplayReport, ThreadTime, XdpMode};
+use results::{Arrival, ContextSwitches, ExchangeIo, Expect, ReplayReport, ThreadTime, XdpMode};
 use userspace::{
     cli,
     exchange::{Driver, Exchange, Monotonic, Port, Progress, Rate, SendLoop, Settlement},
@@ -64,7 +64,9 @@ struct Options {
     /// Write the result here as JSON (stdout if absent).
     #[arg(long)]
     json_out: Option<PathBuf>,
-    /// Write the tick-to-trade histogram here (.hgrm, microseconds).
+    /// Write the tick-to-trade histogram here (.hgrm, microseconds); beside it
+    /// `<name>-seen.hgrm` (to when the replay read each order) and `<name>-harness.hgrm` (the
+    /// difference: the harness's own delay).
     #[arg(long)]
     hgrm_out: Option<PathBuf>,
     /// Write what was sent to this pcap file (after the run, not during it).
@@ -200,6 +202,8 @@ fn real_main() -> anyhow::Result<()> {
     results::write(json_out.as_deref(), &report(asked, &feed, &settled, span))?;
     if let Some(p) = &hgrm_out {
         settled.tick_to_trade.write_hgrm(p)?;
+        settled.tick_to_trade_seen.write_hgrm(&sibling(p, "seen"))?;
+        settled.harness_delay.write_hgrm(&sibling(p, "harness"))?;
     }
     if let Some(p) = &pcap_out {
         write_pcap(p, &feed, &settled, bind, target)?;
@@ -320,6 +324,8 @@ fn report(asked: Asked, feed: &Feed, settled: &Settlement, span: SendSpan) -> Re
         sent,
         orders,
         tick_to_trade,
+        tick_to_trade_seen,
+        harness_delay,
         parity,
         schedule: _,
     } = settled;
@@ -354,13 +360,27 @@ fn report(asked: Asked, feed: &Feed, settled: &Settlement, span: SendSpan) -> Re
         orders_reverse_mismatch: orders.reverse_mismatch,
         send_dropped: sent.dropped,
         late_sends: run.late_sends,
+        arrival: match io {
+            ExchangeIo::Udp => Arrival::KernelTimestamp,
+            ExchangeIo::Xdp => Arrival::ReplayRead,
+        },
         tick_to_trade: tick_to_trade.summary(),
+        tick_to_trade_seen: tick_to_trade_seen.summary(),
+        harness_delay: harness_delay.summary(),
         context_switches,
         steal_ms,
         thread_time,
         parity: parity.clone(),
         machine: results::Machine::read(),
     }
+}
+
+/// `dir/name.hgrm` → `dir/name-<what>.hgrm`.
+fn sibling(p: &std::path::Path, what: &str) -> PathBuf {
+    let stem = p
+        .file_stem()
+        .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+    p.with_file_name(format!("{stem}-{what}.hgrm"))
 }
 
 fn parse_count(s: &str) -> Result<u64, String> {

@@ -83,8 +83,15 @@ pub struct Settlement {
     pub sent: Sent,
     /// What came back.
     pub orders: OrderCounts,
-    /// From each tick's scheduled send time to its order's arrival, ns.
+    /// From each tick's scheduled send time to its order's arrival (the kernel's receive
+    /// timestamp where the port has one), ns.
     pub tick_to_trade: Latency,
+    /// The same, to when the replay's loop read the order: what the figure was before kernel
+    /// timestamps, harness delay included.
+    pub tick_to_trade_seen: Latency,
+    /// The harness's own delay per order: from the kernel taking it in to the replay reading it
+    /// (0 where the port has no kernel timestamp).
+    pub harness_delay: Latency,
     /// Live orders against the batch backtest.
     pub parity: Parity,
     /// When each message was scheduled to go out (for a capture of the run).
@@ -106,6 +113,10 @@ pub struct Exchange<'f> {
     fills: Vec<Fill>,
     counts: OrderCounts,
     latency: Latency,
+    latency_seen: Latency,
+    harness_delay: Latency,
+    /// The datagram being taken: how long after the kernel took it in the replay read it.
+    reading_delay_ns: u64,
     sent: Sent,
     /// The sequence number after the last message put on the wire (sent or refused).
     session_end: u64,
@@ -149,6 +160,9 @@ impl<'f> Exchange<'f> {
             schedule,
             counts: OrderCounts::default(),
             latency: Latency::new(),
+            latency_seen: Latency::new(),
+            harness_delay: Latency::new(),
+            reading_delay_ns: 0,
             sent: Sent::default(),
             session_end: feed.first_seq,
         })
@@ -164,9 +178,15 @@ impl<'f> Exchange<'f> {
     /// # Panics
     /// If the feed has no packet `packet` (as [`refused`](Self::refused)).
     pub fn sent(&mut self, packet: usize, at_ns: u64) {
+        self.sent_paced(packet, |_| at_ns);
+    }
+
+    /// Packet `packet` went out, its message `k` due at `due_of(k)`: with several messages per
+    /// packet each is measured from its own due time (the packet leaves when its last is due).
+    pub fn sent_paced(&mut self, packet: usize, due_of: impl Fn(u64) -> u64) {
         let meta = self.feed.packets[packet];
         self.session_end = meta.first_seq + u64::from(meta.messages);
-        self.schedule.mark_sent(&meta, at_ns);
+        self.schedule.mark_sent(&meta, due_of);
         self.sent.packets += 1;
         self.sent.messages += u64::from(meta.messages);
     }
@@ -195,7 +215,18 @@ impl<'f> Exchange<'f> {
         self.session_end
     }
 
-    /// Takes the orders of one datagram that arrived at `now_ns`.
+    /// Takes the orders of one datagram that the kernel took in at `arrived_ns` and the replay
+    /// read at `seen_ns`: tick-to-trade counts to the arrival, and the difference is the
+    /// harness's own delay (a send or a preemption of the replay's thread in between).
+    #[inline]
+    pub fn receive_stamped(&mut self, payload: &[u8], arrived_ns: u64, seen_ns: u64) {
+        self.reading_delay_ns = seen_ns.saturating_sub(arrived_ns);
+        self.receive(payload, arrived_ns);
+        self.reading_delay_ns = 0;
+    }
+
+    /// Takes the orders of one datagram that arrived at `now_ns` (no kernel timestamp: arrival
+    /// is when the replay read it).
     #[inline]
     pub fn receive(&mut self, payload: &[u8], now_ns: u64) {
         for ord in wire::order::orders(payload) {
@@ -216,6 +247,9 @@ impl<'f> Exchange<'f> {
                 self.counts.price_mismatch += 1;
             }
             self.latency.record(now_ns.saturating_sub(sent_at));
+            self.latency_seen
+                .record(now_ns.saturating_sub(sent_at) + self.reading_delay_ns);
+            self.harness_delay.record(self.reading_delay_ns);
             self.fills.push(Fill {
                 seq: ord.tick_seq,
                 side: ord.side,
@@ -271,6 +305,8 @@ impl<'f> Exchange<'f> {
             sent: self.sent,
             orders: self.counts,
             tick_to_trade: self.latency,
+            tick_to_trade_seen: self.latency_seen,
+            harness_delay: self.harness_delay,
             parity: Parity {
                 verdict,
                 live_pnl: live.pnl,

@@ -9,8 +9,10 @@ pub trait Port {
     /// or ring full); it was not sent.
     fn send(&mut self, payload: &[u8]) -> io::Result<()>;
 
-    /// Hands each datagram received so far to `f`, using `buf` for it; never blocks.
-    fn recv_each(&mut self, buf: &mut [u8], f: impl FnMut(&[u8]));
+    /// Hands each datagram received so far to `f`, using `buf` for it, with the time the kernel
+    /// took it in where the port can say (on the [`Clock`]'s time base; `None` where it can't);
+    /// never blocks.
+    fn recv_each(&mut self, buf: &mut [u8], f: impl FnMut(&[u8], Option<u64>));
 }
 
 /// Nanoseconds on the clock the send schedule and the orders' arrival are measured on.
@@ -92,11 +94,20 @@ impl<P: Port, C: Clock> Driver<P, C> {
         }
     }
 
-    /// Takes every order that has arrived, each datagram stamped when it is read.
+    /// Takes every order that has arrived: each datagram stamped when the kernel took it in
+    /// (where the port can say) and when this loop read it, so the harness's own delay between
+    /// the two is measured rather than counted as tick-to-trade.
     #[inline]
     fn poll(&mut self, ex: &mut Exchange<'_>) {
         let Driver { port, clock, buf } = self;
-        port.recv_each(buf, |payload| ex.receive(payload, clock.now_ns()));
+        port.recv_each(buf, |payload, arrived| {
+            let seen = clock.now_ns();
+            match arrived {
+                // A kernel stamp a hair after our own read is clock-conversion rounding.
+                Some(at) => ex.receive_stamped(payload, at.min(seen), seen),
+                None => ex.receive(payload, seen),
+            }
+        });
     }
 
     /// Sends the feed on its schedule, busy-waiting to each packet's due time and taking
@@ -117,9 +128,17 @@ impl<P: Port, C: Clock> Driver<P, C> {
         let mut late_sends = 0;
         let mut next_progress = start + PROGRESS_EVERY_NS;
         for i in 0..feed.packets.len() {
+            // Message `k` of the whole feed is due `k` periods after the start; a packet of
+            // several leaves when its last one is due, and each is measured from its own time. A
+            // refused packet keeps its place: the next one is due where it would have been.
+            let first = ex.messages_tried();
+            let last = first + u64::from(feed.packets[i].messages.max(1)) - 1;
+            let due_of = |k: u64| match period_ns {
+                Some(p) => start + ((first + k) as f64 * p) as u64,
+                None => 0,
+            };
             let due = match period_ns {
-                // A refused packet keeps its place: the next one is due where it would have been.
-                Some(p) => start + (ex.messages_tried() as f64 * p) as u64,
+                Some(_) => due_of(last - first),
                 None => self.clock.now_ns(),
             };
             let mut now = self.clock.now_ns();
@@ -134,6 +153,8 @@ impl<P: Port, C: Clock> Driver<P, C> {
                 late_sends += 1;
             }
             match self.port.send(feed.packet(i)) {
+                Ok(()) if period_ns.is_some() => ex.sent_paced(i, due_of),
+                // Closed loop (`max`): every message is "due" when its packet went.
                 Ok(()) => ex.sent(i, due),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => ex.refused(i),
                 Err(e) => return Err(e),

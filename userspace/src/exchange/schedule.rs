@@ -42,11 +42,12 @@ impl Schedule {
             .filter(|&i| i < self.sent_at.len())
     }
 
-    /// Records that `packet`'s messages went out, scheduled for `at_ns` (not 0).
-    pub fn mark_sent(&mut self, packet: &PacketMeta, at_ns: u64) {
+    /// Records that `packet`'s messages went out, message `k` of it scheduled for
+    /// `due_of(k)` (not 0).
+    pub fn mark_sent(&mut self, packet: &PacketMeta, due_of: impl Fn(u64) -> u64) {
         for k in 0..u64::from(packet.messages) {
             if let Some(i) = self.slot(packet.first_seq + k) {
-                self.sent_at[i] = at_ns;
+                self.sent_at[i] = due_of(k);
             }
         }
     }
@@ -77,11 +78,12 @@ impl Schedule {
         self.sent_at.len()
     }
 
-    /// The packets that went out, with the time each was scheduled for, in feed order.
+    /// The packets that went out, each with the time it was scheduled to leave (its last
+    /// message's due time), in feed order.
     pub fn sent_packets<'a>(&'a self, feed: &'a Feed) -> impl Iterator<Item = (u64, &'a [u8])> {
-        feed.packets
-            .iter()
-            .enumerate()
-            .filter_map(|(i, m)| Some((self.sent_at(m.first_seq)?, feed.packet(i))))
+        feed.packets.iter().enumerate().filter_map(|(i, m)| {
+            let last = m.first_seq + u64::from(m.messages.max(1)) - 1;
+            Some((self.sent_at(last)?, feed.packet(i)))
+        })
     }
 }

@@ -296,11 +296,11 @@ impl Port for FakePort {
         Ok(())
     }
 
-    fn recv_each(&mut self, buf: &mut [u8], mut f: impl FnMut(&[u8])) {
+    fn recv_each(&mut self, buf: &mut [u8], mut f: impl FnMut(&[u8], Option<u64>)) {
         let inbox = std::mem::take(&mut self.0.borrow_mut().inbox);
         for d in inbox {
             buf[..d.len()].copy_from_slice(&d);
-            f(&buf[..d.len()]);
+            f(&buf[..d.len()], None);
         }
     }
 }
@@ -460,4 +460,50 @@ fn progress_comes_about_once_a_second_of_schedule() {
         seen[0].packets_done > 990 && seen[0].packets_done < 1010,
         "{seen:?}"
     );
+}
+
+#[test]
+fn each_message_of_a_batched_packet_is_due_at_its_own_time_and_the_packet_at_its_last() {
+    // 4 messages per packet at 1,000/s: message k is due k ms after the start, and a packet
+    // leaves when its last message is due (not its first: later messages would leave early).
+    let f = feed(40, 4);
+    let mut ex = exchange(&f, Expect::Signals);
+    let (wire, mut d) = lab(&ex, 1_000);
+    let run = d
+        .send_feed(&mut ex, Rate::PerSec(1000.0), || false, |_| {})
+        .unwrap();
+    assert_eq!(run.late_sends, 0);
+    for (k, t) in f.ticks.iter().enumerate() {
+        assert_eq!(
+            ex.schedule.sent_at(t.seq),
+            Some(run.start_ns + k as u64 * 1_000_000),
+            "message {k}"
+        );
+    }
+    let sent: Vec<u64> = ex.schedule.sent_packets(&f).map(|(t, _)| t).collect();
+    assert_eq!(sent.len(), f.packets.len());
+    for (i, t) in sent.iter().enumerate() {
+        let last = (i as u64 + 1) * 4 - 1;
+        assert_eq!(*t, run.start_ns + last * 1_000_000, "packet {i}");
+    }
+    drop(wire);
+}
+
+#[test]
+fn a_kernel_stamped_order_counts_to_its_arrival_and_the_harness_delay_is_shown_apart() {
+    let f = feed(300, 1);
+    let mut ex = exchange(&f, Expect::Signals);
+    for i in 0..f.packets.len() {
+        ex.sent(i, 1_000);
+    }
+    let e = ex.expected[0];
+    // Arrived 4 µs after it was due; the replay read it 6 µs later still (a send, a
+    // preemption): tick-to-trade is 4 µs, the harness's own delay 6 µs, seen 10 µs.
+    ex.receive_stamped(&bytes(&order(&ex, e, false)), 5_000, 11_000);
+    let s = ex.settle();
+    let us = |l: &Latency| l.summary().max_us;
+    assert!((us(&s.tick_to_trade) - 4.0).abs() < 0.01);
+    assert!((us(&s.harness_delay) - 6.0).abs() < 0.01);
+    assert!((us(&s.tick_to_trade_seen) - 10.0).abs() < 0.01);
+    assert_eq!(s.harness_delay.len(), 1);
 }
