@@ -73,9 +73,10 @@ pub enum Arrival {
     /// The kernel's software receive timestamp on the exchange's UDP socket (`SO_TIMESTAMPNS`,
     /// CLOCK_REALTIME converted to the lab's CLOCK_MONOTONIC).
     KernelTimestamp,
-    /// When the replay's loop read the order (the AF_XDP exchange, for now): the harness's own
-    /// delay is inside the figure.
-    ReplayRead,
+    /// The exchange side's XDP program, on the frame's arrival (`bpf_ktime_get_ns`, the lab's
+    /// clock), in a trailer it appends (the AF_XDP exchange). Orders it could not stamp count
+    /// from when the replay read them.
+    XdpTimestamp,
 }
 
 /// Live trading against the batch backtest on the same quantised ticks.

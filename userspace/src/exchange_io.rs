@@ -74,7 +74,8 @@ impl ExchangeIo {
         target_mac: netns::Mac,
         mode: XdpMode,
     ) -> anyhow::Result<ExchangeIo> {
-        let mut prog = XdpProgram::attach(iface, bind.port(), mode, Action::Redirect)
+        // Each order is stamped on arrival by the program, before our loop gets to it.
+        let mut prog = XdpProgram::attach(iface, bind.port(), mode, Action::RedirectStamped)
             .with_context(|| format!("failed to set up XDP on {iface}"))?;
         // Deeper rings than the trader's: the exchange is the measuring end, and a preemption
         // of its busy loop (milliseconds on a shared machine) must not drop orders at its door.
@@ -155,10 +156,10 @@ impl Port for ExchangeIo {
             ExchangeIo::Xsk(x) => {
                 let port = x.port;
                 let XskIo { xsk, .. } = &mut **x;
-                // No kernel timestamp here yet: arrival is when this loop reads the frame.
+                // The XDP program's arrival stamp, where it could write one.
                 while xsk.rx.recv(64, |frame| {
                     if let Ok(d) = parse_udp(frame, port) {
-                        f(d.payload, None);
+                        f(d.payload, xdp_common::arrival_stamp(frame));
                     }
                 }) > 0
                 {}

@@ -45,6 +45,30 @@ pub enum Action {
     /// The lab's floor: turn the tick into an order-shaped reply in the driver and send it
     /// back with `XDP_TX` (no userspace at all).
     Reflect = 2,
+    /// As [`Action::Redirect`], with the frame's arrival time appended first: a
+    /// [`STAMP_LEN`]-byte trailer ([`STAMP_MAGIC`], then `bpf_ktime_get_ns()` as a
+    /// little-endian u64, CLOCK_MONOTONIC) after the frame's last byte. For the exchange side,
+    /// whose measurement must not wait for its own loop to read the frame.
+    RedirectStamped = 3,
+}
+
+/// The arrival stamp's length: magic, then nanoseconds.
+pub const STAMP_LEN: usize = 12;
+/// What starts an arrival stamp, so a frame the program could not grow is told from a stamped
+/// one.
+pub const STAMP_MAGIC: [u8; 4] = *b"T2TS";
+
+/// The arrival time stamped at the end of `frame` by [`Action::RedirectStamped`], if there is
+/// one (CLOCK_MONOTONIC ns).
+pub fn arrival_stamp(frame: &[u8]) -> Option<u64> {
+    let at = frame.len().checked_sub(STAMP_LEN)?;
+    let (magic, ns) = frame.get(at..)?.split_at(4);
+    if magic != STAMP_MAGIC {
+        return None;
+    }
+    let mut b = [0u8; 8];
+    b.copy_from_slice(ns);
+    Some(u64::from_le_bytes(b))
 }
 
 impl Action {
@@ -54,6 +78,7 @@ impl Action {
         match v {
             0 => Action::Redirect,
             2 => Action::Reflect,
+            3 => Action::RedirectStamped,
             _ => Action::Pass,
         }
     }
@@ -135,6 +160,17 @@ impl Counter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_arrival_stamp_is_read_only_where_its_magic_is() {
+        let mut frame = [0u8; 40].to_vec();
+        assert_eq!(arrival_stamp(&frame), None);
+        frame.extend_from_slice(&STAMP_MAGIC);
+        frame.extend_from_slice(&123_456_789u64.to_le_bytes());
+        assert_eq!(arrival_stamp(&frame), Some(123_456_789));
+        assert_eq!(arrival_stamp(&frame[..10]), None);
+        assert_eq!(arrival_stamp(&[]), None);
+    }
 
     #[test]
     fn counter_indices_are_dense_and_in_order() {

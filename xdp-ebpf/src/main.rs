@@ -13,7 +13,7 @@
 
 use aya_ebpf::{
     bindings::xdp_action::{XDP_PASS, XDP_TX},
-    helpers::bpf_xdp_adjust_tail,
+    helpers::{bpf_ktime_get_ns, bpf_xdp_adjust_tail},
     macros::{map, xdp},
     maps::{PerCpuArray, XskMap},
     programs::XdpContext,
@@ -50,11 +50,13 @@ static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(Counter::COUNT
 fn md_redirect(ctx: XdpContext) -> u32 {
     let (counter, action) = match classify(&ctx) {
         Ok(Verdict::MarketData) => match Action::from_u8(read_global(&MD_ACTION)) {
-            Action::Redirect => match XSKS.redirect(ctx.rx_queue_index(), 0) {
-                Ok(action) => (Counter::Redirected, action),
-                // No socket on this queue: let the kernel have it rather than lose it.
-                Err(_) => (Counter::RedirectFailed, XDP_PASS),
-            },
+            Action::Redirect => redirect(&ctx),
+            Action::RedirectStamped => {
+                // Unstamped if the frame can't grow: the reader then falls back to its own
+                // clock, which the stamp's missing magic tells it.
+                let _ = stamp(&ctx);
+                redirect(&ctx)
+            }
             Action::Pass => (Counter::PassedMarketData, XDP_PASS),
             Action::Reflect => match reflect(&ctx) {
                 Ok(()) => (Counter::Reflected, XDP_TX),
@@ -66,6 +68,43 @@ fn md_redirect(ctx: XdpContext) -> u32 {
     };
     count(counter);
     action
+}
+
+#[inline(always)]
+fn redirect(ctx: &XdpContext) -> (Counter, u32) {
+    match XSKS.redirect(ctx.rx_queue_index(), 0) {
+        Ok(action) => (Counter::Redirected, action),
+        // No socket on this queue: let the kernel have it rather than lose it.
+        Err(_) => (Counter::RedirectFailed, XDP_PASS),
+    }
+}
+
+/// The largest frame the stamp is written into: the lab's MTU and then some. A bound the
+/// verifier needs for the variable offset of the trailer.
+const STAMP_MAX_FRAME: usize = 2048;
+
+/// Appends the arrival stamp (`xdp_common::STAMP_MAGIC`, then `bpf_ktime_get_ns()`).
+#[inline(always)]
+fn stamp(ctx: &XdpContext) -> Result<(), ()> {
+    // SAFETY: a helper with no arguments; it only reads the clock.
+    let now = unsafe { bpf_ktime_get_ns() };
+    // SAFETY: ctx.ctx is the live xdp_md of this invocation; growing the tail by the stamp's
+    // length leaves every earlier byte in place, and all pointers are re-read after it.
+    if unsafe { bpf_xdp_adjust_tail(ctx.ctx, xdp_common::STAMP_LEN as i32) } != 0 {
+        return Err(());
+    }
+    let len = ctx.data_end() - ctx.data();
+    if !(xdp_common::STAMP_LEN..=STAMP_MAX_FRAME).contains(&len) {
+        return Err(());
+    }
+    let at = len - xdp_common::STAMP_LEN;
+    // Through the stack, and masked: left alone, the compiler turns `data + (data_end - data -
+    // 12)` into `data_end - 12`, arithmetic on the end pointer the verifier refuses; the mask
+    // gives the verifier the offset's bound (the frame is shorter, checked above).
+    // SAFETY: reads a live local.
+    let at = unsafe { core::ptr::read_volatile(&at) } & (STAMP_MAX_FRAME - 1);
+    write(ctx, at, xdp_common::STAMP_MAGIC)?;
+    write(ctx, at + 4, now.to_le_bytes())
 }
 
 enum Verdict {

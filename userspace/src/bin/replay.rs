@@ -362,7 +362,7 @@ fn report(asked: Asked, feed: &Feed, settled: &Settlement, span: SendSpan) -> Re
         late_sends: run.late_sends,
         arrival: match io {
             ExchangeIo::Udp => Arrival::KernelTimestamp,
-            ExchangeIo::Xdp => Arrival::ReplayRead,
+            ExchangeIo::Xdp => Arrival::XdpTimestamp,
         },
         tick_to_trade: tick_to_trade.summary(),
         tick_to_trade_seen: tick_to_trade_seen.summary(),
