@@ -58,6 +58,11 @@ struct Options {
     /// After the last tick, wait this long for outstanding orders.
     #[arg(long, default_value_t = 500)]
     drain_ms: u64,
+    /// Harness self-test: after each send, stall this many µs before taking orders (a busy
+    /// wait, as a preemption of the replay would). Tick-to-trade, counted to each order's
+    /// arrival, must not move; the harness delay shows the stall.
+    #[arg(long, default_value_t = 0)]
+    stall_after_send_us: u64,
     /// Label for this run in the results (e.g. the trader's path).
     #[arg(long, default_value = "run")]
     label: String,
@@ -119,6 +124,7 @@ fn real_main() -> anyhow::Result<()> {
         stock,
         cpu,
         drain_ms,
+        stall_after_send_us,
         label,
         json_out,
         hgrm_out,
@@ -177,7 +183,7 @@ fn real_main() -> anyhow::Result<()> {
         feed.ticks.len(),
     );
     let progress = progress.unwrap_or_else(|| std::io::stderr().is_terminal());
-    let mut driver = Driver::new(port, Monotonic);
+    let mut driver = Driver::new(port, Monotonic).stall_after_send(stall_after_send_us * 1_000);
     let span = send(&mut driver, &mut ex, rate, &label, progress, &stop)?;
     // Drain: until every expected order is in, or nothing came for drain_ms.
     driver.drain(&mut ex, drain_ms * 1_000_000, || process::stopped(&stop));

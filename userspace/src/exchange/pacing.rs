@@ -82,6 +82,8 @@ pub struct Driver<P, C> {
     port: P,
     clock: C,
     buf: [u8; RECV_BUF],
+    /// Busy-wait this long after each send (the harness's self-test; 0 in a real run).
+    stall_ns: u64,
 }
 
 impl<P: Port, C: Clock> Driver<P, C> {
@@ -91,7 +93,15 @@ impl<P: Port, C: Clock> Driver<P, C> {
             port,
             clock,
             buf: [0; RECV_BUF],
+            stall_ns: 0,
         }
+    }
+
+    /// The same driver stalling `ns` after each send before it takes orders: a stand-in for a
+    /// preemption of the replay's thread, to show that arrival times don't move with it.
+    pub fn stall_after_send(mut self, ns: u64) -> Self {
+        self.stall_ns = ns;
+        self
     }
 
     /// Takes every order that has arrived: each datagram stamped when the kernel took it in
@@ -99,7 +109,9 @@ impl<P: Port, C: Clock> Driver<P, C> {
     /// the two is measured rather than counted as tick-to-trade.
     #[inline]
     fn poll(&mut self, ex: &mut Exchange<'_>) {
-        let Driver { port, clock, buf } = self;
+        let Driver {
+            port, clock, buf, ..
+        } = self;
         port.recv_each(buf, |payload, arrived| {
             let seen = clock.now_ns();
             match arrived {
@@ -158,6 +170,12 @@ impl<P: Port, C: Clock> Driver<P, C> {
                 Ok(()) => ex.sent(i, due),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => ex.refused(i),
                 Err(e) => return Err(e),
+            }
+            if self.stall_ns > 0 {
+                let until = self.clock.now_ns() + self.stall_ns;
+                while self.clock.now_ns() < until {
+                    std::hint::spin_loop();
+                }
             }
             self.poll(ex);
             if now > next_progress {
