@@ -207,6 +207,29 @@ mod tests {
     }
 
     #[test]
+    fn one_sample_and_equal_samples_give_finite_rows() {
+        for n in [1u64, 3] {
+            let mut l = Latency::new();
+            for _ in 0..n {
+                l.record(7_000);
+            }
+            let text = l.hgrm();
+            if std::env::var_os("PRINT_HGRM").is_some() {
+                println!("{text}");
+            }
+            let rows: Vec<&str> = text
+                .lines()
+                .filter(|l| l.trim_start().starts_with(char::is_numeric))
+                .collect();
+            assert!(!rows.is_empty(), "{text}");
+            for r in rows {
+                assert!(r.trim_start().starts_with("7.00"), "{r:?}");
+                assert!(!r.contains("inf") && !r.contains("NaN"), "{r:?}");
+            }
+        }
+    }
+
+    #[test]
     fn an_empty_hgrm_has_header_and_zero_footer_and_saturation_is_said() {
         let text = Latency::new().hgrm();
         assert!(text.starts_with("       Value     Percentile"));

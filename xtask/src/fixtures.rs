@@ -80,7 +80,8 @@ pub(crate) fn replay(base: f64) -> ReplayReport {
     }
 }
 
-/// The trader's side of [`replay`]: 1000 ticks, a gap, one malformed packet.
+/// The trader's side of [`replay`]: 1000 ticks, two out of order (a gap each, both filled
+/// late: nothing lost), one malformed packet.
 pub(crate) fn trader(path: TraderPath) -> TraderReport {
     TraderReport {
         knobs: Knobs {
@@ -105,7 +106,7 @@ pub(crate) fn trader(path: TraderPath) -> TraderReport {
             messages: 1000,
             ticks: 1000,
             gap_messages: 2,
-            late_messages: 1,
+            late_messages: 2,
             malformed_packets: 1,
             orders: 40,
             ..TraderCounters::default()
