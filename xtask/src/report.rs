@@ -384,7 +384,12 @@ fn summary_row(
         s.count
     );
     for (_, value) in COLUMNS {
-        let _ = write!(t, " {:.2} |", value(s));
+        // An empty histogram has no percentiles: a 0.00 would read as a measurement.
+        if s.count == 0 {
+            let _ = write!(t, " - |");
+        } else {
+            let _ = write!(t, " {:.2} |", value(s));
+        }
     }
     let _ = writeln!(t, " {} |", show(saturated.map(|n| n.to_string())));
 }
@@ -1020,6 +1025,26 @@ verdict: 4 problem(s):
         assert!(!md.contains("| tick-to-trade |"), "{md}");
         assert!(md.contains("ratio xdp/udp closed-loop round trip:"), "{md}");
         assert!(!md.contains("ratio xdp/udp tick-to-trade"), "{md}");
+    }
+
+    #[test]
+    fn a_run_with_nothing_back_shows_no_percentiles_and_fails_its_verdict() {
+        let mut m = measured(Path::new("unused"));
+        m.truncate(1);
+        let r = &mut m[0].replay;
+        r.tick_to_trade = Summary::default();
+        r.orders_received = 0;
+        r.parity.expected_orders = 0;
+        r.parity.verdict = ParityVerdict::NothingToCheck { ticks: 4 };
+        let md = markdown(&options(), &fixtures::machine(), &m, None, None);
+        assert!(
+            md.contains("| xdp | tick-to-trade | 0/0 | 0 | - | - | - | - | - | - | - | - | 0 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("verdict: 1 problem(s):\n- xdp: nothing to check"),
+            "{md}"
+        );
     }
 
     #[test]
