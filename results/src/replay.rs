@@ -16,6 +16,10 @@ pub struct ReplayReport {
     pub source: String,
     /// Offered rate, messages/s (`None`: `--rate max`, closed loop).
     pub rate_per_s: Option<f64>,
+    /// Sent as fast as the sender could (`--rate max`): each tick is due when the previous
+    /// send returns, so the latency figures are closed-loop round trips under the harness's
+    /// own pacing, not open-loop tick-to-trade; what it measures is throughput.
+    pub closed_loop: bool,
     /// Messages sent per second of the send loop.
     pub achieved_rate_per_s: f64,
     /// How long the send loop ran.
@@ -34,6 +38,11 @@ pub struct ReplayReport {
     pub orders_unknown_tick: u64,
     /// A second order for the same tick.
     pub orders_duplicate: u64,
+    /// Orders whose share count disagrees with their own REVERSE flag (one lot to open, two
+    /// to reverse).
+    pub orders_shares_mismatch: u64,
+    /// Orders for another stock than their tick's.
+    pub orders_stock_mismatch: u64,
     /// Bytes that are not an order.
     pub orders_malformed: u64,
     /// Orders whose price is not their tick's.
@@ -123,7 +132,7 @@ pub enum ParityVerdict {
         /// Ticks in the feed.
         ticks: u64,
     },
-    /// Orders that disagree with their ticks.
+    /// Orders that disagree with their ticks, or that no correct trader sends.
     OrderFaults {
         /// Wrong price.
         price_mismatch: u64,
@@ -133,6 +142,12 @@ pub enum ParityVerdict {
         malformed: u64,
         /// For a tick that was never sent.
         unknown_tick: u64,
+        /// A second order for a tick already answered.
+        duplicate: u64,
+        /// A share count that disagrees with the order's REVERSE flag.
+        shares_mismatch: u64,
+        /// Another stock than the tick's.
+        stock_mismatch: u64,
     },
     /// Not every tick went out: the run stopped early, or our own socket refused some.
     NotAllSent {
@@ -150,6 +165,13 @@ pub enum ParityVerdict {
         first_divergence: u64,
         /// Expected orders that never came.
         missing_orders: u64,
+    },
+    /// Everything went out and came back as expected, but the strategy expects no order on
+    /// these ticks (too few for a signal): the comparison would pass with nothing compared, so
+    /// it is a failure, not ok.
+    NothingToCheck {
+        /// Ticks that went out.
+        ticks: u64,
     },
     /// The same signals but a different PnL: a bug.
     PnlDiffers,
@@ -172,11 +194,15 @@ impl std::fmt::Display for ParityVerdict {
                 reverse_mismatch,
                 malformed,
                 unknown_tick,
+                duplicate,
+                shares_mismatch,
+                stock_mismatch,
             } => write!(
                 f,
                 "orders disagree with the ticks: {price_mismatch} wrong prices, \
-                 {reverse_mismatch} wrong reverse flags, {malformed} malformed, {unknown_tick} \
-                 for unknown ticks"
+                 {reverse_mismatch} wrong reverse flags, {shares_mismatch} wrong share counts, \
+                 {stock_mismatch} wrong stocks, {duplicate} duplicates, {malformed} malformed, \
+                 {unknown_tick} for unknown ticks"
             ),
             ParityVerdict::NotAllSent {
                 sent_messages,
@@ -195,6 +221,11 @@ impl std::fmt::Display for ParityVerdict {
                 "live and batch diverge at tick seq {first_divergence}: {missing_orders} \
                  expected orders missing (lost ticks or lost orders change the strategy's path \
                  from there on)"
+            ),
+            ParityVerdict::NothingToCheck { ticks } => write!(
+                f,
+                "nothing to check: the strategy sends no order on these {ticks} ticks (too few \
+                 for a signal? send more), so parity proves nothing"
             ),
             ParityVerdict::PnlDiffers => write!(
                 f,
@@ -223,5 +254,9 @@ mod tests {
         let ok = serde_json::to_string(&ParityVerdict::Ok).unwrap();
         assert_eq!(ok, r#"{"kind":"ok"}"#);
         assert!(v.to_string().contains("seq 42"));
+        let none = ParityVerdict::NothingToCheck { ticks: 4 };
+        let json = serde_json::to_string(&none).unwrap();
+        assert_eq!(json, r#"{"kind":"nothing_to_check","ticks":4}"#);
+        assert_eq!(serde_json::from_str::<ParityVerdict>(&json).unwrap(), none);
     }
 }

@@ -74,7 +74,11 @@ impl Latency {
     }
 
     /// The HdrHistogram percentile-distribution text (`.hgrm`), values in microseconds, as
-    /// HdrHistogram's own `outputPercentileDistribution` writes it (plottable with its tools).
+    /// HdrHistogram's own `outputPercentileDistribution` writes it (plottable with its tools):
+    /// the last row (100 %) has no 1/(1-Percentile) column, and the footer's `Buckets` and
+    /// `SubBuckets` are the histogram's bucket count and sub-bucket count. An empty histogram
+    /// has the header and the footer (all zero) and no rows. Saturated values (clamped to the
+    /// histogram's maximum) are said in a last comment line, which HdrHistogram's tools skip.
     pub fn hgrm(&self) -> String {
         let h = &self.hist;
         let mut s = String::new();
@@ -83,46 +87,58 @@ impl Latency {
             "{:>12} {:>14} {:>10} {:>14}\n",
             "Value", "Percentile", "TotalCount", "1/(1-Percentile)"
         );
-        if h.is_empty() {
-            return s;
+        if !h.is_empty() {
+            let mut total = 0u64;
+            for v in h.iter_quantiles(5) {
+                total += v.count_since_last_iteration();
+                let q = v.quantile_iterated_to();
+                let value = v.value_iterated_to() as f64 / 1000.0;
+                if q < 1.0 {
+                    let inv = 1.0 / (1.0 - q);
+                    let _ = writeln!(s, "{value:>12.3} {q:>2.12} {total:>10} {inv:>14.2}");
+                } else {
+                    let _ = writeln!(s, "{value:>12.3} {q:>2.12} {total:>10}");
+                }
+            }
         }
-        let mut total = 0u64;
-        for v in h.iter_quantiles(5) {
-            total += v.count_since_last_iteration();
-            let q = v.quantile_iterated_to();
-            let inv = if q < 1.0 {
-                format!("{:>14.2}", 1.0 / (1.0 - q))
-            } else {
-                format!("{:>14}", "")
-            };
-            let _ = writeln!(
-                s,
-                "{:>12.3} {:>2.12} {:>10} {}",
-                v.value_iterated_to() as f64 / 1000.0,
-                q,
-                total,
-                inv
-            );
-        }
+        let (mean, stdev, max) = if h.is_empty() {
+            (0.0, 0.0, 0.0)
+        } else {
+            (h.mean(), h.stdev(), h.max() as f64)
+        };
         let _ = writeln!(
             s,
             "#[Mean    = {:>12.3}, StdDeviation   = {:>12.3}]",
-            h.mean() / 1000.0,
-            h.stdev() / 1000.0
+            mean / 1000.0,
+            stdev / 1000.0
         );
         let _ = writeln!(
             s,
             "#[Max     = {:>12.3}, Total count    = {:>12}]",
-            h.max() as f64 / 1000.0,
+            max / 1000.0,
             h.len()
         );
         let _ = writeln!(
             s,
             "#[Buckets = {:>12}, SubBuckets     = {:>12}]",
             h.buckets(),
-            h.distinct_values()
+            self.sub_buckets()
         );
+        if self.saturated > 0 {
+            let _ = writeln!(
+                s,
+                "#[Saturated = {:>10}, above {:.3} (clamped to it)]",
+                self.saturated,
+                MAX_NS as f64 / 1000.0
+            );
+        }
         s
+    }
+
+    /// The histogram's sub-bucket count (HdrHistogram's `subBucketCount`, which the crate
+    /// doesn't expose): its counts array holds `(buckets + 1) * subBucketCount / 2` slots.
+    fn sub_buckets(&self) -> usize {
+        2 * self.hist.distinct_values() / (usize::from(self.hist.buckets()) + 1)
     }
 
     /// Writes [`Latency::hgrm`] to `path`.
@@ -174,5 +190,62 @@ mod tests {
             .filter(|l| l.trim_start().starts_with(char::is_numeric))
             .count();
         assert!(rows >= 4, "{text}");
+        // The footer as HdrHistogram writes it: 1 ns to 100 s at 3 digits is 2048 sub-buckets
+        // (2 * 10^3 rounded up to a power of two) in 27 buckets.
+        assert!(
+            text.contains("#[Buckets =           27, SubBuckets     =         2048]"),
+            "{text}"
+        );
+        // The 100 % row has no 1/(1-Percentile) column.
+        let last = text
+            .lines()
+            .rfind(|l| l.trim_start().starts_with(char::is_numeric))
+            .unwrap();
+        assert_eq!(last.split_whitespace().count(), 3, "{last:?}");
+        assert!(last.contains("1.000000000000"), "{last:?}");
+        assert!(!text.contains("Saturated"));
+    }
+
+    #[test]
+    fn one_sample_and_equal_samples_give_finite_rows() {
+        for n in [1u64, 3] {
+            let mut l = Latency::new();
+            for _ in 0..n {
+                l.record(7_000);
+            }
+            let text = l.hgrm();
+            if std::env::var_os("PRINT_HGRM").is_some() {
+                println!("{text}");
+            }
+            let rows: Vec<&str> = text
+                .lines()
+                .filter(|l| l.trim_start().starts_with(char::is_numeric))
+                .collect();
+            assert!(!rows.is_empty(), "{text}");
+            for r in rows {
+                assert!(r.trim_start().starts_with("7.00"), "{r:?}");
+                assert!(!r.contains("inf") && !r.contains("NaN"), "{r:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_empty_hgrm_has_header_and_zero_footer_and_saturation_is_said() {
+        let text = Latency::new().hgrm();
+        assert!(text.starts_with("       Value     Percentile"));
+        assert!(text.contains("#[Mean    =        0.000, StdDeviation   =        0.000]"));
+        assert!(text.contains("Total count    =            0]"));
+        let rows = text
+            .lines()
+            .filter(|l| l.trim_start().starts_with(char::is_numeric))
+            .count();
+        assert_eq!(rows, 0, "{text}");
+        let mut l = Latency::new();
+        l.record(MAX_NS + 1);
+        assert!(
+            l.hgrm().contains("#[Saturated =          1"),
+            "{}",
+            l.hgrm()
+        );
     }
 }

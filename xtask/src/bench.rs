@@ -64,6 +64,10 @@ pub(crate) enum Row {
     /// The trader on AF_XDP and the replay too (the bypass harness): the trader's own figure.
     #[serde(rename = "xdp-bypass")]
     XdpBypass,
+    /// The XDP_TX reflector against the AF_XDP exchange: the floor of the bypass harness, what
+    /// `xdp-bypass` is compared with.
+    #[serde(rename = "reflect-bypass")]
+    ReflectBypass,
     /// Two pinned threads ping-ponging a cache line: the machine's floor.
     #[serde(rename = "cpu floor")]
     CpuFloor,
@@ -75,11 +79,12 @@ pub(crate) enum Row {
 impl Row {
     /// Every row, in the report's order.
     #[cfg(test)]
-    const ALL: [Row; 6] = [
+    const ALL: [Row; 7] = [
         Row::Xdp,
         Row::Udp,
         Row::Reflect,
         Row::XdpBypass,
+        Row::ReflectBypass,
         Row::CpuFloor,
         Row::Sockperf,
     ];
@@ -91,6 +96,7 @@ impl Row {
             Row::Udp => "udp",
             Row::Reflect => "reflect",
             Row::XdpBypass => "xdp-bypass",
+            Row::ReflectBypass => "reflect-bypass",
             Row::CpuFloor => "cpu floor",
             Row::Sockperf => "sockperf",
         }
@@ -106,6 +112,10 @@ impl Row {
                 trader: TraderPath::Xdp,
                 exchange: ExchangeIo::Xdp,
             }),
+            Row::ReflectBypass => Some(Ends {
+                trader: TraderPath::Reflect,
+                exchange: ExchangeIo::Xdp,
+            }),
             Row::CpuFloor | Row::Sockperf => None,
         }
     }
@@ -117,6 +127,7 @@ impl Row {
             Row::Udp => "the udp run",
             Row::Reflect => "the reflector run",
             Row::XdpBypass => "the bypass-harness run",
+            Row::ReflectBypass => "the reflector run against the AF_XDP exchange",
             Row::CpuFloor => "the CPU floor",
             Row::Sockperf => "the sockperf reference",
         }
@@ -181,17 +192,17 @@ pub(crate) struct Options {
     #[arg(long = "replay-arg", allow_hyphen_values = true)]
     pub(crate) replay_args: Vec<String>,
     /// Also measure the floors in the same run: the XDP_TX reflector (the lab and harness
-    /// without any userspace trader), the bypass harness (the replay on AF_XDP too, so the
-    /// figure is the trader's own) and the CPU floor (two pinned threads ping-ponging a cache
-    /// line).
+    /// without any userspace trader) against each exchange side, the bypass harness (the
+    /// replay on AF_XDP too, so the figure is the trader's own) and the CPU floor (two pinned
+    /// threads ping-ponging a cache line).
     #[arg(long)]
     pub(crate) floors: bool,
     /// Seconds of sockperf ping-pong between the same namespaces, as the outside reference
     /// for the kernel-UDP path (0 to skip).
     #[arg(long, default_value_t = 5)]
     pub(crate) sockperf: u64,
-    /// Fail unless every run delivered every expected order and (for strategy runs) parity
-    /// held: for CI and soaks.
+    /// Fail unless every run delivered every expected order, lost no tick, had no frame the
+    /// XDP program could not redirect, and (for strategy runs) parity held: for CI and soaks.
     #[arg(long)]
     pub(crate) strict: bool,
     /// Don't install missing dependencies first.
@@ -236,7 +247,7 @@ impl Options {
     /// The lab runs, in order: the paths asked for, then the floors that need the lab.
     fn lab_rows(&self) -> Vec<(Row, Ends)> {
         let floors: &[Row] = if self.floors {
-            &[Row::Reflect, Row::XdpBypass]
+            &[Row::Reflect, Row::XdpBypass, Row::ReflectBypass]
         } else {
             &[]
         };
@@ -278,6 +289,9 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
     }
     if let Some(e) = failure {
         return Err(e);
+    }
+    if measured.is_empty() {
+        bail!("nothing was measured");
     }
     if o.strict {
         strict(&measured)?;
@@ -342,24 +356,12 @@ fn measure_cpu_floor(
     Ok(results::read(&json)?)
 }
 
-/// `--strict`: every run got every expected order, and every strategy run kept parity.
+/// `--strict`: the report's verdict has no problem (every run got every expected order and
+/// lost no tick, every strategy run kept parity, no frame failed its XDP redirect).
 fn strict(measured: &[Measured]) -> anyhow::Result<()> {
     let bad: Vec<String> = measured
         .iter()
-        .filter(|m| {
-            let parity = &m.replay.parity;
-            let parity_needed = m.ends.trader != TraderPath::Reflect;
-            m.replay.orders_received != parity.expected_orders || (parity_needed && !parity.ok())
-        })
-        .map(|m| {
-            format!(
-                "{}: {} of {} orders, {}",
-                m.row,
-                m.replay.orders_received,
-                m.replay.parity.expected_orders,
-                m.replay.parity.verdict
-            )
-        })
+        .flat_map(|m| report::problems(m.row.as_str(), &m.replay, &m.trader))
         .collect();
     if !bad.is_empty() {
         bail!("strict: {}", bad.join("; "));
@@ -383,11 +385,25 @@ mod tests {
     }
 
     #[test]
-    fn floors_add_the_reflector_and_the_bypass_harness() {
+    fn floors_add_the_reflector_against_both_exchanges_and_the_bypass_harness() {
         let mut o = Options::trial(1000, netns::PREFIX, None, true);
         o.floors = true;
         let rows: Vec<Row> = o.lab_rows().into_iter().map(|(r, _)| r).collect();
-        assert_eq!(rows, [Row::Xdp, Row::Udp, Row::Reflect, Row::XdpBypass]);
+        assert_eq!(
+            rows,
+            [
+                Row::Xdp,
+                Row::Udp,
+                Row::Reflect,
+                Row::XdpBypass,
+                Row::ReflectBypass
+            ]
+        );
+        let (_, ends) = o.lab_rows()[4];
+        assert_eq!(
+            (ends.trader, ends.exchange, ends.expect()),
+            (TraderPath::Reflect, ExchangeIo::Xdp, results::Expect::Every)
+        );
         o.path = PathChoice::Udp;
         o.floors = false;
         let rows: Vec<Row> = o.lab_rows().into_iter().map(|(r, _)| r).collect();

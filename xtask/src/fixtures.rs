@@ -37,6 +37,7 @@ pub(crate) fn replay(base: f64) -> ReplayReport {
         expect: Expect::Signals,
         source: "gbm:42:150000".into(),
         rate_per_s: Some(20_000.0),
+        closed_loop: false,
         achieved_rate_per_s: 19_990.0,
         send_seconds: 0.05,
         batch: 1,
@@ -46,6 +47,8 @@ pub(crate) fn replay(base: f64) -> ReplayReport {
         orders_received: 40,
         orders_unknown_tick: 0,
         orders_duplicate: 0,
+        orders_shares_mismatch: 0,
+        orders_stock_mismatch: 0,
         orders_malformed: 0,
         orders_price_mismatch: 0,
         orders_reverse_mismatch: 0,
@@ -80,7 +83,8 @@ pub(crate) fn replay(base: f64) -> ReplayReport {
     }
 }
 
-/// The trader's side of [`replay`]: 1000 ticks, a gap, one malformed packet.
+/// The trader's side of [`replay`]: 1000 ticks, two out of order (a gap each, both filled
+/// late: nothing lost), one malformed packet.
 pub(crate) fn trader(path: TraderPath) -> TraderReport {
     TraderReport {
         knobs: Knobs {
@@ -105,7 +109,7 @@ pub(crate) fn trader(path: TraderPath) -> TraderReport {
             messages: 1000,
             ticks: 1000,
             gap_messages: 2,
-            late_messages: 1,
+            late_messages: 2,
             malformed_packets: 1,
             orders: 40,
             ..TraderCounters::default()

@@ -5,11 +5,12 @@ use std::fmt::Write as _;
 
 use anyhow::bail;
 use clap::ValueEnum as _;
-use results::{Rate, ReplayReport, Summary, TraderPath, Wait, XdpMode};
+use results::{Rate, ReplayReport, Summary, TraderPath, TraderReport, Wait, XdpMode};
 use serde::{Deserialize, Serialize};
 
 use crate::{
     bench,
+    report::{self, Delivery},
     session::{self, Ends, Session},
 };
 
@@ -221,6 +222,7 @@ struct Row {
     knob: Option<Knob>,
     path: TraderPath,
     replay: ReplayReport,
+    trader: TraderReport,
 }
 
 impl Row {
@@ -251,10 +253,18 @@ struct MatrixRow {
     /// The knob's name, or `baseline`.
     knob: String,
     path: TraderPath,
+    /// `--rate max`: the latency is a closed-loop round trip, not tick-to-trade.
+    closed_loop: bool,
+    /// Messages per second the sender achieved.
+    achieved_rate_per_s: f64,
     tick_to_trade: Summary,
     parity_ok: bool,
+    /// Orders back, expected, ticks lost.
+    delivered: Delivery,
     orders: u64,
     late_sends: u64,
+    /// Frames the XDP program could not redirect (AF_XDP path).
+    redirect_failed: u64,
 }
 
 pub(crate) fn run(o: Options) -> anyhow::Result<()> {
@@ -285,10 +295,14 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
             .map(|r| MatrixRow {
                 knob: r.name().to_owned(),
                 path: r.path,
+                closed_loop: r.replay.closed_loop,
+                achieved_rate_per_s: r.replay.achieved_rate_per_s,
                 tick_to_trade: r.replay.tick_to_trade,
                 parity_ok: r.replay.parity.ok(),
+                delivered: Delivery::of(&r.replay, &r.trader),
                 orders: r.replay.orders_received,
                 late_sends: r.replay.late_sends,
+                redirect_failed: r.trader.xdp_counters.map_or(0, |x| x.redirect_failed),
             })
             .collect(),
         skipped: skipped.iter().map(|s| s.text.clone()).collect(),
@@ -310,12 +324,16 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
     if o.strict {
         let failed: Vec<String> = rows
             .iter()
-            .filter(|r| !r.replay.parity.ok())
-            .map(|r| format!("{} on {}", r.name(), r.path))
+            .flat_map(|r| {
+                report::problems(&format!("{} on {}", r.name(), r.path), &r.replay, &r.trader)
+            })
             .chain(skipped.iter().filter(|s| s.failed).map(|s| s.text.clone()))
             .collect();
         if !failed.is_empty() {
-            bail!("matrix runs failed or broke parity: {}", failed.join("; "));
+            bail!(
+                "matrix runs failed, lost orders or ticks, or broke parity: {}",
+                failed.join("; ")
+            );
         }
     }
     Ok(())
@@ -363,9 +381,14 @@ fn measure(
         let tag = format!("{path}-{name}");
         match session
             .run(&opts, Ends::kernel_exchange(path), &tag)
-            .and_then(|run| run.replay())
+            .and_then(|run| Ok((run.replay()?, run.trader()?)))
         {
-            Ok(replay) => rows.push(Row { knob, path, replay }),
+            Ok((replay, trader)) => rows.push(Row {
+                knob,
+                path,
+                replay,
+                trader,
+            }),
             Err(e) => skipped.push(Skipped {
                 text: format!("{name} on {path}: {e:#}"),
                 failed: true,
@@ -377,16 +400,29 @@ fn measure(
 
 fn render(rows: &[Row], o: &Options) -> String {
     let mut t = String::new();
+    // --rate max: each tick is due when the previous send returns, so the figures are
+    // closed-loop round trips, not tick-to-trade; throughput is in msg/s.
+    let measure = if o.rate.per_sec().is_none() {
+        "closed-loop round trip µs (--rate max: not tick-to-trade)"
+    } else {
+        "tick-to-trade µs"
+    };
     let _ = writeln!(
         t,
-        "knob matrix: {} messages at {} msg/s per run; tick-to-trade µs; Δ vs the same path's baseline",
-        o.count, o.rate
+        "knob matrix: {} messages at {} msg/s per run; {measure}; Δ vs the same path's baseline; \
+         delivered = orders back/expected ({} marks a run that lost orders or ticks)",
+        o.count,
+        o.rate,
+        report::LOSS_MARK
     );
     let _ = writeln!(
         t,
-        "| knob | path | p50 | Δp50 | p99 | p99.9 | Δp99.9 | p99.99 | Δp99.99 | parity | moves |"
+        "| knob | path | delivered | msg/s | p50 | Δp50 | p99 | p99.9 | Δp99.9 | p99.99 | Δp99.99 | saturated | parity | moves |"
     );
-    let _ = writeln!(t, "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|");
+    let _ = writeln!(
+        t,
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
+    );
     for r in rows {
         let base = rows
             .iter()
@@ -399,9 +435,11 @@ fn render(rows: &[Row], o: &Options) -> String {
         let what = r.knob.map_or(String::new(), |k| format!(" ({})", k.what()));
         let _ = writeln!(
             t,
-            "| {}{what} | {} | {:.2} | {} | {:.2} | {:.2} | {} | {:.2} | {} | {} | {} |",
+            "| {}{what} | {} | {} | {:.0} | {:.2} | {} | {:.2} | {:.2} | {} | {:.2} | {} | {} | {} | {} |",
             r.name(),
             r.path,
+            Delivery::of(&r.replay, &r.trader),
+            r.replay.achieved_rate_per_s,
             s.p50_us,
             pct(d50),
             s.p99_us,
@@ -409,6 +447,7 @@ fn render(rows: &[Row], o: &Options) -> String {
             pct(d999),
             s.p9999_us,
             pct(d9999),
+            s.saturated,
             if r.replay.parity.ok() { "ok" } else { "FAIL" },
             if r.knob.is_some() {
                 moves(d50, d999, d9999)
@@ -508,21 +547,27 @@ mod tests {
         };
         let mut slow = crate::fixtures::replay(20.0);
         slow.parity.verdict = results::ParityVerdict::PnlDiffers;
+        slow.orders_received = 39;
+        slow.tick_to_trade.saturated = 2;
+        let trader = crate::fixtures::trader(TraderPath::Xdp);
         let rows = [
             Row {
                 knob: None,
                 path: TraderPath::Xdp,
                 replay: crate::fixtures::replay(10.0),
+                trader: trader.clone(),
             },
             Row {
                 knob: Some(Knob::Skb),
                 path: TraderPath::Xdp,
                 replay: slow,
+                trader: trader.clone(),
             },
             Row {
                 knob: Some(Knob::Recvmmsg),
                 path: TraderPath::Udp,
                 replay: crate::fixtures::replay(10.0),
+                trader,
             },
         ];
         let t = render(&rows, &o);
@@ -530,22 +575,36 @@ mod tests {
         assert_eq!(
             lines[0],
             "knob matrix: 20000 messages at 20k msg/s per run; tick-to-trade µs; Δ vs the same \
-             path's baseline"
+             path's baseline; delivered = orders back/expected (⚠ marks a run that lost orders \
+             or ticks)"
         );
         assert_eq!(
             lines[3],
-            "| baseline | xdp | 20.00 | +0% | 40.00 | 50.00 | +0% | 60.00 | +0% | ok |  |"
+            "| baseline | xdp | 40/40 | 19990 | 20.00 | +0% | 40.00 | 50.00 | +0% | 60.00 | +0% \
+             | 0 | ok |  |"
         );
         assert_eq!(
             lines[4],
-            "| skb (generic (SKB) XDP instead of native) | xdp | 40.00 | +100% | 80.00 | 100.00 \
-             | +100% | 120.00 | +100% | FAIL | p50 ↑, tail ↑ |"
+            "| skb (generic (SKB) XDP instead of native) | xdp | ⚠ 39/40 | 19990 | 40.00 | +100% \
+             | 80.00 | 100.00 | +100% | 120.00 | +100% | 2 | FAIL | p50 ↑, tail ↑ |"
         );
         // No udp baseline: no change to show, nothing moved.
         assert_eq!(
             lines[5],
-            "| recvmmsg (recvmmsg, up to 16 datagrams per call) | udp | 20.00 |  | 40.00 | 50.00 \
-             |  | 60.00 |  | ok | — |"
+            "| recvmmsg (recvmmsg, up to 16 datagrams per call) | udp | 40/40 | 19990 | 20.00 |  \
+             | 40.00 | 50.00 |  | 60.00 |  | 0 | ok | — |"
+        );
+        let closed = Options {
+            rate: Rate::Max,
+            ..o
+        };
+        let t = render(&rows, &closed);
+        assert!(
+            t.lines()
+                .next()
+                .unwrap()
+                .contains("closed-loop round trip µs (--rate max: not tick-to-trade)"),
+            "{t}"
         );
     }
 

@@ -60,12 +60,112 @@ const COLUMNS: [Column; 8] = [
     ("mean", |s| s.mean_us),
 ];
 
-/// The tick-to-trade ratios shown under the tables, where both rows were measured.
-const RATIOS: [(Row, Row); 3] = [
+/// The tick-to-trade ratios shown under the tables, where both rows were measured: each
+/// compares rows against the same exchange side (the kernel-UDP exchange for xdp, udp and
+/// reflect; the AF_XDP exchange for xdp-bypass and reflect-bypass), so the harness's own cost
+/// is the same on both sides of the ratio.
+const RATIOS: [(Row, Row); 4] = [
     (Row::Xdp, Row::Udp),
     (Row::Xdp, Row::Reflect),
-    (Row::XdpBypass, Row::Reflect),
+    (Row::Udp, Row::Reflect),
+    (Row::XdpBypass, Row::ReflectBypass),
 ];
+
+/// The mark on a figure from a trial that lost ticks or orders.
+pub(crate) const LOSS_MARK: &str = "⚠";
+
+/// What a trial delivered: the orders that came back against those expected, and the ticks
+/// the trader never got. Lost orders never enter the latency histogram, so a percentile row
+/// without this beside it hides them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Delivery {
+    /// Orders taken by the exchange.
+    pub(crate) orders: u64,
+    /// Orders the strategy (or the reflector: one per tick) should have sent.
+    pub(crate) expected: u64,
+    /// Messages the trader never got (its gaps less those that came late). The reflector has
+    /// no trader loop to count them: its lost ticks show as lost orders.
+    pub(crate) ticks_lost: u64,
+}
+
+impl Delivery {
+    pub(crate) fn of(replay: &ReplayReport, trader: &TraderReport) -> Delivery {
+        let c = &trader.counters;
+        Delivery {
+            orders: replay.orders_received,
+            expected: replay.parity.expected_orders,
+            ticks_lost: c.gap_messages.saturating_sub(c.late_messages),
+        }
+    }
+
+    /// Anything lost: an expected order that never came, or a tick that never arrived.
+    pub(crate) fn lost(self) -> bool {
+        self.orders < self.expected || self.ticks_lost > 0
+    }
+}
+
+/// `40/40`; from a trial that lost anything `⚠ 37/40`, `⚠ 40/40, 3 ticks lost`.
+impl std::fmt::Display for Delivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Delivery {
+            orders,
+            expected,
+            ticks_lost,
+        } = *self;
+        if self.lost() {
+            write!(f, "{LOSS_MARK} ")?;
+        }
+        write!(f, "{orders}/{expected}")?;
+        if ticks_lost > 0 {
+            write!(f, ", {ticks_lost} {} lost", ticks(ticks_lost))?;
+        }
+        Ok(())
+    }
+}
+
+/// "tick" or "ticks".
+fn ticks(n: u64) -> &'static str {
+    if n == 1 { "tick" } else { "ticks" }
+}
+
+/// What a tick-to-trade histogram measured: open loop (each tick timed from its schedule), or
+/// closed loop (`--rate max`: each tick is due when the previous send returns, so the figure
+/// is a round trip under the harness's pacing, not tick-to-trade).
+pub(crate) fn latency_name(replay: &ReplayReport) -> &'static str {
+    if replay.closed_loop {
+        "closed-loop round trip (--rate max)"
+    } else {
+        "tick-to-trade"
+    }
+}
+
+/// What is wrong with a lab row, if anything: lost orders or ticks, broken parity (a strategy
+/// run), frames the XDP program could not hand to the socket. `--strict` fails on any.
+pub(crate) fn problems(row: &str, replay: &ReplayReport, trader: &TraderReport) -> Vec<String> {
+    let mut p = Vec::new();
+    let d = Delivery::of(replay, trader);
+    if d.orders != d.expected {
+        p.push(format!("{row}: {} of {} orders", d.orders, d.expected));
+    }
+    if d.ticks_lost > 0 {
+        p.push(format!(
+            "{row}: {} {} lost",
+            d.ticks_lost,
+            ticks(d.ticks_lost)
+        ));
+    }
+    if replay.expect == results::Expect::Signals && !replay.parity.ok() {
+        p.push(format!("{row}: {}", replay.parity.verdict));
+    }
+    if let Some(x) = trader.xdp_counters.filter(|x| x.redirect_failed > 0) {
+        p.push(format!(
+            "{row}: {} frames the XDP program could not redirect to the AF_XDP socket \
+             (redirect_failed; only RX queue 0 is served)",
+            x.redirect_failed
+        ));
+    }
+    p
+}
 
 /// A lab row's results, read back from its files.
 #[derive(Debug, Clone)]
@@ -186,7 +286,12 @@ pub(crate) fn write(
         .map(|m| {
             let text = std::fs::read_to_string(&m.hgrm)
                 .with_context(|| format!("reading {}", m.hgrm.display()))?;
-            Ok((m.row.as_str().to_owned(), parse_hgrm(&text)))
+            let name = if m.replay.closed_loop {
+                format!("{} (closed-loop)", m.row)
+            } else {
+                m.row.as_str().to_owned()
+            };
+            Ok((name, parse_hgrm(&text)))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     print!("{t}");
@@ -222,7 +327,29 @@ fn markdown(
     counts_table(&mut t, measured);
     machine_table(&mut t, measured);
     ratios(&mut t, measured);
+    verdict(&mut t, measured);
     t
+}
+
+/// The run's verdict, last: what a reader (or `--strict`) needs to know before any figure.
+fn verdict(t: &mut String, measured: &[Measured]) {
+    let problems: Vec<String> = measured
+        .iter()
+        .flat_map(|m| problems(m.row.as_str(), &m.replay, &m.trader))
+        .collect();
+    let _ = writeln!(t);
+    if problems.is_empty() {
+        let _ = writeln!(
+            t,
+            "verdict: ok: every run delivered every expected order, no tick was lost, every \
+             strategy run kept parity"
+        );
+    } else {
+        let _ = writeln!(t, "verdict: {} problem(s):", problems.len());
+        for p in problems {
+            let _ = writeln!(t, "- {p}");
+        }
+    }
 }
 
 fn conditions(t: &mut String, o: &Options, m: &Machine) {
@@ -239,13 +366,32 @@ fn conditions(t: &mut String, o: &Options, m: &Machine) {
     let _ = writeln!(t);
 }
 
-/// One latency row: `| label | measure | count | min | ... | mean |`.
-fn summary_row(t: &mut String, label: &str, measure: &str, s: &Summary) {
-    let _ = write!(t, "| {label} | {measure} | {} |", s.count);
+/// One latency row: `| label | measure | delivered | count | min | ... | mean | saturated |`;
+/// `delivered` and `saturated` are `-` where they don't apply (the floors, sockperf).
+fn summary_row(
+    t: &mut String,
+    label: &str,
+    measure: &str,
+    delivered: Option<Delivery>,
+    s: &Summary,
+    saturated: Option<u64>,
+) {
+    let show = |x: Option<String>| x.unwrap_or_else(|| "-".to_owned());
+    let _ = write!(
+        t,
+        "| {label} | {measure} | {} | {} |",
+        show(delivered.map(|d| d.to_string())),
+        s.count
+    );
     for (_, value) in COLUMNS {
-        let _ = write!(t, " {:.2} |", value(s));
+        // An empty histogram has no percentiles: a 0.00 would read as a measurement.
+        if s.count == 0 {
+            let _ = write!(t, " - |");
+        } else {
+            let _ = write!(t, " {:.2} |", value(s));
+        }
     }
-    let _ = writeln!(t);
+    let _ = writeln!(t, " {} |", show(saturated.map(|n| n.to_string())));
 }
 
 fn latency_table(
@@ -254,25 +400,37 @@ fn latency_table(
     sockperf: Option<&RoundTrip>,
     cpu_floor: Option<&FloorReport>,
 ) {
-    let _ = write!(t, "| path | measure | count |");
+    let _ = write!(t, "| path | measure | delivered | count |");
     for (name, _) in COLUMNS {
         let _ = write!(t, " {name} µs |");
     }
-    let _ = writeln!(t);
-    let _ = write!(t, "|---|---|---:|");
+    let _ = writeln!(t, " saturated |");
+    let _ = write!(t, "|---|---|---:|---:|");
     for _ in COLUMNS {
         let _ = write!(t, "---:|");
     }
-    let _ = writeln!(t);
+    let _ = writeln!(t, "---:|");
     for m in measured {
-        for (what, s) in [
-            ("tick-to-trade", &m.replay.tick_to_trade),
+        let delivered = Delivery::of(&m.replay, &m.trader);
+        for (i, (what, s)) in [
+            (latency_name(&m.replay), &m.replay.tick_to_trade),
             ("trader RX→TX", &m.trader.rx_to_tx),
             ("engine on_tick", &m.trader.engine),
-        ] {
+        ]
+        .into_iter()
+        .enumerate()
+        {
             // The reflector has no trader loop: nothing went through RX→TX or the engine.
-            if s.count > 0 {
-                summary_row(t, m.row.as_str(), what, s);
+            // The replay's row is always shown: an empty one says nothing came back.
+            if i == 0 || s.count > 0 {
+                summary_row(
+                    t,
+                    m.row.as_str(),
+                    what,
+                    Some(delivered),
+                    s,
+                    Some(s.saturated),
+                );
             }
         }
     }
@@ -282,14 +440,23 @@ fn latency_table(
             "shared-memory ping-pong RTT, cpu{ping}↔cpu{pong}, {:.1} s",
             f.seconds
         );
-        summary_row(t, Row::CpuFloor.as_str(), &measure, &f.round_trip);
+        summary_row(
+            t,
+            Row::CpuFloor.as_str(),
+            &measure,
+            None,
+            &f.round_trip,
+            Some(f.round_trip.saturated),
+        );
     }
     if let Some(s) = sockperf {
         summary_row(
             t,
             Row::Sockperf.as_str(),
             "kernel UDP ping-pong RTT, 64 B, blocking",
+            None,
             &s.summary(),
+            None,
         );
     }
     let _ = writeln!(t);
@@ -298,9 +465,12 @@ fn latency_table(
 fn counts_table(t: &mut String, measured: &[Measured]) {
     let _ = writeln!(
         t,
-        "| path | sent | orders | expected | gaps | late | dup | malformed | late sends | parity |"
+        "| path | sent | msg/s | orders | expected | gaps | late | dup | malformed | late sends | redirect failed | parity |"
     );
-    let _ = writeln!(t, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    let _ = writeln!(
+        t,
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    );
     for Measured {
         row,
         replay,
@@ -315,9 +485,24 @@ fn counts_table(t: &mut String, measured: &[Measured]) {
         } else {
             p.verdict.to_string()
         };
+        // Throughput: what the send loop achieved (with --rate max, the only figure that is
+        // not closed-loop).
+        let msgs = format!("{:.0}", replay.achieved_rate_per_s);
+        // Frames for the socket that the XDP program could not redirect (only queue 0 is
+        // served); none on the UDP path.
+        let redirect_failed = trader
+            .xdp_counters
+            .filter(|_| trader.path == TraderPath::Xdp)
+            .map_or("-".to_owned(), |x| {
+                if x.redirect_failed > 0 {
+                    format!("{LOSS_MARK} {}", x.redirect_failed)
+                } else {
+                    "0".to_owned()
+                }
+            });
         let _ = writeln!(
             t,
-            "| {row} | {} | {} | {} | {} | {} | {} | {} | {} | {parity} |",
+            "| {row} | {} | {msgs} | {} | {} | {} | {} | {} | {} | {} | {redirect_failed} | {parity} |",
             replay.sent_messages,
             replay.orders_received,
             p.expected_orders,
@@ -366,7 +551,13 @@ fn ratios(t: &mut String, measured: &[Measured]) {
     let find = |row: Row| measured.iter().find(|m| m.row == row);
     for (a, b) in RATIOS {
         if let (Some(x), Some(y)) = (find(a), find(b)) {
-            let _ = write!(t, "\nratio {a}/{b} tick-to-trade:");
+            let closed = x.replay.closed_loop || y.replay.closed_loop;
+            let what = if closed {
+                "closed-loop round trip"
+            } else {
+                "tick-to-trade"
+            };
+            let _ = write!(t, "\nratio {a}/{b} {what}:");
             for (name, value) in COLUMNS {
                 let (x, y) = (
                     value(&x.replay.tick_to_trade),
@@ -374,42 +565,58 @@ fn ratios(t: &mut String, measured: &[Measured]) {
                 );
                 let _ = write!(t, " {name} {:.2}×", x / y);
             }
+            let lossy: Vec<&str> = [x, y]
+                .iter()
+                .filter(|m| Delivery::of(&m.replay, &m.trader).lost())
+                .map(|m| m.row.as_str())
+                .collect();
+            if !lossy.is_empty() {
+                let _ = write!(
+                    t,
+                    " ({LOSS_MARK} {} lost orders or ticks)",
+                    lossy.join(", ")
+                );
+            }
             let _ = writeln!(t);
         }
     }
 }
 
-/// (percentile as 0..1, value µs) rows of an `.hgrm` file.
+/// (percentile as 0..1, value µs) rows of an `.hgrm` file: rows whose value and percentile
+/// are numbers a plot can place (finite, the value positive, the percentile in 0..=1).
 pub(crate) fn parse_hgrm(text: &str) -> Vec<(f64, f64)> {
     text.lines()
         .filter_map(|l| {
             let mut it = l.split_whitespace();
             let v: f64 = it.next()?.parse().ok()?;
             let q: f64 = it.next()?.parse().ok()?;
-            Some((q, v))
+            (v.is_finite() && v > 0.0 && (0.0..=1.0).contains(&q)).then_some((q, v))
         })
         .collect()
 }
 
+/// The plot's value axis when there is nothing to plot, µs (decades).
+const EMPTY_PLOT_DECADES: (f64, f64) = (0.0, 1.0);
+/// The most decades the value axis spans (100 s over 0.1 µs is 9): a bound on its grid lines
+/// whatever the data.
+const MAX_PLOT_DECADES: f64 = 12.0;
+
 /// Latency by percentile, x on HdrHistogram's log axis of 1/(1-p), y log-scaled in µs.
+///
+/// Always a complete SVG, whatever the data: a curve with no rows (nothing came back) is named
+/// in the legend as having no samples, one row is drawn as a point, and with no data at all
+/// the axes span 1 to 10 µs.
 pub(crate) fn svg(curves: &[(String, Vec<(f64, f64)>)], title: &str) -> String {
     let (w, h, ml, mr, mt, mb) = (900.0, 520.0, 70.0, 20.0, 40.0, 60.0);
     let x_max_decades = 6.0; // up to 99.9999 %
     let xs = |q: f64| {
-        let inv = 1.0 / (1.0 - q.min(0.999_999_9));
+        let inv = 1.0 / (1.0 - q.clamp(0.0, 0.999_999_9));
         ml + (inv.log10() / x_max_decades).min(1.0) * (w - ml - mr)
     };
-    let all: Vec<f64> = curves
-        .iter()
-        .flat_map(|(_, c)| c.iter().map(|&(_, v)| v))
-        .filter(|v| *v > 0.0)
-        .collect();
-    let lo = all.iter().copied().fold(f64::INFINITY, f64::min).max(0.1);
-    let hi = all.iter().copied().fold(0.0, f64::max).max(lo * 10.0);
-    let (ylo, yhi) = (lo.log10().floor(), hi.log10().ceil());
+    let (ylo, yhi) = value_decades(curves);
     let floor = 10f64.powf(ylo);
     let ys = |v: f64| {
-        let t = (v.max(floor).log10() - ylo) / (yhi - ylo);
+        let t = ((v.max(floor).log10() - ylo) / (yhi - ylo)).clamp(0.0, 1.0);
         h - mb - t * (h - mt - mb)
     };
     let colors = ["#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e"];
@@ -437,8 +644,9 @@ pub(crate) fn svg(curves: &[(String, Vec<(f64, f64)>)], title: &str) -> String {
             h - mb + 18.0
         );
     }
-    let mut d = ylo;
-    while d <= yhi {
+    // Whole decades from ylo to yhi: finite and at most MAX_PLOT_DECADES apart.
+    for k in 0..=((yhi - ylo) as u32) {
+        let d = ylo + f64::from(k);
         let v = 10f64.powf(d);
         let y = ys(v);
         let _ = writeln!(
@@ -453,7 +661,6 @@ pub(crate) fn svg(curves: &[(String, Vec<(f64, f64)>)], title: &str) -> String {
                 format!("{v:.0}")
             }
         );
-        d += 1.0;
     }
     let _ = writeln!(
         s,
@@ -463,16 +670,37 @@ pub(crate) fn svg(curves: &[(String, Vec<(f64, f64)>)], title: &str) -> String {
     );
     for (i, (name, c)) in curves.iter().enumerate() {
         let color = colors[i % colors.len()];
-        let pts: Vec<String> = c
-            .iter()
-            .filter(|(q, _)| *q < 1.0)
-            .map(|&(q, v)| format!("{:.1},{:.1}", xs(q), ys(v)))
-            .collect();
-        let _ = writeln!(
-            s,
-            r#"<polyline fill="none" stroke="{color}" stroke-width="2" points="{}"/>"#,
-            pts.join(" ")
-        );
+        // The 100 % row sits at the axis's end whatever its percentile; HdrHistogram's own
+        // plots leave it out too. With only that row (one distinct value), it is the curve.
+        let below_max: Vec<(f64, f64)> = c.iter().copied().filter(|(q, _)| *q < 1.0).collect();
+        let rows = if below_max.is_empty() {
+            c.as_slice()
+        } else {
+            below_max.as_slice()
+        };
+        let pts: Vec<(f64, f64)> = rows.iter().map(|&(q, v)| (xs(q), ys(v))).collect();
+        match pts.as_slice() {
+            [] => {}
+            [(x, y)] => {
+                let _ = writeln!(
+                    s,
+                    r#"<circle cx="{x:.1}" cy="{y:.1}" r="4" fill="{color}"/>"#
+                );
+            }
+            _ => {
+                let pts: Vec<String> = pts.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
+                let _ = writeln!(
+                    s,
+                    r#"<polyline fill="none" stroke="{color}" stroke-width="2" points="{}"/>"#,
+                    pts.join(" ")
+                );
+            }
+        }
+        let name = if c.is_empty() {
+            format!("{name} (no samples)")
+        } else {
+            name.clone()
+        };
         let ly = mt + 18.0 * (i as f64 + 1.0);
         let _ = writeln!(
             s,
@@ -481,11 +709,28 @@ pub(crate) fn svg(curves: &[(String, Vec<(f64, f64)>)], title: &str) -> String {
             ml + 40.0,
             ml + 46.0,
             ly + 4.0,
-            escape(name)
+            escape(&name)
         );
     }
     s.push_str("</svg>\n");
     s
+}
+
+/// The value axis, in whole decades of µs: from the smallest value's (at least 0.1 µs) to the
+/// largest's, at least one decade and at most [`MAX_PLOT_DECADES`].
+fn value_decades(curves: &[(String, Vec<(f64, f64)>)]) -> (f64, f64) {
+    let values = || {
+        curves
+            .iter()
+            .flat_map(|(_, c)| c.iter().map(|&(_, v)| v))
+            .filter(|v| v.is_finite() && *v > 0.0)
+    };
+    let (Some(lo), Some(hi)) = (values().reduce(f64::min), values().reduce(f64::max)) else {
+        return EMPTY_PLOT_DECADES;
+    };
+    let ylo = lo.max(0.1).log10().floor();
+    let yhi = hi.max(lo).log10().ceil().max(ylo + 1.0);
+    (ylo, yhi.min(ylo + MAX_PLOT_DECADES))
 }
 
 fn escape(s: &str) -> String {
@@ -501,38 +746,68 @@ mod tests {
     use super::*;
     use crate::fixtures;
 
-    /// Four lab rows as a bench with `--floors` and sockperf measures them: a strategy run
-    /// that kept parity, one that diverged (and slept: no stolen figure), the reflector (no
-    /// trader loop, so no RX→TX or engine rows) and the bypass harness.
+    /// Five lab rows as a bench with `--floors` and sockperf measures them: a strategy run
+    /// that kept parity, one that lost orders and diverged (and slept: no stolen figure), the
+    /// reflector against each exchange (no trader loop, so no RX→TX or engine rows) and the
+    /// bypass harness, whose XDP program failed to redirect two frames.
     fn measured(hgrm_dir: &Path) -> Vec<Measured> {
         let mut udp = fixtures::replay(20.0);
         udp.parity.verdict = ParityVerdict::Diverged {
             first_divergence: 77,
             missing_orders: 3,
         };
+        udp.orders_received = 37;
+        udp.tick_to_trade.count = 37;
         udp.thread_time.stolen_ms = None;
-        let mut reflect = fixtures::replay(5.0);
-        reflect.parity.verdict = ParityVerdict::NotApplicable {
-            answered: 1000,
-            ticks: 1000,
+        let mut udp_trader = fixtures::trader(TraderPath::Udp);
+        udp_trader.counters.gap_messages = 4;
+        let reflect = |base: f64, io: results::ExchangeIo| {
+            let mut r = fixtures::replay(base);
+            r.exchange_io = io;
+            r.expect = results::Expect::Every;
+            r.parity.verdict = ParityVerdict::NotApplicable {
+                answered: 1000,
+                ticks: 1000,
+            };
+            r.parity.expected_orders = 1000;
+            r.orders_received = 1000;
+            r.tick_to_trade.count = 1000;
+            r
         };
-        reflect.parity.expected_orders = 1000;
-        reflect.orders_received = 1000;
         let mut reflector = fixtures::trader(TraderPath::Reflect);
         reflector.rx_to_tx.count = 0;
         reflector.engine.count = 0;
+        reflector.counters = results::TraderCounters::default();
+        reflector.xdp_counters = Some(results::XdpCounters {
+            reflected: 1000,
+            ..Default::default()
+        });
+        let mut xdp = fixtures::trader(TraderPath::Xdp);
+        xdp.xdp_counters = Some(results::XdpCounters {
+            redirected: 1000,
+            ..Default::default()
+        });
+        let mut bypass = xdp.clone();
+        bypass.xdp_counters = Some(results::XdpCounters {
+            redirected: 1000,
+            redirect_failed: 2,
+            ..Default::default()
+        });
+        let mut bypass_replay = fixtures::replay(8.0);
+        bypass_replay.exchange_io = results::ExchangeIo::Xdp;
         [
+            (Row::Xdp, fixtures::replay(10.0), xdp),
+            (Row::Udp, udp, udp_trader),
             (
-                Row::Xdp,
-                fixtures::replay(10.0),
-                fixtures::trader(TraderPath::Xdp),
+                Row::Reflect,
+                reflect(5.0, results::ExchangeIo::Udp),
+                reflector.clone(),
             ),
-            (Row::Udp, udp, fixtures::trader(TraderPath::Udp)),
-            (Row::Reflect, reflect, reflector),
+            (Row::XdpBypass, bypass_replay, bypass),
             (
-                Row::XdpBypass,
-                fixtures::replay(8.0),
-                fixtures::trader(TraderPath::Xdp),
+                Row::ReflectBypass,
+                reflect(4.0, results::ExchangeIo::Xdp),
+                reflector,
             ),
         ]
         .into_iter()
@@ -568,33 +843,36 @@ mod tests {
         }
     }
 
-    /// The same text, character for character, as the report built from the binaries' JSON by
-    /// string key before the reports were typed (checked against that code on these values).
+    /// The report, character for character: delivered/expected and saturation beside every
+    /// percentile row, loss marked, throughput and redirect failures in the counts, ratios
+    /// only against the same exchange side, and the verdict last.
     const REPORT_MD: &str = "\
 tick-to-trade, gbm:42:150000 · rate 20k msg/s · batch 1 · n=6 · xdp-mode native · wait spin · trader cpu1 / replay cpu0
 machine: Test CPU @ 3.00GHz · 2 cores · kernel 6.1.0-test · veth pair between two network namespaces (copy-mode AF_XDP)
 
-| path | measure | count | min µs | p50 µs | p90 µs | p99 µs | p99.9 µs | p99.99 µs | max µs | mean µs |
-|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|
-| xdp | tick-to-trade | 40 | 10.00 | 20.00 | 30.00 | 40.00 | 50.00 | 60.00 | 70.00 | 80.00 |
-| xdp | trader RX→TX | 40 | 0.50 | 1.00 | 1.50 | 2.00 | 2.50 | 3.00 | 3.50 | 4.00 |
-| xdp | engine on_tick | 1000 | 0.01 | 0.02 | 0.03 | 0.04 | 0.05 | 0.06 | 0.07 | 0.08 |
-| udp | tick-to-trade | 40 | 20.00 | 40.00 | 60.00 | 80.00 | 100.00 | 120.00 | 140.00 | 160.00 |
-| udp | trader RX→TX | 40 | 0.50 | 1.00 | 1.50 | 2.00 | 2.50 | 3.00 | 3.50 | 4.00 |
-| udp | engine on_tick | 1000 | 0.01 | 0.02 | 0.03 | 0.04 | 0.05 | 0.06 | 0.07 | 0.08 |
-| reflect | tick-to-trade | 40 | 5.00 | 10.00 | 15.00 | 20.00 | 25.00 | 30.00 | 35.00 | 40.00 |
-| xdp-bypass | tick-to-trade | 40 | 8.00 | 16.00 | 24.00 | 32.00 | 40.00 | 48.00 | 56.00 | 64.00 |
-| xdp-bypass | trader RX→TX | 40 | 0.50 | 1.00 | 1.50 | 2.00 | 2.50 | 3.00 | 3.50 | 4.00 |
-| xdp-bypass | engine on_tick | 1000 | 0.01 | 0.02 | 0.03 | 0.04 | 0.05 | 0.06 | 0.07 | 0.08 |
-| cpu floor | shared-memory ping-pong RTT, cpu0↔cpu1, 1.0 s | 1000000 | 0.10 | 0.20 | 0.30 | 0.40 | 0.50 | 0.60 | 0.70 | 0.80 |
-| sockperf | kernel UDP ping-pong RTT, 64 B, blocking | 63015 | 12.58 | 13.37 | 15.74 | 30.66 | 3342.39 | 8048.48 | 12053.41 | 24.58 |
+| path | measure | delivered | count | min µs | p50 µs | p90 µs | p99 µs | p99.9 µs | p99.99 µs | max µs | mean µs | saturated |
+|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
+| xdp | tick-to-trade | 40/40 | 40 | 10.00 | 20.00 | 30.00 | 40.00 | 50.00 | 60.00 | 70.00 | 80.00 | 0 |
+| xdp | trader RX→TX | 40/40 | 40 | 0.50 | 1.00 | 1.50 | 2.00 | 2.50 | 3.00 | 3.50 | 4.00 | 0 |
+| xdp | engine on_tick | 40/40 | 1000 | 0.01 | 0.02 | 0.03 | 0.04 | 0.05 | 0.06 | 0.07 | 0.08 | 0 |
+| udp | tick-to-trade | ⚠ 37/40, 2 ticks lost | 37 | 20.00 | 40.00 | 60.00 | 80.00 | 100.00 | 120.00 | 140.00 | 160.00 | 0 |
+| udp | trader RX→TX | ⚠ 37/40, 2 ticks lost | 40 | 0.50 | 1.00 | 1.50 | 2.00 | 2.50 | 3.00 | 3.50 | 4.00 | 0 |
+| udp | engine on_tick | ⚠ 37/40, 2 ticks lost | 1000 | 0.01 | 0.02 | 0.03 | 0.04 | 0.05 | 0.06 | 0.07 | 0.08 | 0 |
+| reflect | tick-to-trade | 1000/1000 | 1000 | 5.00 | 10.00 | 15.00 | 20.00 | 25.00 | 30.00 | 35.00 | 40.00 | 0 |
+| xdp-bypass | tick-to-trade | 40/40 | 40 | 8.00 | 16.00 | 24.00 | 32.00 | 40.00 | 48.00 | 56.00 | 64.00 | 0 |
+| xdp-bypass | trader RX→TX | 40/40 | 40 | 0.50 | 1.00 | 1.50 | 2.00 | 2.50 | 3.00 | 3.50 | 4.00 | 0 |
+| xdp-bypass | engine on_tick | 40/40 | 1000 | 0.01 | 0.02 | 0.03 | 0.04 | 0.05 | 0.06 | 0.07 | 0.08 | 0 |
+| reflect-bypass | tick-to-trade | 1000/1000 | 1000 | 4.00 | 8.00 | 12.00 | 16.00 | 20.00 | 24.00 | 28.00 | 32.00 | 0 |
+| cpu floor | shared-memory ping-pong RTT, cpu0↔cpu1, 1.0 s | - | 1000000 | 0.10 | 0.20 | 0.30 | 0.40 | 0.50 | 0.60 | 0.70 | 0.80 | 0 |
+| sockperf | kernel UDP ping-pong RTT, 64 B, blocking | - | 63015 | 12.58 | 13.37 | 15.74 | 30.66 | 3342.39 | 8048.48 | 12053.41 | 24.58 | - |
 
-| path | sent | orders | expected | gaps | late | dup | malformed | late sends | parity |
-|---|---:|---:|---:|---:|---:|---:|---:|---:|---|
-| xdp | 1000 | 40 | 40 | 2 | 1 | 0 | 1 | 3 | ok (20 trades, PnL 1.2346) |
-| udp | 1000 | 40 | 40 | 2 | 1 | 0 | 1 | 3 | live and batch diverge at tick seq 77: 3 expected orders missing (lost ticks or lost orders change the strategy's path from there on) |
-| reflect | 1000 | 1000 | 1000 | 2 | 1 | 0 | 1 | 3 | reflector: 1000 of 1000 ticks answered; no strategy, so no parity to check |
-| xdp-bypass | 1000 | 40 | 40 | 2 | 1 | 0 | 1 | 3 | ok (20 trades, PnL 1.2346) |
+| path | sent | msg/s | orders | expected | gaps | late | dup | malformed | late sends | redirect failed | parity |
+|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|
+| xdp | 1000 | 19990 | 40 | 40 | 2 | 2 | 0 | 1 | 3 | 0 | ok (20 trades, PnL 1.2346) |
+| udp | 1000 | 19990 | 37 | 40 | 4 | 2 | 0 | 1 | 3 | - | live and batch diverge at tick seq 77: 3 expected orders missing (lost ticks or lost orders change the strategy's path from there on) |
+| reflect | 1000 | 19990 | 1000 | 1000 | 0 | 0 | 0 | 0 | 3 | - | reflector: 1000 of 1000 ticks answered; no strategy, so no parity to check |
+| xdp-bypass | 1000 | 19990 | 40 | 40 | 2 | 2 | 0 | 1 | 3 | ⚠ 2 | ok (20 trades, PnL 1.2346) |
+| reflect-bypass | 1000 | 19990 | 1000 | 1000 | 0 | 0 | 0 | 0 | 3 | - | reflector: 1000 of 1000 ticks answered; no strategy, so no parity to check |
 
 | path | seconds | replay preempted | replay waited ms | replay stolen ms | trader preempted | trader waited ms | trader stolen ms |
 |---|---:|---:|---:|---:|---:|---:|---:|
@@ -602,12 +880,21 @@ machine: Test CPU @ 3.00GHz · 2 cores · kernel 6.1.0-test · veth pair between
 | udp | 0.1 | 7 | 0.8 | - | 2 | 0.0 | - |
 | reflect | 0.1 | 7 | 0.8 | 0.2 | 2 | 0.0 | - |
 | xdp-bypass | 0.1 | 7 | 0.8 | 0.2 | 2 | 0.0 | - |
+| reflect-bypass | 0.1 | 7 | 0.8 | 0.2 | 2 | 0.0 | - |
 
-ratio xdp/udp tick-to-trade: min 0.50× p50 0.50× p90 0.50× p99 0.50× p99.9 0.50× p99.99 0.50× max 0.50× mean 0.50×
+ratio xdp/udp tick-to-trade: min 0.50× p50 0.50× p90 0.50× p99 0.50× p99.9 0.50× p99.99 0.50× max 0.50× mean 0.50× (⚠ udp lost orders or ticks)
 
 ratio xdp/reflect tick-to-trade: min 2.00× p50 2.00× p90 2.00× p99 2.00× p99.9 2.00× p99.99 2.00× max 2.00× mean 2.00×
 
-ratio xdp-bypass/reflect tick-to-trade: min 1.60× p50 1.60× p90 1.60× p99 1.60× p99.9 1.60× p99.99 1.60× max 1.60× mean 1.60×
+ratio udp/reflect tick-to-trade: min 4.00× p50 4.00× p90 4.00× p99 4.00× p99.9 4.00× p99.99 4.00× max 4.00× mean 4.00× (⚠ udp lost orders or ticks)
+
+ratio xdp-bypass/reflect-bypass tick-to-trade: min 2.00× p50 2.00× p90 2.00× p99 2.00× p99.9 2.00× p99.99 2.00× max 2.00× mean 2.00×
+
+verdict: 4 problem(s):
+- udp: 37 of 40 orders
+- udp: 2 ticks lost
+- udp: live and batch diverge at tick seq 77: 3 expected orders missing (lost ticks or lost orders change the strategy's path from there on)
+- xdp-bypass: 2 frames the XDP program could not redirect to the AF_XDP socket (redirect_failed; only RX queue 0 is served)
 ";
 
     #[test]
@@ -619,6 +906,9 @@ ratio xdp-bypass/reflect tick-to-trade: min 1.60× p50 1.60× p90 1.60× p99 1.6
             Some(&sockperf()),
             Some(&fixtures::floor()),
         );
+        if std::env::var_os("PRINT_REPORT_MD").is_some() {
+            println!("{md}");
+        }
         for (got, want) in md.lines().zip(REPORT_MD.lines()) {
             assert_eq!(got, want);
         }
@@ -669,6 +959,92 @@ ratio xdp-bypass/reflect tick-to-trade: min 1.60× p50 1.60× p90 1.60× p99 1.6
         let svg = svg(&[("xdp".into(), rows)], "t <1>");
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
         assert!(svg.contains("polyline") && svg.contains("t &lt;1&gt;"));
+    }
+
+    /// A plot is complete SVG, its numbers finite, and it is small (the empty-histogram case
+    /// used to loop forever, growing a string without bound).
+    fn assert_valid_svg(svg: &str) {
+        assert!(
+            svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+            "{svg}"
+        );
+        assert!(svg.len() < 20_000, "{} bytes", svg.len());
+        for bad in ["NaN", "inf"] {
+            assert!(!svg.contains(bad), "{bad} in\n{svg}");
+        }
+    }
+
+    #[test]
+    fn empty_one_sample_and_equal_histograms_plot_and_end() {
+        // No samples at all: the .hgrm of an empty histogram (header and footer only).
+        let empty_text = "       Value     Percentile TotalCount 1/(1-Percentile)\n\n\
+                          #[Mean    =        0.000, StdDeviation   =        0.000]\n\
+                          #[Max     =        0.000, Total count    =            0]\n";
+        let empty = parse_hgrm(empty_text);
+        assert!(empty.is_empty());
+        let svg_none = svg(&[("xdp".into(), empty.clone())], "t");
+        assert_valid_svg(&svg_none);
+        assert!(svg_none.contains("xdp (no samples)"));
+        assert!(!svg_none.contains("polyline") && !svg_none.contains("circle"));
+        assert_valid_svg(&svg(&[], "nothing"));
+        // One sample: only the 100 % row, drawn as a point.
+        let one = vec![(1.0, 12.5)];
+        let svg_one = svg(&[("xdp".into(), one), ("udp".into(), empty)], "t");
+        assert_valid_svg(&svg_one);
+        assert!(svg_one.contains("<circle") && svg_one.contains("udp (no samples)"));
+        // One sample as the replay's .hgrm has it: a 0 % and a 100 % row at one value.
+        let one = parse_hgrm(
+            "       7.003 0.000000000000          1           1.00\n       7.003 \
+             1.000000000000          1\n",
+        );
+        assert_eq!(one, vec![(0.0, 7.003), (1.0, 7.003)]);
+        let svg_one = svg(&[("xdp".into(), one)], "t");
+        assert_valid_svg(&svg_one);
+        assert!(svg_one.contains("<circle"));
+        // All equal, on a power of ten: still a decade of axis.
+        let equal = vec![(0.0, 10.0), (0.5, 10.0), (0.9, 10.0), (1.0, 10.0)];
+        let svg_eq = svg(&[("xdp".into(), equal)], "t");
+        assert_valid_svg(&svg_eq);
+        assert!(svg_eq.contains("polyline"));
+        // Rows a plot can't place are dropped when read.
+        assert!(parse_hgrm("0.000 0.5 1\n-3 0.5 1\nNaN 0.5 1\n5 1.5 1\n").is_empty());
+    }
+
+    #[test]
+    fn closed_loop_rows_are_not_called_tick_to_trade() {
+        let mut m = measured(Path::new("unused"));
+        for x in &mut m {
+            x.replay.closed_loop = true;
+            x.replay.rate_per_s = None;
+        }
+        let md = markdown(&options(), &fixtures::machine(), &m, None, None);
+        assert!(
+            md.contains("| xdp | closed-loop round trip (--rate max) | 40/40 |"),
+            "{md}"
+        );
+        assert!(!md.contains("| tick-to-trade |"), "{md}");
+        assert!(md.contains("ratio xdp/udp closed-loop round trip:"), "{md}");
+        assert!(!md.contains("ratio xdp/udp tick-to-trade"), "{md}");
+    }
+
+    #[test]
+    fn a_run_with_nothing_back_shows_no_percentiles_and_fails_its_verdict() {
+        let mut m = measured(Path::new("unused"));
+        m.truncate(1);
+        let r = &mut m[0].replay;
+        r.tick_to_trade = Summary::default();
+        r.orders_received = 0;
+        r.parity.expected_orders = 0;
+        r.parity.verdict = ParityVerdict::NothingToCheck { ticks: 4 };
+        let md = markdown(&options(), &fixtures::machine(), &m, None, None);
+        assert!(
+            md.contains("| xdp | tick-to-trade | 0/0 | 0 | - | - | - | - | - | - | - | - | 0 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("verdict: 1 problem(s):\n- xdp: nothing to check"),
+            "{md}"
+        );
     }
 
     #[test]

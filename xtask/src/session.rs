@@ -341,8 +341,9 @@ fn replay_command(mut base: Command, o: &Options, lab: &LabConfig, ends: Ends) -
     if ends.exchange == ExchangeIo::Xdp {
         base.args(["--iface", &lab.exchange_if]);
     }
-    if ends.trader == TraderPath::Reflect {
-        // XDP_TX from the trader's end into a veth needs an XDP program on this end too.
+    if ends.trader == TraderPath::Reflect && ends.exchange == ExchangeIo::Udp {
+        // XDP_TX from the trader's end into a veth needs an XDP program on this end too (the
+        // AF_XDP exchange has its own there).
         base.args(["--xdp-pass-on", &lab.exchange_if]);
     }
     if let Some(c) = o.count {
@@ -484,5 +485,19 @@ mod tests {
             Some(lab.exchange_if.as_str())
         );
         assert_eq!(value_of(&r, "--iface"), None);
+        let reflect_bypass = Ends {
+            trader: TraderPath::Reflect,
+            exchange: ExchangeIo::Xdp,
+        };
+        let r = args(&replay_command(
+            Command::new("replay"),
+            &o,
+            &lab,
+            reflect_bypass,
+        ));
+        assert_eq!(value_of(&r, "--expect"), Some("every"));
+        assert_eq!(value_of(&r, "--io"), Some("xdp"));
+        assert_eq!(value_of(&r, "--iface"), Some(lab.exchange_if.as_str()));
+        assert_eq!(value_of(&r, "--xdp-pass-on"), None);
     }
 }

@@ -156,7 +156,7 @@ fn real_main() -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("bad strategy length --n {n}: {e}"))?;
     let feed = build_feed(&source, count, duration, rate, batch, stock)?;
     // What the trader should do: the engine fed the same ticks, offline.
-    let mut ex = Exchange::new(&feed, params, expect)
+    let mut ex = Exchange::new(&feed, params, expect, stock)
         .map_err(|e| anyhow::anyhow!("backtest failed: {e}"))?;
     if check {
         return Ok(());
@@ -348,6 +348,7 @@ fn report(asked: Asked, feed: &Feed, settled: &Settlement, span: SendSpan) -> Re
         expect,
         source: source.to_string(),
         rate_per_s: rate.per_sec(),
+        closed_loop: rate.per_sec().is_none(),
         achieved_rate_per_s: if elapsed > 0.0 {
             sent.messages as f64 / elapsed
         } else {
@@ -361,6 +362,8 @@ fn report(asked: Asked, feed: &Feed, settled: &Settlement, span: SendSpan) -> Re
         orders_received: orders.received,
         orders_unknown_tick: orders.unknown_tick,
         orders_duplicate: orders.duplicate,
+        orders_shares_mismatch: orders.shares_mismatch,
+        orders_stock_mismatch: orders.stock_mismatch,
         orders_malformed: orders.malformed,
         orders_price_mismatch: orders.price_mismatch,
         orders_reverse_mismatch: orders.reverse_mismatch,

@@ -13,7 +13,7 @@
 
 use engine::{ComboResult, Params};
 use results::{Expect, Parity};
-use wire::itch::Side;
+use wire::itch::{Side, Stock};
 
 use crate::{feed::Feed, stats::Latency};
 
@@ -56,6 +56,11 @@ pub struct OrderCounts {
     pub unknown_tick: u64,
     /// A second order for the same tick: counted, not booked.
     pub duplicate: u64,
+    /// Taken, but its share count disagrees with its own REVERSE flag (one lot opens, two
+    /// reverse: what the trader sends).
+    pub shares_mismatch: u64,
+    /// Taken, but for another stock than the one traded.
+    pub stock_mismatch: u64,
     /// Bytes that are not an order.
     pub malformed: u64,
     /// Taken, but the price is not its tick's.
@@ -103,6 +108,8 @@ pub struct Settlement {
 pub struct Exchange<'f> {
     feed: &'f Feed,
     expect: Expect,
+    /// The stock traded: every order must name it.
+    stock: Stock,
     /// The orders the trader should send, for the ticks that went out (once sending is over).
     expected: Vec<ExpectedOrder>,
     /// The batch backtest over all of the feed's ticks.
@@ -123,12 +130,18 @@ pub struct Exchange<'f> {
 }
 
 impl<'f> Exchange<'f> {
-    /// Ready to send `feed`: what the trader should answer (`expect`: the strategy `params`
-    /// fed the same ticks offline, or every tick) and the batch backtest to compare with.
+    /// Ready to send `feed`, whose ticks are trades of `stock`: what the trader should answer
+    /// (`expect`: the strategy `params` fed the same ticks offline, or every tick) and the
+    /// batch backtest to compare with.
     ///
     /// # Errors
     /// When the backtest fails.
-    pub fn new(feed: &'f Feed, params: Params, expect: Expect) -> Result<Self, engine::Error> {
+    pub fn new(
+        feed: &'f Feed,
+        params: Params,
+        expect: Expect,
+        stock: Stock,
+    ) -> Result<Self, engine::Error> {
         let prices = feed.tick_prices();
         let mut expected = Vec::with_capacity(feed.ticks.len() / 2);
         match expect {
@@ -153,6 +166,7 @@ impl<'f> Exchange<'f> {
         Ok(Exchange {
             feed,
             expect,
+            stock,
             answered: vec![false; schedule.len()],
             fills: Vec::with_capacity(expected.len()),
             expected,
@@ -246,6 +260,12 @@ impl<'f> Exchange<'f> {
             if self.schedule.price(ord.tick_seq) != Some(ord.price) {
                 self.counts.price_mismatch += 1;
             }
+            if ord.stock != self.stock {
+                self.counts.stock_mismatch += 1;
+            }
+            if ord.shares != order_shares(ord.reverse) {
+                self.counts.shares_mismatch += 1;
+            }
             self.latency.record(now_ns.saturating_sub(sent_at));
             self.latency_seen
                 .record(now_ns.saturating_sub(sent_at) + self.reading_delay_ns);
@@ -321,6 +341,16 @@ impl<'f> Exchange<'f> {
             },
             schedule: self.schedule,
         }
+    }
+}
+
+/// The share count of a correct order: one lot to open a position, two to reverse one (close
+/// and open).
+fn order_shares(reverse: bool) -> u32 {
+    if reverse {
+        2 * crate::t2t::LOT
+    } else {
+        crate::t2t::LOT
     }
 }
 

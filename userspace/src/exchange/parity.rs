@@ -102,13 +102,21 @@ pub(super) fn verdict(e: &Evidence<'_>) -> ParityVerdict {
     let OrderCounts {
         received,
         unknown_tick,
-        duplicate: _,
+        duplicate,
+        shares_mismatch,
+        stock_mismatch,
         malformed,
         price_mismatch,
         reverse_mismatch,
     } = counts;
     let divergence = first_divergence(expected, fills);
-    let faults = price_mismatch + malformed + unknown_tick + reverse_mismatch;
+    let faults = price_mismatch
+        + malformed
+        + unknown_tick
+        + reverse_mismatch
+        + duplicate
+        + shares_mismatch
+        + stock_mismatch;
     let sent_all = sent.messages == feed_messages;
     if expect == Expect::Every {
         ParityVerdict::NotApplicable {
@@ -116,6 +124,7 @@ pub(super) fn verdict(e: &Evidence<'_>) -> ParityVerdict {
             ticks,
         }
     } else if sent_all
+        && !expected.is_empty()
         && faults == 0
         && divergence.is_none()
         && live.trades == batch.trades
@@ -128,6 +137,9 @@ pub(super) fn verdict(e: &Evidence<'_>) -> ParityVerdict {
             reverse_mismatch,
             malformed,
             unknown_tick,
+            duplicate,
+            shares_mismatch,
+            stock_mismatch,
         }
     } else if !sent_all {
         ParityVerdict::NotAllSent {
@@ -141,6 +153,9 @@ pub(super) fn verdict(e: &Evidence<'_>) -> ParityVerdict {
             first_divergence,
             missing_orders: want - received.min(want),
         }
+    } else if expected.is_empty() {
+        // Nothing expected, nothing came: equal, but nothing was compared.
+        ParityVerdict::NothingToCheck { ticks }
     } else {
         ParityVerdict::PnlDiffers
     }

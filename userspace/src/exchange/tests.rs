@@ -25,15 +25,16 @@ fn feed(bars: usize, batch: u16) -> Feed {
 }
 
 fn exchange(feed: &Feed, expect: Expect) -> Exchange<'_> {
-    Exchange::new(feed, engine::Params::from_n(N).unwrap(), expect).unwrap()
+    Exchange::new(feed, engine::Params::from_n(N).unwrap(), expect, stock()).unwrap()
 }
 
-/// The order a correct trader sends for `e`: the tick's price, REVERSE once a position is open.
+/// The order a correct trader sends for `e`: the tick's price, REVERSE once a position is open
+/// (and then two lots, one to close and one to open).
 fn order(ex: &Exchange<'_>, e: ExpectedOrder, reverse: bool) -> OrderRepr {
     OrderRepr {
         side: e.side,
         reverse,
-        shares: 100,
+        shares: if reverse { 200 } else { 100 },
         token: e.seq,
         tick_seq: e.seq,
         price: ex.schedule.price(e.seq).unwrap(),
@@ -129,7 +130,10 @@ fn a_wrong_price_is_an_order_fault() {
             price_mismatch: 1,
             reverse_mismatch: 0,
             malformed: 0,
-            unknown_tick: 0
+            unknown_tick: 0,
+            duplicate: 0,
+            shares_mismatch: 0,
+            stock_mismatch: 0,
         }
     );
     // The order is taken and booked at its tick's price, not its own.
@@ -157,14 +161,17 @@ fn a_wrong_reverse_flag_malformed_bytes_and_unknown_ticks_are_faults() {
             price_mismatch: 0,
             reverse_mismatch: 1,
             malformed: 1,
-            unknown_tick: 1
+            unknown_tick: 1,
+            duplicate: 0,
+            shares_mismatch: 0,
+            stock_mismatch: 0,
         }
     );
     assert_eq!(s.orders.reverse_mismatch, 1);
 }
 
 #[test]
-fn a_duplicate_is_counted_and_not_booked_twice() {
+fn a_duplicate_is_counted_not_booked_twice_and_fails_parity() {
     let f = feed(400, 1);
     let mut ex = exchange(&f, Expect::Signals);
     send(&mut ex, f.packets.len());
@@ -176,9 +183,93 @@ fn a_duplicate_is_counted_and_not_booked_twice() {
     assert_eq!(s.orders.duplicate, 1);
     assert_eq!(s.orders.received, expected);
     assert_eq!(s.tick_to_trade.len(), expected, "one latency per tick");
+    // Booked once: the PnL is the backtest's, but a correct trader never sends it.
+    assert_eq!(s.parity.live_pnl, s.parity.batch_pnl);
+    assert!(
+        matches!(
+            s.parity.verdict,
+            ParityVerdict::OrderFaults {
+                duplicate: 1,
+                price_mismatch: 0,
+                ..
+            }
+        ),
+        "{}",
+        s.parity.explanation
+    );
+    assert!(!s.parity.ok());
+    assert!(s.parity.explanation.contains("1 duplicates"));
+}
+
+#[test]
+fn a_wrong_share_count_or_stock_is_an_order_fault() {
+    let f = feed(400, 1);
+    let mut ex = exchange(&f, Expect::Signals);
+    send(&mut ex, f.packets.len());
+    let (first, second) = (ex.expected[0], ex.expected[1]);
+    // One lot where a reversal needs two.
+    let mut short = order(&ex, second, true);
+    short.shares = 100;
+    ex.receive(&bytes(&short), 2_000_000);
+    // The right tick, another stock.
+    let mut other = order(&ex, first, false);
+    other.stock = Stock::new("OTHER").unwrap();
+    ex.receive(&bytes(&other), 2_000_000);
+    let before = ex.orders();
+    assert_eq!((before.shares_mismatch, before.stock_mismatch), (1, 1));
+    let skip: Vec<usize> = vec![0, 1];
+    let now = 9_000_000;
+    for (k, e) in ex.expected.clone().into_iter().enumerate() {
+        if !skip.contains(&k) {
+            ex.receive(&bytes(&order(&ex, e, true)), now);
+        }
+    }
+    let s = ex.settle();
     assert_eq!(
         s.parity.verdict,
-        ParityVerdict::Ok,
+        ParityVerdict::OrderFaults {
+            price_mismatch: 0,
+            reverse_mismatch: 0,
+            malformed: 0,
+            unknown_tick: 0,
+            duplicate: 0,
+            shares_mismatch: 1,
+            stock_mismatch: 1,
+        },
+        "{}",
+        s.parity.explanation
+    );
+}
+
+#[test]
+fn no_expected_order_is_nothing_to_check_not_ok() {
+    // Fewer ticks than the strategy needs for its first signal.
+    let f = feed(4, 1);
+    let mut ex = exchange(&f, Expect::Signals);
+    assert_eq!(ex.expected_orders(), 0);
+    send(&mut ex, f.packets.len());
+    let s = ex.settle();
+    assert_eq!(
+        s.parity.verdict,
+        ParityVerdict::NothingToCheck {
+            ticks: f.ticks.len() as u64
+        }
+    );
+    assert!(!s.parity.ok());
+    assert!(s.parity.explanation.contains("nothing to check"));
+    assert!(s.tick_to_trade.is_empty());
+
+    // An order nobody expected is still a divergence, not "nothing to check".
+    let mut ex = exchange(&f, Expect::Signals);
+    send(&mut ex, f.packets.len());
+    let stray = ExpectedOrder {
+        seq: f.ticks[2].seq,
+        side: Side::Buy,
+    };
+    ex.receive(&bytes(&order(&ex, stray, false)), 9_000_000);
+    let s = ex.settle();
+    assert!(
+        matches!(s.parity.verdict, ParityVerdict::Diverged { .. }),
         "{}",
         s.parity.explanation
     );
