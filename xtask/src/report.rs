@@ -139,6 +139,14 @@ pub(crate) fn latency_name(replay: &ReplayReport) -> &'static str {
     }
 }
 
+/// Where the exchange's arrival times came from, for the harness-delay row.
+fn arrival_name(a: results::Arrival) -> &'static str {
+    match a {
+        results::Arrival::KernelTimestamp => "arrival: kernel SO_TIMESTAMPNS",
+        results::Arrival::XdpTimestamp => "arrival: exchange XDP bpf_ktime",
+    }
+}
+
 /// What is wrong with a lab row, if anything: lost orders or ticks, broken parity (a strategy
 /// run), frames the XDP program could not hand to the socket. `--strict` fails on any.
 pub(crate) fn problems(row: &str, replay: &ReplayReport, trader: &TraderReport) -> Vec<String> {
@@ -412,8 +420,14 @@ fn latency_table(
     let _ = writeln!(t, "---:|");
     for m in measured {
         let delivered = Delivery::of(&m.replay, &m.trader);
+        let (seen, harness) = (
+            format!("{}, seen by the replay", latency_name(&m.replay)),
+            format!("harness delay ({})", arrival_name(m.replay.arrival)),
+        );
         for (i, (what, s)) in [
             (latency_name(&m.replay), &m.replay.tick_to_trade),
+            (seen.as_str(), &m.replay.tick_to_trade_seen),
+            (harness.as_str(), &m.replay.harness_delay),
             ("trader RX→TX", &m.trader.rx_to_tx),
             ("engine on_tick", &m.trader.engine),
         ]
@@ -421,8 +435,8 @@ fn latency_table(
         .enumerate()
         {
             // The reflector has no trader loop: nothing went through RX→TX or the engine.
-            // The replay's row is always shown: an empty one says nothing came back.
-            if i == 0 || s.count > 0 {
+            // The replay's rows are always shown: an empty one says nothing came back.
+            if i < 3 || s.count > 0 {
                 summary_row(
                     t,
                     m.row.as_str(),
@@ -853,16 +867,26 @@ machine: Test CPU @ 3.00GHz · 2 cores · kernel 6.1.0-test · veth pair between
 | path | measure | delivered | count | min µs | p50 µs | p90 µs | p99 µs | p99.9 µs | p99.99 µs | max µs | mean µs | saturated |
 |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
 | xdp | tick-to-trade | 40/40 | 40 | 10.00 | 20.00 | 30.00 | 40.00 | 50.00 | 60.00 | 70.00 | 80.00 | 0 |
+| xdp | tick-to-trade, seen by the replay | 40/40 | 40 | 10.50 | 21.00 | 31.50 | 42.00 | 52.50 | 63.00 | 73.50 | 84.00 | 0 |
+| xdp | harness delay (arrival: kernel SO_TIMESTAMPNS) | 40/40 | 40 | 0.50 | 1.00 | 1.50 | 2.00 | 2.50 | 3.00 | 3.50 | 4.00 | 0 |
 | xdp | trader RX→TX | 40/40 | 40 | 0.50 | 1.00 | 1.50 | 2.00 | 2.50 | 3.00 | 3.50 | 4.00 | 0 |
 | xdp | engine on_tick | 40/40 | 1000 | 0.01 | 0.02 | 0.03 | 0.04 | 0.05 | 0.06 | 0.07 | 0.08 | 0 |
 | udp | tick-to-trade | ⚠ 37/40, 2 ticks lost | 37 | 20.00 | 40.00 | 60.00 | 80.00 | 100.00 | 120.00 | 140.00 | 160.00 | 0 |
+| udp | tick-to-trade, seen by the replay | ⚠ 37/40, 2 ticks lost | 40 | 20.50 | 41.00 | 61.50 | 82.00 | 102.50 | 123.00 | 143.50 | 164.00 | 0 |
+| udp | harness delay (arrival: kernel SO_TIMESTAMPNS) | ⚠ 37/40, 2 ticks lost | 40 | 0.50 | 1.00 | 1.50 | 2.00 | 2.50 | 3.00 | 3.50 | 4.00 | 0 |
 | udp | trader RX→TX | ⚠ 37/40, 2 ticks lost | 40 | 0.50 | 1.00 | 1.50 | 2.00 | 2.50 | 3.00 | 3.50 | 4.00 | 0 |
 | udp | engine on_tick | ⚠ 37/40, 2 ticks lost | 1000 | 0.01 | 0.02 | 0.03 | 0.04 | 0.05 | 0.06 | 0.07 | 0.08 | 0 |
 | reflect | tick-to-trade | 1000/1000 | 1000 | 5.00 | 10.00 | 15.00 | 20.00 | 25.00 | 30.00 | 35.00 | 40.00 | 0 |
+| reflect | tick-to-trade, seen by the replay | 1000/1000 | 40 | 5.50 | 11.00 | 16.50 | 22.00 | 27.50 | 33.00 | 38.50 | 44.00 | 0 |
+| reflect | harness delay (arrival: kernel SO_TIMESTAMPNS) | 1000/1000 | 40 | 0.50 | 1.00 | 1.50 | 2.00 | 2.50 | 3.00 | 3.50 | 4.00 | 0 |
 | xdp-bypass | tick-to-trade | 40/40 | 40 | 8.00 | 16.00 | 24.00 | 32.00 | 40.00 | 48.00 | 56.00 | 64.00 | 0 |
+| xdp-bypass | tick-to-trade, seen by the replay | 40/40 | 40 | 8.50 | 17.00 | 25.50 | 34.00 | 42.50 | 51.00 | 59.50 | 68.00 | 0 |
+| xdp-bypass | harness delay (arrival: kernel SO_TIMESTAMPNS) | 40/40 | 40 | 0.50 | 1.00 | 1.50 | 2.00 | 2.50 | 3.00 | 3.50 | 4.00 | 0 |
 | xdp-bypass | trader RX→TX | 40/40 | 40 | 0.50 | 1.00 | 1.50 | 2.00 | 2.50 | 3.00 | 3.50 | 4.00 | 0 |
 | xdp-bypass | engine on_tick | 40/40 | 1000 | 0.01 | 0.02 | 0.03 | 0.04 | 0.05 | 0.06 | 0.07 | 0.08 | 0 |
 | reflect-bypass | tick-to-trade | 1000/1000 | 1000 | 4.00 | 8.00 | 12.00 | 16.00 | 20.00 | 24.00 | 28.00 | 32.00 | 0 |
+| reflect-bypass | tick-to-trade, seen by the replay | 1000/1000 | 40 | 4.50 | 9.00 | 13.50 | 18.00 | 22.50 | 27.00 | 31.50 | 36.00 | 0 |
+| reflect-bypass | harness delay (arrival: kernel SO_TIMESTAMPNS) | 1000/1000 | 40 | 0.50 | 1.00 | 1.50 | 2.00 | 2.50 | 3.00 | 3.50 | 4.00 | 0 |
 | cpu floor | shared-memory ping-pong RTT, cpu0↔cpu1, 1.0 s | - | 1000000 | 0.10 | 0.20 | 0.30 | 0.40 | 0.50 | 0.60 | 0.70 | 0.80 | 0 |
 | sockperf | kernel UDP ping-pong RTT, 64 B, blocking | - | 63015 | 12.58 | 13.37 | 15.74 | 30.66 | 3342.39 | 8048.48 | 12053.41 | 24.58 | - |
 
