@@ -384,7 +384,7 @@ fn ready(o: &Options) -> u64 {
 
 /// Says on stderr, after the report, what the report shows but a user may not look for: feed
 /// frames the program could not hand to a socket, and feed datagrams dropped for a wrong UDP
-/// checksum (all of them, when the sender leaves a partial checksum to an offload).
+/// checksum in numbers that point at the sender leaving a partial checksum to an offload.
 fn warn_at_exit(o: &Options, report: &TraderReport) {
     let iface = o.iface();
     if let Some(x) = &report.xdp_counters
@@ -399,8 +399,10 @@ fn warn_at_exit(o: &Options, report: &TraderReport) {
             x.redirect_failed, o.port
         );
     }
+    // A few are someone's broken frames (counted in the report); as many as were taken, or
+    // all of them, is the sender's offload.
     let bad = report.frames_not_ours.bad_udp_checksum;
-    if bad > 0 {
+    if bad > 0 && bad >= report.counters.packets {
         eprintln!(
             "warning: {bad} market-data datagrams had a wrong UDP checksum and were dropped \
              (frames_not_ours.bad_udp_checksum). If the feed comes over veth from this host, \

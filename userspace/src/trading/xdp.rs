@@ -169,6 +169,57 @@ mod tests {
 
     use super::*;
 
+    /// Each reason lands in its own counter (destructured, so a new field can't be missed).
+    #[test]
+    fn each_reason_has_its_own_counter() {
+        use FrameError::*;
+        let reasons = [
+            Malformed,
+            NotIpv4,
+            Fragment,
+            NotUdp,
+            IpOptions,
+            OtherPort,
+            WrongDstMac,
+            BadIpChecksum,
+            WrongDstIp,
+            BadUdpChecksum,
+        ];
+        let mut c = FrameCounts::default();
+        for (i, e) in reasons.into_iter().enumerate() {
+            for _ in 0..=i {
+                count(&mut c, e);
+            }
+        }
+        let FrameCounts {
+            malformed,
+            not_ipv4,
+            fragment,
+            not_udp,
+            ip_options,
+            other_port,
+            wrong_dst_mac,
+            bad_ip_checksum,
+            wrong_dst_ip,
+            bad_udp_checksum,
+        } = c;
+        assert_eq!(
+            [
+                malformed,
+                not_ipv4,
+                fragment,
+                not_udp,
+                ip_options,
+                other_port,
+                wrong_dst_mac,
+                bad_ip_checksum,
+                wrong_dst_ip,
+                bad_udp_checksum,
+            ],
+            [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+        );
+    }
+
     #[test]
     fn orders_go_to_the_sender_of_each_packet() {
         let our = frame::endpoint([2, 0, 0, 0, 0, 2], Ipv4Addr::new(198, 18, 0, 2), 26400);
