@@ -142,8 +142,10 @@ pub struct TraderCounters {
     pub tx_flush_failed: u64,
 }
 
-/// Frames that reached the trader's AF_XDP socket but are not the feed, by reason (the XDP
-/// program should have passed them; a different program or a race can still redirect them).
+/// Frames that reached the trader's AF_XDP socket but are not the feed, by reason, none of
+/// them traded. The first six the XDP program should have passed (a different program or a
+/// race can still redirect them); the last four it redirects, and the trader drops them as the
+/// kernel drops them before a UDP socket sees them, so both paths trade the same datagrams.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FrameCounts {
     /// Too short for the headers they claim, or impossible header fields.
@@ -154,8 +156,18 @@ pub struct FrameCounts {
     pub fragment: u64,
     /// Not UDP.
     pub not_udp: u64,
+    /// IPv4 headers with options.
+    pub ip_options: u64,
     /// UDP to another port.
     pub other_port: u64,
+    /// Addressed to another MAC.
+    pub wrong_dst_mac: u64,
+    /// A wrong IPv4 header checksum.
+    pub bad_ip_checksum: u64,
+    /// Addressed to another IPv4 address.
+    pub wrong_dst_ip: u64,
+    /// A wrong UDP checksum (0, "none", is not wrong).
+    pub bad_udp_checksum: u64,
 }
 
 /// The XDP program's per-CPU counters, summed: one field per `xdp_common::Counter`, named as

@@ -1,8 +1,8 @@
-//! UDP datagrams in Ethernet II frames: the one header walk (through etherparse's checked
-//! slices) that both the pcap reader ([`crate::pcap::udp_payload`]) and the trader's AF_XDP
-//! receive path (`userspace::frame::parse_udp`) use. It borrows from the frame and allocates
-//! nothing, so it can sit on the hot path; each caller adds its own rules on top (the trader
-//! takes only untagged IPv4 to one port).
+//! UDP datagrams in Ethernet II frames: the general header walk (through etherparse's checked
+//! slices: VLAN tags, IPv4 options, IPv6) that the pcap reader ([`crate::pcap::udp_payload`])
+//! uses. It borrows from the frame and allocates nothing. The trader's AF_XDP receive path
+//! does not walk: the XDP program hands it one layout only, so `userspace::frame::parse_udp`
+//! reads that layout at fixed offsets.
 use std::net::{IpAddr, SocketAddr};
 
 use etherparse::{LinkSlice, NetSlice, SlicedPacket, TransportSlice, err::packet::SliceError};

@@ -224,6 +224,7 @@ fn real_main() -> anyhow::Result<()> {
         account: results::Account::default(),
     };
     results::write(o.stats_out.as_deref(), &report)?;
+    warn_at_exit(&o, &report);
     if let Some(p) = &o.hgrm_out {
         rx_to_tx.write_hgrm(p)?;
     }
@@ -379,4 +380,34 @@ fn ready(o: &Options) -> u64 {
         o.order_port
     );
     host::rss_kib()
+}
+
+/// Says on stderr, after the report, what the report shows but a user may not look for: feed
+/// frames the program could not hand to a socket, and feed datagrams dropped for a wrong UDP
+/// checksum in numbers that point at the sender leaving a partial checksum to an offload.
+fn warn_at_exit(o: &Options, report: &TraderReport) {
+    let iface = o.iface();
+    if let Some(x) = &report.xdp_counters
+        && x.redirect_failed > 0
+    {
+        eprintln!(
+            "warning: {} market-data frames could not be redirected (xdp_counters.redirect_failed) \
+             and went to the kernel untraded: they arrived on an RX queue this trader does not \
+             serve (it serves queue 0 only). Steer the feed to queue 0 \
+             (`ethtool -N {iface} flow-type udp4 dst-port {} action 0`) or run one trader per \
+             queue; see the README, \"Serving every RX queue\"",
+            x.redirect_failed, o.port
+        );
+    }
+    // A few are someone's broken frames (counted in the report); as many as were taken, or
+    // all of them, is the sender's offload.
+    let bad = report.frames_not_ours.bad_udp_checksum;
+    if bad > 0 && bad >= report.counters.packets {
+        eprintln!(
+            "warning: {bad} market-data datagrams had a wrong UDP checksum and were dropped \
+             (frames_not_ours.bad_udp_checksum). If the feed comes over veth from this host, \
+             turn off TX checksum offload on the sending end (`ethtool -K <iface> tx off`): \
+             otherwise the kernel leaves a partial checksum that only a kernel receiver accepts"
+        );
+    }
 }

@@ -7,7 +7,7 @@ use wire::order::OrderRepr;
 use super::{OrderSink, PacketHandler, TraderIo};
 use crate::{
     clock::now_ns,
-    frame::{self, Endpoint, FrameBuilder, FrameError, parse_udp},
+    frame::{self, Endpoint, FrameBuilder, FrameError, parse_udp_to},
     xsk::{Xsk, XskTx},
 };
 
@@ -19,8 +19,8 @@ const BLOCK_POLL_MS: i32 = 100;
 #[derive(Debug)]
 pub struct XdpIo {
     xsk: Xsk,
-    md_port: u16,
     order_port: u16,
+    /// Our MAC, IPv4 address and the feed's port: where feed datagrams must be addressed.
     our: Endpoint,
     /// The frame template for the last sender seen; rebuilt when a packet comes from another.
     builder: Option<(Endpoint, FrameBuilder)>,
@@ -45,7 +45,6 @@ impl XdpIo {
     ) -> Self {
         XdpIo {
             xsk,
-            md_port,
             order_port,
             our: frame::endpoint(our_mac, our_ip, md_port),
             builder: None,
@@ -89,7 +88,6 @@ impl TraderIo for XdpIo {
         }
         let Self {
             xsk,
-            md_port,
             order_port,
             our,
             builder,
@@ -99,7 +97,9 @@ impl TraderIo for XdpIo {
         let tx = &mut xsk.tx;
         let n = xsk.rx.recv(max, |f| {
             let t_rx = now_ns();
-            let d = match parse_udp(f, *md_port) {
+            // Checked as the kernel checks a datagram for a UDP socket (addresses, checksums),
+            // so this path trades nothing the kernel path would drop.
+            let d = match parse_udp_to(f, our) {
                 Ok(d) => d,
                 Err(e) => {
                     count(frames_not_ours, e);
@@ -154,7 +154,12 @@ fn count(c: &mut FrameCounts, e: FrameError) {
         FrameError::NotIpv4 => c.not_ipv4 += 1,
         FrameError::Fragment => c.fragment += 1,
         FrameError::NotUdp => c.not_udp += 1,
+        FrameError::IpOptions => c.ip_options += 1,
         FrameError::OtherPort => c.other_port += 1,
+        FrameError::WrongDstMac => c.wrong_dst_mac += 1,
+        FrameError::BadIpChecksum => c.bad_ip_checksum += 1,
+        FrameError::WrongDstIp => c.wrong_dst_ip += 1,
+        FrameError::BadUdpChecksum => c.bad_udp_checksum += 1,
     }
 }
 
@@ -163,6 +168,57 @@ mod tests {
     use std::net::Ipv4Addr;
 
     use super::*;
+
+    /// Each reason lands in its own counter (destructured, so a new field can't be missed).
+    #[test]
+    fn each_reason_has_its_own_counter() {
+        use FrameError::*;
+        let reasons = [
+            Malformed,
+            NotIpv4,
+            Fragment,
+            NotUdp,
+            IpOptions,
+            OtherPort,
+            WrongDstMac,
+            BadIpChecksum,
+            WrongDstIp,
+            BadUdpChecksum,
+        ];
+        let mut c = FrameCounts::default();
+        for (i, e) in reasons.into_iter().enumerate() {
+            for _ in 0..=i {
+                count(&mut c, e);
+            }
+        }
+        let FrameCounts {
+            malformed,
+            not_ipv4,
+            fragment,
+            not_udp,
+            ip_options,
+            other_port,
+            wrong_dst_mac,
+            bad_ip_checksum,
+            wrong_dst_ip,
+            bad_udp_checksum,
+        } = c;
+        assert_eq!(
+            [
+                malformed,
+                not_ipv4,
+                fragment,
+                not_udp,
+                ip_options,
+                other_port,
+                wrong_dst_mac,
+                bad_ip_checksum,
+                wrong_dst_ip,
+                bad_udp_checksum,
+            ],
+            [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+        );
+    }
 
     #[test]
     fn orders_go_to_the_sender_of_each_packet() {
@@ -178,7 +234,7 @@ mod tests {
                     4
                 })
                 .unwrap();
-            let d = parse_udp(&buf[..n], 26401).unwrap();
+            let d = frame::parse_udp_to(&buf[..n], &want).unwrap();
             assert_eq!(d.dst, want.addr, "IP and port of this packet's sender");
             assert_eq!(&buf[..6], &want.mac.octets(), "its MAC");
             assert_eq!(d.src, our.addr);

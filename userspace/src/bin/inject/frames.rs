@@ -97,6 +97,10 @@ pub(crate) fn run(o: FramesOptions) -> anyhow::Result<()> {
     let mut kinds = header_lies(&flow);
     kinds.extend(not_market_data(&flow));
     kinds.extend(length_lies(&flow));
+    kinds.extend(wrong_checksum_or_destination(
+        &flow,
+        &mold_packet(session, lie_seq, 1)?,
+    ));
     kinds.extend(mold_lies(session, lie_seq)?);
     let frames = PacketSocket::open(&iface)?;
     let datagrams = UdpSocket::bind((src_ip, 0)).context("binding the UDP socket")?;
@@ -269,27 +273,82 @@ fn length_lies(flow: &Flow) -> Vec<Kind> {
     ]
 }
 
-/// MoldUDP64 lies, sent as ordinary datagrams to the market-data port: a short header, message
-/// counts and block lengths that contradict the blocks.
-fn mold_lies(session: Session, lie_seq: u64) -> anyhow::Result<Vec<Kind>> {
+/// An IPv4 address no lab has (TEST-NET-3, RFC 5737).
+const NOBODY_IP: Ipv4Addr = Ipv4Addr::new(203, 0, 113, 1);
+/// A checksum put in place of a right one: any value other than the right one is wrong
+/// (0xffff and 0 are the same number in ones' complement, so neither is used).
+const WRONG_CHECKSUM: u16 = 0x1234;
+
+/// `c` made wrong: [`WRONG_CHECKSUM`], or another wrong value if that happens to be right.
+fn wrong(c: [u8; 2]) -> [u8; 2] {
+    let bad = match u16::from_be_bytes(c) {
+        WRONG_CHECKSUM => WRONG_CHECKSUM + 1,
+        _ => WRONG_CHECKSUM,
+    };
+    bad.to_be_bytes()
+}
+
+/// Market-data frames the kernel would never hand a UDP socket: a wrong IPv4 header checksum, a
+/// wrong UDP checksum, another IPv4 address, another MAC. Each carries `tick`, a valid
+/// MoldUDP64 packet of a tick still to come: taken, it would be traded, and the real tick would
+/// then show up as a duplicate and the jump to it as a gap.
+fn wrong_checksum_or_destination(flow: &Flow, tick: &[u8]) -> Vec<Kind> {
+    let to_md = flow.frame(flow.port, tick);
+    let mut bad_ip = to_md.clone();
+    let ip_checksum = at(IP, ipv4::CHECKSUM);
+    let c = wrong([bad_ip[ip_checksum.start], bad_ip[ip_checksum.start + 1]]);
+    bad_ip[ip_checksum].copy_from_slice(&c);
+    let mut bad_udp = to_md.clone();
+    let udp_checksum = at(UDP, udp::CHECKSUM);
+    let c = wrong([bad_udp[udp_checksum.start], bad_udp[udp_checksum.start + 1]]);
+    bad_udp[udp_checksum].copy_from_slice(&c);
+    // Both checksums right for the other address (the UDP one covers it in the pseudo header).
+    let other_ip = Flow {
+        dst_ip: NOBODY_IP,
+        ..*flow
+    }
+    .frame(flow.port, tick);
+    // Locally administered unicast, and not the trader's.
+    let mut other_mac = flow.dst_mac.octets();
+    other_mac[5] ^= 0xff;
+    let other_mac = Flow {
+        dst_mac: Mac(other_mac),
+        ..*flow
+    }
+    .frame(flow.port, tick);
+    vec![
+        raw("bad_ip_checksum", vec![bad_ip]),
+        raw("bad_udp_checksum", vec![bad_udp]),
+        raw("wrong_dst_ip", vec![other_ip]),
+        raw("wrong_dst_mac", vec![other_mac]),
+    ]
+}
+
+/// A valid MoldUDP64 packet of `session` from `seq` with `blocks` copies of an ITCH trade of
+/// the lab's stock (price 100.00).
+fn mold_packet(session: Session, seq: u64, blocks: usize) -> anyhow::Result<Vec<u8>> {
     let stock = Stock::new(netns::lab::STOCK).expect("the lab's stock symbol is valid");
     let mut trade = [0u8; itch::trade::LEN];
     userspace::t2t::trade_message(
-        lie_seq,
+        seq,
         stock,
         Price4::from_f64_quantised(100.0).expect("valid"),
         0,
     )
     .emit_into(&mut trade)
     .expect("fits");
-    let mold = |blocks: usize| -> anyhow::Result<Vec<u8>> {
-        let mut buf = [0u8; MAX_FRAME - HEADERS_LEN];
-        let mut b = PacketBuilder::new(&mut buf, session, lie_seq)?;
-        for _ in 0..blocks {
-            b.push(&trade)?;
-        }
-        Ok(b.finish().to_vec())
-    };
+    let mut buf = [0u8; MAX_FRAME - HEADERS_LEN];
+    let mut b = PacketBuilder::new(&mut buf, session, seq)?;
+    for _ in 0..blocks {
+        b.push(&trade)?;
+    }
+    Ok(b.finish().to_vec())
+}
+
+/// MoldUDP64 lies, sent as ordinary datagrams to the market-data port: a short header, message
+/// counts and block lengths that contradict the blocks.
+fn mold_lies(session: Session, lie_seq: u64) -> anyhow::Result<Vec<Kind>> {
+    let mold = |blocks: usize| mold_packet(session, lie_seq, blocks);
     let set_count = |mut p: Vec<u8>, count: u16| {
         p[moldudp64::field::COUNT].copy_from_slice(&count.to_be_bytes());
         p

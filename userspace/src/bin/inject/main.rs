@@ -3,7 +3,8 @@
 //! * `inject frames`: sends crafted Ethernet frames through an AF_PACKET socket on the exchange
 //!   veth (truncated headers, IHL < 5, IP options, fragments, VLAN, IPv6, other protocols,
 //!   other ports, zero-length and lying UDP, lying IPv4 lengths, the largest and a too-large
-//!   frame) and crafted MoldUDP64 payloads through a normal UDP socket (a short header, lying
+//!   frame, wrong IPv4 and UDP checksums, another destination IPv4 address or MAC) and crafted
+//!   MoldUDP64 payloads through a normal UDP socket (a short header, lying
 //!   message counts and block lengths), in rounds, and writes what it sent as JSON.
 //! * `inject relay`: a UDP relay between the replay and the trader that loses, duplicates,
 //!   reorders and delays packets from a seeded generator, and writes exactly what it did. It
