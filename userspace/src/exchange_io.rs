@@ -196,7 +196,9 @@ fn recv_stamped(sock: &UdpSocket, buf: &mut [u8]) -> Option<(usize, Option<u64>)
 /// Converts the kernel's CLOCK_REALTIME receive stamps to the lab's CLOCK_MONOTONIC. The
 /// offset between the two is read again when it is more than [`RealToMono::RESAMPLE_NS`] old,
 /// so NTP slewing the real-time clock during a run (at most 500 ppm) moves a converted stamp
-/// by at most 0.5 µs; the reading itself is good to about a clock read (~20 ns).
+/// by at most 0.5 µs; the reading itself is good to about a clock read (~20 ns). The kernel
+/// stamps with the real-time clock it read itself, so a stamp can still be off by that much:
+/// an order whose stamp lands before its tick's due time counts as 0.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct RealToMono {
     /// CLOCK_REALTIME minus CLOCK_MONOTONIC, ns.
@@ -208,16 +210,27 @@ pub struct RealToMono {
 impl RealToMono {
     /// How old the offset may get before it is read again.
     pub const RESAMPLE_NS: u64 = 1_000_000;
+    /// Reads per resample, the narrowest kept.
+    const TRIES: usize = 4;
 
     /// `real_ns` (CLOCK_REALTIME) on CLOCK_MONOTONIC.
     pub fn to_mono(&mut self, real_ns: u64) -> u64 {
         let now = crate::clock::now_ns();
         if self.read_at == 0 || now.saturating_sub(self.read_at) > Self::RESAMPLE_NS {
-            let before = crate::clock::now_ns();
-            let real = realtime_ns();
-            let after = crate::clock::now_ns();
-            self.offset = i128::from(real) - i128::from(before / 2 + after / 2);
-            self.read_at = after;
+            // The real-time read between two monotonic ones; of a few tries, the one with the
+            // narrowest window, so a preemption in the middle of one can't skew the offset.
+            let mut best = (u64::MAX, 0i128);
+            for _ in 0..Self::TRIES {
+                let before = crate::clock::now_ns();
+                let real = realtime_ns();
+                let after = crate::clock::now_ns();
+                let window = after.saturating_sub(before);
+                if window < best.0 {
+                    best = (window, i128::from(real) - i128::from(before / 2 + after / 2));
+                }
+            }
+            self.offset = best.1;
+            self.read_at = crate::clock::now_ns();
         }
         u64::try_from(i128::from(real_ns) - self.offset).unwrap_or(0)
     }
