@@ -226,7 +226,10 @@ impl RealToMono {
                 let after = crate::clock::now_ns();
                 let window = after.saturating_sub(before);
                 if window < best.0 {
-                    best = (window, i128::from(real) - i128::from(before / 2 + after / 2));
+                    best = (
+                        window,
+                        i128::from(real) - i128::from(before / 2 + after / 2),
+                    );
                 }
             }
             self.offset = best.1;

@@ -147,6 +147,29 @@ fn arrival_name(a: results::Arrival) -> &'static str {
     }
 }
 
+/// The three accounts of a strategy run, compared: the trader's own ledger of the orders it
+/// sent (its report), the exchange's booking of the orders it received, and the batch
+/// backtest of the same quantised ticks. `None` when they agree to the bit (or there is no
+/// strategy: the reflector); otherwise which disagree.
+pub(crate) fn accounts_differ(replay: &ReplayReport, trader: &TraderReport) -> Option<String> {
+    if replay.expect != results::Expect::Signals {
+        return None;
+    }
+    let p = &replay.parity;
+    let a = &trader.account;
+    let trader_v = (a.trades, a.pnl.to_bits());
+    let exchange_v = (p.live_trades, p.live_pnl.to_bits());
+    let batch_v = (p.batch_trades, p.batch_pnl.to_bits());
+    if trader_v == exchange_v && exchange_v == batch_v {
+        return None;
+    }
+    Some(format!(
+        "accounts differ: trader {} trades, PnL {:.4}; exchange {} trades, PnL {:.4}; batch {} \
+         trades, PnL {:.4}",
+        a.trades, a.pnl, p.live_trades, p.live_pnl, p.batch_trades, p.batch_pnl
+    ))
+}
+
 /// What is wrong with a lab row, if anything: lost orders or ticks, broken parity (a strategy
 /// run), frames the XDP program could not hand to the socket. `--strict` fails on any.
 pub(crate) fn problems(row: &str, replay: &ReplayReport, trader: &TraderReport) -> Vec<String> {
@@ -164,6 +187,9 @@ pub(crate) fn problems(row: &str, replay: &ReplayReport, trader: &TraderReport) 
     }
     if replay.expect == results::Expect::Signals && !replay.parity.ok() {
         p.push(format!("{row}: {}", replay.parity.verdict));
+    }
+    if let Some(differ) = accounts_differ(replay, trader) {
+        p.push(format!("{row}: {differ}"));
     }
     if let Some(x) = trader.xdp_counters.filter(|x| x.redirect_failed > 0) {
         p.push(format!(
@@ -494,10 +520,13 @@ fn counts_table(t: &mut String, measured: &[Measured]) {
     {
         let c = &trader.counters;
         let p = &replay.parity;
-        let parity = if p.ok() {
-            format!("ok ({} trades, PnL {:.4})", p.live_trades, p.live_pnl)
-        } else {
-            p.verdict.to_string()
+        let parity = match (p.ok(), accounts_differ(replay, trader)) {
+            (true, None) => format!(
+                "ok ({} trades, PnL {:.4}; trader = exchange = batch)",
+                p.live_trades, p.live_pnl
+            ),
+            (true, Some(differ)) => format!("{LOSS_MARK} {differ}"),
+            (false, _) => p.verdict.to_string(),
         };
         // Throughput: what the send loop achieved (with --rate max, the only figure that is
         // not closed-loop).
@@ -892,10 +921,10 @@ machine: Test CPU @ 3.00GHz · 2 cores · kernel 6.1.0-test · veth pair between
 
 | path | sent | msg/s | orders | expected | gaps | late | dup | malformed | late sends | redirect failed | parity |
 |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|
-| xdp | 1000 | 19990 | 40 | 40 | 2 | 2 | 0 | 1 | 3 | 0 | ok (20 trades, PnL 1.2346) |
+| xdp | 1000 | 19990 | 40 | 40 | 2 | 2 | 0 | 1 | 3 | 0 | ok (20 trades, PnL 1.2346; trader = exchange = batch) |
 | udp | 1000 | 19990 | 37 | 40 | 4 | 2 | 0 | 1 | 3 | - | live and batch diverge at tick seq 77: 3 expected orders missing (lost ticks or lost orders change the strategy's path from there on) |
 | reflect | 1000 | 19990 | 1000 | 1000 | 0 | 0 | 0 | 0 | 3 | - | reflector: 1000 of 1000 ticks answered; no strategy, so no parity to check |
-| xdp-bypass | 1000 | 19990 | 40 | 40 | 2 | 2 | 0 | 1 | 3 | ⚠ 2 | ok (20 trades, PnL 1.2346) |
+| xdp-bypass | 1000 | 19990 | 40 | 40 | 2 | 2 | 0 | 1 | 3 | ⚠ 2 | ok (20 trades, PnL 1.2346; trader = exchange = batch) |
 | reflect-bypass | 1000 | 19990 | 1000 | 1000 | 0 | 0 | 0 | 0 | 3 | - | reflector: 1000 of 1000 ticks answered; no strategy, so no parity to check |
 
 | path | seconds | replay preempted | replay waited ms | replay stolen ms | trader preempted | trader waited ms | trader stolen ms |
@@ -920,6 +949,24 @@ verdict: 4 problem(s):
 - udp: live and batch diverge at tick seq 77: 3 expected orders missing (lost ticks or lost orders change the strategy's path from there on)
 - xdp-bypass: 2 frames the XDP program could not redirect to the AF_XDP socket (redirect_failed; only RX queue 0 is served)
 ";
+
+    #[test]
+    fn the_three_accounts_must_agree_to_the_bit() {
+        let replay = fixtures::replay(10.0);
+        let mut trader = fixtures::trader(TraderPath::Xdp);
+        assert_eq!(accounts_differ(&replay, &trader), None);
+        trader.account.pnl = f64::from_bits(trader.account.pnl.to_bits() + 1);
+        let differ = accounts_differ(&replay, &trader).expect("one ulp is a difference");
+        assert!(
+            differ.starts_with("accounts differ: trader 20 trades"),
+            "{differ}"
+        );
+        assert!(
+            problems("xdp", &replay, &trader)
+                .iter()
+                .any(|p| p.contains("accounts differ")),
+        );
+    }
 
     #[test]
     fn report_md_is_built_from_typed_results() {
