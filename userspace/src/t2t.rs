@@ -3,8 +3,14 @@
 //!
 //! The XDP path and the kernel-UDP path differ only in how a payload arrives and how an
 //! order's bytes leave; everything in between is this code. Nothing here allocates, logs or
-//! makes a system call: the caller passes the clock readings in.
-use engine::{Params, Side as EngineSide, Strategy};
+//! makes a system call: the caller passes the clock in, and it is read only on the ticks whose
+//! engine time is sampled.
+//!
+//! What can wait until the orders are out does: the engine-time samples and the trader's own
+//! ledger bookings of a packet are kept aside by [`Trader::on_packet`] and recorded by
+//! [`Trader::settle`], which the loop calls after the packet's orders left.
+use engine::{Ledger, Params, Side as EngineSide, Strategy};
+use results::{Account, Position};
 use wire::{
     itch::{self, Message, Price4, Side, Stock},
     moldudp64,
@@ -21,6 +27,14 @@ pub use xdp_common::LOT;
 const SEEN_WINDOW: u64 = 1 << 16;
 
 pub use results::TraderCounters as Counters;
+
+/// Engine time (`on_tick`) is taken on one tick in this many by default: two clock reads on the
+/// critical path of that tick, none on the others.
+pub const DEFAULT_ENGINE_SAMPLE_EVERY: u32 = 64;
+
+/// Samples and bookings one packet can keep aside for [`Trader::settle`]: more than the trades
+/// a 2048-byte frame holds (44). Past it, the rest is recorded at once (never lost).
+const PENDING_MAX: usize = 64;
 
 /// What a packet meant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,12 +57,51 @@ pub struct Trader {
     token: u64,
     /// What was counted.
     pub counters: Counters,
-    /// Engine time per tick (`on_tick`, price in to decision out).
+    /// Engine time (`on_tick`, price in to decision out) of one tick in `engine_every`.
     pub engine: Latency,
+    /// Sample the engine on one tick in this many (0: never).
+    engine_every: u32,
+    /// Ticks until the next sample.
+    engine_countdown: u32,
+    /// The trader's own book of the orders it sent, at the tick prices it saw.
+    ledger: Ledger,
+    /// Orders booked in `ledger`.
+    booked: u64,
+    /// The last tick price seen (of the stock traded): where the account closes.
+    last_price: Option<f64>,
+    /// What the current packet keeps aside until its orders are out.
+    pending: Pending,
+}
+
+/// Engine samples and fills of the packet being processed, in tick order.
+#[derive(Debug)]
+struct Pending {
+    engine: [u64; PENDING_MAX],
+    engine_len: usize,
+    fills: [(EngineSide, f64); PENDING_MAX],
+    fills_len: usize,
+}
+
+impl Default for Pending {
+    fn default() -> Self {
+        Pending {
+            engine: [0; PENDING_MAX],
+            engine_len: 0,
+            fills: [(EngineSide::Long, 0.0); PENDING_MAX],
+            fills_len: 0,
+        }
+    }
+}
+
+/// Books `fill` into `ledger`.
+#[inline]
+fn book(ledger: &mut Ledger, (side, price): (EngineSide, f64)) {
+    ledger.fill(side, price);
 }
 
 impl Trader {
-    /// A trader running the strategy `params` on trades of `stock` (all stocks if `None`).
+    /// A trader running the strategy `params` on trades of `stock` (all stocks if `None`),
+    /// sampling the engine's time every [`DEFAULT_ENGINE_SAMPLE_EVERY`] ticks.
     pub fn new(params: Params, stock: Option<Stock>) -> Self {
         Trader {
             strategy: Strategy::new(params),
@@ -59,11 +112,68 @@ impl Trader {
             token: 0,
             counters: Counters::default(),
             engine: Latency::new(),
+            engine_every: DEFAULT_ENGINE_SAMPLE_EVERY,
+            engine_countdown: 0,
+            ledger: Ledger::new(),
+            booked: 0,
+            last_price: None,
+            pending: Pending::default(),
+        }
+    }
+
+    /// Samples the engine's time on one tick in `every` (the first tick, then every
+    /// `every`th); 0 never reads the clock for it, 1 times every tick.
+    #[must_use]
+    pub fn with_engine_sampling(mut self, every: u32) -> Self {
+        self.engine_every = every;
+        self.engine_countdown = 0;
+        self
+    }
+
+    /// Records what [`Trader::on_packet`] kept aside: the engine samples of its ticks and the
+    /// bookings of its orders. Call once the packet's orders are out. Cheap when nothing waits.
+    #[inline]
+    pub fn settle(&mut self) {
+        let p = &mut self.pending;
+        for &ns in &p.engine[..p.engine_len] {
+            self.engine.record(ns);
+        }
+        for &fill in &p.fills[..p.fills_len] {
+            book(&mut self.ledger, fill);
+        }
+        p.engine_len = 0;
+        p.fills_len = 0;
+    }
+
+    /// The trader's own account: every order it sent, booked at the price of the tick that
+    /// made it, the open position (if any) closed at the last tick price seen. Includes what
+    /// [`Trader::settle`] has not recorded yet.
+    pub fn account(&self) -> Account {
+        let mut ledger = self.ledger;
+        let p = &self.pending;
+        for &fill in &p.fills[..p.fills_len] {
+            book(&mut ledger, fill);
+        }
+        let position = ledger.position().map(|s| match s {
+            EngineSide::Long => Position::Long,
+            EngineSide::Short => Position::Short,
+        });
+        if let Some(price) = self.last_price {
+            ledger.close(price);
+        }
+        let r = ledger.result();
+        Account {
+            orders: self.booked,
+            trades: r.trades,
+            pnl: r.pnl,
+            position,
         }
     }
 
     /// Processes one MoldUDP64 packet; `emit` is called for each order, in tick order, and
-    /// returns whether the order went out. `clock` reads the time (for the engine's share).
+    /// returns whether the order went out. `clock` reads the time, only on the ticks whose
+    /// engine time is sampled. The samples and the ledger's bookings wait for
+    /// [`Trader::settle`].
     #[inline]
     pub fn on_packet(
         &mut self,
@@ -125,12 +235,21 @@ impl Trader {
                     }
                     self.counters.ticks += 1;
                     let price = t.price.to_f64();
+                    self.last_price = Some(price);
                     // The between-ticks work, if the loop hasn't done it yet (the second
                     // message of a packet): never inside the decision's time.
                     self.strategy.prepare();
-                    let t0 = clock();
-                    let signal = self.strategy.on_tick(price);
-                    self.engine.record(clock().saturating_sub(t0));
+                    let signal = if self.engine_countdown == 0 && self.engine_every > 0 {
+                        self.engine_countdown = self.engine_every - 1;
+                        let t0 = clock();
+                        let signal = self.strategy.on_tick(price);
+                        let ns = clock().saturating_sub(t0);
+                        self.keep_engine_sample(ns);
+                        signal
+                    } else {
+                        self.engine_countdown = self.engine_countdown.saturating_sub(1);
+                        self.strategy.on_tick(price)
+                    };
                     if let Some(signal) = signal {
                         self.token += 1;
                         let order = OrderRepr {
@@ -147,6 +266,7 @@ impl Trader {
                         };
                         if emit(&order) {
                             self.counters.orders += 1;
+                            self.keep_fill((signal.side, price));
                         } else {
                             self.counters.orders_failed += 1;
                         }
@@ -157,6 +277,35 @@ impl Trader {
             }
         }
         PacketOutcome::Data
+    }
+
+    #[inline]
+    fn keep_engine_sample(&mut self, ns: u64) {
+        let p = &mut self.pending;
+        if let Some(slot) = p.engine.get_mut(p.engine_len) {
+            *slot = ns;
+            p.engine_len += 1;
+        } else {
+            self.engine.record(ns);
+        }
+    }
+
+    /// Keeps an order that went out for the ledger (booked in tick order, after the send).
+    #[inline]
+    fn keep_fill(&mut self, fill: (EngineSide, f64)) {
+        self.booked += 1;
+        let p = &mut self.pending;
+        if let Some(slot) = p.fills.get_mut(p.fills_len) {
+            *slot = fill;
+            p.fills_len += 1;
+        } else {
+            // Keeps the tick order: what waits is booked first.
+            for &f in &p.fills[..p.fills_len] {
+                book(&mut self.ledger, f);
+            }
+            p.fills_len = 0;
+            book(&mut self.ledger, fill);
+        }
     }
 
     /// Work for the next tick that doesn't depend on its price; call after the orders of the

@@ -112,7 +112,15 @@ pub struct XskTx {
     scratch: Vec<FrameDesc>,
     tx_frames: usize,
     ring_size: u32,
+    /// Every flush needs a `sendto`: copy mode (the kernel transmits only inside it), or a
+    /// socket bound without XDP_USE_NEED_WAKEUP (the ring never says when one is needed).
+    kick_always: bool,
+    /// Copy mode: a `sendto` transmits at most [`COPY_MODE_TX_BATCH`] frames, synchronously.
+    copy_mode: bool,
 }
+
+/// Frames one `sendto` transmits in copy mode (the kernel's `TX_BATCH_SIZE`, net/xdp/xsk.c).
+const COPY_MODE_TX_BATCH: u32 = 32;
 
 /// Why a frame was not put on the TX ring.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -211,6 +219,7 @@ impl Xsk {
             use std::os::fd::AsRawFd;
             rx.fd().as_raw_fd()
         };
+        let copy_mode = !zero_copy(raw)?;
         let batch_scratch = vec![FrameDesc::default(); ring_size as usize];
         Ok(Xsk {
             rx: XskRx {
@@ -229,6 +238,8 @@ impl Xsk {
                 scratch: batch_scratch,
                 tx_frames: frames as usize - half,
                 ring_size,
+                kick_always: copy_mode || !need_wakeup,
+                copy_mode,
             },
             fd: raw,
         })
@@ -256,6 +267,31 @@ impl Xsk {
 }
 
 pub use results::XskStats;
+
+/// Whether the socket `fd` was bound in zero-copy mode (`XDP_OPTIONS`); a bind without
+/// `XDP_COPY` on a driver without zero-copy falls back to copy mode silently.
+fn zero_copy(fd: RawFd) -> Result<bool, XskError> {
+    let mut opts = libc::xdp_options { flags: 0 };
+    let mut len = std::mem::size_of::<libc::xdp_options>() as libc::socklen_t;
+    // SAFETY: `opts` and `len` are valid for writes of the size given; the kernel writes at
+    // most `len` bytes and updates `len`.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_XDP,
+            libc::XDP_OPTIONS,
+            (&raw mut opts).cast(),
+            &raw mut len,
+        )
+    };
+    if r != 0 {
+        return Err(XskError::Config(format!(
+            "getsockopt(XDP_OPTIONS): {}",
+            io::Error::last_os_error()
+        )));
+    }
+    Ok(opts.flags & libc::XDP_OPTIONS_ZEROCOPY != 0)
+}
 
 fn socket_hint(e: &xsk_rs::socket::SocketCreateError) -> &'static str {
     use std::error::Error as _;
@@ -433,14 +469,24 @@ impl XskTx {
         self.tx.wakeup()
     }
 
-    /// Kicks until the kernel has taken everything on the TX ring. In copy mode one `sendto`
-    /// sends at most 32 frames (the kernel's TX_BATCH_SIZE), so a burst of orders needs
-    /// several; bounded so a stuck device can't hang the loop.
+    /// Gets what is on the TX ring sent, with as few `sendto`s as that takes. Zero-copy with
+    /// need_wakeup: one, and only when the ring says the kernel needs it. Copy mode (or no
+    /// need_wakeup): one, then more only while frames remain on the ring, since one `sendto`
+    /// sends at most 32 (the kernel's TX_BATCH_SIZE); bounded so a stuck device can't hang
+    /// the loop.
     #[inline]
     pub fn flush(&mut self) -> io::Result<()> {
+        if !self.kick_always && !self.tx.needs_wakeup() {
+            return Ok(());
+        }
         self.kick()?;
+        if !self.copy_mode {
+            // The driver sends asynchronously: frames still on the ring are on their way.
+            return Ok(());
+        }
+        let max_kicks = self.ring_size / COPY_MODE_TX_BATCH + 2;
         let mut kicks = 1;
-        while self.tx.nb_free_exact() < self.ring_size && kicks < 1 + self.ring_size / 32 + 2 {
+        while self.tx.nb_free_exact() < self.ring_size && kicks < max_kicks {
             self.kick()?;
             kicks += 1;
         }

@@ -99,6 +99,10 @@ struct Options {
     /// --wait spin).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
     recvmmsg: u16,
+    /// Time the engine (`on_tick`) on one tick in this many (0: never). A sampled tick reads
+    /// the clock twice more before its order leaves; the others read it only for their RX time.
+    #[arg(long, default_value_t = userspace::t2t::DEFAULT_ENGINE_SAMPLE_EVERY)]
+    engine_sample_every: u32,
     /// Exit after this many seconds without market data (0: never).
     #[arg(long, default_value_t = 30)]
     idle_exit: u64,
@@ -196,7 +200,7 @@ fn real_main() -> anyhow::Result<()> {
     if o.check {
         return Ok(());
     }
-    let mut trader = Trader::new(params, Some(stock));
+    let mut trader = Trader::new(params, Some(stock)).with_engine_sampling(o.engine_sample_every);
     let mut rx_to_tx = Latency::new();
     let run = match o.path {
         TraderPath::Xdp => run_xdp(&o, &mut trader, &mut rx_to_tx, &stop)?,
@@ -220,8 +224,7 @@ fn real_main() -> anyhow::Result<()> {
         rss_end_kib: host::rss_kib(),
         context_switches: run.end.context_switches,
         thread_time: run.end.thread_time,
-        // Filled in by the trader's own ledger (issue 13, item 9: in progress).
-        account: results::Account::default(),
+        account: trader.account(),
     };
     results::write(o.stats_out.as_deref(), &report)?;
     warn_at_exit(&o, &report);
@@ -253,25 +256,35 @@ fn run_xdp(
     if o.mlock {
         process::lock_memory()?;
     }
-    let mut io = XdpIo::new(
-        xsk,
-        our_mac,
-        o.addr,
-        o.port,
-        o.order_port,
-        o.wait,
-        o.busy_poll.is_some(),
-    );
     let rss_start_kib = ready(o);
-    let end = trading::run(&mut io, trader, rx_to_tx, o.loop_config(), stop)
-        .context("the AF_XDP socket")?;
+    // How the loop waits is fixed for the run: a type, not a test per turn.
+    let (end, frames_not_ours, xsk_stats) = match (o.wait, o.busy_poll.is_some()) {
+        (Wait::Spin, false) => run_xsk::<false, false>(o, xsk, our_mac, trader, rx_to_tx, stop),
+        (Wait::Spin, true) => run_xsk::<false, true>(o, xsk, our_mac, trader, rx_to_tx, stop),
+        (Wait::Block, false) => run_xsk::<true, false>(o, xsk, our_mac, trader, rx_to_tx, stop),
+        (Wait::Block, true) => run_xsk::<true, true>(o, xsk, our_mac, trader, rx_to_tx, stop),
+    }?;
     Ok(PathEnd {
         end,
-        frames_not_ours: io.frames_not_ours,
+        frames_not_ours,
         xdp_counters: prog.counters().ok().map(|c| c.to_report()),
-        xsk_stats: io.xsk().statistics().ok(),
+        xsk_stats,
         rss_start_kib,
     })
+}
+
+fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
+    o: &Options,
+    xsk: Xsk,
+    our_mac: [u8; 6],
+    trader: &mut Trader,
+    rx_to_tx: &mut Latency,
+    stop: &AtomicBool,
+) -> anyhow::Result<(LoopEnd, FrameCounts, Option<XskStats>)> {
+    let mut io = XdpIo::<BLOCK, BUSY_POLL>::new(xsk, our_mac, o.addr, o.port, o.order_port);
+    let end = trading::run(&mut io, trader, rx_to_tx, o.loop_config(), stop)
+        .context("the AF_XDP socket")?;
+    Ok((end, io.frames_not_ours, io.xsk().statistics().ok()))
 }
 
 fn run_udp(

@@ -5,11 +5,15 @@
 //! the kernel UDP socket and `recvmmsg` is only how a payload arrives and how an order's bytes
 //! leave: a [`TraderIo`] implementation ([`XdpIo`], [`UdpIo`], [`MmsgIo`]). A new path is one
 //! more implementation, not another copy of the loop.
+//!
+//! A packet's critical path, from its RX time to its orders' kick, reads the clock once (the RX
+//! time, in the I/O) and records nothing: the TX time is read after the kick, and the RX→TX
+//! sample, the engine sample (one tick in [`Trader::with_engine_sampling`]'s N, which reads the
+//! clock twice around `on_tick`) and the ledger's bookings are recorded after it.
 use std::{
     io,
-    marker::PhantomData,
     sync::atomic::{AtomicBool, Ordering},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use results::{ContextSwitches, EndReason, ThreadTime};
@@ -33,10 +37,17 @@ pub const MAX_BATCH: usize = 64;
 
 /// Where the orders of one received packet go.
 pub trait OrderSink {
-    /// Encodes `order` and sends it (or queues it for [`TraderIo::flush`]); false when it could
-    /// not (no TX frame, a socket error, an order that doesn't encode). Never sends anything
-    /// partial or empty.
+    /// Encodes `order` and sends it (or queues it for [`OrderSink::flush`]); false when it
+    /// could not (no TX frame, a socket error, an order that doesn't encode). Never sends
+    /// anything partial or empty.
     fn send(&mut self, order: &OrderRepr) -> bool;
+
+    /// Sends what [`OrderSink::send`] queued (AF_XDP's kick). Called once after each packet
+    /// that sent an order, before anything is recorded. A no-op where sends don't queue.
+    #[inline]
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// What a [`TraderIo`] hands each packet to: the loop. Generic over the sink, so every order's
@@ -49,20 +60,11 @@ pub trait PacketHandler {
 
 /// A trader's market-data input and order output.
 pub trait TraderIo {
-    /// True when [`OrderSink::send`] only queues, and orders leave at [`TraderIo::flush`]
-    /// (AF_XDP's TX ring); false when each send is on its way when it returns (a socket).
-    const QUEUES_ORDERS: bool;
-
     /// Takes up to `max` packets that are there now (or, for an I/O built to block, waits a
     /// short while for the first), and hands each to `handler` with the time it was taken into
     /// userspace and the sink for its orders. Returns how many packets it took; 0 when none
     /// came.
     fn recv<H: PacketHandler>(&mut self, max: usize, handler: &mut H) -> io::Result<usize>;
-
-    /// Sends what the sinks queued. A no-op where sends don't queue.
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
 
     /// Called when a turn took nothing: housekeeping that shouldn't run while packets wait
     /// (reclaiming TX frames, driving the kernel's busy poll).
@@ -92,59 +94,50 @@ pub struct LoopEnd {
     pub thread_time: ThreadTime,
 }
 
-/// One turn of the loop: what it does with each packet, and what it keeps for after the turn.
-struct Turn<'a, I> {
+/// One turn of the loop: what it does with each packet.
+struct Turn<'a, C> {
     trader: &'a mut Trader,
     rx_to_tx: &'a mut Latency,
-    /// RX times of the packets whose orders wait for the flush.
-    queued_rx: [u64; MAX_BATCH],
-    queued: usize,
+    clock: &'a C,
+    /// RX time of the turn's last packet.
+    last_rx: u64,
     end_of_session: bool,
-    /// Which path: its `QUEUES_ORDERS` is a constant in each monomorphised loop.
-    io: PhantomData<fn() -> I>,
 }
 
-impl<I: TraderIo> PacketHandler for Turn<'_, I> {
+impl<C: Fn() -> u64> PacketHandler for Turn<'_, C> {
     #[inline]
     fn on_packet<S: OrderSink>(&mut self, payload: &[u8], t_rx: u64, sink: &mut S) {
-        // The previous packet's between-ticks work, if it isn't done yet (on a queued path,
-        // after a packet of this turn: its orders wait for the flush anyway).
-        self.trader.prepare();
         let mut sent_any = false;
-        let outcome = self.trader.on_packet(payload, now_ns, |order| {
+        let outcome = self.trader.on_packet(payload, self.clock, |order| {
             let sent = sink.send(order);
             sent_any |= sent;
             sent
         });
         if sent_any {
-            if I::QUEUES_ORDERS {
-                if let Some(slot) = self.queued_rx.get_mut(self.queued) {
-                    *slot = t_rx;
-                    self.queued += 1;
-                }
-            } else {
-                self.rx_to_tx.record(now_ns().saturating_sub(t_rx));
+            // The kick right after this packet's orders, not after the turn: a packet later in
+            // the batch must not hold them back.
+            if sink.flush().is_err() {
+                self.trader.counters.tx_flush_failed += 1;
             }
+            // Off the critical path from here: the orders are out.
+            let t_tx = (self.clock)();
+            self.rx_to_tx.record(t_tx.saturating_sub(t_rx));
         }
-        if !I::QUEUES_ORDERS {
-            // This packet's orders are out: the next tick's work now, off its path.
-            self.trader.prepare();
-        }
+        self.trader.settle();
+        // The next tick's price-independent work, before the next packet.
+        self.trader.prepare();
+        self.last_rx = t_rx;
         self.end_of_session |= outcome == PacketOutcome::EndOfSession;
     }
 }
 
 /// Runs `trader` over `io` until the exchange ends the session, `stop` is set, or no packet
 /// came for `config.idle_exit`. Records each packet's RX→TX time (from its arrival in userspace
-/// to its orders' send, or, where orders queue, to the flush after its turn) in `rx_to_tx`,
-/// one sample per packet that sent an order.
+/// to the kick after its orders' send) in `rx_to_tx`, one sample per packet that sent an order.
 ///
-/// The strategy's between-ticks work (`prepare`) is never inside a tick's engine time. Where
-/// orders leave at once, it runs right after them. Where they queue (AF_XDP), it runs before
-/// the next packet of the turn, so orders queued earlier in a turn wait for it (as they wait for
-/// that packet's decode and decision) and leave at the flush; after the flush it runs for the
-/// turn's last packet. Messages 2..n of one packet get theirs inside `Trader::on_packet`, just
-/// before their decision: inside that packet's RX→TX, as before.
+/// The strategy's between-ticks work (`prepare`) is never inside a tick's engine time: it runs
+/// after each packet, once that packet's orders are out. Messages 2..n of one packet get theirs
+/// inside `Trader::on_packet`, just before their decision: inside that packet's RX→TX.
 pub fn run<I: TraderIo>(
     io: &mut I,
     trader: &mut Trader,
@@ -152,46 +145,49 @@ pub fn run<I: TraderIo>(
     config: LoopConfig,
     stop: &AtomicBool,
 ) -> io::Result<LoopEnd> {
+    run_with_clock(io, trader, rx_to_tx, config, stop, &now_ns)
+}
+
+/// [`run`], reading the TX time and the engine's samples from `clock` (a test's fake; the RX
+/// time is the I/O's).
+fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
+    io: &mut I,
+    trader: &mut Trader,
+    rx_to_tx: &mut Latency,
+    config: LoopConfig,
+    stop: &AtomicBool,
+    clock: &C,
+) -> io::Result<LoopEnd> {
     let LoopConfig {
         batch,
         idle_exit,
         spinning,
     } = config;
     let batch = batch.clamp(1, MAX_BATCH);
+    let idle_exit_ns = idle_exit.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
     let mut span = SpanAccounting::start();
     let mut first_packet = true;
-    let mut last_data = Instant::now();
+    // The last packet's RX time (CLOCK_MONOTONIC, as `now_ns`): no clock read per turn.
+    let mut last_data = now_ns();
     let reason = loop {
         if stop.load(Ordering::Relaxed) {
             break EndReason::Stopped;
         }
-        let mut turn = Turn::<'_, I> {
+        let mut turn = Turn {
             trader: &mut *trader,
             rx_to_tx: &mut *rx_to_tx,
-            queued_rx: [0; MAX_BATCH],
-            queued: 0,
+            clock,
+            last_rx: last_data,
             end_of_session: false,
-            io: PhantomData,
         };
         let n = io.recv(batch, &mut turn)?;
         let Turn {
-            queued_rx,
-            queued,
+            last_rx,
             end_of_session,
             ..
         } = turn;
-        if queued > 0 {
-            if io.flush().is_err() {
-                trader.counters.tx_flush_failed += 1;
-            }
-            let t_tx = now_ns();
-            for &t_rx in &queued_rx[..queued] {
-                rx_to_tx.record(t_tx.saturating_sub(t_rx));
-            }
-        }
         if n > 0 {
-            trader.prepare();
-            last_data = Instant::now();
+            last_data = last_rx;
             if first_packet {
                 // The report covers the feed (first packet to the end), as the replay's covers
                 // its sends, not the wait before it.
@@ -203,7 +199,7 @@ pub fn run<I: TraderIo>(
             }
         } else {
             io.idle();
-            if idle_exit.is_some_and(|d| last_data.elapsed() > d) {
+            if idle_exit_ns.is_some_and(|d| now_ns().saturating_sub(last_data) > d) {
                 break EndReason::IdleTimeout;
             }
         }

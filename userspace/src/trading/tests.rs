@@ -1,5 +1,11 @@
 //! The loop against a fake ring: no sockets, no root.
-use std::{collections::VecDeque, io, sync::atomic::AtomicBool, time::Duration};
+use std::{
+    cell::{Cell, RefCell},
+    collections::VecDeque,
+    io,
+    sync::atomic::AtomicBool,
+    time::Duration,
+};
 
 use engine::Params;
 use results::EndReason;
@@ -9,63 +15,95 @@ use wire::{
     order::OrderRepr,
 };
 
-use super::{LoopConfig, OrderSink, PacketHandler, TraderIo, run};
+use super::{LoopConfig, OrderSink, PacketHandler, TraderIo, run, run_with_clock};
 use crate::{
     stats::Latency,
-    t2t::{Trader, trade_message},
+    t2t::{DEFAULT_ENGINE_SAMPLE_EVERY, Trader, trade_message},
 };
 
-/// Packets in, orders out, in memory. With `QUEUE`, orders wait for `flush` like AF_XDP's.
+/// Packets in, orders out, in memory. With `QUEUE`, orders wait for the sink's `flush` (the
+/// kick) like AF_XDP's; without, they leave at `send` like a socket's.
 #[derive(Default)]
 struct FakeIo<const QUEUE: bool> {
     incoming: VecDeque<Vec<u8>>,
-    /// Orders that left (at send, or at flush when queued).
+    /// Orders that left (at send, or at the kick when queued).
     sent: Vec<OrderRepr>,
     queued: Vec<OrderRepr>,
     /// Refuse this many sends first.
     refuse: usize,
     fail_flush: bool,
-    flushes: usize,
+    /// Orders each kick sent (queued) or found already sent (not queued), one entry per kick.
+    kicks: Vec<usize>,
     idles: usize,
     turns: Vec<usize>,
+    /// Read the RX time from the logging fake clock instead of the real one.
+    fake_clock: bool,
 }
 
-struct FakeSink<'a> {
-    out: &'a mut Vec<OrderRepr>,
+struct FakeSink<'a, const QUEUE: bool> {
+    sent: &'a mut Vec<OrderRepr>,
+    queued: &'a mut Vec<OrderRepr>,
     refuse: &'a mut usize,
+    fail_flush: bool,
+    kicks: &'a mut Vec<usize>,
+    /// Orders this packet sent.
+    this_packet: usize,
 }
 
-impl OrderSink for FakeSink<'_> {
+impl<const QUEUE: bool> OrderSink for FakeSink<'_, QUEUE> {
     fn send(&mut self, order: &OrderRepr) -> bool {
         if *self.refuse > 0 {
             *self.refuse -= 1;
             return false;
         }
-        self.out.push(*order);
+        log(Event::Send);
+        self.this_packet += 1;
+        if QUEUE {
+            self.queued.push(*order);
+        } else {
+            self.sent.push(*order);
+        }
         true
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        log(Event::Kick);
+        // A kick takes a while: a TX time read before it would not show it.
+        FAKE_NOW.with(|t| t.set(t.get() + KICK_NS));
+        self.kicks.push(self.this_packet);
+        if self.fail_flush {
+            return Err(io::Error::other("kick failed"));
+        }
+        if QUEUE {
+            self.sent.append(self.queued);
+        }
+        Ok(())
     }
 }
 
 impl<const QUEUE: bool> TraderIo for FakeIo<QUEUE> {
-    const QUEUES_ORDERS: bool = QUEUE;
-
     fn recv<H: PacketHandler>(&mut self, max: usize, handler: &mut H) -> io::Result<usize> {
         let mut n = 0;
         while n < max {
             let Some(p) = self.incoming.pop_front() else {
                 break;
             };
-            let out = if QUEUE {
-                &mut self.queued
+            let t_rx = if self.fake_clock {
+                log(Event::Rx);
+                FAKE_NOW.with(Cell::get)
             } else {
-                &mut self.sent
+                crate::clock::now_ns()
             };
             handler.on_packet(
                 &p,
-                crate::clock::now_ns(),
-                &mut FakeSink {
-                    out,
+                t_rx,
+                &mut FakeSink::<QUEUE> {
+                    sent: &mut self.sent,
+                    queued: &mut self.queued,
                     refuse: &mut self.refuse,
+                    fail_flush: self.fail_flush,
+                    kicks: &mut self.kicks,
+                    this_packet: 0,
                 },
             );
             n += 1;
@@ -76,18 +114,43 @@ impl<const QUEUE: bool> TraderIo for FakeIo<QUEUE> {
         Ok(n)
     }
 
-    fn flush(&mut self) -> io::Result<()> {
-        self.flushes += 1;
-        if self.fail_flush {
-            return Err(io::Error::other("kick failed"));
-        }
-        self.sent.append(&mut self.queued);
-        Ok(())
-    }
-
     fn idle(&mut self) {
         self.idles += 1;
     }
+}
+
+/// What happened on a packet's path, in order (the logging tests).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Event {
+    /// The I/O took a packet (and its RX time).
+    Rx,
+    /// The loop or the trader read the clock.
+    Clock,
+    /// An order was sent (or queued).
+    Send,
+    /// The sink's flush: the kick.
+    Kick,
+}
+
+/// How long a fake kick takes.
+const KICK_NS: u64 = 1_000_000_000;
+
+thread_local! {
+    static LOG: RefCell<Vec<Event>> = const { RefCell::new(Vec::new()) };
+    /// The fake clock: moves by 1 ns per read, and by `KICK_NS` per kick.
+    static FAKE_NOW: Cell<u64> = const { Cell::new(0) };
+}
+
+fn log(e: Event) {
+    LOG.with(|l| l.borrow_mut().push(e));
+}
+
+fn fake_clock() -> u64 {
+    log(Event::Clock);
+    FAKE_NOW.with(|t| {
+        t.set(t.get() + 1);
+        t.get()
+    })
 }
 
 fn stock() -> Stock {
@@ -183,16 +246,17 @@ fn check_run<const Q: bool>(batch: usize) {
     assert_eq!(t.counters.orders, want.len() as u64);
     // One RX→TX sample per packet that sent an order (one trade per packet here).
     assert_eq!(rx_to_tx.len(), want.len() as u64);
-    assert_eq!(t.engine.len(), 400);
+    assert_eq!(
+        t.engine.len(),
+        400u64.div_ceil(u64::from(DEFAULT_ENGINE_SAMPLE_EVERY)),
+        "the engine is timed on the first tick and every Nth after it"
+    );
     assert!(io.turns.iter().all(|&n| n <= batch.max(1)));
-    if Q {
-        assert!(io.queued.is_empty(), "everything queued was flushed");
-    } else {
-        assert_eq!(
-            io.flushes, 0,
-            "a socket's sends don't queue: nothing to flush"
-        );
-    }
+    // One kick per packet that sent an order, right after it, whatever the batch: each kick
+    // carries exactly that packet's order.
+    assert_eq!(io.kicks.len(), want.len(), "a kick per packet with orders");
+    assert!(io.kicks.iter().all(|&n| n == 1), "{:?}", io.kicks);
+    assert!(io.queued.is_empty(), "everything queued was kicked");
 }
 
 #[test]
@@ -227,8 +291,12 @@ fn refused_orders_and_failed_flushes_are_counted() {
     run(&mut io, &mut t, &mut h, config(4), &AtomicBool::new(false)).unwrap();
     assert_eq!(t.counters.orders_failed, 3);
     assert_eq!(t.counters.orders, want - 3);
-    assert_eq!(t.counters.tx_flush_failed, io.flushes as u64);
-    assert!(io.flushes > 0);
+    assert_eq!(t.counters.tx_flush_failed, io.kicks.len() as u64);
+    assert_eq!(
+        io.kicks.len() as u64,
+        want - 3,
+        "no kick for a packet that sent nothing"
+    );
 }
 
 #[test]
@@ -264,7 +332,6 @@ fn the_stop_flag_ends_the_loop() {
 fn an_io_error_ends_the_loop_with_it() {
     struct Broken;
     impl TraderIo for Broken {
-        const QUEUES_ORDERS: bool = false;
         fn recv<H: PacketHandler>(&mut self, _: usize, _: &mut H) -> io::Result<usize> {
             Err(io::Error::other("device gone"))
         }
@@ -279,4 +346,169 @@ fn an_io_error_ends_the_loop_with_it() {
     )
     .unwrap_err();
     assert_eq!(e.to_string(), "device gone");
+}
+
+/// Runs the whole feed through the queued fake with the logging clock; returns the trader, the
+/// RX→TX histogram and the log.
+fn logged_run(packets: Vec<Vec<u8>>, t: Trader, batch: usize) -> (Trader, Latency, Vec<Event>) {
+    LOG.with(|l| l.borrow_mut().clear());
+    // Near the real clock's now, so the loop's idle check (real time) stays sane.
+    FAKE_NOW.with(|c| c.set(crate::clock::now_ns()));
+    let mut io = FakeIo::<true> {
+        incoming: packets.into(),
+        fake_clock: true,
+        ..FakeIo::default()
+    };
+    let mut t = t;
+    let mut rx_to_tx = Latency::new();
+    let end = run_with_clock(
+        &mut io,
+        &mut t,
+        &mut rx_to_tx,
+        config(batch),
+        &AtomicBool::new(false),
+        &fake_clock,
+    )
+    .unwrap();
+    assert_eq!(end.reason, EndReason::EndOfSession);
+    (t, rx_to_tx, LOG.with(|l| l.take()))
+}
+
+#[test]
+fn one_clock_read_before_the_kick_and_the_tx_time_after_it() {
+    let (packets, prices) = feed(300);
+    let want = expected(&prices).len();
+    for batch in [1, 16] {
+        let (t, rx_to_tx, events) =
+            logged_run(packets.clone(), trader().with_engine_sampling(0), batch);
+        // Per packet: its RX time, then (for one with an order) its send and its kick, and
+        // only then a clock read (the TX time); a packet without an order reads no clock.
+        let packets_seen: Vec<&[Event]> = events.split(|e| *e == Event::Rx).skip(1).collect();
+        assert_eq!(packets_seen.len(), 301);
+        for p in &packets_seen {
+            if let Some(k) = p.iter().position(|e| *e == Event::Kick) {
+                assert_eq!(p[..k], [Event::Send], "no clock read before the kick");
+                assert_eq!(p[k + 1..], [Event::Clock], "the TX time, after the kick");
+            } else {
+                assert!(p.is_empty(), "{p:?}");
+            }
+        }
+        let kicks = events.iter().filter(|e| **e == Event::Kick).count();
+        assert_eq!(
+            kicks, want,
+            "a kick per packet with an order (batch {batch})"
+        );
+        // Every TX time came after its kick, which takes KICK_NS on the fake clock.
+        assert_eq!(rx_to_tx.len(), want as u64);
+        assert!(
+            rx_to_tx.summary().min_us * 1000.0 >= KICK_NS as f64 * 0.999,
+            "{:?}",
+            rx_to_tx.summary()
+        );
+        assert_eq!(t.engine.len(), 0, "sampling 0 never times the engine");
+    }
+}
+
+#[test]
+fn a_sampled_tick_reads_the_clock_twice_around_the_engine_and_nowhere_else() {
+    let (packets, _) = feed(300);
+    let (t, _, events) = logged_run(packets, trader().with_engine_sampling(10), 4);
+    // Clock reads before a kick or the next packet's RX: only the engine's pairs.
+    let clock_reads_not_after_a_kick = events
+        .iter()
+        .zip(std::iter::once(&Event::Rx).chain(&events))
+        .filter(|(e, prev)| **e == Event::Clock && **prev != Event::Kick)
+        .count();
+    assert_eq!(t.engine.len(), 30, "ticks 1, 11, ..., 291");
+    assert_eq!(clock_reads_not_after_a_kick, 2 * 30);
+    // The engine samples were taken before the kick, not around it.
+    assert!(t.engine.summary().max_us * 1000.0 < KICK_NS as f64);
+}
+
+#[test]
+fn the_engine_samples_wait_for_settle() {
+    let (packets, _) = feed(3);
+    let mut t = trader().with_engine_sampling(1);
+    t.on_packet(&packets[0], || 7, |_| true);
+    assert_eq!(
+        t.engine.len(),
+        0,
+        "nothing recorded before the orders are out"
+    );
+    t.settle();
+    assert_eq!(t.engine.len(), 1);
+    t.settle();
+    assert_eq!(t.engine.len(), 1, "a sample is recorded once");
+}
+
+/// The trader's own account after the fake ring replayed `packets`.
+fn account_after(packets: Vec<Vec<u8>>) -> (results::Account, Trader) {
+    let mut io = FakeIo::<true> {
+        incoming: packets.into(),
+        ..FakeIo::default()
+    };
+    let mut t = trader();
+    let mut h = Latency::new();
+    run(&mut io, &mut t, &mut h, config(8), &AtomicBool::new(false)).unwrap();
+    (t.account(), t)
+}
+
+#[test]
+fn the_traders_account_is_the_batch_backtest_of_the_ticks_it_saw() {
+    let (packets, prices) = feed(400);
+    let (account, t) = account_after(packets);
+    let params = Params::from_n(6).unwrap();
+    let batch = engine::reference::backtest(&prices, &params).unwrap();
+    assert_eq!(account.orders, t.counters.orders);
+    assert_eq!(account.orders, expected(&prices).len() as u64);
+    assert_eq!((account.trades, account.pnl), (batch.trades, batch.pnl));
+    assert!(account.trades > 10, "{account:?}");
+    // The position the loop ended with: the last signal's side.
+    let last = expected(&prices).last().copied().unwrap();
+    let side = if last.1 {
+        results::Position::Long
+    } else {
+        results::Position::Short
+    };
+    assert_eq!(account.position, Some(side));
+}
+
+#[test]
+fn a_lost_tick_makes_the_account_differ_from_the_backtest() {
+    let (mut packets, prices) = feed(400);
+    // Lose the tick of the fifth signal: the trader never sees its price.
+    let (lost_seq, _) = expected(&prices)[4];
+    packets.remove(lost_seq as usize - 1);
+    let (account, t) = account_after(packets);
+    assert_eq!(t.counters.gap_messages, 1);
+    let params = Params::from_n(6).unwrap();
+    let batch = engine::reference::backtest(&prices, &params).unwrap();
+    assert_ne!((account.trades, account.pnl), (batch.trades, batch.pnl));
+    // It is still the backtest of what the trader saw.
+    let mut seen = prices.clone();
+    seen.remove(lost_seq as usize - 1);
+    let own = engine::reference::backtest(&seen, &params).unwrap();
+    assert_eq!((account.trades, account.pnl), (own.trades, own.pnl));
+}
+
+#[test]
+fn refused_orders_are_not_booked() {
+    let (packets, prices) = feed(200);
+    let mut io = FakeIo::<false> {
+        incoming: packets.into(),
+        refuse: 2,
+        ..FakeIo::default()
+    };
+    let mut t = trader();
+    let mut h = Latency::new();
+    run(&mut io, &mut t, &mut h, config(1), &AtomicBool::new(false)).unwrap();
+    let account = t.account();
+    assert_eq!(account.orders, expected(&prices).len() as u64 - 2);
+    assert_eq!(account.orders, t.counters.orders);
+    let all = engine::reference::backtest(&prices, &Params::from_n(6).unwrap()).unwrap();
+    assert_ne!(
+        (account.trades, account.pnl),
+        (all.trades, all.pnl),
+        "the book holds what was sent, not what was decided"
+    );
 }

@@ -57,8 +57,6 @@ fn nothing_yet(e: &io::Error) -> bool {
 }
 
 impl TraderIo for UdpIo {
-    const QUEUES_ORDERS: bool = false;
-
     #[inline]
     fn recv<H: PacketHandler>(&mut self, _max: usize, handler: &mut H) -> io::Result<usize> {
         let (len, from) = match self.sock.recv_from(&mut self.buf[..]) {
@@ -102,8 +100,6 @@ impl MmsgIo {
 }
 
 impl TraderIo for MmsgIo {
-    const QUEUES_ORDERS: bool = false;
-
     #[inline]
     fn recv<H: PacketHandler>(&mut self, _max: usize, handler: &mut H) -> io::Result<usize> {
         let Self {

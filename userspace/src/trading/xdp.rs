@@ -1,7 +1,7 @@
 //! The AF_XDP path: frames from the UMEM, orders built as whole frames on the TX ring.
 use std::io;
 
-use results::{FrameCounts, Wait};
+use results::FrameCounts;
 use wire::order::OrderRepr;
 
 use super::{OrderSink, PacketHandler, TraderIo};
@@ -16,40 +16,38 @@ use crate::{
 const BLOCK_POLL_MS: i32 = 100;
 
 /// A trader's I/O over an AF_XDP socket (with the XDP program redirecting the feed into it).
+///
+/// How it waits is fixed for the run, so it is part of the type, not tested per turn: `BLOCK`
+/// waits in `poll()` for the RX ring before each turn (`--wait block`); `BUSY_POLL` (the socket
+/// has SO_BUSY_POLL) makes an empty turn drive the kernel's busy poll with a zero-timeout
+/// `poll()`.
 #[derive(Debug)]
-pub struct XdpIo {
+pub struct XdpIo<const BLOCK: bool, const BUSY_POLL: bool> {
     xsk: Xsk,
     order_port: u16,
     /// Our MAC, IPv4 address and the feed's port: where feed datagrams must be addressed.
     our: Endpoint,
     /// The frame template for the last sender seen; rebuilt when a packet comes from another.
     builder: Option<(Endpoint, FrameBuilder)>,
-    wait: Wait,
-    busy_poll: bool,
     /// Frames on the socket that are not the feed, by reason.
     pub frames_not_ours: FrameCounts,
 }
 
-impl XdpIo {
+impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
     /// Serves the feed on `md_port` arriving at `xsk`; orders go from `our` (MAC, IPv4; the
-    /// port is the feed's) to each packet's sender at `order_port`. `busy_poll`: the socket has
-    /// SO_BUSY_POLL, so an empty turn drives the kernel's busy poll with a zero-timeout poll().
+    /// port is the feed's) to each packet's sender at `order_port`.
     pub fn new(
         xsk: Xsk,
         our_mac: [u8; 6],
         our_ip: std::net::Ipv4Addr,
         md_port: u16,
         order_port: u16,
-        wait: Wait,
-        busy_poll: bool,
     ) -> Self {
         XdpIo {
             xsk,
             order_port,
             our: frame::endpoint(our_mac, our_ip, md_port),
             builder: None,
-            wait,
-            busy_poll,
             frames_not_ours: FrameCounts::default(),
         }
     }
@@ -76,14 +74,19 @@ impl OrderSink for XdpSink<'_> {
             .send(|buf| b.build(buf, |body| order.emit_into(body).unwrap_or(usize::MAX)))
             .is_ok()
     }
-}
-
-impl TraderIo for XdpIo {
-    const QUEUES_ORDERS: bool = true;
 
     #[inline]
+    fn flush(&mut self) -> io::Result<()> {
+        // Copy mode sends nothing without a sendto, whatever need_wakeup says, and at most 32
+        // frames per sendto; zero-copy needs one only when the ring asks (XskTx::flush).
+        self.tx.flush()
+    }
+}
+
+impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for XdpIo<BLOCK, BUSY_POLL> {
+    #[inline]
     fn recv<H: PacketHandler>(&mut self, max: usize, handler: &mut H) -> io::Result<usize> {
-        if self.wait == Wait::Block {
+        if BLOCK {
             self.xsk.rx.wait(BLOCK_POLL_MS)?;
         }
         let Self {
@@ -114,16 +117,9 @@ impl TraderIo for XdpIo {
         Ok(n)
     }
 
-    #[inline]
-    fn flush(&mut self) -> io::Result<()> {
-        // Copy mode sends nothing without a sendto, whatever need_wakeup says, and at most 32
-        // frames per sendto: flush kicks until the ring is taken.
-        self.xsk.tx.flush()
-    }
-
     fn idle(&mut self) {
         self.xsk.tx.reclaim();
-        if self.busy_poll {
+        if BUSY_POLL {
             // Drives the kernel's busy poll of the device (napi_busy_loop) from our core.
             let _ = self.xsk.rx.wait(0);
         }
