@@ -258,33 +258,48 @@ fn run_xdp(
     }
     let rss_start_kib = ready(o);
     // How the loop waits is fixed for the run: a type, not a test per turn.
-    let (end, frames_not_ours, xsk_stats) = match (o.wait, o.busy_poll.is_some()) {
-        (Wait::Spin, false) => run_xsk::<false, false>(o, xsk, our_mac, trader, rx_to_tx, stop),
-        (Wait::Spin, true) => run_xsk::<false, true>(o, xsk, our_mac, trader, rx_to_tx, stop),
-        (Wait::Block, false) => run_xsk::<true, false>(o, xsk, our_mac, trader, rx_to_tx, stop),
-        (Wait::Block, true) => run_xsk::<true, true>(o, xsk, our_mac, trader, rx_to_tx, stop),
+    let p = &prog;
+    let (end, frames_not_ours, xsk_stats, xdp_counters) = match (o.wait, o.busy_poll.is_some()) {
+        (Wait::Spin, false) => run_xsk::<false, false>(o, p, xsk, our_mac, trader, rx_to_tx, stop),
+        (Wait::Spin, true) => run_xsk::<false, true>(o, p, xsk, our_mac, trader, rx_to_tx, stop),
+        (Wait::Block, false) => run_xsk::<true, false>(o, p, xsk, our_mac, trader, rx_to_tx, stop),
+        (Wait::Block, true) => run_xsk::<true, true>(o, p, xsk, our_mac, trader, rx_to_tx, stop),
     }?;
     Ok(PathEnd {
         end,
         frames_not_ours,
-        xdp_counters: prog.counters().ok().map(|c| c.to_report()),
+        xdp_counters,
         xsk_stats,
         rss_start_kib,
     })
 }
 
+/// What an AF_XDP run leaves for the report: how the loop ended, the frames it refused, the
+/// socket's statistics and the program's counters.
+type XskEnd = (LoopEnd, FrameCounts, Option<XskStats>, Option<XdpCounters>);
+
 fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
     o: &Options,
+    prog: &XdpProgram,
     xsk: Xsk,
     our_mac: [u8; 6],
     trader: &mut Trader,
     rx_to_tx: &mut Latency,
     stop: &AtomicBool,
-) -> anyhow::Result<(LoopEnd, FrameCounts, Option<XskStats>)> {
+) -> anyhow::Result<XskEnd> {
     let mut io = XdpIo::<BLOCK, BUSY_POLL>::new(xsk, our_mac, o.addr, o.port, o.order_port);
     let end = trading::run(&mut io, trader, rx_to_tx, o.loop_config(), stop)
         .context("the AF_XDP socket")?;
-    Ok((end, io.frames_not_ours, io.xsk().statistics().ok()))
+    // The program's counters now, while the socket is still in its map: the exchange's
+    // repeated end-of-session packets that arrive after the loop ended would otherwise count
+    // as frames no socket took (redirect_failed), a queue problem there isn't.
+    let counters = prog.counters().ok().map(|c| c.to_report());
+    Ok((
+        end,
+        io.frames_not_ours,
+        io.xsk().statistics().ok(),
+        counters,
+    ))
 }
 
 fn run_udp(
