@@ -46,8 +46,8 @@ pub mod lab {
 
     /// The market-data UDP port (the XDP program redirects exactly this one).
     pub const MD_PORT: u16 = 26400;
-    /// The UDP port orders go to, on the exchange side.
-    pub const ORDER_PORT: u16 = 26401;
+    /// The UDP port orders go to, on the exchange side (the XDP reflector's replies too).
+    pub const ORDER_PORT: u16 = xdp_common::ORDER_PORT;
     /// The MoldUDP64 session the replay's synthetic feeds carry (10 alphanumerics).
     pub const SESSION: &str = "T2TLAB0001";
     /// The stock symbol of the synthetic ticks, and the one the trader trades.

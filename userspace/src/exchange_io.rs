@@ -22,9 +22,16 @@ const TIMESTAMPS_ON: std::time::Duration = std::time::Duration::from_millis(20);
 /// How the exchange side sends ticks and takes orders.
 #[derive(Debug)]
 pub enum ExchangeIo {
-    /// A connected, non-blocking kernel UDP socket that asks the kernel to stamp each datagram
-    /// it receives (`SO_TIMESTAMPNS`).
-    Udp(UdpSocket, RealToMono),
+    /// Kernel UDP: the feed leaves from a connected socket of its own, orders arrive at an
+    /// unconnected one that asks the kernel to stamp each datagram (`SO_TIMESTAMPNS`).
+    Udp {
+        /// Sends the feed.
+        feed: UdpSocket,
+        /// Takes the orders.
+        orders: UdpSocket,
+        /// Converts the stamps to the lab's clock.
+        clock: RealToMono,
+    },
     /// An AF_XDP socket on the exchange's interface; the XDP program there redirects the
     /// order flow (UDP to our port) into it.
     Xsk(Box<XskIo>),
@@ -43,26 +50,41 @@ impl ExchangeIo {
     /// A kernel UDP socket bound to `bind`, connected to `target`, with a receive buffer large
     /// enough that orders are not lost while the sender busy-waits or is preempted.
     pub fn udp(bind: SocketAddrV4, target: SocketAddrV4) -> anyhow::Result<ExchangeIo> {
-        let sock = UdpSocket::bind(bind).with_context(|| {
+        let orders = UdpSocket::bind(bind).with_context(|| {
             format!("failed to bind {bind} (port in use, or not an address of this namespace?)")
         })?;
-        sock.set_nonblocking(true)
+        orders
+            .set_nonblocking(true)
             .context("making the exchange socket non-blocking")?;
         {
             use std::os::fd::AsRawFd as _;
-            crate::sockopt::set_rcvbuf(sock.as_raw_fd(), 16 << 20)?;
+            crate::sockopt::set_rcvbuf(orders.as_raw_fd(), 16 << 20)?;
         }
-        sock.connect(target)
-            .with_context(|| format!("no route to {target}"))?;
         // The kernel's software receive timestamp: when the order reached our socket, however
         // late our loop reads it.
-        nix::sys::socket::setsockopt(&sock, nix::sys::socket::sockopt::ReceiveTimestampns, &true)
-            .context("asking for receive timestamps (SO_TIMESTAMPNS)")?;
+        nix::sys::socket::setsockopt(
+            &orders,
+            nix::sys::socket::sockopt::ReceiveTimestampns,
+            &true,
+        )
+        .context("asking for receive timestamps (SO_TIMESTAMPNS)")?;
+        // The feed leaves from a socket of its own (an ephemeral port, connected: no route
+        // lookup per tick); orders come to `bind` from whatever port the trader sends from.
+        let feed = UdpSocket::bind(SocketAddrV4::new(*bind.ip(), 0))
+            .with_context(|| format!("failed to bind a feed socket on {}", bind.ip()))?;
+        feed.set_nonblocking(true)
+            .context("making the feed socket non-blocking")?;
+        feed.connect(target)
+            .with_context(|| format!("no route to {target}"))?;
         // The kernel turns stamping on for the stack through a static key it flips from a
         // workqueue; until then a datagram is stamped when it is read. Let that happen before
         // the first order can come.
         std::thread::sleep(TIMESTAMPS_ON);
-        Ok(ExchangeIo::Udp(sock, RealToMono::default()))
+        Ok(ExchangeIo::Udp {
+            feed,
+            orders,
+            clock: RealToMono::default(),
+        })
     }
 
     /// AF_XDP on `iface`: frames from `bind` (our MAC read from sysfs) to `target` at
@@ -108,7 +130,17 @@ impl Port for ExchangeIo {
         match self {
             // WouldBlock (a full socket buffer) is returned: the caller counts the datagram
             // as not sent rather than blaming the trader for it.
-            ExchangeIo::Udp(s, _) => s.send(payload).map(|_| ()),
+            ExchangeIo::Udp { feed, .. } => match feed.send(payload) {
+                // A connected socket reports an earlier ICMP "port unreachable" (the trader
+                // gone, or not up yet) on its next send, and that send didn't go: the error is
+                // cleared by reporting it, so send again. Either way the tick went out as far
+                // as the exchange can tell; whether anyone took it is the trader's count.
+                Err(e) if e.kind() == ErrorKind::ConnectionRefused => match feed.send(payload) {
+                    Err(e) if e.kind() == ErrorKind::ConnectionRefused => Ok(()),
+                    r => r.map(|_| ()),
+                },
+                r => r.map(|_| ()),
+            },
             ExchangeIo::Xsk(x) => {
                 let XskIo { xsk, builder, .. } = &mut **x;
                 let mut tries = 0;
@@ -148,8 +180,8 @@ impl Port for ExchangeIo {
     #[inline]
     fn recv_each(&mut self, buf: &mut [u8], mut f: impl FnMut(&[u8], Option<u64>)) {
         match self {
-            ExchangeIo::Udp(s, clock) => {
-                while let Some((n, stamp)) = recv_stamped(s, buf) {
+            ExchangeIo::Udp { orders, clock, .. } => {
+                while let Some((n, stamp)) = recv_stamped(orders, buf) {
                     f(&buf[..n], stamp.map(|real| clock.to_mono(real)));
                 }
             }

@@ -31,6 +31,10 @@ pub const PROG_NAME: &str = "md_redirect";
 /// what the reflector's order-shaped reply carries.
 pub const LOT: u32 = 100;
 
+/// The exchange's order port in the lab (`netns::lab::ORDER_PORT` is this): where the
+/// reflector sends its order-shaped replies, as the trader sends its orders.
+pub const ORDER_PORT: u16 = 26401;
+
 /// Entries in the XSKMAP: one per RX queue the program may see.
 pub const MAX_QUEUES: u32 = 64;
 

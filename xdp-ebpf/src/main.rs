@@ -190,7 +190,15 @@ fn reflect(ctx: &XdpContext) -> Result<(), ()> {
     let price: [u8; 4] = read_field(ctx, at(ITCH, trade::field::PRICE))?;
     swap::<6>(ctx, ethernet::DST, ethernet::SRC)?;
     swap::<4>(ctx, at(IP, ipv4::SRC), at(IP, ipv4::DST))?;
-    swap::<2>(ctx, at(UDP, udp::SRC_PORT), at(UDP, udp::DST_PORT))?;
+    // From the feed port to the exchange's order port, as the trader's orders go (the feed
+    // may come from any port of the exchange's).
+    let feed_port: [u8; 2] = read_field(ctx, at(UDP, udp::DST_PORT))?;
+    write_field(ctx, at(UDP, udp::SRC_PORT), feed_port)?;
+    write_field(
+        ctx,
+        at(UDP, udp::DST_PORT),
+        xdp_common::ORDER_PORT.to_be_bytes(),
+    )?;
     let udp_len = (udp::HEADER_LEN + order::LEN) as u16;
     write_field(ctx, at(UDP, udp::LENGTH), udp_len.to_be_bytes())?;
     write_field(ctx, at(UDP, udp::CHECKSUM), [0u8; 2])?;

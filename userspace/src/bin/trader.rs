@@ -333,11 +333,11 @@ fn run_udp(
     }
     let rss_start_kib = ready(o);
     let end = if o.recvmmsg > 1 {
-        let mut io = MmsgIo::new(sock, o.order_port, usize::from(o.recvmmsg));
+        let mut io = MmsgIo::new(sock, o.order_port, usize::from(o.recvmmsg))?;
         trading::run(&mut io, trader, rx_to_tx, o.loop_config(), stop)
             .context("recvmmsg on the market-data socket")?
     } else {
-        let mut io = UdpIo::new(sock, o.order_port);
+        let mut io = UdpIo::new(sock, o.order_port)?;
         trading::run(&mut io, trader, rx_to_tx, o.loop_config(), stop)
             .context("recv on the market-data socket")?
     };

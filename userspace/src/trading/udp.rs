@@ -1,7 +1,7 @@
 //! The kernel UDP path: one datagram per `recvfrom`, or a batch per `recvmmsg`.
 use std::{
     io::{self, ErrorKind},
-    net::{SocketAddrV4, UdpSocket},
+    net::{Ipv4Addr, SocketAddrV4, UdpSocket},
     os::fd::AsRawFd as _,
 };
 
@@ -10,10 +10,10 @@ use wire::order::OrderRepr;
 use super::{OrderSink, PacketHandler, TraderIo};
 use crate::{clock::now_ns, sockopt::MultiRecv};
 
-/// Orders of one datagram, each sent at once to its sender's order port.
+/// Orders of one datagram, each sent at once on the socket connected to its sender's order
+/// port (`None`: that socket could not be made; the order counts as failed).
 struct UdpSink<'a> {
-    sock: &'a UdpSocket,
-    dest: SocketAddrV4,
+    sock: Option<&'a UdpSocket>,
 }
 
 impl OrderSink for UdpSink<'_> {
@@ -24,7 +24,45 @@ impl OrderSink for UdpSink<'_> {
         let Ok(n) = order.emit_into(&mut buf) else {
             return false;
         };
-        self.sock.send_to(&buf[..n], self.dest).is_ok()
+        self.sock.is_some_and(|s| s.send(&buf[..n]).is_ok())
+    }
+}
+
+/// The socket orders leave on: bound to our address (an ephemeral port, so it never hears the
+/// feed) and connected to the exchange's order port, so a send does no route lookup, as the
+/// AF_XDP path's prebuilt frame doesn't. Made when the first datagram names the exchange, and
+/// again only if the sender changes.
+#[derive(Debug)]
+struct OrderLine {
+    ours: Ipv4Addr,
+    order_port: u16,
+    conn: Option<(Ipv4Addr, UdpSocket)>,
+}
+
+impl OrderLine {
+    fn new(ours: Ipv4Addr, order_port: u16) -> Self {
+        OrderLine {
+            ours,
+            order_port,
+            conn: None,
+        }
+    }
+
+    /// The socket connected to `sender`'s order port, made if it isn't yet.
+    #[inline]
+    fn to(&mut self, sender: Ipv4Addr) -> Option<&UdpSocket> {
+        if self.conn.as_ref().is_none_or(|(ip, _)| *ip != sender) {
+            self.conn = Self::connect(self.ours, SocketAddrV4::new(sender, self.order_port))
+                .map(|s| (sender, s));
+        }
+        self.conn.as_ref().map(|(_, s)| s)
+    }
+
+    #[cold]
+    fn connect(ours: Ipv4Addr, to: SocketAddrV4) -> Option<UdpSocket> {
+        let sock = UdpSocket::bind(SocketAddrV4::new(ours, 0)).ok()?;
+        sock.connect(to).ok()?;
+        Some(sock)
     }
 }
 
@@ -33,18 +71,30 @@ impl OrderSink for UdpSink<'_> {
 #[derive(Debug)]
 pub struct UdpIo {
     sock: UdpSocket,
-    order_port: u16,
+    orders: OrderLine,
     buf: Box<[u8; 2048]>,
 }
 
 impl UdpIo {
-    /// Serves the feed arriving at `sock`; orders go to each datagram's sender at `order_port`.
-    pub fn new(sock: UdpSocket, order_port: u16) -> Self {
-        UdpIo {
+    /// Serves the feed arriving at `sock`; orders go to each datagram's sender at `order_port`,
+    /// from a socket of their own on `sock`'s address.
+    pub fn new(sock: UdpSocket, order_port: u16) -> io::Result<Self> {
+        Ok(UdpIo {
+            orders: OrderLine::new(local_v4(&sock)?, order_port),
             sock,
-            order_port,
             buf: Box::new([0; 2048]),
-        }
+        })
+    }
+}
+
+/// The IPv4 address a socket is bound to.
+fn local_v4(sock: &UdpSocket) -> io::Result<Ipv4Addr> {
+    match sock.local_addr()? {
+        std::net::SocketAddr::V4(a) => Ok(*a.ip()),
+        std::net::SocketAddr::V6(_) => Err(io::Error::new(
+            ErrorKind::InvalidInput,
+            "the market-data socket must be IPv4",
+        )),
     }
 }
 
@@ -70,8 +120,7 @@ impl TraderIo for UdpIo {
             return Ok(1);
         };
         let mut sink = UdpSink {
-            sock: &self.sock,
-            dest: SocketAddrV4::new(*from.ip(), self.order_port),
+            sock: self.orders.to(*from.ip()),
         };
         handler.on_packet(&self.buf[..len], t_rx, &mut sink);
         Ok(1)
@@ -83,19 +132,19 @@ impl TraderIo for UdpIo {
 #[derive(Debug)]
 pub struct MmsgIo {
     sock: UdpSocket,
-    order_port: u16,
+    orders: OrderLine,
     multi: MultiRecv,
 }
 
 impl MmsgIo {
     /// Serves the feed arriving at `sock` (which must be non-blocking), `per_call` datagrams per
     /// `recvmmsg` at most; orders go to each datagram's sender at `order_port`.
-    pub fn new(sock: UdpSocket, order_port: u16, per_call: usize) -> Self {
-        MmsgIo {
+    pub fn new(sock: UdpSocket, order_port: u16, per_call: usize) -> io::Result<Self> {
+        Ok(MmsgIo {
+            orders: OrderLine::new(local_v4(&sock)?, order_port),
             sock,
-            order_port,
             multi: MultiRecv::new(per_call),
-        }
+        })
     }
 }
 
@@ -104,14 +153,13 @@ impl TraderIo for MmsgIo {
     fn recv<H: PacketHandler>(&mut self, _max: usize, handler: &mut H) -> io::Result<usize> {
         let Self {
             sock,
-            order_port,
+            orders,
             multi,
         } = self;
         match multi.recv(sock.as_raw_fd(), |payload, from| {
             let t_rx = now_ns();
             let mut sink = UdpSink {
-                sock,
-                dest: SocketAddrV4::new(*from.ip(), *order_port),
+                sock: orders.to(*from.ip()),
             };
             handler.on_packet(payload, t_rx, &mut sink);
         }) {
