@@ -63,6 +63,9 @@ pub struct ReplayReport {
     /// Per order, from its arrival to the replay reading it: the harness's own delay (a send,
     /// or a preemption of the replay's thread, in between).
     pub harness_delay: Summary,
+    /// Order datagrams that came without the arrival stamp `arrival` names (the kernel's or the
+    /// XDP program's): those count from the replay's read. Should be 0.
+    pub unstamped_datagrams: u64,
     /// The replay's own context switches during the send loop.
     pub context_switches: ContextSwitches,
     /// Hypervisor steal per CPU during the send loop, ms, 10 ms resolution (`/proc/stat`).

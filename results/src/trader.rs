@@ -43,7 +43,7 @@ pub struct TraderReport {
 }
 
 /// The trader's own account: the orders it sent, booked with the engine's ledger at the tick
-/// prices it saw, closed at the last tick it traded. One of the three accounts parity compares
+/// prices it saw, closed at the last tick price it saw. One of the three accounts parity compares
 /// (with the exchange's booking of the orders it received, and the batch backtest).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Account {

@@ -133,10 +133,12 @@ impl Port for ExchangeIo {
             ExchangeIo::Udp { feed, .. } => match feed.send(payload) {
                 // A connected socket reports an earlier ICMP "port unreachable" (the trader
                 // gone, or not up yet) on its next send, and that send didn't go: the error is
-                // cleared by reporting it, so send again. Either way the tick went out as far
-                // as the exchange can tell; whether anyone took it is the trader's count.
+                // cleared by reporting it, so send again.
                 Err(e) if e.kind() == ErrorKind::ConnectionRefused => match feed.send(payload) {
-                    Err(e) if e.kind() == ErrorKind::ConnectionRefused => Ok(()),
+                    // Still refused: not sent, and counted so (our side's refusal).
+                    Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                        Err(io::Error::new(ErrorKind::WouldBlock, e))
+                    }
                     r => r.map(|_| ()),
                 },
                 r => r.map(|_| ()),
@@ -216,11 +218,15 @@ fn recv_stamped(sock: &UdpSocket, buf: &mut [u8]) -> Option<(usize, Option<u64>)
         MsgFlags::MSG_DONTWAIT,
     )
     .ok()?;
-    let stamp = msg.cmsgs().ok()?.find_map(|c| match c {
-        ControlMessageOwned::ScmTimestampns(ts) => {
-            Some(ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64)
-        }
-        _ => None,
+    // The datagram is taken either way: without a readable stamp it is still an order (it
+    // then counts from when it was read, and as unstamped).
+    let stamp = msg.cmsgs().ok().and_then(|mut c| {
+        c.find_map(|c| match c {
+            ControlMessageOwned::ScmTimestampns(ts) => {
+                Some(ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64)
+            }
+            _ => None,
+        })
     });
     Some((msg.bytes, stamp))
 }

@@ -62,10 +62,19 @@ pub const STAMP_LEN: usize = 12;
 /// one.
 pub const STAMP_MAGIC: [u8; 4] = *b"T2TS";
 
-/// The arrival time stamped at the end of `frame` by [`Action::RedirectStamped`], if there is
-/// one (CLOCK_MONOTONIC ns).
+/// The arrival time stamped at the end of `frame` (Ethernet, IPv4) by
+/// [`Action::RedirectStamped`], if there is one (CLOCK_MONOTONIC ns): the trailer must start
+/// exactly where the IPv4 datagram ends, so the last bytes of an unstamped frame are never
+/// read as a stamp.
 pub fn arrival_stamp(frame: &[u8]) -> Option<u64> {
-    let at = frame.len().checked_sub(STAMP_LEN)?;
+    let len_at = layout::at(layout::ethernet::HEADER_LEN, layout::ipv4::TOTAL_LEN);
+    let total = frame.get(len_at)?;
+    let ip_end =
+        layout::ethernet::HEADER_LEN + usize::from(u16::from_be_bytes([total[0], total[1]]));
+    if frame.len() != ip_end + STAMP_LEN {
+        return None;
+    }
+    let at = ip_end;
     let (magic, ns) = frame.get(at..)?.split_at(4);
     if magic != STAMP_MAGIC {
         return None;
@@ -166,12 +175,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_arrival_stamp_is_read_only_where_its_magic_is() {
+    fn an_arrival_stamp_is_read_only_right_past_the_ip_datagram_and_with_its_magic() {
+        // A 40-byte frame whose IPv4 total length says 26 (14 + 26 = 40).
         let mut frame = [0u8; 40].to_vec();
+        frame[16..18].copy_from_slice(&26u16.to_be_bytes());
         assert_eq!(arrival_stamp(&frame), None);
         frame.extend_from_slice(&STAMP_MAGIC);
         frame.extend_from_slice(&123_456_789u64.to_le_bytes());
         assert_eq!(arrival_stamp(&frame), Some(123_456_789));
+        // The same 12 bytes inside the datagram (its own last bytes) are not a stamp.
+        frame[16..18].copy_from_slice(&38u16.to_be_bytes());
+        assert_eq!(arrival_stamp(&frame), None);
         assert_eq!(arrival_stamp(&frame[..10]), None);
         assert_eq!(arrival_stamp(&[]), None);
     }

@@ -191,6 +191,13 @@ pub(crate) fn problems(row: &str, replay: &ReplayReport, trader: &TraderReport) 
     if let Some(differ) = accounts_differ(replay, trader) {
         p.push(format!("{row}: {differ}"));
     }
+    if replay.unstamped_datagrams > 0 {
+        p.push(format!(
+            "{row}: {} order datagrams came without an arrival stamp (counted from the \
+             replay's read)",
+            replay.unstamped_datagrams
+        ));
+    }
     if let Some(x) = trader.xdp_counters.filter(|x| x.redirect_failed > 0) {
         p.push(format!(
             "{row}: {} frames the XDP program could not redirect to the AF_XDP socket \

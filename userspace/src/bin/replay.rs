@@ -332,6 +332,7 @@ fn report(asked: Asked, feed: &Feed, settled: &Settlement, span: SendSpan) -> Re
         tick_to_trade,
         tick_to_trade_seen,
         harness_delay,
+        unstamped,
         parity,
         schedule: _,
     } = settled;
@@ -376,6 +377,7 @@ fn report(asked: Asked, feed: &Feed, settled: &Settlement, span: SendSpan) -> Re
         tick_to_trade: tick_to_trade.summary(),
         tick_to_trade_seen: tick_to_trade_seen.summary(),
         harness_delay: harness_delay.summary(),
+        unstamped_datagrams: *unstamped,
         context_switches,
         steal_ms,
         thread_time,

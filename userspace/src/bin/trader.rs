@@ -197,6 +197,14 @@ fn real_main() -> anyhow::Result<()> {
     if o.recvmmsg > 1 && (o.path != TraderPath::Udp || o.wait == Wait::Block) {
         bail!("--recvmmsg needs --path udp and --wait spin");
     }
+    if o.path == TraderPath::Reflect && o.order_port != lab::ORDER_PORT {
+        bail!(
+            "--path reflect answers at the lab's order port {} (the XDP program's constant), not \
+             --order-port {}",
+            lab::ORDER_PORT,
+            o.order_port
+        );
+    }
     if o.check {
         return Ok(());
     }

@@ -97,6 +97,8 @@ pub struct Settlement {
     /// The harness's own delay per order: from the kernel taking it in to the replay reading it
     /// (0 where the port has no kernel timestamp).
     pub harness_delay: Latency,
+    /// Order datagrams that came without an arrival stamp (counted from the replay's read).
+    pub unstamped: u64,
     /// Live orders against the batch backtest.
     pub parity: Parity,
     /// When each message was scheduled to go out (for a capture of the run).
@@ -124,6 +126,8 @@ pub struct Exchange<'f> {
     harness_delay: Latency,
     /// The datagram being taken: how long after the kernel took it in the replay read it.
     reading_delay_ns: u64,
+    /// Order datagrams that came without an arrival stamp.
+    unstamped: u64,
     sent: Sent,
     /// The sequence number after the last message put on the wire (sent or refused).
     session_end: u64,
@@ -177,6 +181,7 @@ impl<'f> Exchange<'f> {
             latency_seen: Latency::new(),
             harness_delay: Latency::new(),
             reading_delay_ns: 0,
+            unstamped: 0,
             sent: Sent::default(),
             session_end: feed.first_seq,
         })
@@ -237,6 +242,14 @@ impl<'f> Exchange<'f> {
         self.reading_delay_ns = seen_ns.saturating_sub(arrived_ns);
         self.receive(payload, arrived_ns);
         self.reading_delay_ns = 0;
+    }
+
+    /// Takes the orders of one datagram that came without an arrival stamp where the port
+    /// should have given one: it counts from when the replay read it, and is counted as such.
+    #[inline]
+    pub fn receive_unstamped(&mut self, payload: &[u8], seen_ns: u64) {
+        self.unstamped += 1;
+        self.receive(payload, seen_ns);
     }
 
     /// Takes the orders of one datagram that arrived at `now_ns` (no kernel timestamp: arrival
@@ -327,6 +340,7 @@ impl<'f> Exchange<'f> {
             tick_to_trade: self.latency,
             tick_to_trade_seen: self.latency_seen,
             harness_delay: self.harness_delay,
+            unstamped: self.unstamped,
             parity: Parity {
                 verdict,
                 live_pnl: live.pnl,

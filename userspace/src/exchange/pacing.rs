@@ -117,7 +117,7 @@ impl<P: Port, C: Clock> Driver<P, C> {
             match arrived {
                 // A kernel stamp a hair after our own read is clock-conversion rounding.
                 Some(at) => ex.receive_stamped(payload, at.min(seen), seen),
-                None => ex.receive(payload, seen),
+                None => ex.receive_unstamped(payload, seen),
             }
         });
     }

@@ -24,7 +24,12 @@ impl OrderSink for UdpSink<'_> {
         let Ok(n) = order.emit_into(&mut buf) else {
             return false;
         };
-        self.sock.is_some_and(|s| s.send(&buf[..n]).is_ok())
+        self.sock.is_some_and(|s| match s.send(&buf[..n]) {
+            // A connected socket reports an earlier ICMP "port unreachable" on its next send,
+            // which didn't go: the report clears it, so send again.
+            Err(e) if e.kind() == ErrorKind::ConnectionRefused => s.send(&buf[..n]).is_ok(),
+            r => r.is_ok(),
+        })
     }
 }
 
@@ -114,14 +119,15 @@ impl TraderIo for UdpIo {
             Err(e) if nothing_yet(&e) => return Ok(0),
             Err(e) => return Err(e),
         };
-        let t_rx = now_ns();
         let std::net::SocketAddr::V4(from) = from else {
             // An IPv4 socket only hears IPv4 senders.
             return Ok(1);
         };
-        let mut sink = UdpSink {
-            sock: self.orders.to(*from.ip()),
-        };
+        // The order socket first (made once, on the first datagram), so its making is not in
+        // that packet's RX→TX.
+        let sock = self.orders.to(*from.ip());
+        let t_rx = now_ns();
+        let mut sink = UdpSink { sock };
         handler.on_packet(&self.buf[..len], t_rx, &mut sink);
         Ok(1)
     }
@@ -157,10 +163,9 @@ impl TraderIo for MmsgIo {
             multi,
         } = self;
         match multi.recv(sock.as_raw_fd(), |payload, from| {
+            let sock = orders.to(*from.ip());
             let t_rx = now_ns();
-            let mut sink = UdpSink {
-                sock: orders.to(*from.ip()),
-            };
+            let mut sink = UdpSink { sock };
             handler.on_packet(payload, t_rx, &mut sink);
         }) {
             Ok(n) => Ok(n),
