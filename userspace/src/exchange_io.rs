@@ -222,9 +222,7 @@ fn recv_stamped(sock: &UdpSocket, buf: &mut [u8]) -> Option<(usize, Option<u64>)
     // then counts from when it was read, and as unstamped).
     let stamp = msg.cmsgs().ok().and_then(|mut c| {
         c.find_map(|c| match c {
-            ControlMessageOwned::ScmTimestampns(ts) => {
-                Some(ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64)
-            }
+            ControlMessageOwned::ScmTimestampns(ts) => Some(crate::clock::ns(&ts)),
             _ => None,
         })
     });
@@ -260,7 +258,7 @@ impl RealToMono {
             let mut best = (u64::MAX, 0i128);
             for _ in 0..Self::TRIES {
                 let before = crate::clock::now_ns();
-                let real = realtime_ns();
+                let real = crate::clock::realtime_ns();
                 let after = crate::clock::now_ns();
                 let window = after.saturating_sub(before);
                 if window < best.0 {
@@ -277,12 +275,6 @@ impl RealToMono {
     }
 }
 
-fn realtime_ns() -> u64 {
-    let ts = nix::time::clock_gettime(nix::time::ClockId::CLOCK_REALTIME)
-        .expect("CLOCK_REALTIME is always available");
-    ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -291,7 +283,7 @@ mod tests {
     fn a_realtime_stamp_converts_to_the_monotonic_clock() {
         let mut c = RealToMono::default();
         let mono = crate::clock::now_ns();
-        let got = c.to_mono(realtime_ns());
+        let got = c.to_mono(crate::clock::realtime_ns());
         // The stamp was taken a moment after `mono`: within a few µs of it, never before.
         assert!(
             got + 1_000 >= mono && got < mono + 5_000_000,

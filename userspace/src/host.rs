@@ -155,7 +155,7 @@ fn split_wall(wall: u64, ran: u64, waited: u64) -> ThreadTime {
 /// adds the running slice in.
 fn thread_cpu_ns() -> u64 {
     nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
-        .map(|ts| ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64)
+        .map(|ts| crate::clock::ns(&ts))
         .unwrap_or(0)
 }
 
