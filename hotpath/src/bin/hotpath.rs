@@ -1,0 +1,185 @@
+//! `hotpath`: the design-choices study's hot-path experiments, and the machine's latency
+//! readiness. `cargo xtask hotpath` builds and runs it; it can also run on its own.
+#![forbid(unsafe_code)]
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use hotpath::harness::Tsc;
+use hotpath::report::Report;
+use hotpath::{Ctx, Size, suite};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "hotpath",
+    about = "The hot path beyond the network: system- and code-level design choices, measured",
+    long_about = "Runs the design-choices study's hot-path experiments on this machine and writes \
+                  report.md (our figure beside the study's, both ratios, a verdict), report.json, \
+                  one .hgrm per latency distribution and SVG plots.\n\nSome experiments need \
+                  root (SCHED_FIFO, HugeTLB reservations); without it they say what they \
+                  skipped."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run experiments and write the report.
+    Run(RunOptions),
+    /// List the experiments.
+    List,
+}
+
+#[derive(Debug, clap::Args)]
+struct RunOptions {
+    /// Comma-separated experiment ids (see `hotpath list`); all when absent.
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// small: seconds per experiment, to keep them working; default: the measured run.
+    #[arg(long, value_enum, default_value = "default")]
+    size: Size,
+    /// Where the report goes (created).
+    #[arg(long)]
+    out: PathBuf,
+    /// The CPU measured threads are pinned to.
+    #[arg(long, default_value_t = 1)]
+    cpu: usize,
+    /// The other CPU (second thread, load generator).
+    #[arg(long, default_value_t = 0)]
+    other_cpu: usize,
+    /// Lines to embed as the machine's conditions (doctor's summary, from xtask).
+    #[arg(long)]
+    doctor_file: Option<PathBuf>,
+    /// The machine's name for the report.
+    #[arg(long, default_value = "")]
+    machine: String,
+}
+
+fn main() -> std::process::ExitCode {
+    if let Err(e) = run() {
+        eprintln!("Error: {e:#}");
+        return std::process::ExitCode::FAILURE;
+    }
+    std::process::ExitCode::SUCCESS
+}
+
+fn run() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        Command::List => {
+            for s in suite::SUITE {
+                println!("{:<14} {:?}  {}", s.id, s.level, s.about);
+            }
+            Ok(())
+        }
+        Command::Run(o) => run_suite(o),
+    }
+}
+
+fn run_suite(o: RunOptions) -> anyhow::Result<()> {
+    let specs = suite::select(&o.only)?;
+    if o.cpu == o.other_cpu {
+        anyhow::bail!("--cpu and --other-cpu must differ (both are {})", o.cpu);
+    }
+    let tsc = Tsc::calibrate(Duration::from_millis(50));
+    let ctx = Ctx {
+        size: o.size,
+        tsc,
+        cpu: o.cpu,
+        other_cpu: o.other_cpu,
+        root: nix_is_root(),
+    };
+    ctx.pin()?;
+    let doctor = match &o.doctor_file {
+        Some(p) => std::fs::read_to_string(p)
+            .with_context(|| format!("reading {}", p.display()))?
+            .lines()
+            .map(str::to_string)
+            .collect(),
+        None => Vec::new(),
+    };
+    let mut report = Report {
+        started_utc: utc_now(),
+        machine: o.machine.clone(),
+        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+        size: format!("{:?}", o.size).to_lowercase(),
+        tsc,
+        cpus: (o.cpu, o.other_cpu),
+        doctor,
+        outcomes: Vec::new(),
+        skipped: Vec::new(),
+    };
+    let n = specs.len();
+    for (i, s) in specs.iter().enumerate() {
+        eprintln!("[{}/{n}] {}: {}", i + 1, s.id, s.about);
+        let t = Instant::now();
+        match (s.run)(&ctx) {
+            Ok(out) => {
+                eprintln!("    done in {:.1} s", t.elapsed().as_secs_f64());
+                report.outcomes.push(out);
+            }
+            Err(e) => {
+                eprintln!("    failed: {e:#}");
+                report.skipped.push((s.id.to_string(), format!("{e:#}")));
+            }
+        }
+        // Each experiment leaves the thread as it found it: pinned to the measured CPU.
+        ctx.pin()?;
+    }
+    report.write(&o.out)?;
+    eprintln!("report: {}", o.out.join("report.md").display());
+    if !report.skipped.is_empty() {
+        anyhow::bail!(
+            "{} experiment(s) failed: {}",
+            report.skipped.len(),
+            report
+                .skipped
+                .iter()
+                .map(|(id, _)| id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(())
+}
+
+fn nix_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|e| e == "0"))
+        })
+        .unwrap_or(false)
+}
+
+/// The time now as `YYYY-MM-DDTHH:MM:SSZ`.
+fn utc_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}

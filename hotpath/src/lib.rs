@@ -1,0 +1,64 @@
+//! The hot path beyond the network: the design-choices study's other half, measured here.
+//!
+//! Every experiment is a function from a [`Ctx`] to a [`report::Outcome`]: its latency
+//! distributions (percentiles from a histogram, never only means), its comparisons with the
+//! study's figures, curves worth a plot, findings, and which choice the trader makes today.
+//! [`suite::SUITE`] lists them; the `hotpath` binary runs a selection and writes the report;
+//! `cargo xtask hotpath` builds and orchestrates it. [`doctor`] reads the machine's latency
+//! readiness; [`isolate`] moves work off the measured CPU and restores it exactly.
+
+pub mod harness;
+pub mod report;
+pub mod suite;
+
+use harness::Tsc;
+use serde::Serialize;
+
+/// How long the suite runs: `small` keeps the experiments working (CI, seconds each);
+/// `default` is the measured run (the whole suite in a few minutes on 2 cores).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Size {
+    Small,
+    Default,
+}
+
+/// What every experiment is given.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    pub size: Size,
+    pub tsc: Tsc,
+    /// The CPU measured threads are pinned to.
+    pub cpu: usize,
+    /// The other CPU: the second thread of two-thread experiments, and the load generator.
+    pub other_cpu: usize,
+    /// Running as root (SCHED_FIFO, HugeTLB reservations, mlock beyond the limit).
+    pub root: bool,
+}
+
+impl Ctx {
+    /// `small` at size small, `default` otherwise.
+    pub fn pick<T>(&self, small: T, default: T) -> T {
+        match self.size {
+            Size::Small => small,
+            Size::Default => default,
+        }
+    }
+
+    /// Pins the calling thread to the measured CPU.
+    pub fn pin(&self) -> anyhow::Result<()> {
+        affinity::pin_current_thread(self.cpu)
+            .map_err(|e| anyhow::anyhow!("pinning to CPU {}: {e}", self.cpu))
+    }
+
+    /// Pins the calling thread to the other CPU.
+    pub fn pin_other(&self) -> anyhow::Result<()> {
+        affinity::pin_current_thread(self.other_cpu)
+            .map_err(|e| anyhow::anyhow!("pinning to CPU {}: {e}", self.other_cpu))
+    }
+
+    /// A progress line on stderr (the report goes to files).
+    pub fn progress(&self, msg: &str) {
+        eprintln!("    {msg}");
+    }
+}

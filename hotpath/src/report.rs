@@ -1,0 +1,471 @@
+//! What an experiment returns and how the suite's report is written: `report.md` (our figure,
+//! the study's, both ratios, a verdict), `report.json`, one `.hgrm` per distribution, one SVG
+//! per curve.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::Context;
+use serde::Serialize;
+
+use crate::harness::Dist;
+
+/// The study's two halves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Level {
+    System,
+    Code,
+}
+
+/// One experiment's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    pub id: String,
+    pub title: String,
+    pub level: Level,
+    /// Latency distributions, one per variant (and condition); each gets a `.hgrm`.
+    pub dists: Vec<Dist>,
+    /// The rows of the summary table.
+    pub comparisons: Vec<Comparison>,
+    /// Curves worth a plot (the pointer-chase latency over working-set size); each an SVG.
+    pub curves: Vec<Curve>,
+    /// Plain findings: what dominates a figure, what this machine can't show and why.
+    pub notes: Vec<String>,
+    /// Which choice the trader's hot path makes today, citing the code.
+    pub trader: String,
+}
+
+impl Outcome {
+    pub fn new(id: &str, title: &str, level: Level) -> Outcome {
+        Outcome {
+            id: id.to_string(),
+            title: title.to_string(),
+            level,
+            dists: Vec::new(),
+            comparisons: Vec::new(),
+            curves: Vec::new(),
+            notes: Vec::new(),
+            trader: String::new(),
+        }
+    }
+
+    /// The distribution named `name` (a panic names what is missing: a bug in the experiment).
+    pub fn dist(&self, name: &str) -> &Dist {
+        self.dists
+            .iter()
+            .find(|d| d.name == name)
+            .unwrap_or_else(|| panic!("experiment {} has no distribution {name}", self.id))
+    }
+}
+
+/// One row of the summary: our figure and ratio beside the study's, and a verdict.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    /// What is compared ("enum match vs &dyn Trait, p50").
+    pub what: String,
+    /// Our figures in words ("1.1 ns vs 2.3 ns").
+    pub ours: String,
+    /// Our ratio (slower / faster, as the study states its own), when one applies.
+    pub our_ratio: Option<f64>,
+    /// The study's figures in words.
+    pub study: String,
+    /// The study's ratio, when it states one.
+    pub study_ratio: Option<f64>,
+    /// One line: does our machine agree with the study, and what that means for the trader.
+    pub verdict: String,
+}
+
+/// A curve for an SVG: y over x, several series.
+#[derive(Debug, Clone, Serialize)]
+pub struct Curve {
+    /// The file stem: `<id>.svg`.
+    pub id: String,
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub log_x: bool,
+    pub log_y: bool,
+    pub series: Vec<Series>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// The whole run's report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub started_utc: String,
+    pub machine: String,
+    pub kernel: String,
+    pub size: String,
+    pub tsc: crate::harness::Tsc,
+    pub cpus: (usize, usize),
+    /// `doctor`'s findings, one line each, embedded so a figure travels with its conditions.
+    pub doctor: Vec<String>,
+    pub outcomes: Vec<Outcome>,
+    /// Experiments that did not run, with why.
+    pub skipped: Vec<(String, String)>,
+}
+
+/// A ratio as the tables print it.
+pub fn ratio(r: Option<f64>) -> String {
+    match r {
+        Some(r) if r.is_finite() => format!("{r:.2}×"),
+        _ => "–".to_string(),
+    }
+}
+
+/// A duration in ns as the tables print it (3 significant digits, unit scaled).
+pub fn ns(v: f64) -> String {
+    if v >= 1e9 {
+        format!("{:.3} s", v / 1e9)
+    } else if v >= 1e6 {
+        format!("{:.3} ms", v / 1e6)
+    } else if v >= 1e4 {
+        format!("{:.1} µs", v / 1e3)
+    } else if v >= 1e3 {
+        format!("{:.2} µs", v / 1e3)
+    } else if v >= 10.0 {
+        format!("{v:.1} ns")
+    } else {
+        format!("{v:.2} ns")
+    }
+}
+
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+impl Report {
+    /// `report.md`.
+    pub fn markdown(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "# The hot path beyond the network: {}\n",
+            self.started_utc
+        );
+        let _ = writeln!(
+            s,
+            "Machine: {} · kernel {} · size {} · measured on CPU {} (other CPU {}) · TSC {:.4} ticks/ns, \
+             timer overhead {:.1} ns (subtracted from every sample)\n",
+            self.machine,
+            self.kernel,
+            self.size,
+            self.cpus.0,
+            self.cpus.1,
+            self.tsc.ticks_per_ns,
+            self.tsc.overhead_ns()
+        );
+        let _ = writeln!(
+            s,
+            "Ours is Rust on this machine; the study's is C++ on an Intel i5-6500 (Mohammad 2026, \
+             SSRN 6513601). Ratios within one run are the figure to compare; absolute times move \
+             with the host.\n"
+        );
+        for (level, heading) in [(Level::System, "System level"), (Level::Code, "Code level")] {
+            let rows: Vec<(&Outcome, &Comparison)> = self
+                .outcomes
+                .iter()
+                .filter(|o| o.level == level)
+                .flat_map(|o| o.comparisons.iter().map(move |c| (o, c)))
+                .collect();
+            if rows.is_empty() {
+                continue;
+            }
+            let _ = writeln!(s, "## {heading}\n");
+            let _ = writeln!(
+                s,
+                "| experiment | compared | ours | our ratio | study | study ratio | verdict |\n|---|---|---|---|---|---|---|"
+            );
+            for (o, c) in rows {
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | {} | {} | {} | {} |",
+                    o.id,
+                    cell(&c.what),
+                    cell(&c.ours),
+                    ratio(c.our_ratio),
+                    cell(&c.study),
+                    ratio(c.study_ratio),
+                    cell(&c.verdict)
+                );
+            }
+            let _ = writeln!(s);
+        }
+        if !self.skipped.is_empty() {
+            let _ = writeln!(s, "## Not run\n");
+            for (id, why) in &self.skipped {
+                let _ = writeln!(s, "- {id}: {why}");
+            }
+            let _ = writeln!(s);
+        }
+        let _ = writeln!(s, "## Each experiment\n");
+        for o in &self.outcomes {
+            let _ = writeln!(s, "### {}: {}\n", o.id, o.title);
+            if !o.dists.is_empty() {
+                let _ = writeln!(
+                    s,
+                    "| variant | samples | ops/sample | p50 | p90 | p99 | p99.9 | p99.99 | max | mean |\n|---|---|---|---|---|---|---|---|---|---|"
+                );
+                for d in &o.dists {
+                    let _ = writeln!(
+                        s,
+                        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                        cell(&d.name),
+                        d.count,
+                        d.ops_per_sample,
+                        ns(d.p50_ns),
+                        ns(d.p90_ns),
+                        ns(d.p99_ns),
+                        ns(d.p999_ns),
+                        ns(d.p9999_ns),
+                        ns(d.max_ns),
+                        ns(d.mean_ns)
+                    );
+                }
+                let _ = writeln!(s);
+            }
+            for c in &o.curves {
+                let _ = writeln!(s, "![{}]({}.svg)\n", c.title, c.id);
+            }
+            for n in &o.notes {
+                let _ = writeln!(s, "- {n}");
+            }
+            if !o.trader.is_empty() {
+                let _ = writeln!(s, "- **The trader today:** {}", o.trader);
+            }
+            let _ = writeln!(s);
+        }
+        let _ = writeln!(s, "## The machine (doctor)\n");
+        for d in &self.doctor {
+            let _ = writeln!(s, "- {d}");
+        }
+        s
+    }
+
+    /// Writes report.md, report.json, one `.hgrm` per distribution and one SVG per curve.
+    pub fn write(&self, dir: &Path) -> anyhow::Result<()> {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let put = |name: String, text: &str| {
+            let p = dir.join(name);
+            std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))
+        };
+        put("report.md".into(), &self.markdown())?;
+        put(
+            "report.json".into(),
+            &serde_json::to_string_pretty(self).context("serialising the report")?,
+        )?;
+        for o in &self.outcomes {
+            for d in &o.dists {
+                put(format!("{}-{}.hgrm", o.id, file_stem(&d.name)), &d.hgrm)?;
+            }
+            for c in &o.curves {
+                put(format!("{}.svg", c.id), &svg(c))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A distribution name as a file-name part: letters, digits and `-` only.
+pub fn file_stem(name: &str) -> String {
+    let mut s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    while s.contains("--") {
+        s = s.replace("--", "-");
+    }
+    s.trim_matches('-').to_string()
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// A line plot, axes linear or log10. Always a complete SVG, also with no points.
+pub fn svg(c: &Curve) -> String {
+    let (w, h, ml, mr, mt, mb) = (900.0, 520.0, 80.0, 180.0, 40.0, 60.0);
+    let tx = |v: f64| if c.log_x { v.max(1e-300).log10() } else { v };
+    let ty = |v: f64| if c.log_y { v.max(1e-300).log10() } else { v };
+    let pts: Vec<(f64, f64)> = c
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|&(x, y)| (tx(x), ty(y))))
+        .filter(|(x, y)| x.is_finite() && y.is_finite())
+        .collect();
+    let (mut x0, mut x1, mut y0, mut y1) = pts.iter().fold(
+        (
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ),
+        |(a, b, c, d), &(x, y)| (a.min(x), b.max(x), c.min(y), d.max(y)),
+    );
+    if !x0.is_finite() {
+        (x0, x1, y0, y1) = (0.0, 1.0, 0.0, 1.0);
+    }
+    if c.log_y {
+        (y0, y1) = (y0.floor(), y1.ceil());
+    } else {
+        y0 = y0.min(0.0);
+    }
+    if x1 - x0 < 1e-12 {
+        x1 = x0 + 1.0;
+    }
+    if y1 - y0 < 1e-12 {
+        y1 = y0 + 1.0;
+    }
+    let sx = |x: f64| ml + (x - x0) / (x1 - x0) * (w - ml - mr);
+    let sy = |y: f64| h - mb - (y - y0) / (y1 - y0) * (h - mt - mb);
+    let colors = [
+        "#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f",
+    ];
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="{ml}" y="22" font-size="14">{}</text>"#,
+        escape(&c.title)
+    );
+    let label = |v: f64, log: bool| {
+        let v = if log { 10f64.powf(v) } else { v };
+        if v.abs() >= 1e9 {
+            format!("{:.0}G", v / 1e9)
+        } else if v.abs() >= 1e6 {
+            format!("{:.0}M", v / 1e6)
+        } else if v.abs() >= 1e3 {
+            format!("{:.0}k", v / 1e3)
+        } else if v.abs() >= 10.0 || v == 0.0 {
+            format!("{v:.0}")
+        } else {
+            format!("{v:.2}")
+        }
+    };
+    for i in 0..=8 {
+        let x = x0 + (x1 - x0) * f64::from(i) / 8.0;
+        let _ = writeln!(
+            s,
+            r##"<line x1="{0:.1}" y1="{mt}" x2="{0:.1}" y2="{1}" stroke="#ddd"/><text x="{0:.1}" y="{2}" text-anchor="middle">{3}</text>"##,
+            sx(x),
+            h - mb,
+            h - mb + 16.0,
+            label(x, c.log_x)
+        );
+        let y = y0 + (y1 - y0) * f64::from(i) / 8.0;
+        let _ = writeln!(
+            s,
+            r##"<line x1="{ml}" y1="{0:.1}" x2="{1}" y2="{0:.1}" stroke="#ddd"/><text x="{2}" y="{3:.1}" text-anchor="end">{4}</text>"##,
+            sy(y),
+            w - mr,
+            ml - 6.0,
+            sy(y) + 4.0,
+            label(y, c.log_y)
+        );
+    }
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
+        (ml + w - mr) / 2.0,
+        h - 15.0,
+        escape(&c.x_label)
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="18" y="{}" transform="rotate(-90 18 {})" text-anchor="middle">{}</text>"#,
+        (mt + h - mb) / 2.0,
+        (mt + h - mb) / 2.0,
+        escape(&c.y_label)
+    );
+    for (i, se) in c.series.iter().enumerate() {
+        let color = colors[i % colors.len()];
+        let path: Vec<String> = se
+            .points
+            .iter()
+            .map(|&(x, y)| (tx(x), ty(y)))
+            .filter(|(x, y)| x.is_finite() && y.is_finite())
+            .map(|(x, y)| format!("{:.1},{:.1}", sx(x), sy(y)))
+            .collect();
+        if !path.is_empty() {
+            let _ = writeln!(
+                s,
+                r#"<polyline fill="none" stroke="{color}" stroke-width="2" points="{}"/>"#,
+                path.join(" ")
+            );
+        }
+        let ly = mt + 16.0 * i as f64 + 10.0;
+        let _ = writeln!(
+            s,
+            r#"<rect x="{}" y="{}" width="12" height="3" fill="{color}"/><text x="{}" y="{}">{}{}</text>"#,
+            w - mr + 10.0,
+            ly - 4.0,
+            w - mr + 28.0,
+            ly,
+            escape(&se.name),
+            if path.is_empty() { " (no points)" } else { "" }
+        );
+    }
+    let _ = writeln!(s, "</svg>");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_print_in_a_unit_that_fits() {
+        assert_eq!(ns(1.234), "1.23 ns");
+        assert_eq!(ns(55.0), "55.0 ns");
+        assert_eq!(ns(2_500.0), "2.50 µs");
+        assert_eq!(ns(1_287_000.0), "1.287 ms");
+        assert_eq!(ratio(Some(1.466)), "1.47×");
+        assert_eq!(ratio(None), "–");
+    }
+
+    #[test]
+    fn names_become_safe_file_stems() {
+        assert_eq!(file_stem("&dyn Trait (mega)"), "dyn-trait-mega");
+        assert_eq!(file_stem("FIFO, idle"), "fifo-idle");
+    }
+
+    #[test]
+    fn a_plot_is_complete_with_points_and_without() {
+        let mut c = Curve {
+            id: "x".into(),
+            title: "a < b".into(),
+            x_label: "bytes".into(),
+            y_label: "ns".into(),
+            log_x: true,
+            log_y: true,
+            series: vec![Series {
+                name: "seq".into(),
+                points: vec![(4096.0, 1.0), (1e9, 100.0)],
+            }],
+        };
+        let s = svg(&c);
+        assert!(s.starts_with("<svg") && s.trim_end().ends_with("</svg>"));
+        assert!(s.contains("polyline") && s.contains("a &lt; b"));
+        c.series[0].points.clear();
+        let s = svg(&c);
+        assert!(!s.contains("polyline") && s.contains("(no points)"));
+    }
+}
