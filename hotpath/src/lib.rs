@@ -7,7 +7,9 @@
 //! `cargo xtask hotpath` builds and orchestrates it. [`doctor`] reads the machine's latency
 //! readiness; [`isolate`] moves work off the measured CPU and restores it exactly.
 
+pub mod doctor;
 pub mod harness;
+pub mod isolate;
 pub mod report;
 pub mod suite;
 

@@ -32,6 +32,29 @@ enum Command {
     Run(RunOptions),
     /// List the experiments.
     List,
+    /// Is this machine set up for low latency? Each finding: what was found, why it matters,
+    /// what to set.
+    Doctor {
+        /// The latency-critical CPU (the trader's).
+        #[arg(long, default_value_t = 1)]
+        cpu: usize,
+        /// JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a command with CPU `--cpu` isolated at runtime (other tasks, unbound workqueues and
+    /// IRQs moved off it), and restore everything exactly afterwards, also after Ctrl-C. A run
+    /// killed with SIGKILL leaves a state file that the next run (or `--restore`) puts back.
+    Isolate {
+        #[arg(long, default_value_t = 1)]
+        cpu: usize,
+        /// Only restore what an earlier, killed run left.
+        #[arg(long, conflicts_with = "command")]
+        restore: bool,
+        /// The command to run while isolated.
+        #[arg(last = true, required_unless_present = "restore")]
+        command: Vec<String>,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -76,6 +99,20 @@ fn run() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Run(o) => run_suite(o),
+        Command::Doctor { cpu, json } => {
+            let f = hotpath::doctor::check(&hotpath::doctor::Machine::live(), cpu);
+            if json {
+                println!("{}", serde_json::to_string_pretty(&f)?);
+            } else {
+                print!("{}", hotpath::doctor::render(&f));
+            }
+            Ok(())
+        }
+        Command::Isolate {
+            cpu,
+            restore,
+            command,
+        } => isolate(cpu, restore, &command),
     }
 }
 
@@ -145,6 +182,41 @@ fn run_suite(o: RunOptions) -> anyhow::Result<()> {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
+    }
+    Ok(())
+}
+
+fn isolate(cpu: usize, restore: bool, command: &[String]) -> anyhow::Result<()> {
+    use hotpath::isolate::{Isolation, Paths, restore_leftover};
+    if !nix_is_root() {
+        anyhow::bail!("isolating a CPU needs root (cpusets, /proc/irq, the workqueue mask)");
+    }
+    if restore {
+        match restore_leftover(&Paths::live())? {
+            Some(note) => eprintln!("{note}"),
+            None => eprintln!("nothing to restore"),
+        }
+        return Ok(());
+    }
+    // Ctrl-C reaches the command (same process group); this process stays to restore.
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, std::sync::Arc::default())
+            .context("installing the signal handler")?;
+    }
+    let iso = Isolation::apply(Paths::live(), cpu, &[std::process::id() as i32])?;
+    eprintln!("{}", iso.applied.summary(cpu));
+    for n in &iso.applied.notes {
+        eprintln!("note: {n}");
+    }
+    let status = std::process::Command::new(&command[0])
+        .args(&command[1..])
+        .status()
+        .with_context(|| format!("running {}", command[0]));
+    iso.restore()?;
+    eprintln!("restored");
+    let status = status?;
+    if !status.success() {
+        anyhow::bail!("{} exited with {status}", command[0]);
     }
     Ok(())
 }

@@ -1,0 +1,115 @@
+//! The isolation on the real machine: everything it changes is back byte for byte after a
+//! normal end and after the isolating process is killed with SIGKILL (the next run restores
+//! from the state file). Privileged: skipped, with a line saying so, without root.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use hotpath::isolate::{HOUSEKEEPING, Paths, restore_leftover, snapshot};
+
+/// What must come back exactly: the workqueue mask, every IRQ's affinity, the cpuset
+/// hierarchy's top level (no cpuset of ours left), the root cpuset's CPUs, and the affinity of
+/// the threads that had a narrow one before and still exist.
+#[derive(Debug, PartialEq, Eq)]
+struct State {
+    workqueue_mask: Option<String>,
+    irqs: Vec<(String, String)>,
+    cpuset_dirs: Vec<String>,
+    root_cpus: String,
+}
+
+fn state(p: &Paths) -> State {
+    let s = snapshot(p, 1);
+    let mut dirs: Vec<String> = std::fs::read_dir(&p.cpuset)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    dirs.sort();
+    let cpus = std::fs::read_to_string(p.cpuset.join("cpuset.cpus")).unwrap_or_default();
+    State {
+        workqueue_mask: s.workqueue_mask,
+        irqs: s.irqs.into_iter().collect(),
+        cpuset_dirs: dirs,
+        root_cpus: cpus,
+    }
+}
+
+fn wait_for(path: &Path) {
+    let t = Instant::now();
+    while !path.exists() {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn isolation_is_undone_exactly_also_after_sigkill() {
+    if !netns::require_privileges_or_skip() {
+        return;
+    }
+    let p = Paths::live();
+    if !p.cpuset.join("cgroup.procs").exists() {
+        eprintln!("skipped: no cgroup v1 cpuset at {}", p.cpuset.display());
+        return;
+    }
+    // A leftover from an earlier crash would make "before" the isolated state.
+    restore_leftover(&p).unwrap();
+    let before = state(&p);
+    let narrow_before = snapshot(&p, 1).narrow_affinity;
+
+    // 1. A normal run: isolate around a command that checks it is isolated, then restore.
+    let out = Command::new(env!("CARGO_BIN_EXE_hotpath"))
+        .args(["isolate", "--cpu", "1", "--", "sh", "-c"])
+        .arg(format!("test -d /sys/fs/cgroup/cpuset/{HOUSEKEEPING} && cat /sys/devices/virtual/workqueue/cpumask"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("processes moved") && stderr.contains("restored"),
+        "{stderr}"
+    );
+    assert_eq!(state(&p), before, "after a normal run");
+
+    // 2. SIGKILL while isolated: the state file stays, the next restore puts everything back.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hotpath"))
+        .args(["isolate", "--cpu", "1", "--", "sleep", "30"])
+        .spawn()
+        .unwrap();
+    wait_for(&p.cpuset.join(HOUSEKEEPING));
+    wait_for(&p.state);
+    // Let it finish applying (the IRQs come last), then kill it and its sleep.
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let _ = Command::new("pkill")
+        .args(["-KILL", "-f", "^sleep 30$"])
+        .status();
+    assert!(p.state.exists(), "a killed run leaves its state file");
+    assert_ne!(state(&p), before, "the killed run left the CPU isolated");
+    let note = restore_leftover(&p).unwrap().expect("something to restore");
+    assert!(note.contains("CPU 1"), "{note}");
+    assert_eq!(state(&p), before, "after SIGKILL and restore");
+    assert!(!p.state.exists());
+    // Threads that had their own narrow affinity and still exist have it again.
+    for (tid, cpus) in narrow_before {
+        if let Ok(set) = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(tid)) {
+            let now: Vec<usize> = (0..nix::sched::CpuSet::count())
+                .filter(|&c| set.is_set(c).unwrap_or(false))
+                .collect();
+            assert_eq!(now, cpus, "thread {tid}");
+        }
+    }
+}
