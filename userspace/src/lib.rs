@@ -19,8 +19,9 @@ pub mod process;
     reason = "busy-poll socket options, SO_RCVBUFFORCE and recvmmsg have no safe wrapper"
 )]
 pub mod sockopt;
-pub mod stats;
-pub mod t2t;
+/// The tick-to-trade core, a crate of its own so the PGO experiment can build it alone.
+pub use trader_core as t2t;
+pub use trader_core::stats;
 pub mod trading;
 pub mod xdp;
 #[expect(

@@ -9,6 +9,9 @@
 //! What can wait until the orders are out does: the engine-time samples and the trader's own
 //! ledger bookings of a packet are kept aside by [`Trader::on_packet`] and recorded by
 //! [`Trader::settle`], which the loop calls after the packet's orders left.
+pub mod stats;
+pub mod workload;
+
 use engine::{Ledger, Params, Side as EngineSide, Strategy};
 use results::{Account, Position};
 use wire::{
