@@ -14,7 +14,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Reads the time-stamp counter, fenced so earlier instructions finish before it and later ones
 /// don't start before it.
@@ -59,7 +59,7 @@ pub fn monotonic_ns() -> u64 {
 }
 
 /// The counter's rate against `CLOCK_MONOTONIC`, and what two back-to-back reads cost.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct Tsc {
     /// Counter ticks per nanosecond.
     pub ticks_per_ns: f64,
@@ -211,7 +211,7 @@ impl Recorder {
 }
 
 /// One variant's latency distribution, ns.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Dist {
     pub name: String,
     pub count: u64,

@@ -11,6 +11,7 @@ pub mod doctor;
 pub mod harness;
 pub mod isolate;
 pub mod report;
+#[cfg(feature = "experiments")]
 pub mod suite;
 
 use harness::Tsc;

@@ -6,12 +6,12 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::Context;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::harness::Dist;
 
 /// The study's two halves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Level {
     System,
@@ -19,7 +19,7 @@ pub enum Level {
 }
 
 /// One experiment's result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Outcome {
     pub id: String,
     pub title: String,
@@ -60,7 +60,7 @@ impl Outcome {
 }
 
 /// One row of the summary: our figure and ratio beside the study's, and a verdict.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Comparison {
     /// What is compared ("enum match vs &dyn Trait, p50").
     pub what: String,
@@ -77,7 +77,7 @@ pub struct Comparison {
 }
 
 /// A curve for an SVG: y over x, several series.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Curve {
     /// The file stem: `<id>.svg`.
     pub id: String,
@@ -89,14 +89,14 @@ pub struct Curve {
     pub series: Vec<Series>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Series {
     pub name: String,
     pub points: Vec<(f64, f64)>,
 }
 
 /// The whole run's report.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     pub started_utc: String,
     pub machine: String,
@@ -261,7 +261,8 @@ impl Report {
             &serde_json::to_string_pretty(self).context("serialising the report")?,
         )?;
         for o in &self.outcomes {
-            for d in &o.dists {
+            // A report read back from JSON has no `.hgrm` text: its files are already there.
+            for d in o.dists.iter().filter(|d| !d.hgrm.is_empty()) {
                 put(format!("{}-{}.hgrm", o.id, file_stem(&d.name)), &d.hgrm)?;
             }
             for c in &o.curves {
@@ -467,5 +468,15 @@ mod tests {
         c.series[0].points.clear();
         let s = svg(&c);
         assert!(!s.contains("polyline") && s.contains("(no points)"));
+    }
+}
+
+impl Report {
+    /// Reads `report.json` back (to add an outcome measured outside the binary, PGO's).
+    pub fn read(dir: &Path) -> anyhow::Result<Report> {
+        let p = dir.join("report.json");
+        let text =
+            std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", p.display()))
     }
 }

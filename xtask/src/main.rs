@@ -3,10 +3,13 @@
 
 mod bench;
 mod bench_boundary;
+mod doctor;
 #[cfg(test)]
 mod fixtures;
 mod lab;
+mod hotpath;
 mod matrix;
+mod pgo;
 mod report;
 mod session;
 mod setup;
@@ -57,6 +60,14 @@ enum Command {
     /// it is timed; echo round trips; raw vs JSON. Results go to target/bench-boundary/<time>/
     /// (results.json, report.md, echo.svg).
     BenchBoundary(bench_boundary::Options),
+    /// The hot path beyond the network: the design-choices study's system-level (wake-ups,
+    /// page faults, huge pages) and code-level (dispatch, allocation, memory layout, false
+    /// sharing, SIMD, queues, PGO) experiments, side by side with the study's figures. Results
+    /// go to target/hotpath/<time>/ (report.md, report.json, .hgrm files, SVG plots).
+    Hotpath(hotpath::Options),
+    /// Is this machine set up for low latency? Each finding: what was found, why it matters
+    /// on the hot path, what to set.
+    Doctor(doctor::Options),
 }
 
 /// An error is a message for the user: printed with its causes on one line, no backtrace.
@@ -78,6 +89,8 @@ fn run() -> anyhow::Result<()> {
         Command::Test(o) => test::run(o),
         Command::Bench(o) => bench::run(o),
         Command::BenchBoundary(o) => bench_boundary::run(o),
+        Command::Hotpath(o) => hotpath::run(o),
+        Command::Doctor(o) => doctor::run(o),
         Command::Matrix(o) => matrix::run(o),
         Command::ZeroLoss(o) => zeroloss::run(o),
     }

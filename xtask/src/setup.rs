@@ -36,6 +36,18 @@ const PACKAGES: &[(&str, &str)] = &[
         "linting the eBPF crate with Debian's toolchain",
     ),
     ("sockperf", "the outside reference for kernel-UDP latency"),
+    (
+        "rt-tests",
+        "cyclictest, the outside reference for the hotpath wake-up experiment",
+    ),
+    (
+        "llvm-22",
+        "llvm-profdata matching rustc's LLVM 22, for the hotpath PGO experiment",
+    ),
+    (
+        "linux-perf",
+        "perf: TLB-miss counts where the machine exposes a PMU",
+    ),
 ];
 
 /// The bpf-linker release that fits rustc 1.96 / LLVM 22.
