@@ -414,10 +414,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
             our_ratio: Some(r),
             study: study.to_string(),
             study_ratio: sr,
-            verdict: match sr {
-                Some(sr) => format!("{}; {tail}", super::dispatch::agreement(r, sr)),
-                None => tail.to_string(),
-            },
+            verdict: super::verdict(r, sr, tail),
         }
     };
     o.comparisons = vec![
@@ -435,7 +432,8 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
             Pct::P999,
             "the heap's tail stays higher; the pool's advantage shows most at p99.9",
             None,
-            "the tail: where malloc's occasional slow path (consolidation, a new chunk) would show",
+            "malloc's slow paths (consolidation, a fresh chunk) would show here; so does the host's \
+             noise, for every variant alike",
         ),
         row(
             "glibc new/free vs slab pool",
@@ -443,7 +441,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
             Pct::P9999,
             "not stated",
             None,
-            "the deep tail: mostly the host (interrupts, the other vCPU's work), alike for all",
+            "the deep tail: mostly the host (interrupts, preemption by the other vCPU's work)",
         ),
         row(
             "glibc new/free vs bumpalo arena",

@@ -7,6 +7,32 @@ pub mod hotcold;
 pub mod moves;
 pub mod typetest;
 
+/// Our ratio (slower / faster) against the study's, in words.
+pub(crate) fn agreement(ours: f64, study: f64) -> &'static str {
+    let r = ours / study;
+    if (0.67..=1.5).contains(&r) {
+        "agrees with the study"
+    } else if ours < 1.1 {
+        "no measurable difference here"
+    } else if r < 1.0 {
+        "same direction, smaller here"
+    } else {
+        "same direction, larger here"
+    }
+}
+
+/// A comparison row's verdict: how our ratio stands (against the study's, when it gives one),
+/// then why.
+pub(crate) fn verdict(ours: f64, study: Option<f64>, why: &str) -> String {
+    let how = match study {
+        Some(sr) => agreement(ours, sr),
+        None if ours < 0.91 => "reversed here",
+        None if ours < 1.1 => "no measurable difference here",
+        None => "measurable here",
+    };
+    format!("{how}; {why}")
+}
+
 /// The smallest step the time-stamp counter is seen to advance by, in ns: the resolution of a
 /// single-operation sample (on bare metal about one read's cost; a virtualised TSC may advance in
 /// coarser steps).
@@ -51,6 +77,17 @@ impl Rng {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn verdicts_say_how_our_ratio_stands() {
+        assert!(verdict(1.4, Some(1.47), "x").starts_with("agrees with the study; x"));
+        assert!(verdict(1.05, Some(5.68), "x").starts_with("no measurable difference"));
+        assert!(verdict(1.5, Some(5.68), "x").starts_with("same direction, smaller"));
+        assert!(verdict(20.0, Some(2.6), "x").starts_with("same direction, larger"));
+        assert!(verdict(0.8, None, "x").starts_with("reversed"));
+        assert!(verdict(1.0, None, "x").starts_with("no measurable"));
+        assert!(verdict(2.0, None, "x").starts_with("measurable here; x"));
+    }
 
     #[test]
     fn the_counter_advances_in_a_positive_step() {

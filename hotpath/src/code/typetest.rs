@@ -396,10 +396,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
             our_ratio: Some(r),
             study: study.to_string(),
             study_ratio: sr,
-            verdict: match sr {
-                Some(sr) => format!("{}; {tail}", super::dispatch::agreement(r, sr)),
-                None => tail.to_string(),
-            },
+            verdict: super::verdict(r, sr, tail),
         }
     };
     o.comparisons = vec![
