@@ -7,6 +7,8 @@
 //! `cargo xtask hotpath` builds and orchestrates it. [`doctor`] reads the machine's latency
 //! readiness; [`isolate`] moves work off the measured CPU and restores it exactly.
 
+#[cfg(feature = "experiments")]
+pub mod code;
 pub mod doctor;
 pub mod harness;
 pub mod isolate;

@@ -1,6 +1,7 @@
 //! The experiments, in the order the suite runs them.
 
 use crate::Ctx;
+use crate::code;
 use crate::report::{Level, Outcome};
 
 /// One experiment: its id (for `--only`), level and entry point.
@@ -14,7 +15,38 @@ pub struct Spec {
 }
 
 /// Every experiment. `hotpath run --only a,b` picks by id.
-pub static SUITE: &[Spec] = &[];
+pub static SUITE: &[Spec] = &[
+    Spec {
+        id: "dispatch",
+        level: Level::Code,
+        about: "generic vs enum vs &dyn vs Box<dyn FnMut> vs fn pointer, one type and four at random",
+        run: code::dispatch::run,
+    },
+    Spec {
+        id: "typetest",
+        level: Level::Code,
+        about: "Any::downcast_ref vs enum match vs a tag byte, on a mixed ITCH-like stream",
+        run: code::typetest::run,
+    },
+    Spec {
+        id: "alloc",
+        level: Level::Code,
+        about: "an order allocated per op: glibc, mimalloc, jemalloc, slab pool, bumpalo arena",
+        run: code::alloc::run,
+    },
+    Spec {
+        id: "hotcold",
+        level: Level::Code,
+        about: "scanning orders' hot fields: full structs vs a split hot array",
+        run: code::hotcold::run,
+    },
+    Spec {
+        id: "moves",
+        level: Level::Code,
+        about: "Vec growth: moving handles vs copying elements (C++ without noexcept moves)",
+        run: code::moves::run,
+    },
+];
 
 /// The specs named by `only` (all when empty), or an error naming the unknown ids and the
 /// known ones.
