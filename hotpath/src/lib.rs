@@ -7,9 +7,12 @@
 //! `cargo xtask hotpath` builds and orchestrates it. [`doctor`] reads the machine's latency
 //! readiness; [`isolate`] moves work off the measured CPU and restores it exactly.
 
+pub mod chase;
 pub mod harness;
+pub mod memory;
 pub mod report;
 pub mod suite;
+pub mod system;
 
 use harness::Tsc;
 use serde::Serialize;
