@@ -4,7 +4,7 @@
 //! every slot (its "lane"): that word holds the index of the word to load next. Walking the
 //! chain is `i = buf[i]` over and over, so every load waits for the one before it and the
 //! time per step is the memory's latency at that working-set size, not its bandwidth. The
-//! random chain is one cycle through every slot (Sattolo's algorithm), so a walk of `n` steps
+//! random chain is one cycle through every slot in a random order ([`random_cycle`]), so a walk of `n` steps
 //! visits every slot exactly once and neither the caches nor the prefetcher get a shortcut;
 //! the sequential chain visits the slots in address order, which the prefetcher follows.
 //! Both the memory curve (`crate::memory`) and the huge-pages experiment
@@ -43,20 +43,47 @@ impl SplitMix64 {
     }
 }
 
-/// A random cyclic permutation of `0..n`: following `i → p[i]` from any start visits all `n`
-/// elements before it comes back (Sattolo 1986: Fisher-Yates with `j < i`, never `j = i`).
-pub fn cyclic_permutation(n: usize, seed: u64) -> Vec<u32> {
+/// Lines per 4 KiB page.
+pub const LINES_PER_PAGE: usize = 4096 / LINE;
+
+/// Fisher-Yates.
+fn shuffle<T>(v: &mut [T], rng: &mut SplitMix64) {
+    for i in (1..v.len()).rev() {
+        let j = rng.below(i as u64 + 1) as usize;
+        v.swap(i, j);
+    }
+}
+
+/// A random order in which to visit all `n` slots once: the chain links each slot to the next
+/// in this order and the last back to the first, so it is one cycle through all of them.
+///
+/// Built in 64 laps: each lap visits every 4 KiB page once, in a fresh random page order, at
+/// a line of that page not visited yet (each page's lines in their own random order). So
+/// every step lands on a random page at a random line, as with a uniformly random cycle,
+/// but building it shuffles only page-sized arrays (a uniform shuffle of 16 M slots for a
+/// 1 GiB set is 16 M cache-missing swaps: seconds; this takes a fraction of that).
+pub fn random_cycle(n: usize, seed: u64) -> Vec<u32> {
     assert!(
         u32::try_from(n).is_ok(),
-        "{n} slots don't fit the u32 permutation"
+        "{n} slots don't fit the u32 order"
     );
-    let mut p: Vec<u32> = (0..n as u32).collect();
     let mut rng = SplitMix64::new(seed);
-    for i in (1..n).rev() {
-        let j = rng.below(i as u64) as usize;
-        p.swap(i, j);
+    let mut within: Vec<u8> = (0..n).map(|s| (s % LINES_PER_PAGE) as u8).collect();
+    for page in within.chunks_mut(LINES_PER_PAGE) {
+        shuffle(page, &mut rng);
     }
-    p
+    let mut pages: Vec<u32> = (0..n.div_ceil(LINES_PER_PAGE) as u32).collect();
+    let mut order = Vec::with_capacity(n);
+    for lap in 0..LINES_PER_PAGE {
+        shuffle(&mut pages, &mut rng);
+        for &p in &pages {
+            let first = p as usize * LINES_PER_PAGE;
+            if lap < (n - first).min(LINES_PER_PAGE) {
+                order.push((first + usize::from(within[first + lap])) as u32);
+            }
+        }
+    }
+    order
 }
 
 /// Slots in a buffer of `words` words.
@@ -69,23 +96,25 @@ pub fn start(lane: usize) -> usize {
     lane
 }
 
-/// Writes the chain `slot i → slot perm[i]` into `lane` of `buf`.
-pub fn link(buf: &mut [u64], lane: usize, perm: &[u32]) {
+/// Writes the chain that visits the slots in `order` (a permutation of the slots) into
+/// `lane` of `buf`: each slot links to the next in the order, the last to the first.
+pub fn link(buf: &mut [u64], lane: usize, order: &[u32]) {
     assert!(lane < WORDS_PER_LINE);
-    assert_eq!(
-        perm.len(),
-        slots(buf.len()),
-        "one permutation entry per slot"
-    );
-    for (i, &next) in perm.iter().enumerate() {
-        buf[i * WORDS_PER_LINE + lane] = (next as usize * WORDS_PER_LINE + lane) as u64;
+    assert_eq!(order.len(), slots(buf.len()), "one order entry per slot");
+    let Some(&first) = order.first() else {
+        return;
+    };
+    for w in order.windows(2) {
+        buf[w[0] as usize * WORDS_PER_LINE + lane] = (w[1] as usize * WORDS_PER_LINE + lane) as u64;
     }
+    let last = *order.last().expect("not empty") as usize;
+    buf[last * WORDS_PER_LINE + lane] = (first as usize * WORDS_PER_LINE + lane) as u64;
 }
 
 /// Writes a random single-cycle chain (seeded) into `lane` of `buf`.
 pub fn link_random(buf: &mut [u64], lane: usize, seed: u64) {
-    let perm = cyclic_permutation(slots(buf.len()), seed);
-    link(buf, lane, &perm);
+    let order = random_cycle(slots(buf.len()), seed);
+    link(buf, lane, &order);
 }
 
 /// Writes the chain `slot i → slot i + 1` (the last back to 0) into `lane` of `buf`.
@@ -134,25 +163,37 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sattolo_gives_one_cycle_through_every_element() {
-        for n in [1usize, 2, 3, 17, 1000, 4096] {
-            let p = cyclic_permutation(n, 42 + n as u64);
+    fn a_random_cycle_visits_every_slot_once() {
+        for n in [1usize, 2, 3, 17, 64, 65, 1000, 4096, 100_000] {
+            let order = random_cycle(n, 42 + n as u64);
+            assert_eq!(order.len(), n);
             let mut seen = vec![false; n];
-            let mut i = 0usize;
-            for _ in 0..n {
-                assert!(!seen[i], "n={n}: element {i} visited twice");
-                seen[i] = true;
-                i = p[i] as usize;
+            for &s in &order {
+                assert!(!seen[s as usize], "n={n}: slot {s} twice");
+                seen[s as usize] = true;
             }
-            assert_eq!(i, 0, "n={n}: the walk is back at the start after n steps");
-            assert!(seen.iter().all(|&s| s));
+            let mut buf = vec![0u64; n * WORDS_PER_LINE];
+            link(&mut buf, RANDOM_LANE, &order);
+            assert_eq!(cycle_length(&buf, RANDOM_LANE), Some(n), "n={n}");
         }
     }
 
     #[test]
+    fn consecutive_steps_change_page_when_there_are_pages_to_change_to() {
+        let n = 64 * LINES_PER_PAGE;
+        let order = random_cycle(n, 9);
+        let same = order
+            .windows(2)
+            .filter(|w| w[0] as usize / LINES_PER_PAGE == w[1] as usize / LINES_PER_PAGE)
+            .count();
+        // Only a lap's boundary can repeat a page: at most one step in 64.
+        assert!(same <= LINES_PER_PAGE, "{same} steps stayed on their page");
+    }
+
+    #[test]
     fn the_same_seed_gives_the_same_chain_and_another_seed_another() {
-        assert_eq!(cyclic_permutation(500, 7), cyclic_permutation(500, 7));
-        assert_ne!(cyclic_permutation(500, 7), cyclic_permutation(500, 8));
+        assert_eq!(random_cycle(500, 7), random_cycle(500, 7));
+        assert_ne!(random_cycle(500, 7), random_cycle(500, 8));
     }
 
     #[test]

@@ -47,7 +47,7 @@ pub struct Point {
 }
 
 /// Measures one size: `rounds` samples of `steps` dependent loads per walk, after a warm-up
-/// pass over (up to a million lines of) the set.
+/// pass over (up to 256 Ki lines of) the set.
 pub fn measure(ctx: &Ctx, bytes: usize, rounds: usize, steps: usize) -> anyhow::Result<Point> {
     let map_len = bytes.next_multiple_of(crate::system::PAGE);
     let mut small = Mapping::anon(map_len, MapOptions::default())?;
@@ -63,7 +63,7 @@ pub fn measure(ctx: &Ctx, bytes: usize, rounds: usize, steps: usize) -> anyhow::
     thp.advise(libc::MADV_HUGEPAGE)?;
     let words = bytes / 8;
     let n = chase::slots(words);
-    let perm = chase::cyclic_permutation(n, SEED);
+    let perm = chase::random_cycle(n, SEED);
     chase::link(&mut small.words()[..words], RANDOM_LANE, &perm);
     chase::link_sequential(&mut small.words()[..words], SEQUENTIAL_LANE);
     chase::link(&mut thp.words()[..words], RANDOM_LANE, &perm);
@@ -77,7 +77,8 @@ pub fn measure(ctx: &Ctx, bytes: usize, rounds: usize, steps: usize) -> anyhow::
         ("random chase, 4 KiB pages", a, chase::start(RANDOM_LANE)),
         ("random chase, THP", b, chase::start(RANDOM_LANE)),
     ];
-    let warm = n.min(1 << 20);
+    // Enough to bring a cache-sized set in; beyond the caches a warm-up buys nothing.
+    let warm = n.min(1 << 18);
     let ends: Vec<Cell<usize>> = walks
         .iter()
         .map(|&(_, buf, from)| Cell::new(chase::walk(buf, from, warm)))
@@ -139,7 +140,7 @@ pub fn size_name(bytes: usize) -> String {
 pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
     ctx.pin()?;
     let max = ctx.pick(16usize << 20, 1 << 30);
-    let rounds = ctx.pick(10, 30);
+    let rounds = ctx.pick(10, 20);
     let steps = ctx.pick(4096, 16_384);
     run_with(ctx, max, rounds, steps)
 }
@@ -269,8 +270,10 @@ pub fn run_with(ctx: &Ctx, max: usize, rounds: usize, steps: usize) -> anyhow::R
     out.notes.push(format!(
         "Each size gets fresh buffers: one on 4 KiB pages (MADV_NOHUGEPAGE) holding two chains \
          in two words of every 64-byte line, one in address order and one random single cycle \
-         (Sattolo), and one 2 MiB-aligned MADV_HUGEPAGE buffer holding the same random chain. \
-         A warm-up walk of up to a million lines, then {rounds} interleaved rounds of {steps} \
+         (each step a random 4 KiB page and a random line of it), and one 2 MiB-aligned \
+         MADV_HUGEPAGE buffer holding the same random chain. \
+         A warm-up walk of up to 256 Ki lines (the whole set up to 16 MiB), then {rounds} \
+         interleaved rounds of {steps} \
          dependent loads per walk; a sample is a round's mean, so the percentiles are of \
          {steps}-access means (one access is below the timer's resolution). Every walk ends \
          where counting says (checked). Ticks are the TSC's ({:.3} GHz), not core cycles.",

@@ -299,7 +299,7 @@ fn chase_part(ctx: &Ctx, p: &Params, out: &mut Outcome) -> anyhow::Result<()> {
         backings.push(Backing::HugeTlb);
     }
     let started = Instant::now();
-    let perm = chase::cyclic_permutation(chase::slots(len / 8), SEED);
+    let perm = chase::random_cycle(chase::slots(len / 8), SEED);
     let mut bufs = Vec::new();
     for &b in &backings {
         match chase_buffer(b, len, &perm) {
@@ -452,7 +452,8 @@ fn chase_part(ctx: &Ctx, p: &Params, out: &mut Outcome) -> anyhow::Result<()> {
     });
     out.notes.push(format!(
         "The chase: {} MiB, one load per 64-byte line along one random cycle through all {} \
-         lines (Sattolo), the same chain in every buffer; {rounds} rounds × {steps} dependent \
+         lines (each step a random 4 KiB page and a random line of it), the same chain in \
+         every buffer; {rounds} rounds × {steps} dependent \
          loads per variant, variants interleaved; a sample is a round's mean per access, so the \
          percentiles are of {steps}-access means. All variants end on the same slot (checked). \
          Ticks are the TSC's (constant rate, {:.3} GHz here), not core cycles: the study's \
@@ -626,7 +627,7 @@ mod tests {
     fn every_backing_chases_the_same_cycle_to_the_same_slot() {
         let len = 8 << 20;
         let n = chase::slots(len / 8);
-        let perm = chase::cyclic_permutation(n, SEED);
+        let perm = chase::random_cycle(n, SEED);
         let mut ends = Vec::new();
         for b in [Backing::Small, Backing::Thp, Backing::HugeTlb] {
             let m = match chase_buffer(b, len, &perm) {
