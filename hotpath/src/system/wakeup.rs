@@ -184,6 +184,15 @@ pub fn case_name(kind: Kind, policy: Policy, load: Load) -> String {
     format!("{}, {}, {}", kind.name(), policy_name(policy), load.name())
 }
 
+/// Sets the flag when dropped.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 /// Busy threads, one per CPU, switched on and off between rounds.
 struct Loads<'s> {
     other: (&'s AtomicBool, std::thread::Thread),
@@ -238,7 +247,13 @@ enum Cmd {
     Stop,
 }
 
-fn waker(shared: &Shared, efd: &File, cmds: &mpsc::Receiver<Cmd>, done: &mpsc::Sender<()>) {
+fn waker(
+    shared: &Shared,
+    efd: &File,
+    cmds: &mpsc::Receiver<Cmd>,
+    done: &mpsc::Sender<()>,
+    stop: &AtomicBool,
+) {
     while let Ok(Cmd::Wake { from, n, eventfd }) = cmds.recv() {
         let mut deadline = monotonic_ns() + INTERVAL_NS;
         for k in from + 1..=from + n {
@@ -246,6 +261,9 @@ fn waker(shared: &Shared, efd: &File, cmds: &mpsc::Receiver<Cmd>, done: &mpsc::S
             // The previous wake-up must have been taken: then the sleeper is (about to be)
             // asleep again, and one write is one wake-up.
             while shared.ack.load(Ordering::Acquire) < k - 1 {
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
                 std::hint::spin_loop();
             }
             shared.stamp.store(tsc(), Ordering::Relaxed);
@@ -333,13 +351,16 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
         };
         let (cmd_tx, cmd_rx) = mpsc::channel::<Cmd>();
         let (done_tx, done_rx) = mpsc::channel::<()>();
-        let (shared, efd) = (&shared, &efd);
+        let (shared, efd, stop) = (&shared, &efd, &stop);
+        // Whatever happens below (a panic included), the helper threads are told to stop, or
+        // the scope would wait for them forever.
+        let _stop = StopOnDrop(stop);
         let other_cpu = ctx.other_cpu;
         s.spawn(move || {
             if let Err(e) = affinity::pin_current_thread(other_cpu) {
                 eprintln!("    waker: pinning to CPU {other_cpu}: {e}");
             }
-            waker(shared, efd, &cmd_rx, &done_tx);
+            waker(shared, efd, &cmd_rx, &done_tx, stop);
         });
         let mut variants: Vec<Variant<'_>> = cases
             .iter()
