@@ -8,13 +8,19 @@
 //! readiness; [`isolate`] moves work off the measured CPU and restores it exactly.
 
 #[cfg(feature = "experiments")]
+pub mod chase;
+#[cfg(feature = "experiments")]
 pub mod code;
 pub mod doctor;
 pub mod harness;
 pub mod isolate;
+#[cfg(feature = "experiments")]
+pub mod memory;
 pub mod report;
 #[cfg(feature = "experiments")]
 pub mod suite;
+#[cfg(feature = "experiments")]
+pub mod system;
 
 use harness::Tsc;
 use serde::Serialize;

@@ -17,6 +17,30 @@ pub struct Spec {
 /// Every experiment. `hotpath run --only a,b` picks by id.
 pub static SUITE: &[Spec] = &[
     Spec {
+        id: "wakeup",
+        level: Level::System,
+        about: "wake-up latency: CFS vs SCHED_FIFO vs spinning, idle and loaded; cyclictest beside",
+        run: crate::system::wakeup::run,
+    },
+    Spec {
+        id: "faults",
+        level: Level::System,
+        about: "page faults: first touch vs MAP_POPULATE, MADV_POPULATE_WRITE, mlock",
+        run: crate::system::faults::run,
+    },
+    Spec {
+        id: "hugepages",
+        level: Level::System,
+        about: "random chase on 4 KiB vs THP vs HugeTLB pages; THP's allocation tail",
+        run: crate::system::hugepages::run,
+    },
+    Spec {
+        id: "memory",
+        level: Level::Code,
+        about: "memory latency curve: sequential vs random chase, 4 KiB to 1 GiB",
+        run: crate::memory::run,
+    },
+    Spec {
         id: "dispatch",
         level: Level::Code,
         about: "generic vs enum vs &dyn vs Box<dyn FnMut> vs fn pointer, one type and four at random",

@@ -1,0 +1,698 @@
+//! Huge pages: the same random pointer chase over a working set far beyond the TLB's reach,
+//! on 4 KiB pages, on transparent huge pages and on explicit 2 MiB HugeTLB pages; and what THP
+//! costs when it allocates (first touch per 2 MiB region with THP `always` vs `never`).
+//!
+//! The three chase buffers hold the same single-cycle random chain (one load per cache line,
+//! [`crate::chase`]), and every variant walks the same number of steps, so they must end on
+//! the same slot: the checksum. What differs is only how many page walks the chase needs: with
+//! 4 KiB pages nearly every step misses the TLB (a 512 MiB set is 131,072 pages; the STLB
+//! holds a few thousand), with 2 MiB pages the set is 256 pages.
+
+use std::cell::Cell;
+use std::io;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::Ctx;
+use crate::chase;
+use crate::harness::{Dist, Recorder, Variant, interleave, tsc};
+use crate::report::{self, Comparison, Level, Outcome};
+use crate::system::{HUGE_PAGE, MapOptions, Mapping, PAGE, SettingGuard, meminfo_kb};
+
+/// Where the kernel's HugeTLB pool size is set.
+pub const NR_HUGEPAGES: &str = "/proc/sys/vm/nr_hugepages";
+/// The THP mode (`always [madvise] never`).
+pub const THP_ENABLED: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
+/// The THP defrag mode: whether a fault may compact memory to find a huge page.
+pub const THP_DEFRAG: &str = "/sys/kernel/mm/transparent_hugepage/defrag";
+/// The chain's seed: every variant links the same permutation.
+const SEED: u64 = 0x05EE_D0FC_4A5E;
+
+/// A HugeTLB reservation: the pool grown by what we need, shrunk back exactly on drop.
+#[derive(Debug)]
+pub struct Reservation {
+    guard: SettingGuard,
+    /// 2 MiB pages we added to the pool and got.
+    pub got: usize,
+}
+
+impl Reservation {
+    /// Asks the pool at `path` (normally [`NR_HUGEPAGES`]) for `pages` more pages; `got` says
+    /// how many the kernel found (fewer when memory is fragmented).
+    pub fn grow(path: impl AsRef<Path>, pages: usize) -> io::Result<Reservation> {
+        let guard = SettingGuard::save(path.as_ref())?;
+        let old: usize = guard.old().parse().map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{}: {:?} ({e})", path.as_ref().display(), guard.old()),
+            )
+        })?;
+        guard.set(&(old + pages).to_string())?;
+        let now: usize = guard.now()?.parse().unwrap_or(old);
+        Ok(Reservation {
+            got: now.saturating_sub(old),
+            guard,
+        })
+    }
+
+    /// The pool size it will restore.
+    pub fn old(&self) -> &str {
+        self.guard.old()
+    }
+}
+
+/// `AnonHugePages` (kB) of the mapping in `/proc/self/smaps` that contains `addr`.
+pub fn anon_huge_kb(addr: usize) -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/smaps").ok()?;
+    let mut inside = false;
+    for line in text.lines() {
+        let first = line.split_whitespace().next().unwrap_or("");
+        if let Some((a, b)) = first.split_once('-')
+            && let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16))
+        {
+            inside = (a..b).contains(&addr);
+            continue;
+        }
+        if inside && let Some(rest) = line.strip_prefix("AnonHugePages:") {
+            return rest.split_whitespace().next()?.parse().ok();
+        }
+    }
+    None
+}
+
+/// Which pages back a chase buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backing {
+    /// 4 KiB pages (`MADV_NOHUGEPAGE`).
+    Small,
+    /// Transparent huge pages (`MADV_HUGEPAGE` on a 2 MiB-aligned range).
+    Thp,
+    /// Explicit 2 MiB pages from the HugeTLB pool (`MAP_HUGETLB`).
+    HugeTlb,
+}
+
+impl Backing {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backing::Small => "4 KiB pages",
+            Backing::Thp => "THP (MADV_HUGEPAGE)",
+            Backing::HugeTlb => "HugeTLB 2 MiB",
+        }
+    }
+}
+
+/// A buffer of `len` bytes on `backing`, the random chain (`perm`) linked into it.
+pub fn chase_buffer(backing: Backing, len: usize, perm: &[u32]) -> io::Result<Mapping> {
+    let m = match backing {
+        Backing::Small => {
+            let m = Mapping::anon(len, MapOptions::default())?;
+            m.advise(libc::MADV_NOHUGEPAGE)?;
+            m
+        }
+        Backing::Thp => {
+            let m = Mapping::anon(
+                len,
+                MapOptions {
+                    align: HUGE_PAGE,
+                    ..MapOptions::default()
+                },
+            )?;
+            m.advise(libc::MADV_HUGEPAGE)?;
+            m
+        }
+        Backing::HugeTlb => Mapping::anon(
+            len,
+            MapOptions {
+                hugetlb: true,
+                ..MapOptions::default()
+            },
+        )?,
+    };
+    let mut m = m;
+    chase::link(m.words(), chase::RANDOM_LANE, perm);
+    Ok(m)
+}
+
+/// What `perf` can count here: `Ok` when dTLB loads and misses are both supported.
+pub fn perf_tlb_probe() -> Result<(), String> {
+    let out = Command::new("perf")
+        .args([
+            "stat",
+            "-x",
+            ",",
+            "-e",
+            "dTLB-load-misses,dTLB-loads",
+            "--",
+            "true",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("perf can't run ({e})"))?;
+    let text = String::from_utf8_lossy(&out.stderr);
+    let counted = text
+        .lines()
+        .filter(|l| l.contains("dTLB-load"))
+        .filter(|l| {
+            l.split(',')
+                .next()
+                .is_some_and(|v| v.trim().parse::<u64>().is_ok())
+        })
+        .count();
+    if out.status.success() && counted == 2 {
+        Ok(())
+    } else {
+        let why: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("dTLB") || l.contains("rror"))
+            .collect();
+        Err(format!("perf stat: {}", why.join("; ")))
+    }
+}
+
+/// dTLB loads and misses of this thread while `f` runs, from `perf stat -t`.
+fn perf_tlb_during(f: impl FnOnce()) -> Option<(u64, u64)> {
+    #[expect(unsafe_code, reason = "gettid has no safe wrapper in libc")]
+    // SAFETY: gettid takes nothing and can't fail.
+    let tid = unsafe { libc::gettid() };
+    let child = Command::new("perf")
+        .args(["stat", "-x", ",", "-e", "dTLB-load-misses,dTLB-loads", "-t"])
+        .arg(tid.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .ok()?;
+    // perf needs a moment to attach; the thread sleeps meanwhile, so it counts ~nothing.
+    std::thread::sleep(Duration::from_millis(300));
+    f();
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let out = child.wait_with_output().ok()?;
+    let text = String::from_utf8_lossy(&out.stderr);
+    let count = |event: &str| {
+        text.lines()
+            .find(|l| l.split(',').nth(2) == Some(event))
+            .and_then(|l| l.split(',').next()?.trim().parse::<u64>().ok())
+    };
+    Some((count("dTLB-load-misses")?, count("dTLB-loads")?))
+}
+
+/// Sizes and the settings' paths (tests point these at temporary files).
+#[derive(Debug, Clone)]
+pub struct Params {
+    /// The chase's working set, bytes.
+    pub len: usize,
+    pub rounds: usize,
+    /// Dependent loads per sample.
+    pub steps: usize,
+    /// Bytes mapped per round of the THP allocation-tail part.
+    pub thp_len: usize,
+    pub thp_rounds: usize,
+    pub nr_hugepages: String,
+    pub thp_enabled: String,
+}
+
+impl Params {
+    pub fn for_ctx(ctx: &Ctx) -> Params {
+        Params {
+            len: ctx.pick(64 << 20, 512 << 20),
+            rounds: ctx.pick(40, 200),
+            steps: ctx.pick(5_000, 20_000),
+            thp_len: ctx.pick(16 << 20, 64 << 20),
+            thp_rounds: ctx.pick(4, 20),
+            nr_hugepages: NR_HUGEPAGES.into(),
+            thp_enabled: THP_ENABLED.into(),
+        }
+    }
+}
+
+pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
+    ctx.pin()?;
+    run_with(ctx, &Params::for_ctx(ctx))
+}
+
+pub fn run_with(ctx: &Ctx, p: &Params) -> anyhow::Result<Outcome> {
+    let mut out = Outcome::new(
+        "hugepages",
+        "Huge pages: a random chase beyond the TLB's reach, and THP's allocation tail",
+        Level::System,
+    );
+    chase_part(ctx, p, &mut out)?;
+    thp_fault_part(ctx, p, &mut out)?;
+    out.trader = "The UMEM can sit on explicit 2 MiB HugeTLB pages: `trader --huge-pages` \
+                  (userspace/src/bin/trader.rs) sets XskConfig::huge_pages, which Xsk::new \
+                  (userspace/src/xsk.rs) passes to xsk-rs's Umem::new, which adds MAP_HUGETLB to \
+                  its MAP_POPULATE mapping (xsk-rs src/umem/mem/mmap.rs); it is off by default \
+                  and needs /proc/sys/vm/nr_hugepages reserved (`cargo xtask matrix` runs it as \
+                  the huge-pages knob only when enough are). The default UMEM is 4096 frames × \
+                  2048 B = 8 MiB on 4 KiB pages; the tick-to-trade state (userspace/src/t2t.rs: \
+                  an 8 KiB `seen` window, the engine's rings) is small enough that TLB reach \
+                  matters far less to it than to this chase. THP is never asked for (no \
+                  MADV_HUGEPAGE anywhere in userspace/src)."
+        .into();
+    Ok(out)
+}
+
+fn chase_part(ctx: &Ctx, p: &Params, out: &mut Outcome) -> anyhow::Result<()> {
+    let (want, rounds, steps) = (p.len, p.rounds, p.steps);
+    // HugeTLB: grow the pool by what the set needs (root only), restored exactly afterwards.
+    let mut len = want;
+    let reservation = if ctx.root {
+        match Reservation::grow(&p.nr_hugepages, want / HUGE_PAGE) {
+            Ok(r) => {
+                if r.got < want / HUGE_PAGE {
+                    out.notes.push(format!(
+                        "HugeTLB reservation short: asked for {} pages of 2 MiB, got {}; every \
+                         variant uses the {} MiB that fit",
+                        want / HUGE_PAGE,
+                        r.got,
+                        r.got * 2
+                    ));
+                    len = r.got * HUGE_PAGE;
+                }
+                Some(r)
+            }
+            Err(e) => {
+                out.notes.push(format!(
+                    "HugeTLB skipped: growing {} failed ({e})",
+                    p.nr_hugepages
+                ));
+                None
+            }
+        }
+    } else {
+        out.notes
+            .push("HugeTLB skipped: reserving huge pages needs root".into());
+        None
+    };
+    if len < 4 * HUGE_PAGE {
+        // Too little for a fair comparison: run 4 KiB and THP at the size asked for.
+        len = want;
+    }
+    let hugetlb = reservation
+        .as_ref()
+        .is_some_and(|r| r.got * HUGE_PAGE >= len);
+    let mut backings = vec![Backing::Small, Backing::Thp];
+    if hugetlb {
+        backings.push(Backing::HugeTlb);
+    }
+    let started = Instant::now();
+    let perm = chase::random_cycle(chase::slots(len / 8), SEED);
+    let mut bufs = Vec::new();
+    for &b in &backings {
+        match chase_buffer(b, len, &perm) {
+            Ok(m) => bufs.push((b, m)),
+            Err(e) if b == Backing::HugeTlb => out.notes.push(format!(
+                "HugeTLB skipped: MAP_HUGETLB of {len} B failed ({e})"
+            )),
+            Err(e) => return Err(anyhow::anyhow!("{}: mapping {len} B: {e}", b.name())),
+        }
+    }
+    drop(perm);
+    ctx.progress(&format!(
+        "{} MiB chain linked into {} buffers in {:.1} s",
+        len >> 20,
+        bufs.len(),
+        started.elapsed().as_secs_f64()
+    ));
+    let thp_huge_kb = bufs
+        .iter()
+        .find(|(b, _)| *b == Backing::Thp)
+        .and_then(|(_, m)| anon_huge_kb(m.addr()));
+
+    let ends: Vec<Cell<usize>> = bufs.iter().map(|_| Cell::new(0)).collect();
+    let mut variants: Vec<Variant<'_>> = bufs
+        .iter()
+        .zip(&ends)
+        .map(|((b, m), end)| {
+            let words = m.words_shared();
+            Variant::new(b.name(), move |r: &mut Recorder| {
+                let t0 = tsc();
+                let e = chase::walk(words, end.get(), steps);
+                let t1 = tsc();
+                end.set(e);
+                r.record_ticks(t1 - t0, steps as u32);
+            })
+        })
+        .collect();
+    let dists = interleave(ctx.tsc, 2, rounds, &mut variants);
+    drop(variants);
+    let checksums: Vec<usize> = ends.iter().map(Cell::get).collect();
+    if checksums.windows(2).any(|w| w[0] != w[1]) {
+        anyhow::bail!("the chases ended on different slots: {checksums:?}");
+    }
+
+    // TLB misses, where perf can count them.
+    let perf = perf_tlb_probe();
+    let mut tlb = Vec::new();
+    if perf.is_ok() {
+        for (b, m) in &bufs {
+            let words = m.words_shared();
+            let r = perf_tlb_during(|| {
+                let mut e = 0;
+                let until = Instant::now() + Duration::from_millis(500);
+                while Instant::now() < until {
+                    e = chase::walk(words, e, 100_000);
+                }
+                std::hint::black_box(e);
+            });
+            tlb.push((*b, r));
+        }
+    }
+    drop(bufs);
+    drop(reservation);
+
+    let t = ctx.tsc;
+    let get = |b: Backing| dists.iter().find(|d| d.name == b.name()).cloned();
+    let small = get(Backing::Small).expect("4 KiB always runs");
+    let ticks = |d: &Dist| d.p50_ns * t.ticks_per_ns;
+    let fmt = |d: &Dist| format!("{:.1} ticks ({})", ticks(d), report::ns(d.p50_ns));
+    out.dists.extend(dists.iter().cloned());
+    match get(Backing::HugeTlb) {
+        Some(h) => out.comparisons.push(Comparison {
+            what: format!(
+                "random chase over {} MiB, 4 KiB vs HugeTLB 2 MiB pages, per access (p50)",
+                len >> 20
+            ),
+            ours: format!("{} vs {}", fmt(&small), fmt(&h)),
+            our_ratio: Some(small.p50_ns / h.p50_ns),
+            study: "290 vs 43.12 cycles/access".into(),
+            study_ratio: Some(290.0 / 43.12),
+            verdict: verdict_ratio(small.p50_ns / h.p50_ns, 290.0 / 43.12),
+        }),
+        None => out.comparisons.push(Comparison {
+            what: "random chase, 4 KiB vs HugeTLB 2 MiB pages, per access".into(),
+            ours: "not measurable here: no HugeTLB pages (see notes)".into(),
+            our_ratio: None,
+            study: "290 vs 43.12 cycles/access".into(),
+            study_ratio: Some(290.0 / 43.12),
+            verdict: "–".into(),
+        }),
+    }
+    if let Some(thp) = get(Backing::Thp) {
+        out.comparisons.push(Comparison {
+            what: format!(
+                "random chase over {} MiB, 4 KiB vs THP, per access (p50)",
+                len >> 20
+            ),
+            ours: format!(
+                "{} vs {} ({} of {} MiB on huge pages)",
+                fmt(&small),
+                fmt(&thp),
+                thp_huge_kb.map_or("?".into(), |k| (k >> 10).to_string()),
+                len >> 20
+            ),
+            our_ratio: Some(small.p50_ns / thp.p50_ns),
+            study: "(THP not measured; HugeTLB 6.7×)".into(),
+            study_ratio: None,
+            verdict: if thp_huge_kb.is_some_and(|k| k as usize * 1024 >= len / 2) {
+                "THP gives what HugeTLB gives once the kernel found the huge pages".into()
+            } else {
+                "THP found few huge pages here: it is best-effort, HugeTLB is reserved".into()
+            },
+        });
+    }
+    let tlb_row = match &perf {
+        Ok(()) => {
+            let share = |b: Backing| {
+                tlb.iter()
+                    .find(|(x, _)| *x == b)
+                    .and_then(|(_, r)| *r)
+                    .map(|(miss, loads)| 100.0 * miss as f64 / loads.max(1) as f64)
+            };
+            let s = share(Backing::Small);
+            let h = share(Backing::HugeTlb).or(share(Backing::Thp));
+            (
+                format!(
+                    "{} → {}",
+                    s.map_or("?".into(), |v| format!("{v:.2} %")),
+                    h.map_or("?".into(), |v| format!("{v:.2} %"))
+                ),
+                s.zip(h).map(|(s, h)| s / h.max(1e-9)),
+            )
+        }
+        Err(why) => (
+            format!("not measurable here: no hardware PMU in this guest ({why})"),
+            None,
+        ),
+    };
+    out.comparisons.push(Comparison {
+        what: "dTLB-load miss share, 4 KiB → huge pages".into(),
+        ours: tlb_row.0,
+        our_ratio: tlb_row.1,
+        study: "1.33 % → 0.09 %".into(),
+        study_ratio: Some(1.33 / 0.09),
+        verdict: if perf.is_ok() {
+            "counted by perf stat -t while each chase ran".into()
+        } else {
+            "the time per access above is the only evidence here".into()
+        },
+    });
+    out.notes.push(format!(
+        "The chase: {} MiB, one load per 64-byte line along one random cycle through all {} \
+         lines (each step a random 4 KiB page and a random line of it), the same chain in \
+         every buffer; {rounds} rounds × {steps} dependent \
+         loads per variant, variants interleaved; a sample is a round's mean per access, so the \
+         percentiles are of {steps}-access means. All variants end on the same slot (checked). \
+         Ticks are the TSC's (constant rate, {:.3} GHz here), not core cycles: the study's \
+         'cycles' are core cycles of a 3.2-3.6 GHz i5-6500.",
+        len >> 20,
+        len / chase::LINE,
+        t.ticks_per_ns
+    ));
+    out.notes.push(
+        "What dominates: at this size every step misses the caches (the set is far beyond the \
+         L3) and, on 4 KiB pages, the TLB too, so a step is a DRAM access plus a page walk whose \
+         own entries miss the caches. In a KVM guest a TLB miss walks two page tables (the \
+         guest's and the host's EPT/NPT), so 4 KiB pages hurt more here than on bare metal, \
+         unless the host backs guest memory with huge pages."
+            .into(),
+    );
+    Ok(())
+}
+
+fn verdict_ratio(ours: f64, study: f64) -> String {
+    if ours >= study * 0.5 && ours <= study * 2.0 {
+        "agrees: huge pages cut the per-access cost by the study's factor".into()
+    } else if ours > 1.2 {
+        format!("same direction, {ours:.1}× here vs the study's {study:.1}×")
+    } else {
+        "huge pages barely matter here".into()
+    }
+}
+
+/// THP's allocation tail: the first write to every 4 KiB page of fresh 2 MiB regions, one
+/// sample per region, with THP `always` (one fault allocates and zeroes 2 MiB) vs `never`
+/// (512 faults of 4 KiB).
+fn thp_fault_part(ctx: &Ctx, p: &Params, out: &mut Outcome) -> anyhow::Result<()> {
+    let path = &p.thp_enabled;
+    let guard = match SettingGuard::save(path) {
+        Ok(g) => g,
+        Err(e) => {
+            out.notes
+                .push(format!("THP allocation tail skipped: {path}: {e}"));
+            return Ok(());
+        }
+    };
+    if let Err(e) = guard.set(guard.old()) {
+        out.notes.push(format!(
+            "THP allocation tail skipped: {path} is not writable here ({e})"
+        ));
+        return Ok(());
+    }
+    let (len, rounds) = (p.thp_len, p.thp_rounds);
+    let regions = len / HUGE_PAGE;
+    let huge_regions = Cell::new(0usize);
+    let failed: Cell<Option<String>> = Cell::new(None);
+    let mut variants: Vec<Variant<'_>> = ["always", "never"]
+        .into_iter()
+        .map(|mode| {
+            let guard = &guard;
+            let huge_regions = &huge_regions;
+            let failed = &failed;
+            Variant::new(
+                format!("THP {mode}: first touch per 2 MiB region"),
+                move |r: &mut Recorder| {
+                    if let Err(e) = guard.set(mode) {
+                        failed.set(Some(format!("setting THP {mode}: {e}")));
+                        return;
+                    }
+                    let mut m = match Mapping::anon(
+                        len,
+                        MapOptions {
+                            align: HUGE_PAGE,
+                            ..MapOptions::default()
+                        },
+                    ) {
+                        Ok(m) => m,
+                        Err(e) => {
+                            failed.set(Some(format!("mapping {len} B: {e}")));
+                            return;
+                        }
+                    };
+                    let bytes = m.bytes();
+                    for region in bytes.chunks_mut(HUGE_PAGE) {
+                        let t0 = tsc();
+                        for off in (0..region.len()).step_by(PAGE) {
+                            region[off] = 1;
+                        }
+                        std::hint::black_box(&region[0]);
+                        r.record_ticks(tsc() - t0, 1);
+                    }
+                    if mode == "always" {
+                        let kb = anon_huge_kb(m.addr()).unwrap_or(0) as usize;
+                        huge_regions.set(huge_regions.get() + kb * 1024 / HUGE_PAGE);
+                    }
+                },
+            )
+        })
+        .collect();
+    let dists = interleave(ctx.tsc, 1, rounds, &mut variants);
+    drop(variants);
+    let restored_to = guard.old().to_string();
+    drop(guard);
+    if let Some(e) = failed.take() {
+        anyhow::bail!("THP allocation tail: {e}");
+    }
+    let (a, n) = (&dists[0], &dists[1]);
+    out.comparisons.push(Comparison {
+        what: "first touch of a 2 MiB region, THP always vs never: p50, p99.9, max".into(),
+        ours: format!(
+            "always {} / {} / {} vs never {} / {} / {} ({} of {} regions got a huge page)",
+            report::ns(a.p50_ns),
+            report::ns(a.p999_ns),
+            report::ns(a.max_ns),
+            report::ns(n.p50_ns),
+            report::ns(n.p999_ns),
+            report::ns(n.max_ns),
+            huge_regions.get(),
+            (rounds + 1) * regions
+        ),
+        our_ratio: Some(n.p50_ns / a.p50_ns.max(1e-3)),
+        study: "THP can cause millisecond tail spikes (collapse, split, compaction)".into(),
+        study_ratio: None,
+        verdict: format!(
+            "THP allocates and zeroes 2 MiB in one fault: one {} stall instead of 512 of about {} \
+             each; cheaper in all, but a single stall the hot path can't hide: pre-fault either way",
+            report::ns(a.p50_ns),
+            report::ns(n.p50_ns / 512.0)
+        ),
+    });
+    out.dists.extend(dists);
+    out.notes.push(format!(
+        "THP allocation tail: {rounds} rounds × {regions} fresh 2 MiB-aligned regions per mode, \
+         modes interleaved by writing {path} each round; it was `{restored_to}` before \
+         and is restored exactly afterwards (also on failure). defrag is `{}`, so with \
+         `always` a fault on an un-advised range takes a huge page only if one is free \
+         (no direct compaction): the compaction spikes the study warns of need defrag \
+         `always` or `madvise` with MADV_HUGEPAGE under fragmented memory. khugepaged's \
+         collapses happen in the background and are not timed here.",
+        crate::system::current_setting(&crate::system::read_trimmed(THP_DEFRAG))
+    ));
+    if let Some(kb) = meminfo_kb("HugePages_Total") {
+        out.notes.push(format!(
+            "HugeTLB pool after the run: {kb} pages (restored to what it was)"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str, text: &str) -> std::path::PathBuf {
+        let p = std::env::temp_dir().join(format!("hotpath-hp-{}-{name}", std::process::id()));
+        std::fs::write(&p, text).expect("temp file");
+        p
+    }
+
+    #[test]
+    fn a_reservation_restores_the_pool_exactly() {
+        let p = temp("nr", "3\n");
+        {
+            let r = Reservation::grow(&p, 16).expect("grow");
+            // A plain file takes any value: "got" is what reads back.
+            assert_eq!(r.got, 16);
+            assert_eq!(r.old(), "3");
+            assert_eq!(std::fs::read_to_string(&p).expect("read"), "19");
+        }
+        assert_eq!(std::fs::read_to_string(&p).expect("read"), "3");
+        let _ = std::fs::remove_file(p);
+    }
+
+    #[test]
+    fn every_backing_chases_the_same_cycle_to_the_same_slot() {
+        let len = 8 << 20;
+        let n = chase::slots(len / 8);
+        let perm = chase::random_cycle(n, SEED);
+        let mut ends = Vec::new();
+        for b in [Backing::Small, Backing::Thp, Backing::HugeTlb] {
+            let m = match chase_buffer(b, len, &perm) {
+                Ok(m) => m,
+                // No reserved HugeTLB pages on this machine: the other two still must agree.
+                Err(e) if b == Backing::HugeTlb => {
+                    eprintln!("HugeTLB: {e}");
+                    continue;
+                }
+                Err(e) => panic!("{}: {e}", b.name()),
+            };
+            let w = m.words_shared();
+            assert_eq!(chase::cycle_length(w, chase::RANDOM_LANE), Some(n));
+            ends.push(chase::walk(w, 0, 3 * n / 2 + 7));
+        }
+        assert!(ends.len() >= 2);
+        assert!(ends.windows(2).all(|w| w[0] == w[1]), "{ends:?}");
+    }
+
+    #[test]
+    fn the_experiment_runs_tiny_against_temporary_settings() {
+        let nr = temp("run-nr", "0\n");
+        let thp = temp("run-thp", "always [madvise] never\n");
+        let ctx = Ctx {
+            size: crate::Size::Small,
+            tsc: crate::harness::Tsc::calibrate(Duration::from_millis(5)),
+            cpu: 0,
+            other_cpu: 1,
+            root: true,
+        };
+        let p = Params {
+            len: 16 << 20,
+            rounds: 3,
+            steps: 1000,
+            thp_len: 4 << 20,
+            thp_rounds: 2,
+            nr_hugepages: nr.display().to_string(),
+            thp_enabled: thp.display().to_string(),
+        };
+        let out = run_with(&ctx, &p).expect("runs");
+        assert_eq!(out.dist("4 KiB pages").count, 3);
+        assert_eq!(out.dist("THP (MADV_HUGEPAGE)").count, 3);
+        assert_eq!(
+            out.dist("THP always: first touch per 2 MiB region").count,
+            4
+        );
+        assert_eq!(out.dist("THP never: first touch per 2 MiB region").count, 4);
+        assert!(out.comparisons.len() >= 4, "{:?}", out.comparisons);
+        // Both settings are back exactly as they were.
+        assert_eq!(std::fs::read_to_string(&nr).expect("read"), "0");
+        assert_eq!(std::fs::read_to_string(&thp).expect("read"), "madvise");
+        let _ = std::fs::remove_file(nr);
+        let _ = std::fs::remove_file(thp);
+    }
+
+    #[test]
+    fn smaps_finds_a_mapping() {
+        let m = Mapping::anon(
+            4 * HUGE_PAGE,
+            MapOptions {
+                align: HUGE_PAGE,
+                ..MapOptions::default()
+            },
+        )
+        .expect("map");
+        assert!(anon_huge_kb(m.addr()).is_some());
+    }
+}
