@@ -7,6 +7,7 @@
 //! `cargo xtask hotpath` builds and orchestrates it. [`doctor`] reads the machine's latency
 //! readiness; [`isolate`] moves work off the measured CPU and restores it exactly.
 
+pub mod code2;
 pub mod harness;
 pub mod report;
 pub mod suite;

@@ -14,7 +14,32 @@ pub struct Spec {
 }
 
 /// Every experiment. `hotpath run --only a,b` picks by id.
-pub static SUITE: &[Spec] = &[];
+pub static SUITE: &[Spec] = &[
+    Spec {
+        id: "false-sharing",
+        level: Level::Code,
+        about: "two threads' counters in one cache line vs padded to 64 B and 128 B",
+        run: crate::code2::false_sharing::run,
+    },
+    Spec {
+        id: "aos-soa",
+        level: Level::Code,
+        about: "a risk loop over positions: array of structs vs struct of arrays",
+        run: crate::code2::layout::run_aos_soa,
+    },
+    Spec {
+        id: "simd",
+        level: Level::Code,
+        about: "the SoA risk loop scalar, SSE2 and through pulp's AVX2/AVX-512 dispatch",
+        run: crate::code2::layout::run_simd,
+    },
+    Spec {
+        id: "queues",
+        level: Level::Code,
+        about: "thread hand-off: SPSC ring, channels, ArrayQueue, Mutex<VecDeque>; the CPU floor",
+        run: crate::code2::queues::run,
+    },
+];
 
 /// The specs named by `only` (all when empty), or an error naming the unknown ids and the
 /// known ones.
