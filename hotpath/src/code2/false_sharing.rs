@@ -187,7 +187,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
             Params {
                 n: 2_000_000,
                 warmup: 1,
-                rounds: 12,
+                rounds: 16,
             },
         ),
     )
@@ -234,7 +234,9 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
         Level::Code,
     );
     out.dists = dists;
-    let per_run = |d: &str| out.dist(d).mean_ns * n as f64;
+    // The median run: a run the host preempted (a neighbour's build, a hypervisor pause)
+    // takes one thread's whole time slice, and the mean would carry it.
+    let per_run = |d: &str| out.dist(d).p50_ns * n as f64;
     let mut rows = Vec::new();
     for op in OPS {
         let (shared, p64, p128) = (
@@ -258,7 +260,7 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
         };
         rows.push(Comparison {
             what: format!(
-                "{}: one line vs padded to 64 B, time per run of {n} each",
+                "{}: one line vs padded to 64 B, median run of {n} each",
                 op.name()
             ),
             ours: format!(
@@ -279,7 +281,7 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
             our_ratio: Some(r128),
             study: "not measured (the study pads to a line)".to_string(),
             study_ratio: None,
-            verdict: if (p64 / p128 - 1.0).abs() < 0.1 {
+            verdict: if (p64 / p128 - 1.0).abs() < 0.15 {
                 format!(
                     "64 B and 128 B padding within {:.0} % of each other: the adjacent line \
                      costs nothing measurable here",
@@ -294,23 +296,40 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
         });
     }
     out.comparisons = rows;
-    let fa_one = out.dist(&name(Op::FetchAdd, LAYOUTS[0])).mean_ns;
-    let fa_pad = out.dist(&name(Op::FetchAdd, LAYOUTS[2])).mean_ns;
+    let fa_one = out.dist(&name(Op::FetchAdd, LAYOUTS[0])).p50_ns;
+    let fa_pad = out.dist(&name(Op::FetchAdd, LAYOUTS[1])).p50_ns;
+    let placement = if fa_one / fa_pad >= 3.0 && fa_one >= 10.0 {
+        format!(
+            "Here a shared-line increment costs {:.1}× a padded one, {} each: the line really \
+             moves between two caches, so the two vCPUs sit on different physical cores (SMT \
+             siblings share L1 and would show little difference).",
+            fa_one / fa_pad,
+            ns(fa_one)
+        )
+    } else {
+        format!(
+            "Here a shared-line increment costs only {:.1}× a padded one ({}): the two vCPUs \
+             may be SMT siblings sharing L1, or the host interleaved them so they rarely ran at \
+             the same time.",
+            fa_one / fa_pad,
+            ns(fa_one)
+        )
+    };
     out.notes = vec![
         format!(
             "Each sample is one run: both threads start together and each increments its own \
              counter {n} times; the sample is the time until both finished divided by {n} (ns \
              per increment of one thread, the two running at once). Rounds: {rounds} per \
-             variant, the six variants interleaved."
+             variant, the six variants interleaved; the comparisons take the median run."
         ),
         format!(
-            "fetch_add on a shared line: {} per increment, padded: {}. A padded locked \
-             increment is the core's own L1 (an uncontended `lock xadd`, ~20 cycles); on a \
-             shared line each increment waits for the line to come back from the other core \
-             (a cache-to-cache transfer), so the per-increment figure approaches the \
-             ping-pong one-way latency of the `queues` experiment when the two threads strictly \
-             alternate; it is lower when a core gets several increments in while it holds the \
-             line.",
+            "fetch_add on a shared line: {} per increment, padded to 64 B: {}. A padded locked \
+             increment stays in the core's own L1 (an uncontended `lock xadd`); on a shared \
+             line an increment may have to wait for the line to come back from the other core \
+             (a cache-to-cache transfer: compare the ping-pong one-way latency in `queues`); \
+             the per-increment figure is lower than a transfer because a core gets several \
+             increments in while it holds the line. A relaxed load+store needs no lock: the \
+             store buffer hides part of the wait for the line.",
             ns(fa_one),
             ns(fa_pad)
         ),
@@ -318,9 +337,7 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
             "Topology as the guest sees it: {}. A KVM guest's topology is what the hypervisor \
              declares; the host may place the two vCPUs on SMT siblings of one core (sharing L1 \
              and L2: false sharing would then cost little), two cores of one CCX (sharing L3: a \
-             transfer of the order of 50-100 ns) or further apart. A ratio of several × with \
-             tens of ns per shared increment says the two vCPUs are on different physical \
-             cores.",
+             transfer of the order of 50-100 ns) or further apart. {placement}",
             topology(ctx)
         ),
         "No hardware PMU in this guest: the cache-line transfers (HITM events) themselves \

@@ -519,7 +519,7 @@ fn params(ctx: &Ctx) -> Params {
             latency_msgs: 40_000,
             latency_rounds: 15,
             pingpong_iters: 40_000,
-            flood_msgs: 200_000,
+            flood_msgs: 100_000,
             flood_rounds: 8,
             mpmc_pairs: 100_000,
             mpmc_rounds: 10,
@@ -605,18 +605,27 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
     // Contention.
     let aq = ArrayQueue::<u64>::new(CAPACITY);
     let mq = Locked::<u64>::new(CAPACITY);
+    // The other thread's pairs and the round's wall time, per queue; interleave's warm-up
+    // rounds go to a scratch pair, as its own recorder's do.
     let extra: [[RefCell<Recorder>; 2]; 2] = std::array::from_fn(|_| {
         [
             RefCell::new(Recorder::new(ctx.tsc)),
             RefCell::new(Recorder::new(ctx.tsc)),
         ]
     });
+    let scratch = [
+        RefCell::new(Recorder::new(ctx.tsc)),
+        RefCell::new(Recorder::new(ctx.tsc)),
+    ];
     let mut variants = Vec::new();
     for (i, q) in MPMC.iter().enumerate() {
         let [mine, _, _] = mpmc_names(q, ctx);
-        let (fail, extra, aq, mq) = (&fail, &extra, &aq, &mq);
+        let (fail, extra, scratch, aq, mq) = (&fail, &extra, &scratch, &aq, &mq);
+        let mut calls = 0;
         variants.push(Variant::new(mine, move |rec| {
-            let (mut theirs, mut wall) = (extra[i][0].borrow_mut(), extra[i][1].borrow_mut());
+            let to = if calls < p.warmup { scratch } else { &extra[i] };
+            calls += 1;
+            let (mut theirs, mut wall) = (to[0].borrow_mut(), to[1].borrow_mut());
             let r = if i == 0 {
                 mpmc_round(ctx, aq, p.mpmc_pairs, rec, &mut theirs, &mut wall)
             } else {
@@ -660,11 +669,18 @@ fn summarise(out: &mut Outcome, ctx: &Ctx, p: &Params, negative: u64) {
         our_ratio: Some(ring.p50_ns / floor.p50_ns),
         study: "not measured".to_string(),
         study_ratio: None,
-        verdict: format!(
-            "a hand-off through the ring is {:.1} line transfers' worth: the data's line and \
-             the index's line both cross",
-            ring.p50_ns / floor.p50_ns
-        ),
+        verdict: if ring.p50_ns / floor.p50_ns < 10.0 {
+            format!(
+                "a hand-off through the ring costs {:.1} one-way line transfers: the slot's \
+                 line and the write index's line both cross, and the consumer's poll finds \
+                 the message some time after it lands",
+                ring.p50_ns / floor.p50_ns
+            )
+        } else {
+            "the ring's median is far above any line transfer: in this run the two threads \
+             were preempted often enough that messages waited in the queue (see p90)"
+                .to_string()
+        },
     });
     for k in &Kind::ALL[1..] {
         let d = out.dist(k.name());
@@ -700,7 +716,8 @@ fn summarise(out: &mut Outcome, ctx: &Ctx, p: &Params, negative: u64) {
             },
         });
     }
-    let rate = |n: &str| 1e3 / out.dist(n).mean_ns;
+    // The median round: a round the host preempted carries a time slice.
+    let rate = |n: &str| 1e3 / out.dist(n).p50_ns;
     let flood: Vec<String> = Kind::ALL
         .iter()
         .map(|k| format!("{} {:.1} M/s", k.name(), rate(&flood_name(*k))))
@@ -720,7 +737,7 @@ fn summarise(out: &mut Outcome, ctx: &Ctx, p: &Params, negative: u64) {
     let [lf, _, lf_wall] = mpmc_names(MPMC[0], ctx);
     let [mx, _, mx_wall] = mpmc_names(MPMC[1], ctx);
     let (lf, mx) = (out.dist(&lf).clone(), out.dist(&mx).clone());
-    let (lf_wall, mx_wall) = (out.dist(&lf_wall).mean_ns, out.dist(&mx_wall).mean_ns);
+    let (lf_wall, mx_wall) = (out.dist(&lf_wall).p50_ns, out.dist(&mx_wall).p50_ns);
     let lock_free_wins = lf.p999_ns <= mx.p999_ns && lf_wall <= mx_wall;
     rows.push(Comparison {
         what: "contended, 2 threads push+pop on one queue: ArrayQueue vs Mutex<VecDeque>, \
@@ -742,15 +759,25 @@ fn summarise(out: &mut Outcome, ctx: &Ctx, p: &Params, negative: u64) {
                 than a mutex"
             .to_string(),
         study_ratio: None,
-        verdict: if lock_free_wins {
-            "lock-free wins here on tail and throughput with two contenders: the mutex's \
-             holder can be delayed while holding it (ratio: mutex p99.9 / ArrayQueue p99.9); \
-             the study's reversal needs more contenders than this 2-vCPU guest has"
-                .to_string()
-        } else {
-            "agrees at least in part: the mutex is not worse here on tail or throughput (ratio: \
-             mutex p99.9 / ArrayQueue p99.9)"
-                .to_string()
+        verdict: {
+            let better = |a: f64, b: f64| if a <= b { "ArrayQueue" } else { "the mutex" };
+            let v = format!(
+                "lower p50: {}; lower p99.9: {}; more pairs/s: {}",
+                better(lf.p50_ns, mx.p50_ns),
+                better(lf.p999_ns, mx.p999_ns),
+                better(lf_wall, mx_wall)
+            );
+            if lock_free_wins {
+                format!(
+                    "{v}. Two pinned contenders are not the study's heavy contention, which a \
+                     2-vCPU guest can't pin (ratio: mutex p99.9 / ArrayQueue p99.9)"
+                )
+            } else {
+                format!(
+                    "{v}: the mutex holds its own even with two contenders (ratio: mutex p99.9 \
+                     / ArrayQueue p99.9)"
+                )
+            }
         },
     });
     out.comparisons = rows;
@@ -783,7 +810,7 @@ fn summarise(out: &mut Outcome, ctx: &Ctx, p: &Params, negative: u64) {
             ns(floor.max_ns)
         ),
         format!(
-            "Unpaced throughput (mean over rounds of {} messages): {}.",
+            "Unpaced throughput (median round of {} messages): {}.",
             p.flood_msgs,
             flood.join(", ")
         ),
