@@ -428,6 +428,16 @@ pub fn svg(c: &Curve) -> String {
     s
 }
 
+impl Report {
+    /// Reads `report.json` back (to add an outcome measured outside the binary, PGO's).
+    pub fn read(dir: &Path) -> anyhow::Result<Report> {
+        let p = dir.join("report.json");
+        let text =
+            std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", p.display()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -468,15 +478,5 @@ mod tests {
         c.series[0].points.clear();
         let s = svg(&c);
         assert!(!s.contains("polyline") && s.contains("(no points)"));
-    }
-}
-
-impl Report {
-    /// Reads `report.json` back (to add an outcome measured outside the binary, PGO's).
-    pub fn read(dir: &Path) -> anyhow::Result<Report> {
-        let p = dir.join("report.json");
-        let text =
-            std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
-        serde_json::from_str(&text).with_context(|| format!("parsing {}", p.display()))
     }
 }

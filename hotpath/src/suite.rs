@@ -70,6 +70,30 @@ pub static SUITE: &[Spec] = &[
         about: "Vec growth: moving handles vs copying elements (C++ without noexcept moves)",
         run: code::moves::run,
     },
+    Spec {
+        id: "false-sharing",
+        level: Level::Code,
+        about: "two threads' counters in one cache line vs padded to 64 B and 128 B",
+        run: code::false_sharing::run,
+    },
+    Spec {
+        id: "aos-soa",
+        level: Level::Code,
+        about: "a risk loop over positions: array of structs vs struct of arrays",
+        run: code::layout::run_aos_soa,
+    },
+    Spec {
+        id: "simd",
+        level: Level::Code,
+        about: "the SoA risk loop scalar, SSE2 and through pulp's AVX2/AVX-512 dispatch",
+        run: code::layout::run_simd,
+    },
+    Spec {
+        id: "queues",
+        level: Level::Code,
+        about: "thread hand-off: SPSC ring, channels, ArrayQueue, Mutex<VecDeque>; the CPU floor",
+        run: code::queues::run,
+    },
 ];
 
 /// The specs named by `only` (all when empty), or an error naming the unknown ids and the

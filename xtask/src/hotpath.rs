@@ -60,7 +60,12 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
     let mut cmd = std::process::Command::new(&bin);
     cmd.args(["run", "--size", &o.size, "--out"])
         .arg(&out)
-        .args(["--cpu", &o.cpu.to_string(), "--other-cpu", &o.other_cpu.to_string()])
+        .args([
+            "--cpu",
+            &o.cpu.to_string(),
+            "--other-cpu",
+            &o.other_cpu.to_string(),
+        ])
         .arg("--doctor-file")
         .arg(&doctor)
         .args(["--machine", &crate::doctor::machine()]);

@@ -6,8 +6,8 @@ mod bench_boundary;
 mod doctor;
 #[cfg(test)]
 mod fixtures;
-mod lab;
 mod hotpath;
+mod lab;
 mod matrix;
 mod pgo;
 mod report;

@@ -39,19 +39,29 @@ fn profdata() -> anyhow::Result<PathBuf> {
         PathBuf::from(format!("/usr/bin/llvm-profdata-{major}")),
         PathBuf::from(format!("/usr/lib/llvm-{major}/bin/llvm-profdata")),
     ];
-    candidates.into_iter().find(|p| p.is_file()).with_context(|| {
-        format!(
-            "no llvm-profdata for LLVM {major} (rustc's): install Debian's llvm-{major} \
+    candidates
+        .into_iter()
+        .find(|p| p.is_file())
+        .with_context(|| {
+            format!(
+                "no llvm-profdata for LLVM {major} (rustc's): install Debian's llvm-{major} \
              (`cargo xtask setup` does) or rustup's llvm-tools"
-        )
-    })
+            )
+        })
 }
 
 fn build(dir: &str, rustflags: Option<String>) -> anyhow::Result<PathBuf> {
     let target = target_dir().join("pgo").join(dir);
     let mut cmd = cargo();
-    cmd.args(["build", "--release", "-p", "trader-core", "--bin", "core-workload"])
-        .env("CARGO_TARGET_DIR", &target);
+    cmd.args([
+        "build",
+        "--release",
+        "-p",
+        "trader-core",
+        "--bin",
+        "core-workload",
+    ])
+    .env("CARGO_TARGET_DIR", &target);
     match rustflags {
         Some(f) => cmd.env("RUSTFLAGS", f),
         None => cmd.env_remove("RUSTFLAGS"),
@@ -163,10 +173,7 @@ fn measure(
     run_workload(
         &gen_bin,
         &args(1, pick(PACKETS), 1),
-        Some((
-            "LLVM_PROFILE_FILE",
-            &profiles.join("core-%p-%m.profraw"),
-        )),
+        Some(("LLVM_PROFILE_FILE", &profiles.join("core-%p-%m.profraw"))),
     )?;
     let merged = out.join("pgo.profdata");
     let mut cmd = Command::new(tool);

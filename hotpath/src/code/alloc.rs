@@ -526,7 +526,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
             .to_string(),
         format!("All twelve variants freed the same orders (checksum {sum:#x})."),
     ];
-    o.trader = "Nothing is allocated per packet: userspace/src/t2t.rs says it and does it. \
+    o.trader = "Nothing is allocated per packet: trader-core/src/lib.rs says it and does it. \
         `Trader::on_packet` builds each `OrderRepr` (wire/src/order.rs, a Copy value) on the \
         stack, keeps engine samples and fills in the fixed arrays of `Pending` (64 entries) \
         until `settle`, and tracks sequence numbers in `seen`, a `Box<[u64]>` made once in \
@@ -601,6 +601,6 @@ mod tests {
         let o = run(&ctx).unwrap();
         assert_eq!(o.dists.len(), 13);
         assert_eq!(o.comparisons.len(), 8);
-        assert!(o.trader.contains("t2t.rs"));
+        assert!(o.trader.contains("trader-core/src/lib.rs"));
     }
 }

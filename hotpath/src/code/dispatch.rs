@@ -446,7 +446,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
         `PacketHandler::on_packet<S: OrderSink>` (userspace/src/trading/mod.rs) are generic, so \
         each path's `send`/`flush` (XdpSink, UdpSink) is a direct, inlinable call; \
         `Trader::on_packet` takes the clock as `impl Fn() -> u64` and the order emitter as `impl \
-        FnMut(&OrderRepr) -> bool` (userspace/src/t2t.rs); userspace/src/bin/trader.rs picks the \
+        FnMut(&OrderRepr) -> bool` (trader-core/src/lib.rs); userspace/src/bin/trader.rs picks the \
         I/O once with a `match` and runs a monomorphised `XdpIo::<BLOCK, BUSY_POLL>` (const \
         generics), `UdpIo` or `MmsgIo`. The ITCH message is an enum matched per message \
         (`wire::itch::Message`). No `dyn` or boxed closure on the hot path (`dyn Error` appears \
@@ -511,6 +511,6 @@ mod tests {
         assert_eq!(o.dists.len(), 10);
         assert_eq!(o.comparisons.len(), 6);
         assert!(o.comparisons.iter().all(|c| c.our_ratio.is_some()));
-        assert!(o.trader.contains("t2t.rs"));
+        assert!(o.trader.contains("trader-core/src/lib.rs"));
     }
 }

@@ -249,7 +249,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
     ];
     o.trader = "No order collection to scan: the trader trades one stock and holds at most one \
         position (`engine::Ledger`'s `open: Option<(Side, f64)>`); its per-tick state is the \
-        `Trader` struct (userspace/src/t2t.rs), whose hot fields (sequence tracking \
+        `Trader` struct (trader-core/src/lib.rs), whose hot fields (sequence tracking \
         `next_seq`/`seen`, `counters`, the engine `Strategy`) sit beside colder ones (the \
         `engine` latency histogram, the `Pending` arrays of 64 samples and 64 fills, about 1.5 \
         KB, touched only when something is kept). The strategy's price history is in \
@@ -314,6 +314,6 @@ mod tests {
         let o = run(&ctx).unwrap();
         assert_eq!(o.dists.len(), 2);
         assert_eq!(o.comparisons.len(), 2);
-        assert!(o.trader.contains("t2t.rs"));
+        assert!(o.trader.contains("trader-core/src/lib.rs"));
     }
 }

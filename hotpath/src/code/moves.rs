@@ -226,7 +226,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
     ];
     o.trader = "The hot path grows no Vec: `Trader` keeps its sequence window in a fixed \
         `Box<[u64]>` and the packet's kept-aside samples and fills in fixed arrays (`Pending`, \
-        userspace/src/t2t.rs); `OrderRepr` (wire/src/order.rs) is a Copy value passed by \
+        trader-core/src/lib.rs); `OrderRepr` (wire/src/order.rs) is a Copy value passed by \
         reference to the sink; the strategy's rings are sized once in `Strategy::new` \
         (engine/src/strategy.rs). Moves on the hot path are of small Copy structs, never of \
         owned heap data."

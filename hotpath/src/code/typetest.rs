@@ -453,7 +453,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
     o.trader = "A plain tag test, then an enum: `wire::itch::parse` (wire/src/itch/mod.rs) reads \
         the type byte, checks the length against the spec's table (`message_len`, a scan of the \
         23 (type, length) pairs), compares the byte with `trade::KIND` and returns `Message::Trade` \
-        or `Message::Other { kind }`, which `Trader::on_packet` (userspace/src/t2t.rs) matches. \
+        or `Message::Other { kind }`, which `Trader::on_packet` (trader-core/src/lib.rs) matches. \
         No `Any` or downcast on the hot path (`downcast_ref` appears only in setup error \
         handling: userspace/src/xdp.rs, userspace/src/xsk.rs)."
         .to_string();

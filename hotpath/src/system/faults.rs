@@ -452,7 +452,7 @@ pub fn run_with(ctx: &Ctx, len: usize, rounds: usize) -> anyhow::Result<Outcome>
                   `trader --mlock` adds mlockall(MCL_CURRENT | MCL_FUTURE) \
                   (userspace/src/process.rs lock_memory, called in userspace/src/bin/trader.rs \
                   before the loop), off by default. The tick-to-trade core allocates nothing per \
-                  tick (userspace/src/t2t.rs: its `seen` window and pending arrays are made once \
+                  tick (trader-core/src/lib.rs: its `seen` window and pending arrays are made once \
                   in Trader::new), so after the first packets its pages stay mapped."
         .into();
     Ok(out)

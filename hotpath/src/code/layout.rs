@@ -1,0 +1,681 @@
+//! Data layout and SIMD for a risk loop over a book of positions: total delta-adjusted
+//! exposure `Σ qty·price·delta` and how many positions breach their limit
+//! (`|qty·price·delta| > limit`).
+//!
+//! A position is 64 bytes: the four fields the loop reads and four it doesn't (id, last fill
+//! time, average cost, realised PnL), as a real position record carries. Array of structs
+//! (AoS) walks all 64 bytes per position; struct of arrays (SoA) walks only the four 8-byte
+//! columns the loop needs.
+//!
+//! SIMD: three ways to run the SoA loop.
+//! - scalar: the loop as written, one running sum. Rust (like C++ without `-ffast-math`)
+//!   keeps IEEE semantics, so LLVM may not reorder the additions, which is what vectorising a
+//!   sum needs: the loop vectoriser refuses it and the loop stays scalar (`mulsd`/`addsd`).
+//! - SSE2: the loop written over 8 independent accumulators (plain Rust, fixed-size arrays), as
+//!   the engine's WMA kernel is (`engine/src/wma.rs`), compiled for the baseline x86-64 target,
+//!   where LLVM vectorises it 2 lanes wide (SSE2).
+//! - pulp: the same 8-accumulator code, run through `pulp::Arch::new().dispatch`, which calls
+//!   it inside a function compiled for the best instruction set the CPU has (AVX2 + FMA, or
+//!   AVX-512), where LLVM vectorises it 4 (or 8) lanes wide: exactly the engine's mechanism.
+//!
+//! SSE2 and pulp do the same IEEE operations in the same order per accumulator (LLVM does not
+//! contract into FMAs without fast-math flags), so their results are bit-identical; AoS and
+//! SoA scalar likewise. The scalar sum and the 8-accumulator sums add in different orders:
+//! they agree within the rounding bound of the reassociation (checked every run).
+
+use std::cell::{Cell, RefCell};
+use std::hint::black_box;
+
+use super::{Rng, quiet};
+use crate::Ctx;
+use crate::harness::{Recorder, Tsc, Variant, interleave, tsc};
+use crate::report::{Comparison, Level, Outcome, ns};
+
+/// One position: the loop's four fields first, then four it never reads.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[repr(C)]
+pub struct Position {
+    pub qty: f64,
+    pub price: f64,
+    pub delta: f64,
+    pub limit: f64,
+    pub id: u64,
+    pub last_fill_ns: u64,
+    pub avg_cost: f64,
+    pub realised_pnl: f64,
+}
+
+/// The same book as columns.
+#[derive(Debug, Clone, Default)]
+pub struct Book {
+    pub qty: Vec<f64>,
+    pub price: Vec<f64>,
+    pub delta: Vec<f64>,
+    pub limit: Vec<f64>,
+    pub id: Vec<u64>,
+    pub last_fill_ns: Vec<u64>,
+    pub avg_cost: Vec<f64>,
+    pub realised_pnl: Vec<f64>,
+}
+
+impl Book {
+    pub fn from_positions(ps: &[Position]) -> Book {
+        let mut b = Book::default();
+        for p in ps {
+            let Position {
+                qty,
+                price,
+                delta,
+                limit,
+                id,
+                last_fill_ns,
+                avg_cost,
+                realised_pnl,
+            } = *p;
+            b.qty.push(qty);
+            b.price.push(price);
+            b.delta.push(delta);
+            b.limit.push(limit);
+            b.id.push(id);
+            b.last_fill_ns.push(last_fill_ns);
+            b.avg_cost.push(avg_cost);
+            b.realised_pnl.push(realised_pnl);
+        }
+        b
+    }
+
+    pub fn len(&self) -> usize {
+        self.qty.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.qty.is_empty()
+    }
+}
+
+/// `n` positions, the same for a seed: long and short quantities in lots, prices with cents,
+/// deltas in [-1, 1], limits such that a few percent breach.
+pub fn positions(n: usize, seed: u64) -> Vec<Position> {
+    let mut r = Rng::new(seed);
+    (0..n)
+        .map(|i| {
+            let qty = ((r.next_u64() % 2001) as f64 - 1000.0) * 10.0;
+            let price = 10.0 + (r.next_u64() % 49_000) as f64 / 100.0;
+            let delta = r.unit() * 2.0 - 1.0;
+            // Typical |exposure| is ~ 5000 · 250 · 0.5 ≈ 6·10⁵; limits around 2·10⁶.
+            let limit = 1.0e6 + r.unit() * 2.0e6;
+            Position {
+                qty,
+                price,
+                delta,
+                limit,
+                id: i as u64,
+                last_fill_ns: r.next_u64() >> 8,
+                avg_cost: price * (0.9 + 0.2 * r.unit()),
+                realised_pnl: (r.unit() - 0.5) * 1.0e4,
+            }
+        })
+        .collect()
+}
+
+/// What the risk loop computes.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Risk {
+    /// Σ qty·price·delta.
+    pub exposure: f64,
+    /// Positions with |qty·price·delta| > limit.
+    pub breaches: u64,
+}
+
+impl Risk {
+    #[inline(always)]
+    fn add(&mut self, qty: f64, price: f64, delta: f64, limit: f64) {
+        let e = qty * price * delta;
+        self.exposure += e;
+        self.breaches += u64::from(e.abs() > limit);
+    }
+
+    /// Equal up to the order of the additions: identical breach counts, exposures within the
+    /// worst-case bound of two recursive summations of `n` terms (`2 (n - 1) u Σ|x|`,
+    /// u = 2⁻⁵³), taken generously as `1e-15 · n · gross` where `gross` is `Σ|x|`
+    /// ([`gross`]). The products are computed identically in every variant, so only the sums'
+    /// order differs.
+    pub fn agrees(&self, other: &Risk, n: usize, gross: f64) -> bool {
+        let tol = 1e-15 * n.max(1) as f64 * gross.abs();
+        self.breaches == other.breaches && (self.exposure - other.exposure).abs() <= tol
+    }
+}
+
+/// `Σ |qty·price·delta|`: the scale of the reassociation bound (not timed).
+pub fn gross(b: &Book) -> f64 {
+    (0..b.len())
+        .map(|i| (b.qty[i] * b.price[i] * b.delta[i]).abs())
+        .sum()
+}
+
+/// AoS, one running sum (scalar: see the module's docs).
+#[inline(never)]
+pub fn risk_aos(ps: &[Position]) -> Risk {
+    let mut r = Risk::default();
+    for p in ps {
+        r.add(p.qty, p.price, p.delta, p.limit);
+    }
+    r
+}
+
+/// SoA, one running sum (scalar: see the module's docs).
+#[inline(never)]
+pub fn risk_soa(b: &Book) -> Risk {
+    let mut r = Risk::default();
+    let n = b.len();
+    let (q, p, d, l) = (&b.qty[..n], &b.price[..n], &b.delta[..n], &b.limit[..n]);
+    for (((&q, &p), &d), &l) in q.iter().zip(p).zip(d).zip(l) {
+        r.add(q, p, d, l);
+    }
+    r
+}
+
+/// Independent accumulators of the vectorisable form (8: two AVX2 registers, four SSE2, one
+/// AVX-512 per sum).
+const LANES: usize = 8;
+
+/// SoA over [`LANES`] accumulators; the lanes combine in a fixed order, then the tail follows
+/// in order. Inlined into its caller, so it is compiled for the caller's instruction set.
+#[inline(always)]
+fn risk_lanes(b: &Book) -> Risk {
+    let n = b.len();
+    let (q, p, d, l) = (&b.qty[..n], &b.price[..n], &b.delta[..n], &b.limit[..n]);
+    let mut ex = [0.0_f64; LANES];
+    let mut br = [0_u64; LANES];
+    let chunks = q
+        .chunks_exact(LANES)
+        .zip(p.chunks_exact(LANES))
+        .zip(d.chunks_exact(LANES))
+        .zip(l.chunks_exact(LANES));
+    for (((q, p), d), l) in chunks {
+        // One statement per loop: each unrolls into one operation across the lanes, which
+        // LLVM's SLP vectoriser packs into whole registers. (A third sum, Σ|e|, in the same
+        // body got packed across the sums instead, with shuffles: half the width.)
+        let mut e = [0.0_f64; LANES];
+        for j in 0..LANES {
+            e[j] = q[j] * p[j] * d[j];
+        }
+        for j in 0..LANES {
+            ex[j] += e[j];
+        }
+        for j in 0..LANES {
+            br[j] += u64::from(e[j].abs() > l[j]);
+        }
+    }
+    let mut r = Risk::default();
+    for j in 0..LANES {
+        r.exposure += ex[j];
+        r.breaches += br[j];
+    }
+    for i in n - n % LANES..n {
+        r.add(q[i], p[i], d[i], l[i]);
+    }
+    r
+}
+
+/// [`risk_lanes`] for the baseline target (x86-64: SSE2, 2 lanes of f64).
+#[inline(never)]
+pub fn risk_soa_sse2(b: &Book) -> Risk {
+    risk_lanes(b)
+}
+
+/// [`risk_lanes`] through pulp's runtime dispatch; also says which instruction set ran.
+#[inline(never)]
+pub fn risk_soa_pulp(b: &Book) -> (Risk, &'static str) {
+    struct Job<'a>(&'a Book);
+    impl pulp::WithSimd for Job<'_> {
+        type Output = (Risk, &'static str);
+        #[inline(always)]
+        fn with_simd<S: pulp::Simd>(self, _simd: S) -> Self::Output {
+            (risk_lanes(self.0), std::any::type_name::<S>())
+        }
+    }
+    pulp::Arch::new().dispatch(Job(b))
+}
+
+/// The instruction-set level pulp's dispatch takes on this CPU, in words.
+pub fn pulp_level() -> String {
+    let (_, s) = risk_soa_pulp(&Book::default());
+    let words = if s.ends_with("V4") {
+        "x86-64-v4: AVX-512 (8 lanes of f64)"
+    } else if s.ends_with("V3") {
+        "x86-64-v3: AVX2 + FMA (4 lanes of f64)"
+    } else {
+        "scalar (no AVX2 here)"
+    };
+    format!("{words} [{s}]")
+}
+
+/// Working sets: one beyond the caches' comfort (the study's scale), one inside L2.
+#[derive(Debug, Clone, Copy)]
+pub struct Params {
+    /// Positions of the large book (1M: 64 MB AoS, 32 MB of SoA columns the loop reads).
+    pub big: usize,
+    /// Positions of the small book (8k: 512 KB AoS, 256 KB of columns: inside a 1 MB L2).
+    pub small: usize,
+    /// Passes over the small book per round (each one sample).
+    pub small_passes: usize,
+    pub warmup: usize,
+    pub rounds: usize,
+}
+
+fn params(ctx: &Ctx) -> Params {
+    ctx.pick(
+        Params {
+            big: 200_000,
+            small: 8_192,
+            small_passes: 20,
+            warmup: 1,
+            rounds: 5,
+        },
+        Params {
+            big: 1_000_000,
+            small: 8_192,
+            small_passes: 100,
+            warmup: 2,
+            rounds: 40,
+        },
+    )
+}
+
+/// What one variant leaves behind: its last result (checked by the caller) and every
+/// recorded pass's ticks, in order, for the paired ratios.
+#[derive(Debug, Default)]
+struct Slot {
+    last: Cell<Option<Risk>>,
+    /// ns per recorded pass.
+    passes: RefCell<Vec<f64>>,
+}
+
+/// One variant: `passes` timed passes of `f` per round, the first `warmup` rounds kept out of
+/// `slot.ticks` as interleave keeps them out of the recorder.
+fn passes<'a>(
+    name: String,
+    passes: usize,
+    warmup: usize,
+    clock: Tsc,
+    slot: &'a Slot,
+    mut f: impl FnMut() -> Risk + 'a,
+) -> Variant<'a> {
+    let mut calls = 0;
+    Variant::new(name, move |rec: &mut Recorder| {
+        for _ in 0..passes {
+            let t0 = tsc();
+            let r = black_box(f());
+            let t1 = tsc();
+            rec.record_ticks(t1.wrapping_sub(t0), 1);
+            if calls >= warmup {
+                slot.passes.borrow_mut().push(clock.ns(t1.wrapping_sub(t0)));
+            }
+            slot.last.set(Some(r));
+        }
+        calls += 1;
+    })
+}
+
+/// Bit-identical: the same operations in the same order.
+fn check(what: &str, got: Option<Risk>, want: &Risk) -> anyhow::Result<()> {
+    let got = got.ok_or_else(|| anyhow::anyhow!("{what}: never ran"))?;
+    if got != *want {
+        anyhow::bail!("{what} computed {got:?}, expected {want:?}");
+    }
+    Ok(())
+}
+
+const STUDY_AOS_MS: f64 = 258.0;
+const STUDY_SOA_MS: f64 = 145.0;
+const STUDY_SCALAR_MS: f64 = 406.0;
+const STUDY_AVX_MS: f64 = 370.0;
+
+pub fn run_aos_soa(ctx: &Ctx) -> anyhow::Result<Outcome> {
+    run_aos_soa_with(ctx, params(ctx))
+}
+
+pub fn run_aos_soa_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
+    ctx.pin()?;
+    let mut out = Outcome::new(
+        "aos-soa",
+        "Array of structs vs struct of arrays: a risk loop over positions",
+        Level::Code,
+    );
+    let sets = [("big", p.big, 1), ("small", p.small, p.small_passes)];
+    let aos: Vec<Vec<Position>> = sets.iter().map(|s| positions(s.1, 42)).collect();
+    let soa: Vec<Book> = aos.iter().map(|a| Book::from_positions(a)).collect();
+    let results: Vec<[Slot; 2]> = sets.iter().map(|_| Default::default()).collect();
+    let mut variants = Vec::new();
+    for (i, &(_, n, k)) in sets.iter().enumerate() {
+        let (a, b) = (&aos[i], &soa[i]);
+        variants.push(passes(
+            format!("AoS, {n} positions"),
+            k,
+            p.warmup,
+            ctx.tsc,
+            &results[i][0],
+            move || risk_aos(black_box(a)),
+        ));
+        variants.push(passes(
+            format!("SoA, {n} positions"),
+            k,
+            p.warmup,
+            ctx.tsc,
+            &results[i][1],
+            move || risk_soa(black_box(b)),
+        ));
+    }
+    out.dists = interleave(ctx.tsc, p.warmup, p.rounds, &mut variants);
+    drop(variants);
+    for i in 0..sets.len() {
+        let want = risk_aos(&aos[i]);
+        check("SoA", results[i][1].last.get(), &want)?;
+        check("AoS", results[i][0].last.get(), &want)?;
+    }
+    let q = |i: usize, v: usize| quiet(&results[i][v].passes.borrow());
+    let (aos_big, soa_big, aos_small, soa_small) = (q(0, 0), q(0, 1), q(1, 0), q(1, 1));
+    let (r_big, r_small) = (aos_big / soa_big, aos_small / soa_small);
+    out.comparisons = vec![
+        Comparison {
+            what: format!(
+                "AoS vs SoA, {} positions (AoS {} MB, SoA columns read {} MB), quiet pass (p10)",
+                p.big,
+                (p.big * 64) >> 20,
+                (p.big * 32) >> 20
+            ),
+            ours: format!("{} vs {}", ns(aos_big), ns(soa_big)),
+            our_ratio: Some(r_big),
+            study: format!("{STUDY_AOS_MS} ms vs {STUDY_SOA_MS} ms"),
+            study_ratio: Some(STUDY_AOS_MS / STUDY_SOA_MS),
+            verdict: if r_big > 1.3 {
+                format!(
+                    "agrees: out of cache the loop is bound by bytes moved, and AoS moves twice \
+                     as many ({r_big:.2}×)"
+                )
+            } else {
+                format!("SoA gains only {r_big:.2}× here: see notes")
+            },
+        },
+        Comparison {
+            what: format!(
+                "AoS vs SoA, {} positions (in L2), quiet pass (p10)",
+                p.small
+            ),
+            ours: format!("{} vs {}", ns(aos_small), ns(soa_small)),
+            our_ratio: Some(r_small),
+            study: "not measured (the study's book is large)".to_string(),
+            study_ratio: None,
+            verdict: format!(
+                "in cache the layout matters {}: the scalar loop is bound by its add chain, not \
+                 by bytes",
+                if (r_small - 1.0).abs() < 0.15 {
+                    "little"
+                } else {
+                    "still"
+                }
+            ),
+        },
+    ];
+    out.notes = vec![
+        "Each sample is one pass over the whole book (the large book: one per round; the small \
+         one: several per round); the comparisons take each variant's quiet pass, the 10th percentile of its passes, and \
+         the ratio of those: on this shared host the passes of one variant are bimodal (a \
+         neighbour's memory traffic comes and goes from one pass to the next), noise only ever \
+         adds time, and a median lands on whichever mode was more frequent; the table keeps \
+         every percentile. Both layouts run the \
+         same scalar loop (one running sum, in order), so their results are bit-identical, \
+         checked every run."
+            .to_string(),
+        format!(
+            "Per position: AoS {} vs SoA {} on the large book; {} vs {} in L2. The large \
+             book's SoA columns alone (32 B × {}) are about this guest's whole L3 (32 MB, \
+             shared with the other vCPU and the host's other tenants), so its passes stream \
+             from DRAM; the bandwidth a KVM guest gets varies with its neighbours.",
+            ns(aos_big / p.big as f64),
+            ns(soa_big / p.big as f64),
+            ns(aos_small / p.small as f64),
+            ns(soa_small / p.small as f64),
+            p.big
+        ),
+        "No hardware PMU in this guest: cache misses and bandwidth can't be counted, only \
+         timed."
+            .to_string(),
+    ];
+    out.trader = "The trader keeps no book of positions: one stock and at most one open \
+                  position (`engine::Ledger` in `engine/src/ledger.rs`: `open: Option<(Side, \
+                  f64)>`), so there is no loop over positions to lay out. Where it does keep \
+                  series, they are columns already: the strategy's `closes`, `diffs` and `ders` \
+                  are three separate f64 rings (`engine/src/strategy.rs`), i.e. SoA."
+        .to_string();
+    Ok(out)
+}
+
+pub fn run_simd(ctx: &Ctx) -> anyhow::Result<Outcome> {
+    run_simd_with(ctx, params(ctx))
+}
+
+pub fn run_simd_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
+    ctx.pin()?;
+    let mut out = Outcome::new(
+        "simd",
+        "Scalar vs SIMD on the SoA risk loop, with the engine's runtime dispatch (pulp)",
+        Level::Code,
+    );
+    let level = pulp_level();
+    let sets = [("big", p.big, 1), ("small", p.small, p.small_passes)];
+    let books: Vec<Book> = sets
+        .iter()
+        .map(|s| Book::from_positions(&positions(s.1, 43)))
+        .collect();
+    let results: Vec<[Slot; 3]> = sets.iter().map(|_| Default::default()).collect();
+    let mut variants = Vec::new();
+    let names = |n: usize| {
+        [
+            format!("scalar, {n} positions"),
+            format!("SSE2 (baseline target), {n} positions"),
+            format!("pulp dispatch, {n} positions"),
+        ]
+    };
+    for (i, &(_, n, k)) in sets.iter().enumerate() {
+        let b = &books[i];
+        let [s, s2, pu] = names(n);
+        let w = p.warmup;
+        variants.push(passes(s, k, w, ctx.tsc, &results[i][0], move || {
+            risk_soa(black_box(b))
+        }));
+        variants.push(passes(s2, k, w, ctx.tsc, &results[i][1], move || {
+            risk_soa_sse2(black_box(b))
+        }));
+        variants.push(passes(pu, k, w, ctx.tsc, &results[i][2], move || {
+            risk_soa_pulp(black_box(b)).0
+        }));
+    }
+    out.dists = interleave(ctx.tsc, p.warmup, p.rounds, &mut variants);
+    drop(variants);
+    let mut worst_rel = 0.0_f64;
+    for (i, &(_, n, _)) in sets.iter().enumerate() {
+        let scalar = risk_soa(&books[i]);
+        let sse2 = risk_soa_sse2(&books[i]);
+        check("scalar", results[i][0].last.get(), &scalar)?;
+        check("SSE2", results[i][1].last.get(), &sse2)?;
+        // The two vector forms: bit-identical; against the scalar order: within the bound.
+        check("pulp", results[i][2].last.get(), &sse2)?;
+        let g = gross(&books[i]);
+        if !sse2.agrees(&scalar, n, g) {
+            anyhow::bail!("the 8-lane sum {sse2:?} is not the scalar sum {scalar:?} reordered");
+        }
+        worst_rel = worst_rel.max((sse2.exposure - scalar.exposure).abs() / g);
+    }
+    let mut rows = Vec::new();
+    for (i, &(_, n, _)) in sets.iter().enumerate() {
+        let q = |v: usize| quiet(&results[i][v].passes.borrow());
+        let (s, s2, pu) = (q(0), q(1), q(2));
+        let (r_s, r_s2) = (s / pu, s2 / pu);
+        let big = i == 0;
+        let place = if big { "large book" } else { "in L2" };
+        rows.push(Comparison {
+            what: format!("scalar vs pulp ({level}), {n} positions, {place}, quiet pass (p10)"),
+            ours: format!("{} vs {}", ns(s), ns(pu)),
+            our_ratio: Some(r_s),
+            study: if big {
+                format!("{STUDY_SCALAR_MS} ms vs {STUDY_AVX_MS} ms")
+            } else {
+                "not measured (the study's one size)".to_string()
+            },
+            study_ratio: big.then_some(STUDY_SCALAR_MS / STUDY_AVX_MS),
+            verdict: if big {
+                format!(
+                    "{r_s:.2}× out of cache: memory bandwidth, not arithmetic, bounds the loop, \
+                     as the study's 1.10× says"
+                )
+            } else {
+                format!(
+                    "{r_s:.2}× in L2: with the data close, independent accumulators and wide \
+                     registers pay"
+                )
+            },
+        });
+        rows.push(Comparison {
+            what: format!("SSE2 (2 lanes) vs pulp (same code, wider), {n} positions, {place}"),
+            ours: format!("{} vs {}", ns(s2), ns(pu)),
+            our_ratio: Some(r_s2),
+            study: "not measured".to_string(),
+            study_ratio: None,
+            verdict: format!(
+                "the register width alone: {r_s2:.2}× (same operations, same order, \
+                 bit-identical results)"
+            ),
+        });
+    }
+    out.comparisons = rows;
+    out.notes =
+        vec![
+        "Each sample is one pass over the whole book (the large book: one per round; the small \
+         one: several per round); the comparisons take each variant's quiet pass, the 10th percentile of its passes, and \
+         the ratio of those: on this shared host the passes of one variant are bimodal (a \
+         neighbour's memory traffic comes and goes from one pass to the next), noise only ever \
+         adds time, and a median lands on whichever mode was more frequent; the table keeps \
+         every percentile."
+            .to_string(),
+        format!("pulp's dispatch took {level} on this CPU (checked at run time, as the engine's \
+                 does)."),
+        "scalar: the loop with one running sum. LLVM keeps IEEE order (no fast-math in Rust), so \
+         it cannot split the sum into vector lanes; it compiles to scalar `mulsd`/`addsd` for \
+         every target, which is what C++ at -O2/-O3 without -ffast-math does too. Its time in \
+         L2 is its add chain's latency (one dependent add per position), not the multiplies."
+            .to_string(),
+        "SSE2 vs pulp is the honest SIMD question: the same 8-accumulator source, compiled once \
+         for the baseline x86-64 target (SSE2, 2 lanes) and once inside pulp's AVX2/AVX-512 \
+         function; the results are bit-identical. scalar vs SSE2 mixes two effects, \
+         instruction-level parallelism (8 independent sums instead of one chain) and 2-lane \
+         vectors."
+            .to_string(),
+        format!(
+            "Results: breach counts equal in every variant; the 8-lane sums differ from the \
+             scalar order by at most {worst_rel:.1e} of the gross exposure (bound allowed: \
+             1e-15 × n × gross)."
+        ),
+        "The large book streams 32 MB of columns per pass: bandwidth-bound, so wider registers \
+         change little there; the small book sits in L2, where they show."
+            .to_string(),
+    ];
+    out.trader = "The trader's tick path runs no loop over arrays wide enough to vectorise: \
+                  `Strategy::on_tick` (`engine/src/strategy.rs`) completes a handful of WMAs \
+                  from values prepared between ticks. pulp's dispatch is used by the engine's \
+                  batch sweep (`engine/src/sweep.rs` → `wma::wma_span` in \
+                  `engine/src/wma.rs`), not on the trader's per-tick path."
+        .to_string();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_position_is_one_cache_line() {
+        assert_eq!(std::mem::size_of::<Position>(), 64);
+    }
+
+    #[test]
+    fn every_layout_and_variant_computes_the_same_risk() {
+        // Sizes with a tail the lanes don't cover.
+        for n in [0, 1, 7, 8, 1_003, 20_011] {
+            let ps = positions(n, 9);
+            let b = Book::from_positions(&ps);
+            let scalar = risk_aos(&ps);
+            assert_eq!(
+                risk_soa(&b),
+                scalar,
+                "AoS and SoA in the same order: bit-identical"
+            );
+            let sse2 = risk_soa_sse2(&b);
+            let (pulp, _) = risk_soa_pulp(&b);
+            assert_eq!(pulp, sse2, "the same lanes at another width: bit-identical");
+            assert!(sse2.agrees(&scalar, n, gross(&b)), "{sse2:?} vs {scalar:?}");
+            assert_eq!(sse2.breaches, scalar.breaches);
+        }
+    }
+
+    #[test]
+    fn the_data_has_breaches_and_both_signs() {
+        let ps = positions(10_000, 1);
+        let r = risk_aos(&ps);
+        assert!(r.breaches > 50 && r.breaches < 5_000, "{r:?}");
+        assert!(ps.iter().any(|p| p.qty < 0.0) && ps.iter().any(|p| p.qty > 0.0));
+        assert!(r.exposure.abs() < gross(&Book::from_positions(&ps)));
+    }
+
+    #[test]
+    fn agreement_rejects_a_different_count_or_a_far_sum() {
+        let a = Risk {
+            exposure: 1.0,
+            breaches: 3,
+        };
+        let b = Risk { breaches: 4, ..a };
+        assert!(!a.agrees(&b, 100, 10.0));
+        let c = Risk { exposure: 1.1, ..a };
+        assert!(!a.agrees(&c, 100, 10.0));
+        let d = Risk {
+            exposure: 1.0 + 1e-14,
+            ..a
+        };
+        assert!(a.agrees(&d, 100, 10.0));
+    }
+
+    #[test]
+    fn pulp_names_a_level() {
+        let l = pulp_level();
+        assert!(l.contains("pulp"), "{l}");
+    }
+
+    fn tiny() -> Params {
+        Params {
+            big: 4_099,
+            small: 1_024,
+            small_passes: 3,
+            warmup: 0,
+            rounds: 2,
+        }
+    }
+
+    #[test]
+    fn the_aos_soa_experiment_runs_small() {
+        let out = run_aos_soa_with(&crate::code::test_ctx(), tiny()).unwrap();
+        assert_eq!(out.dists.len(), 4);
+        assert_eq!(out.dist("AoS, 4099 positions").count, 2);
+        assert_eq!(out.dist("SoA, 1024 positions").count, 6);
+        assert_eq!(out.comparisons.len(), 2);
+    }
+
+    #[test]
+    fn the_simd_experiment_runs_small() {
+        let out = run_simd_with(&crate::code::test_ctx(), tiny()).unwrap();
+        assert_eq!(out.dists.len(), 6);
+        assert_eq!(out.dist("pulp dispatch, 1024 positions").count, 6);
+        assert_eq!(out.comparisons.len(), 4);
+        assert!(out.notes.iter().any(|n| n.contains("pulp's dispatch took")));
+    }
+}
