@@ -77,6 +77,10 @@ pub struct ThreadTime {
     /// time (CONFIG_PARAVIRT_TIME_ACCOUNTING, as on KVM guests); elsewhere it reads about 0.
     /// `None` for a thread that slept: its sleep and the steal look the same.
     pub stolen_ms: Option<f64>,
+    /// Minor page faults the thread took over the span (`getrusage(RUSAGE_THREAD)`): 0 when
+    /// every page it touched was mapped before the span began. Each costs µs on the hot path.
+    #[serde(default)]
+    pub minor_faults: u64,
 }
 
 /// The machine a result was measured on.

@@ -112,6 +112,7 @@ pub struct ThreadTimeStart {
     wall_ns: u64,
     ran_ns: u64,
     waited_ns: u64,
+    minor_faults: u64,
 }
 
 impl ThreadTimeStart {
@@ -121,6 +122,7 @@ impl ThreadTimeStart {
             wall_ns: now_ns(),
             ran_ns: thread_cpu_ns(),
             waited_ns: thread_waited_ns(),
+            minor_faults: thread_minor_faults(),
         }
     }
 
@@ -133,6 +135,7 @@ impl ThreadTimeStart {
         let ran = thread_cpu_ns().saturating_sub(s.ran_ns);
         let wall = now_ns().saturating_sub(s.wall_ns);
         let mut t = split_wall(wall, ran, waited);
+        t.minor_faults = thread_minor_faults().saturating_sub(s.minor_faults);
         if !spinning {
             t.stolen_ms = None;
         }
@@ -147,7 +150,14 @@ fn split_wall(wall: u64, ran: u64, waited: u64) -> ThreadTime {
         ran_ms: ms(ran),
         waited_ms: ms(waited),
         stolen_ms: Some(ms(wall.saturating_sub(ran).saturating_sub(waited))),
+        minor_faults: 0,
     }
+}
+
+/// Minor page faults of the calling thread so far (0 where getrusage can't say).
+pub fn thread_minor_faults() -> u64 {
+    use nix::sys::resource::{UsageWho, getrusage};
+    getrusage(UsageWho::RUSAGE_THREAD).map_or(0, |u| u.minor_page_faults() as u64)
 }
 
 /// The calling thread's CPU time, ns. Exact when read: unlike schedstat's first field, which
@@ -173,6 +183,28 @@ fn parse_schedstat(text: &str) -> (u64, u64) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_span_counts_the_pages_it_first_touches() {
+        let start = super::ThreadTimeStart::now();
+        // 4 MiB, written a byte per page: every page is new to the process in this span.
+        let mut v: Vec<u8> = Vec::with_capacity(4 << 20);
+        v.resize(4 << 20, 0);
+        for i in (0..v.len()).step_by(4096) {
+            v[i] = 1;
+        }
+        let t = start.elapsed(false);
+        std::hint::black_box(&v);
+        // At least one fault per 2 MiB (THP) and at most a few per 4 KiB page.
+        assert!(t.minor_faults >= 2, "{t:?}");
+        // Touching the same pages again costs none.
+        let again = super::ThreadTimeStart::now();
+        for i in (0..v.len()).step_by(4096) {
+            v[i] = 2;
+        }
+        std::hint::black_box(&v);
+        assert_eq!(again.elapsed(false).minor_faults, 0);
+    }
+
     #[test]
     fn steal_is_the_eighth_number_of_each_cpu_line() {
         let stat = "cpu  172862 0 27530 111848 1178 0 551 862 0 0\n\

@@ -69,6 +69,7 @@ pub(crate) fn replay(base: f64) -> ReplayReport {
             ran_ms: 49.0,
             waited_ms: 0.75,
             stolen_ms: Some(0.25),
+            minor_faults: 0,
         },
         parity: Parity {
             verdict: ParityVerdict::Ok,
@@ -132,6 +133,7 @@ pub(crate) fn trader(path: TraderPath) -> TraderReport {
             ran_ms: 50.0,
             waited_ms: 0.0,
             stolen_ms: None,
+            minor_faults: 0,
         },
         account: results::Account {
             orders: 40,

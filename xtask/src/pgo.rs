@@ -180,13 +180,7 @@ fn measure(
     cmd.arg("merge").arg("-o").arg(&merged).arg(&profiles);
     exec(&mut cmd)?;
     // The profile's path is new for every run, so cargo rebuilds with this run's profile.
-    let pgo = build(
-        "use",
-        Some(format!(
-            "-Cprofile-use={} -Cllvm-args=-pgo-warn-missing-function",
-            merged.display()
-        )),
-    )?;
+    let pgo = build("use", Some(format!("-Cprofile-use={}", merged.display())))?;
     let a = args(pick(PASSES), pick(PACKETS), pick(SWEEPS));
     let unit = Tsc {
         ticks_per_ns: 1.0,

@@ -573,16 +573,17 @@ fn machine_table(t: &mut String, measured: &[Measured]) {
     let _ = writeln!(t);
     let _ = writeln!(
         t,
-        "| path | seconds | replay preempted | replay waited ms | replay stolen ms | trader preempted | trader waited ms | trader stolen ms |"
+        "| path | seconds | replay preempted | replay waited ms | replay stolen ms | replay minor faults | trader preempted | trader waited ms | trader stolen ms | trader minor faults |"
     );
-    let _ = writeln!(t, "|---|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(t, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let cells = |cs: &ContextSwitches, time: &ThreadTime| {
         format!(
-            "{} | {:.1} | {}",
+            "{} | {:.1} | {} | {}",
             cs.involuntary,
             time.waited_ms,
             // A thread that slept: its sleep and steal look the same, so no figure.
             time.stolen_ms.map_or("-".to_owned(), |x| format!("{x:.1}")),
+            time.minor_faults,
         )
     };
     for m in measured {
