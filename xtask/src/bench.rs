@@ -208,6 +208,12 @@ pub(crate) struct Options {
     /// Don't install missing dependencies first.
     #[arg(long)]
     pub(crate) no_setup: bool,
+    /// Isolate the trader's CPU at runtime for the whole run: every other movable task to a
+    /// cpuset of the other CPUs, unbound workqueues and IRQs off it. Everything is restored
+    /// exactly afterwards (also after Ctrl-C; after SIGKILL the next run or `netns-down`
+    /// restores it from /run/t2t-isolate.json). Compare with the matrix's `isolate` knob.
+    #[arg(long)]
+    pub(crate) isolate: bool,
 }
 
 impl Options {
@@ -241,6 +247,7 @@ impl Options {
             sockperf: 0,
             strict: false,
             no_setup,
+            isolate: false,
         }
     }
 
@@ -265,6 +272,12 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
     let (_, first) = *rows.first().context("no path to run")?;
     let session = Session::start(&o, "bench", first)?;
     let stop = Arc::clone(&session.stop);
+    // Restored when dropped: after the runs, on an error and after Ctrl-C alike.
+    let isolation = if o.isolate {
+        Some(crate::session::isolate(o.trader_cpu)?)
+    } else {
+        None
+    };
     let mut measured = Vec::new();
     // Whatever fails, what was measured before it is reported; the failure is returned after.
     let mut failure = measure_lab_rows(&o, &session, &rows, &mut measured).err();
@@ -283,6 +296,10 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
         }
     }
     let out = session.out.clone();
+    if let Some(iso) = isolation {
+        iso.restore().context("restoring the isolated CPU")?;
+        eprintln!("isolation restored");
+    }
     session.finish();
     if !measured.is_empty() {
         report::write(&out, &o, &measured, reference.as_ref(), cpu_floor.as_ref())?;

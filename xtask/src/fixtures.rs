@@ -133,7 +133,7 @@ pub(crate) fn trader(path: TraderPath) -> TraderReport {
             ran_ms: 50.0,
             waited_ms: 0.0,
             stolen_ms: None,
-            minor_faults: 0,
+            minor_faults: 3,
         },
         account: results::Account {
             orders: 40,

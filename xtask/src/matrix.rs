@@ -61,6 +61,10 @@ pub(crate) enum Knob {
     /// 4 ITCH messages per MoldUDP64 packet.
     #[value(name = "mold-batch-4")]
     MoldBatch4,
+    /// The trader's CPU isolated at runtime for the run: every other movable task to a cpuset
+    /// of the other CPUs, unbound workqueues and IRQs off it; restored exactly after the run.
+    #[value(name = "isolate")]
+    Isolate,
 }
 
 const BOTH: &[TraderPath] = &[TraderPath::Xdp, TraderPath::Udp];
@@ -83,6 +87,7 @@ impl Knob {
             Knob::Recvmmsg => "recvmmsg",
             Knob::SmallRcvbuf => "small-rcvbuf",
             Knob::MoldBatch4 => "mold-batch-4",
+            Knob::Isolate => "isolate",
         }
     }
 
@@ -101,6 +106,7 @@ impl Knob {
             Knob::Recvmmsg => "recvmmsg, up to 16 datagrams per call",
             Knob::SmallRcvbuf => "default 208 KiB UDP receive buffer (not 4 MiB)",
             Knob::MoldBatch4 => "4 ITCH messages per MoldUDP64 packet",
+            Knob::Isolate => "trader's CPU isolated at runtime: tasks, workqueues, IRQs moved off",
         }
     }
 
@@ -114,7 +120,8 @@ impl Knob {
             | Knob::Unpinned
             | Knob::Fifo
             | Knob::Mlock
-            | Knob::MoldBatch4 => BOTH,
+            | Knob::MoldBatch4
+            | Knob::Isolate => BOTH,
         }
     }
 
@@ -146,6 +153,8 @@ impl Knob {
                 o.batch = 4;
                 &[]
             }
+            // Not an option of the run: `measure` isolates the CPU around it.
+            Knob::Isolate => &[],
         };
         o.trader_args = trader.iter().map(|s| s.to_string()).collect();
         o
@@ -174,7 +183,7 @@ fn parse_selection(s: &str) -> Result<Selection, String> {
 pub(crate) struct Options {
     /// Knobs to run (comma-separated), or `all`. Known: block, busy-poll, unpinned, fifo,
     /// mlock, huge-pages, rx-batch-1, no-need-wakeup, skb, recvmmsg, small-rcvbuf,
-    /// mold-batch-4.
+    /// mold-batch-4, isolate.
     #[arg(long, value_delimiter = ',', default_value = "all", value_parser = parse_selection)]
     pub(crate) knobs: Vec<Selection>,
     /// Paths (comma-separated): xdp, udp.
@@ -379,10 +388,33 @@ fn measure(
         eprintln!("[{}/{}] {name} on {path}", i + 1, variants.len());
         let opts = knob.map_or_else(|| base.clone(), |k| k.apply(base));
         let tag = format!("{path}-{name}");
-        match session
+        // Restored when dropped, right after this run (and on an error or Ctrl-C).
+        let isolation = if knob == Some(Knob::Isolate) {
+            match crate::session::isolate(opts.trader_cpu) {
+                Ok(iso) => Some(iso),
+                Err(e) => {
+                    skipped.push(Skipped {
+                        text: format!("isolate on {path}: {e:#}"),
+                        failed: true,
+                    });
+                    continue;
+                }
+            }
+        } else {
+            None
+        };
+        let result = session
             .run(&opts, Ends::kernel_exchange(path), &tag)
-            .and_then(|run| Ok((run.replay()?, run.trader()?)))
+            .and_then(|run| Ok((run.replay()?, run.trader()?)));
+        if let Some(iso) = isolation
+            && let Err(e) = iso.restore()
         {
+            skipped.push(Skipped {
+                text: format!("restoring the isolation: {e:#}"),
+                failed: true,
+            });
+        }
+        match result {
             Ok((replay, trader)) => rows.push(Row {
                 knob,
                 path,
@@ -454,6 +486,29 @@ fn render(rows: &[Row], o: &Options) -> String {
             } else {
                 String::new()
             },
+        );
+    }
+    // What the machine did to each end: the tail's usual cause, and what isolation targets.
+    let _ = writeln!(
+        t,
+        "\n| knob | path | replay preempted | replay waited ms | replay stolen ms | trader preempted | trader waited ms | trader stolen ms | trader minor faults |"
+    );
+    let _ = writeln!(t, "|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    let stolen = |x: Option<f64>| x.map_or("-".to_owned(), |x| format!("{x:.1}"));
+    for r in rows {
+        let (rp, tr) = (&r.replay, &r.trader);
+        let _ = writeln!(
+            t,
+            "| {} | {} | {} | {:.1} | {} | {} | {:.1} | {} | {} |",
+            r.name(),
+            r.path,
+            rp.context_switches.involuntary,
+            rp.thread_time.waited_ms,
+            stolen(rp.thread_time.stolen_ms),
+            tr.context_switches.involuntary,
+            tr.thread_time.waited_ms,
+            stolen(tr.thread_time.stolen_ms),
+            tr.thread_time.minor_faults,
         );
     }
     t

@@ -321,7 +321,12 @@ pub(crate) fn write(
     cpu_floor: Option<&FloorReport>,
 ) -> anyhow::Result<()> {
     let machine = Machine::read();
-    let t = markdown(o, &machine, measured, sockperf, cpu_floor);
+    let mut t = markdown(o, &machine, measured, sockperf, cpu_floor);
+    // The machine's latency readiness, so every figure travels with its conditions.
+    let _ = writeln!(t, "\nmachine readiness (`cargo xtask doctor`):");
+    for line in crate::doctor::summary(o.trader_cpu) {
+        let _ = writeln!(t, "- {line}");
+    }
     let curves = measured
         .iter()
         .map(|m| {
@@ -396,8 +401,20 @@ fn verdict(t: &mut String, measured: &[Measured]) {
 fn conditions(t: &mut String, o: &Options, m: &Machine) {
     let _ = writeln!(
         t,
-        "tick-to-trade, {} · rate {} msg/s · batch {} · n={} · xdp-mode {} · wait {} · trader cpu{} / replay cpu{}",
-        o.source, o.rate, o.batch, o.n, o.xdp_mode, o.wait, o.trader_cpu, o.replay_cpu
+        "tick-to-trade, {} · rate {} msg/s · batch {} · n={} · xdp-mode {} · wait {} · trader cpu{} / replay cpu{}{}",
+        o.source,
+        o.rate,
+        o.batch,
+        o.n,
+        o.xdp_mode,
+        o.wait,
+        o.trader_cpu,
+        o.replay_cpu,
+        if o.isolate {
+            format!(" · cpu{} isolated at runtime (--isolate)", o.trader_cpu)
+        } else {
+            String::new()
+        }
     );
     let _ = writeln!(
         t,
@@ -935,13 +952,13 @@ machine: Test CPU @ 3.00GHz · 2 cores · kernel 6.1.0-test · veth pair between
 | xdp-bypass | 1000 | 19990 | 40 | 40 | 2 | 2 | 0 | 1 | 3 | ⚠ 2 | ok (20 trades, PnL 1.2346; trader = exchange = batch) |
 | reflect-bypass | 1000 | 19990 | 1000 | 1000 | 0 | 0 | 0 | 0 | 3 | - | reflector: 1000 of 1000 ticks answered; no strategy, so no parity to check |
 
-| path | seconds | replay preempted | replay waited ms | replay stolen ms | trader preempted | trader waited ms | trader stolen ms |
-|---|---:|---:|---:|---:|---:|---:|---:|
-| xdp | 0.1 | 7 | 0.8 | 0.2 | 2 | 0.0 | - |
-| udp | 0.1 | 7 | 0.8 | - | 2 | 0.0 | - |
-| reflect | 0.1 | 7 | 0.8 | 0.2 | 2 | 0.0 | - |
-| xdp-bypass | 0.1 | 7 | 0.8 | 0.2 | 2 | 0.0 | - |
-| reflect-bypass | 0.1 | 7 | 0.8 | 0.2 | 2 | 0.0 | - |
+| path | seconds | replay preempted | replay waited ms | replay stolen ms | replay minor faults | trader preempted | trader waited ms | trader stolen ms | trader minor faults |
+|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|
+| xdp | 0.1 | 7 | 0.8 | 0.2 | 0 | 2 | 0.0 | - | 3 |
+| udp | 0.1 | 7 | 0.8 | - | 0 | 2 | 0.0 | - | 3 |
+| reflect | 0.1 | 7 | 0.8 | 0.2 | 0 | 2 | 0.0 | - | 3 |
+| xdp-bypass | 0.1 | 7 | 0.8 | 0.2 | 0 | 2 | 0.0 | - | 3 |
+| reflect-bypass | 0.1 | 7 | 0.8 | 0.2 | 0 | 2 | 0.0 | - | 3 |
 
 ratio xdp/udp tick-to-trade: min 0.50× p50 0.50× p90 0.50× p99 0.50× p99.9 0.50× p99.99 0.50× max 0.50× mean 0.50× (⚠ udp lost orders or ticks)
 

@@ -107,6 +107,10 @@ impl Session {
         if !o.no_setup {
             crate::setup::ensure()?;
         }
+        // A run killed while it had a CPU isolated left the machine changed: put it back.
+        if let Some(note) = hotpath::isolate::restore_leftover(&hotpath::isolate::Paths::live())? {
+            eprintln!("{note}");
+        }
         let stop = Arc::new(AtomicBool::new(false));
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
             signal_hook::flag::register(sig, Arc::clone(&stop))
@@ -252,6 +256,19 @@ impl Run {
 
 /// A new folder under `parent` named by the UTC time; a second run within the same second
 /// gets `-2`, `-3`, ... rather than writing into the first one's.
+/// Isolates `cpu` at runtime (`--isolate`, the matrix's `isolate` knob), keeping this process
+/// (whose children, started later, are the measured ones) where it is. Restores on drop.
+pub(crate) fn isolate(cpu: usize) -> anyhow::Result<hotpath::isolate::Isolation> {
+    use hotpath::isolate::{Isolation, Paths};
+    let iso = Isolation::apply(Paths::live(), cpu, &[std::process::id() as i32])
+        .with_context(|| format!("isolating CPU {cpu}"))?;
+    eprintln!("{}", iso.applied.summary(cpu));
+    for n in &iso.applied.notes {
+        eprintln!("note: {n}");
+    }
+    Ok(iso)
+}
+
 pub(crate) fn new_results_dir(parent: &Path) -> anyhow::Result<PathBuf> {
     std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
     let stamp = report::utc_stamp();
