@@ -100,6 +100,22 @@ impl Tsc {
     pub fn overhead_ns(&self) -> f64 {
         self.ns(self.overhead_ticks)
     }
+
+    /// The smallest step the counter is seen to advance by, ns: the resolution of a
+    /// single-operation sample (on bare metal about one read's cost; a virtualised TSC may
+    /// advance in coarser steps: ~10 ns on this project's AMD guest).
+    pub fn step_ns(&self) -> f64 {
+        let mut step = u64::MAX;
+        let mut prev = tsc();
+        for _ in 0..10_000 {
+            let t = tsc();
+            if t > prev {
+                step = step.min(t - prev);
+            }
+            prev = t;
+        }
+        self.ns(step)
+    }
 }
 
 /// Picoseconds per histogram unit: samples of a fraction of a ns keep three digits.
@@ -335,6 +351,8 @@ mod tests {
         assert!(t.ticks_per_ns > 0.1 && t.ticks_per_ns < 10.0, "{t:?}");
         // Two reads cost well under a microsecond on any machine this runs on.
         assert!(t.overhead_ns() < 1_000.0, "{t:?}");
+        let step = t.step_ns();
+        assert!(step > 0.0 && step < 1_000.0, "{step}");
     }
 
     #[test]

@@ -103,6 +103,9 @@ pub struct Report {
     pub kernel: String,
     pub size: String,
     pub tsc: crate::harness::Tsc,
+    /// The counter's smallest observed step, ns: a single-operation sample's resolution.
+    #[serde(default)]
+    pub tsc_step_ns: f64,
     pub cpus: (usize, usize),
     /// `doctor`'s findings, one line each, embedded so a figure travels with its conditions.
     pub doctor: Vec<String>,
@@ -152,14 +155,16 @@ impl Report {
         let _ = writeln!(
             s,
             "Machine: {} · kernel {} · size {} · measured on CPU {} (other CPU {}) · TSC {:.4} ticks/ns, \
-             timer overhead {:.1} ns (subtracted from every sample)\n",
+             timer overhead {:.1} ns (subtracted from every sample), resolution {:.1} ns (the \
+             counter's smallest step here: a one-operation sample is known to that)\n",
             self.machine,
             self.kernel,
             self.size,
             self.cpus.0,
             self.cpus.1,
             self.tsc.ticks_per_ns,
-            self.tsc.overhead_ns()
+            self.tsc.overhead_ns(),
+            self.tsc_step_ns
         );
         let _ = writeln!(
             s,

@@ -85,6 +85,10 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
     if pgo && !stop.load(std::sync::atomic::Ordering::Relaxed) {
         crate::pgo::run(&out, &o, only_pgo)?;
     }
+    // The summary tables on the terminal; each experiment's distributions stay in the file.
+    let md = std::fs::read_to_string(out.join("report.md"))
+        .with_context(|| format!("reading {}", out.join("report.md").display()))?;
+    print!("{}", md.split("## Each experiment").next().unwrap_or(&md));
     println!("report: {}", out.join("report.md").display());
     Ok(())
 }

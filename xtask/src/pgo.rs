@@ -127,12 +127,14 @@ pub(crate) fn run(out: &Path, o: &crate::hotpath::Options, alone: bool) -> anyho
         }
     };
     let mut report = if alone {
+        let tsc = Tsc::calibrate(std::time::Duration::from_millis(50));
         Report {
             started_utc: crate::report::utc_stamp(),
             machine: crate::doctor::machine(),
             kernel: results::Machine::read().kernel,
             size: o.size.clone(),
-            tsc: Tsc::calibrate(std::time::Duration::from_millis(50)),
+            tsc,
+            tsc_step_ns: tsc.step_ns(),
             cpus: (o.cpu, o.other_cpu),
             doctor: crate::doctor::summary(o.cpu),
             outcomes: Vec::new(),

@@ -147,6 +147,7 @@ fn run_suite(o: RunOptions) -> anyhow::Result<()> {
             .to_string(),
         size: format!("{:?}", o.size).to_lowercase(),
         tsc,
+        tsc_step_ns: tsc.step_ns(),
         cpus: (o.cpu, o.other_cpu),
         doctor,
         outcomes: Vec::new(),

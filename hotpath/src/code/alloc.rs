@@ -498,7 +498,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
              advances in steps of about {} (a virtualised TSC), so a single operation's time is \
              known only to that step: the single-operation p50s are coarse, their tails are not.",
             ns(ctx.tsc.overhead_ns()),
-            ns(super::tsc_step_ns(ctx.tsc))
+            ns(ctx.tsc.step_ns())
         ),
         "Every allocator here keeps per-size free lists that are LIFO (glibc's tcache, \
          mimalloc's page free lists, jemalloc's tcache bins), so each new order reuses the block \

@@ -100,22 +100,6 @@ pub(crate) fn verdict(ours: f64, study: Option<f64>, why: &str) -> String {
     format!("{how}; {why}")
 }
 
-/// The smallest step the time-stamp counter is seen to advance by, in ns: the resolution of a
-/// single-operation sample (on bare metal about one read's cost; a virtualised TSC may advance in
-/// coarser steps).
-pub(crate) fn tsc_step_ns(cal: crate::harness::Tsc) -> f64 {
-    let mut step = u64::MAX;
-    let mut prev = crate::harness::tsc();
-    for _ in 0..10_000 {
-        let t = crate::harness::tsc();
-        if t > prev {
-            step = step.min(t - prev);
-        }
-        prev = t;
-    }
-    cal.ns(step)
-}
-
 /// SplitMix64: a small, seedable generator for the experiments' pre-generated random sequences
 /// (call sites, message kinds, which order to free), so every variant sees the same sequence
 /// and no generator runs inside a timed region.
@@ -202,13 +186,6 @@ mod tests {
         assert!(verdict(0.8, None, "x").starts_with("reversed"));
         assert!(verdict(1.0, None, "x").starts_with("no measurable"));
         assert!(verdict(2.0, None, "x").starts_with("measurable here; x"));
-    }
-
-    #[test]
-    fn the_counter_advances_in_a_positive_step() {
-        let cal = crate::harness::Tsc::calibrate(std::time::Duration::from_millis(5));
-        let step = tsc_step_ns(cal);
-        assert!(step > 0.0 && step < 1_000.0, "{step}");
     }
 
     #[test]
