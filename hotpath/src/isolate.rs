@@ -105,6 +105,9 @@ pub struct Isolation {
     saved: Saved,
     pub applied: Applied,
     restored: bool,
+    /// The calling thread's affinity before it moved off the CPU (it stays in the root cpuset
+    /// so the processes it starts can use the CPU, but it polls them from the other CPUs).
+    own_affinity: Option<Vec<usize>>,
 }
 
 fn read(p: &Path) -> Option<String> {
@@ -238,12 +241,19 @@ impl Isolation {
         );
         let saved = snapshot(&paths, cpu);
         save(&paths, &saved)?;
+        let own_affinity = affinity_of(0);
         let mut iso = Isolation {
             paths,
             saved,
             applied: Applied::default(),
             restored: false,
+            own_affinity,
         };
+        if let Err(e) = set_affinity(0, &others) {
+            iso.applied
+                .notes
+                .push(format!("this thread stays where it was ({e})"));
+        }
         iso.move_processes(&others, keep);
         iso.move_workqueues(cpu);
         iso.move_irqs(cpu, &others);
@@ -332,12 +342,20 @@ impl Isolation {
     /// Restores now (drop does the same, quietly); returns what could not be restored.
     pub fn restore(mut self) -> anyhow::Result<()> {
         self.restored = true;
+        self.restore_own_affinity();
         restore(&self.paths, &self.saved)
+    }
+
+    fn restore_own_affinity(&mut self) {
+        if let Some(cpus) = self.own_affinity.take() {
+            let _ = set_affinity(0, &cpus);
+        }
     }
 }
 
 impl Drop for Isolation {
     fn drop(&mut self) {
+        self.restore_own_affinity();
         if !self.restored
             && let Err(e) = restore(&self.paths, &self.saved)
         {

@@ -207,6 +207,12 @@ pub(crate) struct Options {
     /// Don't install missing dependencies first.
     #[arg(long)]
     pub(crate) no_setup: bool,
+    /// Repeat the whole matrix this many times, interleaved (baselines and knobs, then again):
+    /// on a shared host one pair of runs can be noise. Each knob is compared with its own
+    /// round's baseline; with more than one round a last table gives the median change over
+    /// the rounds.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub(crate) rounds: u32,
 }
 
 impl Options {
@@ -230,6 +236,8 @@ impl Options {
 struct Row {
     knob: Option<Knob>,
     path: TraderPath,
+    /// Which repetition (0-based, `--rounds`).
+    round: u32,
     replay: ReplayReport,
     trader: TraderReport,
 }
@@ -262,6 +270,8 @@ struct MatrixRow {
     /// The knob's name, or `baseline`.
     knob: String,
     path: TraderPath,
+    /// Which repetition (0-based, `--rounds`).
+    round: u32,
     /// `--rate max`: the latency is a closed-loop round trip, not tick-to-trade.
     closed_loop: bool,
     /// Messages per second the sender achieved.
@@ -286,7 +296,7 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
         ..bench::Options::trial(o.count, &o.lab, o.out.clone(), o.no_setup)
     };
     let session = Session::start(&b, "matrix", Ends::kernel_exchange(first))?;
-    let (rows, skipped) = measure(&session, &b, &variants(&o.paths, &knobs));
+    let (rows, skipped) = measure(&session, &b, &variants(&o.paths, &knobs), o.rounds);
     let out = session.out.clone();
     let interrupted = session.stopped();
     session.finish();
@@ -304,6 +314,7 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
             .map(|r| MatrixRow {
                 knob: r.name().to_owned(),
                 path: r.path,
+                round: r.round,
                 closed_loop: r.replay.closed_loop,
                 achieved_rate_per_s: r.replay.achieved_rate_per_s,
                 tick_to_trade: r.replay.tick_to_trade,
@@ -366,18 +377,27 @@ fn measure(
     session: &Session,
     base: &bench::Options,
     variants: &[(Option<Knob>, TraderPath)],
+    rounds: u32,
 ) -> (Vec<Row>, Vec<Skipped>) {
     let huge_ok = std::fs::read_to_string("/proc/sys/vm/nr_hugepages")
         .ok()
         .and_then(|s| s.trim().parse::<u64>().ok())
         .is_some_and(|n| n >= HUGE_PAGES_NEEDED);
     let (mut rows, mut skipped) = (Vec::new(), Vec::new());
-    for (i, &(knob, path)) in variants.iter().enumerate() {
+    // Round by round: all variants of round 0, then of round 1, ...
+    let runs: Vec<(u32, (Option<Knob>, TraderPath))> = (0..rounds)
+        .flat_map(|r| variants.iter().map(move |&v| (r, v)))
+        .collect();
+    let total = runs.len();
+    for (n, (round, (knob, path))) in runs.into_iter().enumerate() {
         if session.stopped() {
             break;
         }
         let name = knob.map_or("baseline", Knob::as_str);
         if knob == Some(Knob::HugePages) && !huge_ok {
+            if round > 0 {
+                continue;
+            }
             skipped.push(Skipped {
                 text: "huge-pages: no 2 MiB pages reserved (echo 64 > /proc/sys/vm/nr_hugepages)"
                     .into(),
@@ -385,9 +405,18 @@ fn measure(
             });
             continue;
         }
-        eprintln!("[{}/{}] {name} on {path}", i + 1, variants.len());
+        let of_rounds = if rounds > 1 {
+            format!(" (round {}/{rounds})", round + 1)
+        } else {
+            String::new()
+        };
+        eprintln!("[{}/{total}] {name} on {path}{of_rounds}", n + 1);
         let opts = knob.map_or_else(|| base.clone(), |k| k.apply(base));
-        let tag = format!("{path}-{name}");
+        let tag = if rounds > 1 {
+            format!("{path}-{name}-r{}", round + 1)
+        } else {
+            format!("{path}-{name}")
+        };
         // Restored when dropped, right after this run (and on an error or Ctrl-C).
         let isolation = if knob == Some(Knob::Isolate) {
             match crate::session::isolate(opts.trader_cpu) {
@@ -418,6 +447,7 @@ fn measure(
             Ok((replay, trader)) => rows.push(Row {
                 knob,
                 path,
+                round,
                 replay,
                 trader,
             }),
@@ -458,13 +488,18 @@ fn render(rows: &[Row], o: &Options) -> String {
     for r in rows {
         let base = rows
             .iter()
-            .find(|b| b.knob.is_none() && b.path == r.path)
+            .find(|b| b.knob.is_none() && b.path == r.path && b.round == r.round)
             .map(|b| &b.replay.tick_to_trade);
         let s = &r.replay.tick_to_trade;
         // Change against the same path's baseline, percent (none without a baseline).
         let d = |v: fn(&Summary) -> f64| base.map(|b| (v(s) - v(b)) / v(b) * 100.0);
         let (d50, d999, d9999) = (d(|s| s.p50_us), d(|s| s.p999_us), d(|s| s.p9999_us));
         let what = r.knob.map_or(String::new(), |k| format!(" ({})", k.what()));
+        let what = if o.rounds > 1 {
+            format!("{what} · round {}", r.round + 1)
+        } else {
+            what
+        };
         let _ = writeln!(
             t,
             "| {}{what} | {} | {} | {:.0} | {:.2} | {} | {:.2} | {:.2} | {} | {:.2} | {} | {} | {} | {} |",
@@ -511,7 +546,69 @@ fn render(rows: &[Row], o: &Options) -> String {
             tr.thread_time.minor_faults,
         );
     }
+    if o.rounds > 1 {
+        medians(&mut t, rows);
+    }
     t
+}
+
+/// With `--rounds`: each knob's median change over the rounds against its round's baseline.
+fn medians(t: &mut String, rows: &[Row]) {
+    let _ = writeln!(
+        t,
+        "\nmedian change over the rounds, each against its own round's baseline:\n\n\
+         | knob | path | rounds | Δp50 | Δp99 | Δp99.9 | Δp99.99 | moves |\n|---|---|---:|---:|---:|---:|---:|---|"
+    );
+    let mut seen: Vec<(Knob, TraderPath)> = Vec::new();
+    for r in rows {
+        let Some(k) = r.knob else { continue };
+        if seen.contains(&(k, r.path)) {
+            continue;
+        }
+        seen.push((k, r.path));
+        let mut deltas: [Vec<f64>; 4] = Default::default();
+        for x in rows
+            .iter()
+            .filter(|x| x.knob == Some(k) && x.path == r.path)
+        {
+            let Some(b) = rows
+                .iter()
+                .find(|b| b.knob.is_none() && b.path == x.path && b.round == x.round)
+            else {
+                continue;
+            };
+            let (s, b) = (&x.replay.tick_to_trade, &b.replay.tick_to_trade);
+            for (d, v) in deltas.iter_mut().zip([
+                (s.p50_us, b.p50_us),
+                (s.p99_us, b.p99_us),
+                (s.p999_us, b.p999_us),
+                (s.p9999_us, b.p9999_us),
+            ]) {
+                d.push((v.0 - v.1) / v.1 * 100.0);
+            }
+        }
+        let med = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            match v.len() {
+                0 => None,
+                n if n % 2 == 1 => Some(v[n / 2]),
+                n => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+            }
+        };
+        let n = deltas[0].len();
+        let [d50, d99, d999, d9999] = deltas.map(|mut v| med(&mut v));
+        let _ = writeln!(
+            t,
+            "| {} | {} | {n} | {} | {} | {} | {} | {} |",
+            k.as_str(),
+            r.path,
+            pct(d50),
+            pct(d99),
+            pct(d999),
+            pct(d9999),
+            moves(d50, d999, d9999)
+        );
+    }
 }
 
 /// Which way a knob moves the median and the tail, beyond the noise thresholds.
@@ -599,6 +696,7 @@ mod tests {
             out: None,
             strict: false,
             no_setup: true,
+            rounds: 1,
         };
         let mut slow = crate::fixtures::replay(20.0);
         slow.parity.verdict = results::ParityVerdict::PnlDiffers;
@@ -609,18 +707,21 @@ mod tests {
             Row {
                 knob: None,
                 path: TraderPath::Xdp,
+                round: 0,
                 replay: crate::fixtures::replay(10.0),
                 trader: trader.clone(),
             },
             Row {
                 knob: Some(Knob::Skb),
                 path: TraderPath::Xdp,
+                round: 0,
                 replay: slow,
                 trader: trader.clone(),
             },
             Row {
                 knob: Some(Knob::Recvmmsg),
                 path: TraderPath::Udp,
+                round: 0,
                 replay: crate::fixtures::replay(10.0),
                 trader,
             },
@@ -660,6 +761,49 @@ mod tests {
                 .unwrap()
                 .contains("closed-loop round trip µs (--rate max: not tick-to-trade)"),
             "{t}"
+        );
+    }
+
+    #[test]
+    fn rounds_compare_with_their_own_baseline_and_take_the_median() {
+        let o = Options {
+            knobs: vec![Selection::One(Knob::Isolate)],
+            paths: vec![TraderPath::Xdp],
+            count: 20_000,
+            rate: bench::RATE,
+            lab: netns::PREFIX.into(),
+            out: None,
+            strict: false,
+            no_setup: true,
+            rounds: 3,
+        };
+        let trader = crate::fixtures::trader(TraderPath::Xdp);
+        let row = |knob, round, p50| Row {
+            knob,
+            path: TraderPath::Xdp,
+            round,
+            replay: crate::fixtures::replay(p50),
+            trader: trader.clone(),
+        };
+        // Round baselines 10, 20, 10; the knob 11 (+10 %), 10 (-50 %), 13 (+30 %).
+        let rows = [
+            row(None, 0, 10.0),
+            row(Some(Knob::Isolate), 0, 11.0),
+            row(None, 1, 20.0),
+            row(Some(Knob::Isolate), 1, 10.0),
+            row(None, 2, 10.0),
+            row(Some(Knob::Isolate), 2, 13.0),
+        ];
+        let t = render(&rows, &o);
+        assert!(t.contains("· round 2 | xdp"), "{t}");
+        let median = t
+            .lines()
+            .find(|l| l.starts_with("| isolate | xdp | 3 |"))
+            .unwrap_or_else(|| panic!("no median row: {t}"));
+        // Every percentile of the fixture scales with its p50: the median change is +10 %.
+        assert_eq!(
+            median,
+            "| isolate | xdp | 3 | +10% | +10% | +10% | +10% | p50 ↑ |"
         );
     }
 
