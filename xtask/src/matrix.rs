@@ -532,10 +532,15 @@ fn render(rows: &[Row], o: &Options) -> String {
     let stolen = |x: Option<f64>| x.map_or("-".to_owned(), |x| format!("{x:.1}"));
     for r in rows {
         let (rp, tr) = (&r.replay, &r.trader);
+        let name = if o.rounds > 1 {
+            format!("{} · round {}", r.name(), r.round + 1)
+        } else {
+            r.name().to_owned()
+        };
         let _ = writeln!(
             t,
             "| {} | {} | {} | {:.1} | {} | {} | {:.1} | {} | {} |",
-            r.name(),
+            name,
             r.path,
             rp.context_switches.involuntary,
             rp.thread_time.waited_ms,
