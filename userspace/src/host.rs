@@ -187,8 +187,7 @@ mod tests {
     fn a_span_counts_the_pages_it_first_touches() {
         let start = super::ThreadTimeStart::now();
         // 4 MiB, written a byte per page: every page is new to the process in this span.
-        let mut v: Vec<u8> = Vec::with_capacity(4 << 20);
-        v.resize(4 << 20, 0);
+        let mut v = vec![0u8; 4 << 20];
         for i in (0..v.len()).step_by(4096) {
             v[i] = 1;
         }
