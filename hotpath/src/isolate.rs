@@ -62,6 +62,16 @@ pub struct Saved {
     pub workqueue_mask: Option<String>,
     /// IRQ -> `smp_affinity_list` as read, for every IRQ.
     pub irqs: BTreeMap<String, String>,
+    /// IRQ -> `effective_affinity_list` as read: where it was really routed. The restore writes
+    /// this first, then the mask, to route it back; but for a mask of several CPUs the x86
+    /// vector allocator picks the CPU with the most free vectors when the mask is written, so
+    /// the routing can still differ from before (the mask is always back byte for byte).
+    #[serde(default)]
+    pub irqs_effective: BTreeMap<String, String>,
+    /// The process that applied this isolation and its start time (`/proc/<pid>/stat` field
+    /// 22): a leftover is restored only once that process is gone, never under a live run.
+    #[serde(default)]
+    pub owner: Option<(i32, u64)>,
     /// Thread id -> its affinity list, for threads whose affinity was narrower than all CPUs.
     pub narrow_affinity: BTreeMap<i32, Vec<usize>>,
     /// The cpuset this run creates (None: no cpuset hierarchy here).
@@ -83,7 +93,7 @@ impl Applied {
     /// One line for a report.
     pub fn summary(&self, cpu: usize) -> String {
         format!(
-            "CPU {cpu} isolated at runtime: {} processes moved to cpuset {HOUSEKEEPING} ({} refused: per-CPU kernel threads); unbound workqueues {}; {} IRQs moved, {} refused{}",
+            "CPU {cpu} isolated at runtime: {} processes moved to cpuset {HOUSEKEEPING} ({} refused by the kernel: per-CPU kernel threads can't move); unbound workqueues {}; {} IRQ masks changed, {} refused{}",
             self.processes_moved,
             self.processes_refused,
             self.workqueue,
@@ -202,6 +212,14 @@ pub fn snapshot(paths: &Paths, cpu: usize) -> Saved {
                     .map(|v| (n, v.trim().to_string()))
             })
             .collect(),
+        irqs_effective: irq_names(&paths.irq)
+            .into_iter()
+            .filter_map(|n| {
+                read(&paths.irq.join(&n).join("effective_affinity_list"))
+                    .map(|v| (n, v.trim().to_string()))
+            })
+            .collect(),
+        owner: None,
         narrow_affinity,
         cpuset: paths
             .cpuset
@@ -209,6 +227,22 @@ pub fn snapshot(paths: &Paths, cpu: usize) -> Saved {
             .exists()
             .then(|| HOUSEKEEPING.to_string()),
     }
+}
+
+/// A process's start time in clock ticks since boot (`/proc/<pid>/stat` field 22), `None` when
+/// it is gone: with the pid, it names one process even after the pid is reused.
+pub fn start_time(pid: i32) -> Option<u64> {
+    let stat = read(Path::new(&format!("/proc/{pid}/stat")))?;
+    // The command name (field 2) may hold spaces and parentheses: count from its end.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// True while the process that applied `saved` still runs.
+fn owner_alive(saved: &Saved) -> bool {
+    saved
+        .owner
+        .is_some_and(|(pid, start)| start_time(pid) == Some(start))
 }
 
 fn save(paths: &Paths, saved: &Saved) -> anyhow::Result<()> {
@@ -239,21 +273,17 @@ impl Isolation {
             !others.is_empty(),
             "CPU {cpu} is the only CPU: nothing to move the rest to"
         );
-        let saved = snapshot(&paths, cpu);
+        let mut saved = snapshot(&paths, cpu);
+        let me = std::process::id() as i32;
+        saved.owner = start_time(me).map(|t| (me, t));
         save(&paths, &saved)?;
-        let own_affinity = affinity_of(0);
         let mut iso = Isolation {
             paths,
             saved,
             applied: Applied::default(),
             restored: false,
-            own_affinity,
+            own_affinity: None,
         };
-        if let Err(e) = set_affinity(0, &others) {
-            iso.applied
-                .notes
-                .push(format!("this thread stays where it was ({e})"));
-        }
         iso.move_processes(&others, keep);
         iso.move_workqueues(cpu);
         iso.move_irqs(cpu, &others);
@@ -331,11 +361,26 @@ impl Isolation {
                 &list(&target),
             ) {
                 Ok(()) => self.applied.irqs_moved += 1,
-                Err(e) => self.applied.irqs_refused.push(format!(
-                    "{irq}: {}",
-                    std::io::Error::from_raw_os_error(e.raw_os_error().unwrap_or(0)).kind()
-                )),
+                Err(e) => self.applied.irqs_refused.push(format!("{irq}: {e}")),
             }
+        }
+    }
+
+    /// Moves the calling thread off the isolated CPU too, until the restore: for a caller that
+    /// stays in the root cpuset only to start the measured processes, which pin themselves (a
+    /// process it starts inherits the narrowed set).
+    pub fn confine_caller(&mut self) {
+        let others: Vec<usize> = online_cpus()
+            .into_iter()
+            .filter(|&c| c != self.saved.cpu)
+            .collect();
+        let before = affinity_of(0);
+        match set_affinity(0, &others) {
+            Ok(()) => self.own_affinity = before,
+            Err(e) => self
+                .applied
+                .notes
+                .push(format!("the calling thread stays where it was ({e})")),
         }
     }
 
@@ -416,10 +461,21 @@ fn restore(paths: &Paths, saved: &Saved) -> anyhow::Result<()> {
     for (irq, aff) in &saved.irqs {
         let p = paths.irq.join(irq).join("smp_affinity_list");
         let now = read(&p).map(|s| s.trim().to_string());
-        if now.is_some()
-            && now.as_deref() != Some(aff.as_str())
-            && let Err(e) = write(&p, aff)
-        {
+        let eff_before = saved.irqs_effective.get(irq);
+        let eff_now = read(&paths.irq.join(irq).join("effective_affinity_list"))
+            .map(|s| s.trim().to_string());
+        let mask_moved = now.is_some() && now.as_deref() != Some(aff.as_str());
+        let route_moved =
+            eff_before.is_some() && eff_now.is_some() && eff_now.as_ref() != eff_before;
+        if !mask_moved && !route_moved {
+            continue;
+        }
+        // Route it back where it fired first (a mask alone keeps it where it is now), then
+        // give it its mask.
+        if route_moved && let Some(eff) = eff_before {
+            let _ = write(&p, eff);
+        }
+        if let Err(e) = write(&p, aff) {
             failed.push(format!("IRQ {irq} -> {aff}: {e}"));
         }
     }
@@ -447,6 +503,14 @@ pub fn restore_leftover(paths: &Paths) -> anyhow::Result<Option<String>> {
             paths.state.display()
         )
     })?;
+    if owner_alive(&saved) {
+        let (pid, _) = saved.owner.unwrap_or_default();
+        anyhow::bail!(
+            "CPU {} is isolated by a run that is still going (pid {pid}); wait for it or stop \
+             it (its end restores the machine)",
+            saved.cpu
+        );
+    }
     restore(paths, &saved)?;
     Ok(Some(format!(
         "restored the isolation of CPU {} that an earlier run left ({})",
@@ -538,9 +602,20 @@ mod tests {
         let (_d, p) = fake();
         let before = files(&p);
         let iso = Isolation::apply(p.clone(), 1, &[]).unwrap();
-        // A crash: no drop, no restore; the state file stays.
+        // A crash: no drop, no restore; the state file stays, and its owner is gone (a start
+        // time that is not this process's stands for a dead one).
         std::mem::forget(iso);
         assert_ne!(files(&p), before);
+        let e = restore_leftover(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("still going"),
+            "a live owner's isolation is not torn down: {e}"
+        );
+        let mut saved: Saved =
+            serde_json::from_str(&std::fs::read_to_string(&p.state).unwrap()).unwrap();
+        let (pid, start) = saved.owner.unwrap();
+        saved.owner = Some((pid, start + 1));
+        std::fs::write(&p.state, serde_json::to_string(&saved).unwrap()).unwrap();
         let note = restore_leftover(&p).unwrap().unwrap();
         assert!(note.contains("CPU 1"), "{note}");
         let trim = |v: Vec<(String, String)>| {

@@ -268,6 +268,12 @@ impl Options {
 }
 
 pub(crate) fn run(o: Options) -> anyhow::Result<()> {
+    if o.isolate && o.no_pin {
+        bail!(
+            "--isolate with --no-pin: an unpinned trader would be started from xtask's CPUs and \
+             stay off the isolated one; pin it (drop --no-pin) or don't isolate"
+        );
+    }
     let rows = o.lab_rows();
     let (_, first) = *rows.first().context("no path to run")?;
     let session = Session::start(&o, "bench", first)?;
@@ -296,15 +302,19 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
         }
     }
     let out = session.out.clone();
+    // A failed restore is reported after the results are written, never instead of them.
+    let mut restore_failure = None;
     if let Some(iso) = isolation {
-        iso.restore().context("restoring the isolated CPU")?;
-        eprintln!("isolation restored");
+        match iso.restore() {
+            Ok(()) => eprintln!("isolation restored"),
+            Err(e) => restore_failure = Some(e.context("restoring the isolated CPU")),
+        }
     }
     session.finish();
     if !measured.is_empty() {
         report::write(&out, &o, &measured, reference.as_ref(), cpu_floor.as_ref())?;
     }
-    if let Some(e) = failure {
+    if let Some(e) = failure.or(restore_failure) {
         return Err(e);
     }
     if measured.is_empty() {

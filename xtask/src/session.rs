@@ -254,14 +254,14 @@ impl Run {
     }
 }
 
-/// A new folder under `parent` named by the UTC time; a second run within the same second
-/// gets `-2`, `-3`, ... rather than writing into the first one's.
 /// Isolates `cpu` at runtime (`--isolate`, the matrix's `isolate` knob), keeping this process
 /// (whose children, started later, are the measured ones) where it is. Restores on drop.
 pub(crate) fn isolate(cpu: usize) -> anyhow::Result<hotpath::isolate::Isolation> {
     use hotpath::isolate::{Isolation, Paths};
-    let iso = Isolation::apply(Paths::live(), cpu, &[std::process::id() as i32])
+    let mut iso = Isolation::apply(Paths::live(), cpu, &[std::process::id() as i32])
         .with_context(|| format!("isolating CPU {cpu}"))?;
+    // xtask polls its children from the other CPUs; they pin themselves where they belong.
+    iso.confine_caller();
     eprintln!("{}", iso.applied.summary(cpu));
     for n in &iso.applied.notes {
         eprintln!("note: {n}");
@@ -269,6 +269,8 @@ pub(crate) fn isolate(cpu: usize) -> anyhow::Result<hotpath::isolate::Isolation>
     Ok(iso)
 }
 
+/// A new folder under `parent` named by the UTC time; a second run within the same second
+/// gets `-2`, `-3`, ... rather than writing into the first one's.
 pub(crate) fn new_results_dir(parent: &Path) -> anyhow::Result<PathBuf> {
     std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
     let stamp = report::utc_stamp();
