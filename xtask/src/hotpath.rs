@@ -74,7 +74,11 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
     }
     let only_pgo = !o.only.is_empty() && others.is_empty();
     if !only_pgo {
-        let status = exec_until(&mut cmd, &stop)?;
+        // The suite restores what it changes itself; this puts it back even if it was killed.
+        let settings = Settings::read();
+        let status = exec_until(&mut cmd, &stop);
+        settings.restore();
+        let status = status?;
         if !status.success() {
             anyhow::bail!(
                 "the hotpath suite failed ({status}); what it measured is in {}",
@@ -91,4 +95,47 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
     print!("{}", md.split("## Each experiment").next().unwrap_or(&md));
     println!("report: {}", out.join("report.md").display());
     Ok(())
+}
+
+/// The machine settings the suite changes (and restores itself): read before it runs, so they
+/// go back even if it was killed mid-experiment.
+#[derive(Debug)]
+struct Settings(Vec<(&'static str, String)>);
+
+impl Settings {
+    const FILES: [&'static str; 3] = [
+        "/proc/sys/vm/nr_hugepages",
+        "/sys/kernel/mm/transparent_hugepage/enabled",
+        "/sys/kernel/mm/transparent_hugepage/defrag",
+    ];
+
+    fn read() -> Settings {
+        Settings(
+            Self::FILES
+                .iter()
+                .filter_map(|f| Some((*f, selected(&std::fs::read_to_string(f).ok()?))))
+                .collect(),
+        )
+    }
+
+    fn restore(&self) {
+        for (file, value) in &self.0 {
+            let now = std::fs::read_to_string(file).map(|s| selected(&s));
+            if now.as_deref().is_ok_and(|n| n != value) {
+                match std::fs::write(file, value) {
+                    Ok(()) => eprintln!("put {file} back to {value} (the suite did not)"),
+                    Err(e) => eprintln!("warning: could not put {file} back to {value}: {e}"),
+                }
+            }
+        }
+    }
+}
+
+/// A setting's value as written back: the bracketed choice of a multiple-choice file
+/// (`always [madvise] never`), else the trimmed text.
+fn selected(text: &str) -> String {
+    hotpath::doctor::bracketed(text)
+        .unwrap_or(text.trim())
+        .trim()
+        .to_string()
 }

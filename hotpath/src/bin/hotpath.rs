@@ -153,8 +153,25 @@ fn run_suite(o: RunOptions) -> anyhow::Result<()> {
         outcomes: Vec::new(),
         skipped: Vec::new(),
     };
+    // Ctrl-C (which reaches this process too) lets the running experiment finish, so every
+    // setting it changed (huge pages, THP) is put back by its guard, then stops the suite.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, std::sync::Arc::clone(&stop))
+            .context("installing the signal handler")?;
+    }
     let n = specs.len();
     for (i, s) in specs.iter().enumerate() {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            eprintln!(
+                "interrupted: the experiments before {} are in the report",
+                s.id
+            );
+            report
+                .skipped
+                .push((s.id.to_string(), "interrupted".into()));
+            continue;
+        }
         eprintln!("[{}/{n}] {}: {}", i + 1, s.id, s.about);
         let t = Instant::now();
         match (s.run)(&ctx) {
@@ -172,6 +189,12 @@ fn run_suite(o: RunOptions) -> anyhow::Result<()> {
     }
     report.write(&o.out)?;
     eprintln!("report: {}", o.out.join("report.md").display());
+    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+        anyhow::bail!(
+            "interrupted; the experiments that ran are in {}",
+            o.out.display()
+        );
+    }
     if !report.skipped.is_empty() {
         anyhow::bail!(
             "{} experiment(s) failed: {}",
