@@ -68,14 +68,16 @@ pub struct Tsc {
 }
 
 impl Tsc {
-    /// Calibrates over `span` (50 ms is plenty: the error is a few ticks in 10⁸).
+    /// Calibrates over `span`. Each end is the tightest of many (counter, clock, counter)
+    /// triples, the clock read taken as the triple's midpoint, so a preemption or an interrupt
+    /// between the two reads at either end can't skew the rate.
     pub fn calibrate(span: Duration) -> Tsc {
-        let (c0, n0) = (tsc(), monotonic_ns());
+        let (c0, n0) = Self::bracket();
         let start = Instant::now();
         while start.elapsed() < span {
             std::hint::spin_loop();
         }
-        let (c1, n1) = (tsc(), monotonic_ns());
+        let (c1, n1) = Self::bracket();
         let ticks_per_ns = (c1 - c0) as f64 / (n1 - n0).max(1) as f64;
         let mut pairs: Vec<u64> = (0..10_001)
             .map(|_| {
@@ -89,6 +91,22 @@ impl Tsc {
             ticks_per_ns,
             overhead_ticks: pairs[pairs.len() / 2],
         }
+    }
+
+    /// One (counter, clock) pair: of 200 tries, the one whose two counter reads around the
+    /// clock read are closest, the counter taken halfway between them.
+    fn bracket() -> (u64, u64) {
+        let mut best = (u64::MAX, 0, 0);
+        for _ in 0..200 {
+            let a = tsc();
+            let n = monotonic_ns();
+            let b = tsc();
+            let width = b.wrapping_sub(a);
+            if width < best.0 {
+                best = (width, a + width / 2, n);
+            }
+        }
+        (best.1, best.2)
     }
 
     /// Ticks to nanoseconds.

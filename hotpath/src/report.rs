@@ -155,8 +155,9 @@ impl Report {
         let _ = writeln!(
             s,
             "Machine: {} · kernel {} · size {} · measured on CPU {} (other CPU {}) · TSC {:.4} ticks/ns, \
-             timer overhead {:.1} ns (subtracted from every sample), resolution {:.1} ns (the \
-             counter's smallest step here: a one-operation sample is known to that)\n",
+             timer overhead {:.1} ns (subtracted from every timed sample), resolution {:.1} ns (the \
+             counter's smallest step here: a one-operation sample is known to that). A percentile \
+             shows only where the samples reach it (p99.9 needs 1,000, p99.99 10,000; else –).\n",
             self.machine,
             self.kernel,
             self.size,
@@ -218,6 +219,8 @@ impl Report {
                     "| variant | samples | ops/sample | p50 | p90 | p99 | p99.9 | p99.99 | max | mean |\n|---|---|---|---|---|---|---|---|---|---|"
                 );
                 for d in &o.dists {
+                    // A percentile needs at least 1/(1-q) samples to be more than the max.
+                    let q = |v: f64, need: u64| if d.count >= need { ns(v) } else { "–".into() };
                     let _ = writeln!(
                         s,
                         "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -225,10 +228,10 @@ impl Report {
                         d.count,
                         d.ops_per_sample,
                         ns(d.p50_ns),
-                        ns(d.p90_ns),
-                        ns(d.p99_ns),
-                        ns(d.p999_ns),
-                        ns(d.p9999_ns),
+                        q(d.p90_ns, 10),
+                        q(d.p99_ns, 100),
+                        q(d.p999_ns, 1_000),
+                        q(d.p9999_ns, 10_000),
                         ns(d.max_ns),
                         ns(d.mean_ns)
                     );

@@ -121,6 +121,8 @@ fn run_suite(o: RunOptions) -> anyhow::Result<()> {
     if o.cpu == o.other_cpu {
         anyhow::bail!("--cpu and --other-cpu must differ (both are {})", o.cpu);
     }
+    // Pinned first, so the calibration runs where the measurements will.
+    affinity::pin_current_thread(o.cpu).with_context(|| format!("pinning to CPU {}", o.cpu))?;
     let tsc = Tsc::calibrate(Duration::from_millis(50));
     let ctx = Ctx {
         size: o.size,

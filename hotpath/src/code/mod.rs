@@ -77,8 +77,11 @@ pub(crate) fn join<T>(
 /// Our ratio (slower / faster) against the study's, in words.
 pub(crate) fn agreement(ours: f64, study: f64) -> &'static str {
     let r = ours / study;
-    // A difference under 10 % is none on this shared host, whatever the study's ratio.
-    if ours < 1.1 {
+    // Below 0.91 the other way round; a difference under 10 % is none on this shared host,
+    // whatever the study's ratio.
+    if ours < 0.91 {
+        "reversed here"
+    } else if ours < 1.1 {
         "no measurable difference here"
     } else if (0.67..=1.5).contains(&r) {
         "agrees with the study"
@@ -183,6 +186,7 @@ mod tests {
         assert!(verdict(1.4, Some(1.47), "x").starts_with("agrees with the study; x"));
         // Within 0.67-1.5 of the study's 1.47, but no difference at all.
         assert!(verdict(1.02, Some(1.47), "x").starts_with("no measurable difference"));
+        assert!(verdict(0.3, Some(1.47), "x").starts_with("reversed here"));
         assert!(verdict(1.05, Some(5.68), "x").starts_with("no measurable difference"));
         assert!(verdict(1.5, Some(5.68), "x").starts_with("same direction, smaller"));
         assert!(verdict(20.0, Some(2.6), "x").starts_with("same direction, larger"));

@@ -3,7 +3,7 @@
 //! engine's fast sweep. Prints one JSON object: per-packet ns of each pass, sweep ms of each
 //! run, and checksums so the builds can be checked to compute the same thing.
 //!
-//! `core-workload [--passes N] [--packets N] [--sweeps N]`
+//! `core-workload [--passes N] [--packets N] [--sweeps N] [--cpu N]`
 #![forbid(unsafe_code)]
 
 use std::time::Instant;
@@ -26,6 +26,10 @@ fn main() {
     let passes = arg("--passes", 20);
     let packets = arg("--packets", engine::data::SPEC_BARS);
     let sweeps = arg("--sweeps", 3);
+    if std::env::args().any(|a| a == "--cpu") {
+        let cpu = arg("--cpu", 0);
+        affinity::pin_current_thread(cpu).unwrap_or_else(|e| panic!("pinning to CPU {cpu}: {e}"));
+    }
     let feed = feed(packets);
     let mut per_packet_ns = Vec::with_capacity(passes);
     let mut check = (0, 0);
