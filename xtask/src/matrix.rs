@@ -384,9 +384,17 @@ fn measure(
         .and_then(|s| s.trim().parse::<u64>().ok())
         .is_some_and(|n| n >= HUGE_PAGES_NEEDED);
     let (mut rows, mut skipped) = (Vec::new(), Vec::new());
-    // Round by round: all variants of round 0, then of round 1, ...
+    // Round by round: all variants of round 0, then of round 1, ...; every other round in
+    // reverse order (knobs first), so running first or second favours no variant.
     let runs: Vec<(u32, (Option<Knob>, TraderPath))> = (0..rounds)
-        .flat_map(|r| variants.iter().map(move |&v| (r, v)))
+        .flat_map(|r| {
+            let mut v: Vec<(u32, (Option<Knob>, TraderPath))> =
+                variants.iter().map(|&v| (r, v)).collect();
+            if r % 2 == 1 {
+                v.reverse();
+            }
+            v
+        })
         .collect();
     let total = runs.len();
     for (n, (round, (knob, path))) in runs.into_iter().enumerate() {
