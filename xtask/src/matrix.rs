@@ -305,7 +305,15 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
     for s in &skipped {
         println!("skipped: {}", s.text);
     }
-    std::fs::write(out.join("matrix.md"), &table)?;
+    // The machine's latency readiness travels with the figures (after any isolation's restore).
+    let doctor: String = crate::doctor::summary(b.trader_cpu)
+        .iter()
+        .map(|l| format!("- {l}\n"))
+        .collect();
+    std::fs::write(
+        out.join("matrix.md"),
+        format!("{table}\nmachine readiness (`cargo xtask doctor`):\n{doctor}"),
+    )?;
     let json = MatrixJson {
         count: o.count,
         rate: o.rate,
