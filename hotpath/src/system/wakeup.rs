@@ -184,12 +184,15 @@ pub fn case_name(kind: Kind, policy: Policy, load: Load) -> String {
     format!("{}, {}, {}", kind.name(), policy_name(policy), load.name())
 }
 
-/// Sets the flag when dropped.
-struct StopOnDrop<'a>(&'a AtomicBool);
+/// Sets the flag when dropped, then unparks the threads that may be parked waiting for it.
+struct StopOnDrop<'a>(&'a AtomicBool, Vec<std::thread::Thread>);
 
 impl Drop for StopOnDrop<'_> {
     fn drop(&mut self) {
         self.0.store(true, Ordering::Relaxed);
+        for t in &self.1 {
+            t.unpark();
+        }
     }
 }
 
@@ -220,7 +223,11 @@ fn busy(cpu: usize, on: &AtomicBool, stop: &AtomicBool) {
                 x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
             }
         } else {
-            std::thread::park_timeout(Duration::from_millis(5));
+            // Parked until `Loads::set` or the stop unparks it: an idle case's CPUs see no
+            // wake-ups from this thread. (An unpark before the park leaves a token, so a
+            // switch-on between the check and the park is not lost; a spurious return just
+            // loops.)
+            std::thread::park();
         }
     }
 }
@@ -354,7 +361,7 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
         let (shared, efd, stop) = (&shared, &efd, &stop);
         // Whatever happens below (a panic included), the helper threads are told to stop, or
         // the scope would wait for them forever.
-        let _stop = StopOnDrop(stop);
+        let _stop = StopOnDrop(stop, vec![loads.other.1.clone(), loads.same.1.clone()]);
         let other_cpu = ctx.other_cpu;
         s.spawn(move || {
             if let Err(e) = affinity::pin_current_thread(other_cpu) {
@@ -404,6 +411,8 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
         let on = AtomicBool::new(false);
         std::thread::scope(|s| {
             let h = s.spawn(|| busy(ctx.cpu, &on, &stop));
+            // Stops and unparks the busy thread however this scope ends.
+            let _stop = StopOnDrop(&stop, vec![h.thread().clone()]);
             for load in [Load::Idle, Load::Same] {
                 on.store(load == Load::Same, Ordering::Relaxed);
                 h.thread().unpark();
@@ -421,8 +430,6 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
                     }
                 }
             }
-            stop.store(true, Ordering::Relaxed);
-            h.thread().unpark();
         });
     } else {
         out.notes.push(format!(
