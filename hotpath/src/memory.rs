@@ -179,11 +179,7 @@ pub fn level_points(levels: &[(u32, usize)], sizes: &[usize]) -> Vec<(String, us
     let mut out = Vec::new();
     let mut below = 0usize;
     for &(level, bytes) in levels {
-        if let Some(&s) = sizes
-            .iter()
-            .filter(|&&s| s > below && s <= bytes / 2)
-            .max()
-        {
+        if let Some(&s) = sizes.iter().filter(|&&s| s > below && s <= bytes / 2).max() {
             out.push((format!("L{level} ({})", size_name(bytes)), s));
         }
         below = bytes;
@@ -482,7 +478,10 @@ mod tests {
     #[test]
     fn the_sequential_note_and_small_set_verdict_follow_the_data() {
         let n = sequential_note(16 << 10, 1.62, 1 << 30, 12.0);
-        assert!(n.contains("from 1.62 ns per access at 16 KiB to 12.0 ns at 1 GiB"), "{n}");
+        assert!(
+            n.contains("from 1.62 ns per access at 16 KiB to 12.0 ns at 1 GiB"),
+            "{n}"
+        );
         assert!(n.contains("7.4× dearer"), "{n}");
         assert!(sequential_note(4 << 10, 1.6, 16 << 20, 2.0).contains("about flat"));
         assert!(small_set_verdict(1.05).contains("no measurable difference"));

@@ -937,7 +937,10 @@ mod tests {
     fn tail_verdicts_call_a_host_stall_inconclusive() {
         // One ~1 ms stall in one variant must not read as agreement.
         let v = tail_verdict("Mutex<VecDeque>", 1_000_000.0, 13_000.0);
-        assert!(v.starts_with("inconclusive: Mutex<VecDeque>'s p99.9 is over"), "{v}");
+        assert!(
+            v.starts_with("inconclusive: Mutex<VecDeque>'s p99.9 is over"),
+            "{v}"
+        );
         let v = tail_verdict("x", 5_000.0, 2_000_000.0);
         assert!(v.starts_with("inconclusive: the ring's p99.9"), "{v}");
         assert!(tail_verdict("x", 300_000.0, 200_000.0).contains("both p99.9s"));

@@ -393,7 +393,10 @@ pub fn run_with(ctx: &Ctx, len: usize, rounds: usize) -> anyhow::Result<Outcome>
             },
         });
         out.comparisons.push(Comparison {
-            what: format!("{}: populating cost, per page and whole mapping (p50)", m.name()),
+            what: format!(
+                "{}: populating cost, per page and whole mapping (p50)",
+                m.name()
+            ),
             ours: format!(
                 "{} per page, {} for {mib} MiB ({:?} faults charged to the call)",
                 report::ns(pop.p50_ns),
@@ -589,7 +592,10 @@ mod tests {
     #[test]
     fn map_populate_note_says_what_the_faults_show() {
         let n = map_populate_pages_note("always", Some(&[512, 513]), 512);
-        assert!(n.contains("`always` here") && n.contains("4 KiB pages in this run"), "{n}");
+        assert!(
+            n.contains("`always` here") && n.contains("4 KiB pages in this run"),
+            "{n}"
+        );
         let n = map_populate_pages_note("always", Some(&[2]), 512);
         assert!(n.contains("huge pages and its rows"), "{n}");
         let n = map_populate_pages_note("madvise", None, 512);
@@ -606,8 +612,14 @@ mod tests {
         let n = steady_outlier_note(4.1e6, Some(1000));
         assert!(n.contains("not one scheduler tick"), "{n}");
         let n = steady_outlier_note(4.1e6, None);
-        assert!(n.contains("could not be read") && !n.contains("CONFIG_HZ="), "{n}");
-        assert_eq!(parse_config_hz("# x\nCONFIG_HZ_250=y\nCONFIG_HZ=250\n"), Some(250));
+        assert!(
+            n.contains("could not be read") && !n.contains("CONFIG_HZ="),
+            "{n}"
+        );
+        assert_eq!(
+            parse_config_hz("# x\nCONFIG_HZ_250=y\nCONFIG_HZ=250\n"),
+            Some(250)
+        );
         assert_eq!(parse_config_hz("CONFIG_HZ_PERIODIC=y\n"), None);
     }
 

@@ -697,12 +697,18 @@ mod tests {
         assert!(v.starts_with("THP matches HugeTLB"), "{v}");
         assert!(v.contains("100 % of the THP buffer"), "{v}");
         let v = thp_verdict(100.0, 60.0, Some(20.0), Some(0.2));
-        assert!(v.starts_with("THP is 3.00× slower per access than HugeTLB"), "{v}");
+        assert!(
+            v.starts_with("THP is 3.00× slower per access than HugeTLB"),
+            "{v}"
+        );
         assert!(v.contains("only 20 %"), "{v}");
         let v = thp_verdict(100.0, 98.0, None, None);
         assert!(v.starts_with("THP makes no measurable difference"), "{v}");
         let v = thp_verdict(100.0, 25.0, None, Some(1.0));
-        assert!(v.starts_with("THP is 4.00× faster per access than 4 KiB"), "{v}");
+        assert!(
+            v.starts_with("THP is 4.00× faster per access than 4 KiB"),
+            "{v}"
+        );
     }
 
     #[test]
