@@ -189,7 +189,8 @@ impl<'a> Cursor<'a> {
 }
 
 /// Operations per sample in the batched variants: their p50 is the steady per-operation cost,
-/// free of the timer's 10 ns steps (see the notes); the single-operation samples give the tail.
+/// free of the counter's step (`Tsc::step_ns`, measured each run: see the notes); the
+/// single-operation samples give the tail.
 pub const BATCH: u32 = 100;
 
 /// A distribution's name in its batched form.
@@ -494,9 +495,10 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
             plan.window
         ),
         format!(
-            "The timer's own cost ({}) is subtracted from every sample, and the counter here \
-             advances in steps of about {} (a virtualised TSC), so a single operation's time is \
-             known only to that step: the single-operation p50s are coarse, their tails are not.",
+            "The timer's own cost ({}) is subtracted from every sample, and the smallest step \
+             the counter was seen to advance by in this run is {}, so a single operation's time \
+             is known only to within that step: a single-operation p50 near it is coarse, tails \
+             far above it are not.",
             ns(ctx.tsc.overhead_ns()),
             ns(ctx.tsc.step_ns())
         ),

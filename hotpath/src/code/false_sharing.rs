@@ -251,18 +251,7 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
     for (o, op) in OPS.into_iter().enumerate() {
         let (shared, p64, p128) = (per_run(o, 0), per_run(o, 1), per_run(o, 2));
         let (r64, r128, r64_128) = (shared / p64, shared / p128, p64 / p128);
-        let verdict = if r64 >= 2.0 {
-            format!(
-                "agrees: sharing a line costs {r64:.1}× here (the study's {:.1}×); pad every \
-                 counter two threads write",
-                STUDY_SHARED_S / STUDY_PADDED_S
-            )
-        } else {
-            format!(
-                "only {r64:.1}× here: while both threads run, they bounce the line less than \
-                 the study's did (see notes on the vCPUs' placement and the host's load)"
-            )
-        };
+        let verdict = sharing_verdict(r64, STUDY_SHARED_S / STUDY_PADDED_S);
         rows.push(Comparison {
             what: format!(
                 "{}: one line vs padded to 64 B, quiet run (p10) of {n} each",
@@ -308,8 +297,9 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
     let placement = if best >= 3.0 {
         format!(
             "Here sharing the line costs {:.1}× (fetch_add) and {:.1}× (load+store): the line \
-             really moves between two private caches, so the two vCPUs ran on different \
-             physical cores (SMT siblings share L1 and would show little difference).",
+             moves between the two threads' caches, which suggests the two vCPUs ran on \
+             different physical cores (SMT siblings share L1 and would show little \
+             difference).",
             fa_one / fa_pad,
             ls_one / ls_pad
         )
@@ -369,12 +359,47 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
     Ok(out)
 }
 
+/// Our shared ÷ padded ratio against the study's: within 0.67-1.5 of it agrees; above, the
+/// same direction, larger here; below but over 1.1, the same direction, smaller here; at most
+/// 1.1, no measurable difference.
+pub fn sharing_verdict(ours: f64, study: f64) -> String {
+    let rel = ours / study;
+    if (0.67..=1.5).contains(&rel) {
+        format!(
+            "agrees: sharing a line costs {ours:.1}× here (the study's {study:.1}×); pad every \
+             counter two threads write"
+        )
+    } else if rel > 1.5 {
+        format!(
+            "same direction, larger here: {ours:.1}× vs the study's {study:.1}×; pad every \
+             counter two threads write"
+        )
+    } else if ours > 1.1 {
+        format!(
+            "same direction, smaller here: {ours:.1}× vs the study's {study:.1}× (see notes on \
+             the vCPUs' placement and the host's load)"
+        )
+    } else {
+        format!(
+            "no measurable difference here ({ours:.2}×, within 1.1×) vs the study's {study:.1}×"
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn addr(c: &AtomicU64) -> usize {
         std::ptr::from_ref(c) as usize
+    }
+
+    #[test]
+    fn the_sharing_verdict_compares_with_the_studys_ratio() {
+        assert!(sharing_verdict(7.0, 7.6).starts_with("agrees: sharing a line costs 7.0×"));
+        assert!(sharing_verdict(31.0, 7.6).starts_with("same direction, larger here: 31.0×"));
+        assert!(sharing_verdict(3.0, 7.6).starts_with("same direction, smaller here: 3.0×"));
+        assert!(sharing_verdict(1.05, 7.6).starts_with("no measurable difference"));
     }
 
     #[test]

@@ -683,6 +683,51 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
     Ok(out)
 }
 
+/// Over this, a p99.9 is a thread that wasn't running while messages waited (the host's or the
+/// scheduler's), not a queue's own slow path (microseconds at most).
+pub const HOST_TAIL_NS: f64 = 100_000.0;
+
+/// A queue's p99.9 against the ring's: inconclusive when either is over [`HOST_TAIL_NS`]
+/// (one stall decides it), else which is lower and by how much.
+pub fn tail_verdict(name: &str, p999: f64, ring_p999: f64) -> String {
+    if p999.max(ring_p999) > HOST_TAIL_NS {
+        let which = if p999 > HOST_TAIL_NS && ring_p999 > HOST_TAIL_NS {
+            "both p99.9s are".to_string()
+        } else if p999 > HOST_TAIL_NS {
+            format!("{name}'s p99.9 is")
+        } else {
+            "the ring's p99.9 is".to_string()
+        };
+        return format!(
+            "inconclusive: {which} over {}, a thread preempted while messages waited (the \
+             host's noise in this run), not the queue's own tail",
+            ns(HOST_TAIL_NS)
+        );
+    }
+    let tail = p999 / ring_p999.max(1e-3);
+    if tail > 1.5 {
+        format!("agrees: the ring's p99.9 is {tail:.1}× lower")
+    } else if tail < 0.67 {
+        format!("disagrees here: {name} has the lower p99.9")
+    } else {
+        format!("p99.9 within {:.0} %", (tail - 1.0).abs() * 100.0)
+    }
+}
+
+/// rtrb's unpaced rate ÷ the mutex queue's: within 1.1 either way is no measurable difference.
+pub fn throughput_verdict(ratio: f64) -> String {
+    if ratio > 1.1 {
+        format!("the ring moves {ratio:.1}× the messages per second")
+    } else if ratio < 1.0 / 1.1 {
+        format!(
+            "the mutex queue moves {:.1}× the messages per second here",
+            1.0 / ratio
+        )
+    } else {
+        "no measurable difference in throughput (within 1.1×)".to_string()
+    }
+}
+
 /// `flood`: each queue's quiet unpaced round, ns per message ([`Kind::ALL`]'s order);
 /// `walls`: the contended queues' quiet round, ns per pair ([`MPMC`]'s order).
 fn summarise(
@@ -735,25 +780,7 @@ fn summarise(
             our_ratio: Some(tail),
             study: "an SPSC ring buffer cuts the tail sharply (no figure)".to_string(),
             study_ratio: None,
-            verdict: {
-                let v = if tail > 1.5 {
-                    format!("agrees: the ring's p99.9 is {tail:.1}× lower")
-                } else if tail < 0.67 {
-                    format!("disagrees here: {} has the lower p99.9", k.name())
-                } else {
-                    format!("p99.9 within {:.0} %", (tail - 1.0).abs() * 100.0)
-                };
-                // A queue's own slow path is microseconds; milliseconds are a thread that
-                // wasn't running while messages waited.
-                if d.p999_ns.min(ring.p999_ns) > 100_000.0 {
-                    format!(
-                        "{v}; but both tails are milliseconds: the host's (either thread \
-                         preempted while messages wait), not the queue's"
-                    )
-                } else {
-                    v
-                }
-            },
+            verdict: tail_verdict(k.name(), d.p999_ns, ring.p999_ns),
         });
     }
     // The quiet round (p10, as in `false-sharing`): a round the host preempted carries a time
@@ -773,7 +800,7 @@ fn summarise(
         our_ratio: Some(rate(Kind::Rtrb) / rate(Kind::MutexVecDeque)),
         study: "not measured".to_string(),
         study_ratio: None,
-        verdict: "a ratio above 1: the ring moves more messages per second".to_string(),
+        verdict: throughput_verdict(rate(Kind::Rtrb) / rate(Kind::MutexVecDeque)),
     });
     let [lf, _, _] = mpmc_names(MPMC[0], ctx);
     let [mx, _, _] = mpmc_names(MPMC[1], ctx);
@@ -839,12 +866,17 @@ fn summarise(
              gives the vCPUs one counter; pops stamped before their push (a skew would show \
              as such): {negative}."
         ),
-        "Resolution: the counter on this AMD EPYC guest advances in steps of about 24.5 ticks \
-         (10 ns; back-to-back raw reads differ by 24, 25 or 49 ticks, seen while writing this), \
-         so single samples of a few tens of ns (a contended pair whose lines were at home) read \
-         as 10 or 20 ns after the timer's cost is taken off; the microsecond tails are not \
-         affected."
-            .to_string(),
+        {
+            let step = ctx.tsc.step_ns();
+            format!(
+                "Resolution: the counter's smallest step seen in this run is {} ({:.1} ticks), \
+                 so single samples of a few tens of ns (a contended pair whose lines were at \
+                 home) read in multiples of about that after the timer's cost is taken off; \
+                 tails of microseconds are not affected.",
+                ns(step),
+                step * ctx.tsc.ticks_per_ns
+            )
+        },
         format!(
             "The CPU floor: {} one-way at p50 ({} round trip), p99.9 {}, max {}; the lab's \
              `floor` binary (`userspace/src/bin/floor.rs`) measures the same thing, a round \
@@ -899,6 +931,28 @@ mod tests {
 
     fn rec() -> Recorder {
         Recorder::new(crate::code::test_ctx().tsc)
+    }
+
+    #[test]
+    fn tail_verdicts_call_a_host_stall_inconclusive() {
+        // One ~1 ms stall in one variant must not read as agreement.
+        let v = tail_verdict("Mutex<VecDeque>", 1_000_000.0, 13_000.0);
+        assert!(
+            v.starts_with("inconclusive: Mutex<VecDeque>'s p99.9 is over"),
+            "{v}"
+        );
+        let v = tail_verdict("x", 5_000.0, 2_000_000.0);
+        assert!(v.starts_with("inconclusive: the ring's p99.9"), "{v}");
+        assert!(tail_verdict("x", 300_000.0, 200_000.0).contains("both p99.9s"));
+        assert_eq!(
+            tail_verdict("x", 30_000.0, 10_000.0),
+            "agrees: the ring's p99.9 is 3.0× lower"
+        );
+        assert!(tail_verdict("x", 5_000.0, 10_000.0).starts_with("disagrees"));
+        assert_eq!(tail_verdict("x", 11_000.0, 10_000.0), "p99.9 within 10 %");
+        assert!(throughput_verdict(3.0).contains("3.0× the messages"));
+        assert!(throughput_verdict(1.05).starts_with("no measurable"));
+        assert!(throughput_verdict(0.5).contains("mutex queue moves 2.0×"));
     }
 
     #[test]

@@ -393,7 +393,10 @@ pub fn run_with(ctx: &Ctx, len: usize, rounds: usize) -> anyhow::Result<Outcome>
             },
         });
         out.comparisons.push(Comparison {
-            what: format!("{}: populating cost, per page and whole mapping (p50)", m.name()),
+            what: format!(
+                "{}: populating cost, per page and whole mapping (p50)",
+                m.name()
+            ),
             ours: format!(
                 "{} per page, {} for {mib} MiB ({:?} faults charged to the call)",
                 report::ns(pop.p50_ns),
@@ -403,43 +406,42 @@ pub fn run_with(ctx: &Ctx, len: usize, rounds: usize) -> anyhow::Result<Outcome>
             our_ratio: Some(first.p50_ns / pop.p50_ns.max(1e-3)),
             study: "not stated".into(),
             study_ratio: None,
-            verdict: format!(
-                "the same kernel work paid up front, {} (ratio = first-touch p50 ÷ populate per page)",
-                if first.p50_ns > 1.2 * pop.p50_ns {
-                    "cheaper in bulk: no trap per page"
-                } else {
-                    "about as dear per page as demand paging: the allocation and zeroing dominate, \
-                     not the trap"
-                }
-            ),
+            verdict: populate_verdict(first.p50_ns / pop.p50_ns.max(1e-3)),
         });
     }
-    out.notes.push(format!(
-        "Each round maps a fresh {mib} MiB region ({pages} pages; MADV_NOHUGEPAGE where the method \
-         allows, so 4 KiB pages as in the study; MAP_POPULATE can't be advised before it populates, \
-         and gets 4 KiB pages because THP is `{}` here), writes the first byte of every page and \
-         unmaps; variants take turns round by round, one warm-up round each. Per-page samples are \
-         single writes between two fenced TSC reads, the timer's cost subtracted.",
-        crate::system::current_setting(&crate::system::read_trimmed(
-            "/sys/kernel/mm/transparent_hugepage/enabled"
-        ))
+    let pop_faults = faults_of(Method::MapPopulate).map(|(_, p)| p);
+    let thp = crate::system::current_setting(&crate::system::read_trimmed(
+        "/sys/kernel/mm/transparent_hugepage/enabled",
     ));
-    out.notes.push(
+    out.notes.push(format!(
+        "Each round maps a fresh {mib} MiB region ({pages} pages), writes the first byte of every \
+         page and unmaps; variants take turns round by round, one warm-up round each. Per-page \
+         samples are single writes between two fenced TSC reads, the timer's cost subtracted. \
+         First touch, MADV_POPULATE_WRITE and mlock advise MADV_NOHUGEPAGE before any page \
+         exists, so they get 4 KiB pages as in the study. {}",
+        map_populate_pages_note(&thp, pop_faults.as_deref(), pages as u64)
+    ));
+    out.notes.push(format!(
         "A first-touch sample is dominated by the kernel: the trap, allocating a page and zeroing \
-         4 KiB; in a KVM guest also the host's own (EPT) fault the first time the guest touches \
-         host memory it hasn't backed yet, which is where the millisecond outliers come from. After \
-         populating, the first write costs a TLB miss (a page walk) and a cache miss and no trap."
-            .into(),
-    );
-    out.notes.push(
+         4 KiB; in a KVM guest possibly also the host's own (EPT) fault the first time the guest \
+         touches memory the host hasn't backed yet. {} After populating, the first write costs a \
+         TLB miss (a page walk) and a cache miss and no trap.",
+        first_touch_outlier_note(first.max_ns)
+    ));
+    let steady_max = out
+        .dists
+        .iter()
+        .filter(|d| d.name.contains("after populating") || d.name.contains("no fault"))
+        .map(|d| d.max_ns)
+        .fold(0.0, f64::max);
+    out.notes.push(format!(
         "The steady-state sample is a locked add to the page's first byte, so the counter read \
          waits for the write to complete: a TLB miss and a cache miss to DRAM (a few hundred ns \
          in this guest, like the random chase in `memory`). A plain store would retire into the \
          store buffer and time as ~1 ns; the study's ≈ 20 ns lies between the two, so compare \
-         the no-fault vs fault gap, not the absolute figure. Outliers near 4 ms are one \
-         scheduler tick (CONFIG_HZ=250): another runnable task on the CPU took a slice."
-            .into(),
-    );
+         the no-fault vs fault gap, not the absolute figure. {}",
+        steady_outlier_note(steady_max, kernel_hz())
+    ));
     out.notes.push(
         "Minor faults are getrusage(RUSAGE_THREAD).ru_minflt around each pass. Faults the \
          populating calls take (get_user_pages inside the kernel) are charged to the thread as \
@@ -458,10 +460,168 @@ pub fn run_with(ctx: &Ctx, len: usize, rounds: usize) -> anyhow::Result<Outcome>
     Ok(out)
 }
 
+/// The populate row's verdict from first-touch p50 ÷ populate-per-page p50: within 1.1 either
+/// way is no measurable difference on a shared host.
+pub fn populate_verdict(ratio: f64) -> String {
+    let what = if ratio > 1.1 {
+        "cheaper per page in bulk: no trap per page"
+    } else if ratio < 1.0 / 1.1 {
+        "dearer per page in bulk than demand paging"
+    } else {
+        "no measurable difference per page from demand paging: the allocation and zeroing \
+         dominate, not the trap"
+    };
+    format!(
+        "the same kernel work paid up front, {what} (ratio = first-touch p50 ÷ populate per page)"
+    )
+}
+
+/// What decides MAP_POPULATE's page size, and what the faults charged to its calls show.
+/// `faults`: minor faults charged to each MAP_POPULATE call; `pages`: 4 KiB pages per mapping.
+pub fn map_populate_pages_note(thp: &str, faults: Option<&[u64]>, pages: u64) -> String {
+    let rule = format!(
+        "MAP_POPULATE can't be advised before it populates, so its page size follows THP \
+         (`{thp}` here): with `always` the kernel may back aligned 2 MiB stretches with huge \
+         pages, with `madvise` or `never` it uses 4 KiB pages."
+    );
+    let seen = match faults {
+        Some(f) if !f.is_empty() && f.iter().all(|&n| n >= pages) => format!(
+            " Its calls were charged {f:?} faults for {pages} pages: one per 4 KiB page, so \
+             4 KiB pages in this run."
+        ),
+        Some(f) if !f.is_empty() => format!(
+            " Its calls were charged {f:?} faults for {pages} pages: fewer than one per 4 KiB \
+             page, so some of it was likely backed by huge pages and its rows are not 4 KiB \
+             demand paging."
+        ),
+        _ => String::new(),
+    };
+    rule + &seen
+}
+
+/// A claim about millisecond first-touch outliers only when the run had one.
+pub fn first_touch_outlier_note(max_ns: f64) -> String {
+    if max_ns >= 1e6 {
+        format!(
+            "This run's largest first-touch sample was {}: a millisecond outlier, which a \
+             host-side fault or a descheduled vCPU could explain; this run can't tell which.",
+            report::ns(max_ns)
+        )
+    } else {
+        format!(
+            "This run's largest first-touch sample was {}: no millisecond outliers.",
+            report::ns(max_ns)
+        )
+    }
+}
+
+/// A claim about the steady-state max: tick-sized only when the kernel's HZ was read and the
+/// max is within half a tick of one tick.
+pub fn steady_outlier_note(max_ns: f64, hz: Option<u32>) -> String {
+    let max = report::ns(max_ns);
+    if max_ns < 1e6 {
+        return format!("The largest steady-state sample was {max}: no millisecond outliers.");
+    }
+    match hz {
+        Some(hz) if hz > 0 => {
+            let tick = 1e9 / f64::from(hz);
+            if (0.5 * tick..=1.5 * tick).contains(&max_ns) {
+                format!(
+                    "The largest steady-state sample was {max}, about one scheduler tick \
+                     (CONFIG_HZ={hz}, {}): consistent with another runnable task taking a \
+                     slice on the CPU.",
+                    report::ns(tick)
+                )
+            } else {
+                format!(
+                    "The largest steady-state sample was {max}, not one scheduler tick \
+                     (CONFIG_HZ={hz}, {}): a stall this run can't attribute.",
+                    report::ns(tick)
+                )
+            }
+        }
+        _ => format!(
+            "The largest steady-state sample was {max}: a millisecond stall (the kernel's \
+             CONFIG_HZ could not be read, so whether it is a scheduler tick is not known)."
+        ),
+    }
+}
+
+/// CONFIG_HZ from the running kernel's config (`/boot/config-<release>`, else
+/// `/proc/config.gz` through `gzip -dc`), if either is readable.
+pub fn kernel_hz() -> Option<u32> {
+    let release = crate::system::read_trimmed("/proc/sys/kernel/osrelease");
+    let text = std::fs::read_to_string(format!("/boot/config-{release}"))
+        .ok()
+        .or_else(|| {
+            let out = std::process::Command::new("gzip")
+                .args(["-dc", "/proc/config.gz"])
+                .stdin(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .output()
+                .ok()?;
+            out.status
+                .success()
+                .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+        })?;
+    parse_config_hz(&text)
+}
+
+/// `CONFIG_HZ=N` in a kernel config.
+pub fn parse_config_hz(config: &str) -> Option<u32> {
+    config
+        .lines()
+        .find_map(|l| l.strip_prefix("CONFIG_HZ="))
+        .and_then(|v| v.trim().parse().ok())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn populate_verdicts_use_one_threshold_either_way() {
+        assert!(populate_verdict(1.20).contains("cheaper per page"));
+        assert!(populate_verdict(1.19).contains("cheaper per page"));
+        assert!(populate_verdict(1.05).contains("no measurable difference"));
+        assert!(populate_verdict(0.95).contains("no measurable difference"));
+        assert!(populate_verdict(0.8).contains("dearer per page"));
+    }
+
+    #[test]
+    fn map_populate_note_says_what_the_faults_show() {
+        let n = map_populate_pages_note("always", Some(&[512, 513]), 512);
+        assert!(
+            n.contains("`always` here") && n.contains("4 KiB pages in this run"),
+            "{n}"
+        );
+        let n = map_populate_pages_note("always", Some(&[2]), 512);
+        assert!(n.contains("huge pages and its rows"), "{n}");
+        let n = map_populate_pages_note("madvise", None, 512);
+        assert!(!n.contains("charged"), "{n}");
+    }
+
+    #[test]
+    fn outlier_notes_follow_the_measured_max() {
+        assert!(first_touch_outlier_note(40_000.0).contains("no millisecond outliers"));
+        assert!(first_touch_outlier_note(2.5e6).contains("a millisecond outlier"));
+        assert!(steady_outlier_note(900.0, Some(250)).contains("no millisecond outliers"));
+        let n = steady_outlier_note(4.1e6, Some(250));
+        assert!(n.contains("about one scheduler tick (CONFIG_HZ=250"), "{n}");
+        let n = steady_outlier_note(4.1e6, Some(1000));
+        assert!(n.contains("not one scheduler tick"), "{n}");
+        let n = steady_outlier_note(4.1e6, None);
+        assert!(
+            n.contains("could not be read") && !n.contains("CONFIG_HZ="),
+            "{n}"
+        );
+        assert_eq!(
+            parse_config_hz("# x\nCONFIG_HZ_250=y\nCONFIG_HZ=250\n"),
+            Some(250)
+        );
+        assert_eq!(parse_config_hz("CONFIG_HZ_PERIODIC=y\n"), None);
+    }
 
     #[test]
     fn first_touch_faults_every_page_and_populated_mappings_fault_none() {

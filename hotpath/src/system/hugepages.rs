@@ -18,7 +18,7 @@ use crate::Ctx;
 use crate::chase;
 use crate::harness::{Dist, Recorder, Variant, interleave, tsc};
 use crate::report::{self, Comparison, Level, Outcome};
-use crate::system::{HUGE_PAGE, MapOptions, Mapping, PAGE, SettingGuard, meminfo_kb};
+use crate::system::{HUGE_PAGE, MapOptions, Mapping, PAGE, SettingGuard};
 
 /// Where the kernel's HugeTLB pool size is set.
 pub const NR_HUGEPAGES: &str = "/proc/sys/vm/nr_hugepages";
@@ -134,6 +134,24 @@ pub fn chase_buffer(backing: Backing, len: usize, perm: &[u32]) -> io::Result<Ma
     Ok(m)
 }
 
+/// [`perf_tlb_probe`]'s error when there is no `perf` to run.
+pub const PERF_NOT_INSTALLED: &str = "perf is not installed";
+
+/// The TLB row's figure when perf can't count: no perf, a PMU that doesn't support the events
+/// (`<not supported>`), or some other failure, each said as what it is.
+pub fn perf_unavailable(why: &str) -> String {
+    if why == PERF_NOT_INSTALLED {
+        "not measurable here: perf is not installed".into()
+    } else if why.contains("<not supported>") {
+        format!(
+            "not measurable here: the dTLB events are <not supported> (no hardware PMU exposed \
+             to this machine) ({why})"
+        )
+    } else {
+        format!("not measurable here: perf could not count the dTLB events ({why})")
+    }
+}
+
 /// What `perf` can count here: `Ok` when dTLB loads and misses are both supported.
 pub fn perf_tlb_probe() -> Result<(), String> {
     let out = Command::new("perf")
@@ -148,7 +166,13 @@ pub fn perf_tlb_probe() -> Result<(), String> {
         ])
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| format!("perf can't run ({e})"))?;
+        .map_err(|e| {
+            if e.kind() == io::ErrorKind::NotFound {
+                PERF_NOT_INSTALLED.to_string()
+            } else {
+                format!("perf can't run ({e})")
+            }
+        })?;
     let text = String::from_utf8_lossy(&out.stderr);
     let counted = text
         .lines()
@@ -362,7 +386,16 @@ fn chase_part(ctx: &Ctx, p: &Params, out: &mut Outcome) -> anyhow::Result<()> {
         }
     }
     drop(bufs);
-    drop(reservation);
+    if let Some(r) = reservation {
+        let before = r.old().to_string();
+        drop(r);
+        let after = crate::system::current_setting(&crate::system::read_trimmed(&p.nr_hugepages));
+        out.notes.push(restore_note(
+            &format!("HugeTLB pool ({})", p.nr_hugepages),
+            &before,
+            &after,
+        ));
+    }
 
     let t = ctx.tsc;
     let get = |b: Backing| dists.iter().find(|d| d.name == b.name()).cloned();
@@ -407,11 +440,12 @@ fn chase_part(ctx: &Ctx, p: &Params, out: &mut Outcome) -> anyhow::Result<()> {
             our_ratio: Some(small.p50_ns / thp.p50_ns),
             study: "(THP not measured; HugeTLB 6.7×)".into(),
             study_ratio: None,
-            verdict: if thp_huge_kb.is_some_and(|k| k as usize * 1024 >= len / 2) {
-                "THP gives what HugeTLB gives once the kernel found the huge pages".into()
-            } else {
-                "THP found few huge pages here: it is best-effort, HugeTLB is reserved".into()
-            },
+            verdict: thp_verdict(
+                small.p50_ns,
+                thp.p50_ns,
+                get(Backing::HugeTlb).map(|h| h.p50_ns),
+                thp_huge_kb.map(|k| (k as f64 * 1024.0 / len as f64).min(1.0)),
+            ),
         });
     }
     let tlb_row = match &perf {
@@ -433,10 +467,7 @@ fn chase_part(ctx: &Ctx, p: &Params, out: &mut Outcome) -> anyhow::Result<()> {
                 s.zip(h).map(|(s, h)| s / h.max(1e-9)),
             )
         }
-        Err(why) => (
-            format!("not measurable here: no hardware PMU in this guest ({why})"),
-            None,
-        ),
+        Err(why) => (perf_unavailable(why), None),
     };
     out.comparisons.push(Comparison {
         what: "dTLB-load miss share, 4 KiB → huge pages".into(),
@@ -471,6 +502,61 @@ fn chase_part(ctx: &Ctx, p: &Params, out: &mut Outcome) -> anyhow::Result<()> {
             .into(),
     );
     Ok(())
+}
+
+/// Whether a setting read back after its guard dropped is what was saved before the run.
+pub fn restore_note(what: &str, before: &str, after: &str) -> String {
+    if before == after {
+        format!("{what} read back after the run as `{after}`, what it was before: restored.")
+    } else {
+        format!(
+            "{what} read back after the run as `{after}`, but it was `{before}` before: NOT \
+             restored (something else changed it, or the write failed; see stderr)."
+        )
+    }
+}
+
+/// The THP row's verdict from the p50s per access: THP against HugeTLB where that ran (within
+/// 1.1 either way is the same), else against 4 KiB pages; `huge_share` is the fraction of the
+/// THP buffer the kernel backed with huge pages, if read.
+pub fn thp_verdict(small: f64, thp: f64, hugetlb: Option<f64>, huge_share: Option<f64>) -> String {
+    let vs = match hugetlb {
+        Some(h) => {
+            let r = thp / h.max(1e-3);
+            if r > 1.1 {
+                format!("THP is {r:.2}× slower per access than HugeTLB here")
+            } else if r < 1.0 / 1.1 {
+                format!("THP is {:.2}× faster per access than HugeTLB here", 1.0 / r)
+            } else {
+                "THP matches HugeTLB per access here (within 1.1×)".to_string()
+            }
+        }
+        None => {
+            let r = small / thp.max(1e-3);
+            if r > 1.1 {
+                format!("THP is {r:.2}× faster per access than 4 KiB pages (HugeTLB not measured)")
+            } else if r < 1.0 / 1.1 {
+                format!(
+                    "THP is {:.2}× slower per access than 4 KiB pages (HugeTLB not measured)",
+                    1.0 / r
+                )
+            } else {
+                "THP makes no measurable difference against 4 KiB pages here (within 1.1×; \
+                 HugeTLB not measured)"
+                    .to_string()
+            }
+        }
+    };
+    let share = match huge_share {
+        Some(f) if f < 0.5 => format!(
+            "; the kernel backed only {:.0} % of the THP buffer with huge pages: THP is \
+             best-effort, HugeTLB is reserved",
+            100.0 * f
+        ),
+        Some(f) => format!("; {:.0} % of the THP buffer was on huge pages", 100.0 * f),
+        None => "; how much of the THP buffer was on huge pages could not be read".to_string(),
+    };
+    vs + &share
 }
 
 fn verdict_ratio(ours: f64, study: f64) -> String {
@@ -553,6 +639,7 @@ fn thp_fault_part(ctx: &Ctx, p: &Params, out: &mut Outcome) -> anyhow::Result<()
     drop(variants);
     let restored_to = guard.old().to_string();
     drop(guard);
+    let now = crate::system::current_setting(&crate::system::read_trimmed(path));
     if let Some(e) = failed.take() {
         anyhow::bail!("THP allocation tail: {e}");
     }
@@ -583,19 +670,14 @@ fn thp_fault_part(ctx: &Ctx, p: &Params, out: &mut Outcome) -> anyhow::Result<()
     out.dists.extend(dists);
     out.notes.push(format!(
         "THP allocation tail: {rounds} rounds × {regions} fresh 2 MiB-aligned regions per mode, \
-         modes interleaved by writing {path} each round; it was `{restored_to}` before \
-         and is restored exactly afterwards (also on failure). defrag is `{}`, so with \
+         modes interleaved by writing {path} each round. {} defrag is `{}`, so with \
          `always` a fault on an un-advised range takes a huge page only if one is free \
          (no direct compaction): the compaction spikes the study warns of need defrag \
          `always` or `madvise` with MADV_HUGEPAGE under fragmented memory. khugepaged's \
          collapses happen in the background and are not timed here.",
+        restore_note(&format!("THP ({path})"), &restored_to, &now),
         crate::system::current_setting(&crate::system::read_trimmed(THP_DEFRAG))
     ));
-    if let Some(kb) = meminfo_kb("HugePages_Total") {
-        out.notes.push(format!(
-            "HugeTLB pool after the run: {kb} pages (restored to what it was)"
-        ));
-    }
     Ok(())
 }
 
@@ -607,6 +689,37 @@ mod tests {
         let p = std::env::temp_dir().join(format!("hotpath-hp-{}-{name}", std::process::id()));
         std::fs::write(&p, text).expect("temp file");
         p
+    }
+
+    #[test]
+    fn the_thp_verdict_follows_the_times() {
+        let v = thp_verdict(100.0, 20.0, Some(19.5), Some(1.0));
+        assert!(v.starts_with("THP matches HugeTLB"), "{v}");
+        assert!(v.contains("100 % of the THP buffer"), "{v}");
+        let v = thp_verdict(100.0, 60.0, Some(20.0), Some(0.2));
+        assert!(
+            v.starts_with("THP is 3.00× slower per access than HugeTLB"),
+            "{v}"
+        );
+        assert!(v.contains("only 20 %"), "{v}");
+        let v = thp_verdict(100.0, 98.0, None, None);
+        assert!(v.starts_with("THP makes no measurable difference"), "{v}");
+        let v = thp_verdict(100.0, 25.0, None, Some(1.0));
+        assert!(
+            v.starts_with("THP is 4.00× faster per access than 4 KiB"),
+            "{v}"
+        );
+    }
+
+    #[test]
+    fn restore_and_perf_notes_say_what_happened() {
+        assert!(restore_note("pool", "0", "0").contains("restored."));
+        assert!(restore_note("pool", "0", "16").contains("NOT restored"));
+        assert!(perf_unavailable(PERF_NOT_INSTALLED).contains("perf is not installed"));
+        let w = perf_unavailable("perf stat: <not supported>,,dTLB-loads,,");
+        assert!(w.contains("no hardware PMU"), "{w}");
+        let w = perf_unavailable("perf stat: Permission denied");
+        assert!(w.contains("could not count") && !w.contains("PMU"), "{w}");
     }
 
     #[test]
