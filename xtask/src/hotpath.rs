@@ -32,6 +32,9 @@ pub(crate) struct Options {
     /// Don't install missing packages (cyclictest, llvm-profdata) first.
     #[arg(long)]
     pub(crate) no_setup: bool,
+    /// Skip PGO (its three builds of the workload take minutes on a fresh clone).
+    #[arg(long, conflicts_with = "only")]
+    pub(crate) no_pgo: bool,
 }
 
 pub(crate) fn run(o: Options) -> anyhow::Result<()> {
@@ -43,7 +46,7 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
         signal_hook::flag::register(sig, Arc::clone(&stop))
             .context("installing the Ctrl-C handler")?;
     }
-    let pgo = o.only.is_empty() || o.only.iter().any(|i| i == "pgo");
+    let pgo = !o.no_pgo && (o.only.is_empty() || o.only.iter().any(|i| i == "pgo"));
     let others: Vec<String> = o.only.iter().filter(|i| *i != "pgo").cloned().collect();
     let out = match &o.out {
         Some(p) => {
