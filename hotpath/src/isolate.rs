@@ -149,10 +149,12 @@ fn list(cpus: &[usize]) -> String {
         .join(",")
 }
 
-/// The workqueue mask (hex, as the kernel writes it) without `cpu`; None if that leaves none.
+/// The workqueue mask (hex, as the kernel writes it) without `cpu`; None if that leaves none,
+/// or the mask or CPU is past the 128 bits this edits.
 pub fn mask_without(mask: &str, cpu: usize) -> Option<String> {
     let m = u128::from_str_radix(&mask.trim().replace(',', ""), 16).ok()?;
-    let out = m & !(1u128 << cpu);
+    // A mask or CPU beyond 128 bits is not one this can edit: left as it is (None).
+    let out = m & !1u128.checked_shl(u32::try_from(cpu).ok()?)?;
     (out != 0).then(|| format!("{out:x}"))
 }
 
@@ -333,7 +335,7 @@ impl Isolation {
             return;
         };
         self.applied.workqueue = match mask_without(mask, cpu) {
-            None => format!("left at {mask} (it has no other CPU)"),
+            None => format!("left at {mask} (no other CPU in it, or past 128 CPUs)"),
             Some(new) if &new == mask => format!("already off CPU {cpu} ({mask})"),
             Some(new) => match write(&self.paths.workqueue_mask, &new) {
                 Ok(()) => format!("moved {mask} -> {new}"),
@@ -529,6 +531,11 @@ mod tests {
         assert_eq!(mask_without("ff", 0).as_deref(), Some("fe"));
         assert_eq!(mask_without("00000000,000000ff", 7).as_deref(), Some("7f"));
         assert_eq!(mask_without("2", 1), None);
+        assert_eq!(
+            mask_without("3", 200),
+            None,
+            "a CPU past 128 bits is not edited"
+        );
     }
 
     /// A fake machine: workqueue mask and IRQ files in a folder, no cpuset.

@@ -110,7 +110,7 @@ pub fn select(only: &[String]) -> anyhow::Result<Vec<Spec>> {
     if !unknown.is_empty() {
         let known: Vec<&str> = SUITE.iter().map(|s| s.id).collect();
         anyhow::bail!(
-            "unknown experiment(s) {}; known: {}",
+            "unknown experiment(s) {}; known: {} (and pgo, which `cargo xtask hotpath` runs)",
             unknown.join(", "),
             known.join(", ")
         );

@@ -22,7 +22,8 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
     let warn = findings.iter().filter(|f| f.status == Status::Warn).count();
     println!(
         "\n{warn} of {} findings cost latency on CPU {}; boot-time ones (isolcpus, nohz_full, \
-         rcu_nocbs) need a reboot, the runtime ones `bench --isolate` applies and restores.",
+         rcu_nocbs) need a reboot; `bench --isolate` moves tasks, unbound workqueues and IRQs off \
+         the CPU and restores them (THP, the watchdog and timer migration are yours to set).",
         findings.len(),
         o.cpu
     );

@@ -46,6 +46,7 @@ enum Command {
     /// IRQs moved off it), and restore everything exactly afterwards, also after Ctrl-C. A run
     /// killed with SIGKILL leaves a state file that the next run (or `--restore`) puts back.
     Isolate {
+        /// The CPU to isolate (the command itself may run anywhere; pin it there yourself).
         #[arg(long, default_value_t = 1)]
         cpu: usize,
         /// Only restore what an earlier, killed run left.
