@@ -500,13 +500,8 @@ mod tests {
 
     #[test]
     fn the_experiment_reports_its_rows() {
-        let ctx = crate::Ctx {
-            size: crate::Size::Small,
-            tsc: Tsc::calibrate(Duration::from_millis(5)),
-            cpu: 0,
-            other_cpu: 0,
-            root: false,
-        };
+        // The shared small-size context (single-threaded: its other CPU is unused).
+        let ctx = crate::code::test_ctx();
         let o = run(&ctx).unwrap();
         assert_eq!(o.dists.len(), 10);
         assert_eq!(o.comparisons.len(), 6);
