@@ -101,8 +101,28 @@ pub struct TraderCounters {
     pub packets: u64,
     /// Packets whose MoldUDP64 header was unreadable (shorter than 20 bytes).
     pub malformed_packets: u64,
-    /// Packets of another session than the first one seen.
+    /// Packets of another session than the feed's (the one `--session` pins, or the one the
+    /// trader learned): never traded. Before the feed is known, a held packet of another
+    /// session counts here once the feed is confirmed. The report names the sessions.
     pub wrong_session: u64,
+    /// Packets of the feed's session whose sequence number no following packet confirmed: a
+    /// forward jump past `--max-jump` (held, then dropped when nothing continued it), a held
+    /// first packet the real feed didn't continue, or an end of session behind the feed or far
+    /// ahead of it. Never traded, and the expected sequence number stayed with the feed.
+    #[serde(default)]
+    pub suspect_sequence: u64,
+    /// Forward jumps past `--max-jump` that the next packet confirmed (an outage or a burst of
+    /// loss): traded, their skipped numbers counted in `gap_messages`.
+    #[serde(default)]
+    pub jumps_confirmed: u64,
+    /// Packets seen before the feed was known that nothing confirmed (no valid ITCH, no packet
+    /// continuing them before the run ended, or more of them than the trader holds).
+    #[serde(default)]
+    pub unconfirmed_packets: u64,
+    /// Messages numbered before the first one the trader took (it joined the feed after them):
+    /// not traded, and not late.
+    #[serde(default)]
+    pub before_join_messages: u64,
     /// Heartbeats.
     pub heartbeats: u64,
     /// ITCH messages taken in sequence.

@@ -9,6 +9,7 @@
 //! What can wait until the orders are out does: the engine-time samples and the trader's own
 //! ledger bookings of a packet are kept aside by [`Trader::on_packet`] and recorded by
 //! [`Trader::settle`], which the loop calls after the packet's orders left.
+pub mod gate;
 pub mod stats;
 pub mod workload;
 
@@ -20,7 +21,8 @@ use wire::{
     order::OrderRepr,
 };
 
-use crate::stats::Latency;
+pub use crate::gate::{DEFAULT_MAX_JUMP, FeedRules, ForeignSessions};
+use crate::{gate::Holding, stats::Latency};
 
 /// Shares per order that opens a position; a reversal sends twice this (close + open).
 pub use xdp_common::LOT;
@@ -53,9 +55,19 @@ pub enum PacketOutcome {
 pub struct Trader {
     strategy: Strategy,
     stock: Option<Stock>,
+    /// What decides which packets are the feed.
+    rules: FeedRules,
+    /// The feed's session, once known (pinned, or learned and confirmed).
     session: Option<moldudp64::Session>,
-    /// Next sequence number expected.
+    /// The first sequence number the trader took (pinned, or learned): nothing before it is
+    /// late, the trader joined after it.
+    base: Option<u64>,
+    /// Next sequence number expected (meaningful once `base` is known).
     next_seq: u64,
+    /// Packets waiting for a later one to confirm them (see [`gate`]).
+    holding: Holding,
+    /// Sessions seen besides the feed's.
+    foreign: ForeignSessions,
     seen: Box<[u64]>,
     token: u64,
     /// What was counted.
@@ -109,8 +121,12 @@ impl Trader {
         Trader {
             strategy: Strategy::new(params),
             stock,
+            rules: FeedRules::default(),
             session: None,
+            base: None,
             next_seq: 1,
+            holding: Holding::new(),
+            foreign: ForeignSessions::default(),
             seen: vec![0u64; (SEEN_WINDOW / 64) as usize].into_boxed_slice(),
             token: 0,
             counters: Counters::default(),
@@ -131,6 +147,45 @@ impl Trader {
         self.engine_every = every;
         self.engine_countdown = 0;
         self
+    }
+
+    /// Decides which packets are the feed by `rules` (the default learns the session and the
+    /// first sequence number from the traffic, and holds forward jumps over
+    /// [`DEFAULT_MAX_JUMP`] for confirmation).
+    #[must_use]
+    pub fn with_feed_rules(mut self, rules: FeedRules) -> Self {
+        self.rules = rules;
+        self.session = rules.session;
+        if let (Some(_), Some(first)) = (rules.session, rules.first_seq) {
+            self.base = Some(first);
+            self.next_seq = first;
+        }
+        self
+    }
+
+    /// The feed's session, once known.
+    pub fn session(&self) -> Option<moldudp64::Session> {
+        self.session.filter(|_| self.base.is_some())
+    }
+
+    /// The first sequence number the trader took, once known.
+    pub fn first_seq(&self) -> Option<u64> {
+        self.base
+    }
+
+    /// Sessions other than the feed's that sent packets, with their counts.
+    pub fn foreign_sessions(&self) -> &ForeignSessions {
+        &self.foreign
+    }
+
+    /// The run is over: packets still held for want of a packet to confirm them are counted
+    /// (`unconfirmed_packets` before the feed was known; forward jumps are already in
+    /// `suspect_sequence`). Call once, after the loop.
+    pub fn finish(&mut self) {
+        if self.base.is_none() {
+            let c = &mut self.counters;
+            self.holding.clear(|_| c.unconfirmed_packets += 1);
+        }
     }
 
     /// Records what [`Trader::on_packet`] kept aside: the engine samples of its ticks and the
@@ -177,6 +232,9 @@ impl Trader {
     /// returns whether the order went out. `clock` reads the time, only on the ticks whose
     /// engine time is sampled. The samples and the ledger's bookings wait for
     /// [`Trader::settle`].
+    ///
+    /// A packet that the [`gate`] holds sends nothing now; when a later packet confirms it,
+    /// that call trades the held packet first, then its own.
     #[inline]
     pub fn on_packet(
         &mut self,
@@ -190,26 +248,13 @@ impl Trader {
             return PacketOutcome::Data;
         };
         let session = packet.session();
-        match self.session {
-            None => self.session = Some(session),
-            Some(s) if s != session => {
-                self.counters.wrong_session += 1;
-                return PacketOutcome::Data;
-            }
-            Some(_) => {}
+        if self.session.is_some_and(|s| s != session) {
+            self.counters.wrong_session += 1;
+            self.foreign.count(session);
+            return PacketOutcome::Data;
         }
         if packet.is_end_of_session() {
-            // Its sequence number is the one after the session's last message, so messages
-            // lost at the very end still show up as a gap.
-            let end = packet.sequence();
-            if end > self.next_seq {
-                self.counters.gap_messages = self
-                    .counters
-                    .gap_messages
-                    .saturating_add(end - self.next_seq);
-                self.next_seq = end;
-            }
-            return PacketOutcome::EndOfSession;
+            return self.on_end_of_session(session, packet.sequence(), &clock, &mut emit);
         }
         if packet.is_heartbeat() {
             self.counters.heartbeats += 1;
@@ -220,8 +265,135 @@ impl Trader {
             return PacketOutcome::Data;
         }
         let first = packet.sequence();
+        let Some(next) = first.checked_add(u64::from(packet.block_count())) else {
+            // Numbers past 2^64 - 1: no feed can continue it.
+            self.counters.suspect_sequence += 1;
+            return PacketOutcome::Data;
+        };
+        let max_jump = self.rules.max_jump;
+        if self.base.is_some() {
+            if first <= self.next_seq.saturating_add(max_jump) {
+                self.trade_packet(payload, &clock, &mut emit);
+            } else if let Some(i) = self.holding.continued_by(session, first) {
+                // The jump was real: what follows continues it.
+                self.counters.suspect_sequence -= 1;
+                self.counters.jumps_confirmed += 1;
+                self.trade_held(i, &clock, &mut emit);
+                self.trade_packet(payload, &clock, &mut emit);
+            } else {
+                // Held (or, too large to hold, dropped): a suspect either way, until confirmed.
+                self.counters.suspect_sequence += 1;
+                let _ = self.holding.hold(session, first, next, payload);
+            }
+            // A held jump the feed has reached was never confirmed: it stays a suspect.
+            self.holding.drop_passed(self.next_seq);
+            return PacketOutcome::Data;
+        }
+        // Learning: a packet that continues a held one confirms both.
+        if let Some(i) = self.holding.continued_by(session, first) {
+            self.lock(session, self.holding.slots[i].first);
+            self.trade_held(i, &clock, &mut emit);
+            // Whatever else was held was not the feed.
+            let (c, foreign) = (&mut self.counters, &mut self.foreign);
+            self.holding.clear(|s| {
+                if s == session {
+                    c.suspect_sequence += 1;
+                } else {
+                    c.wrong_session += 1;
+                    foreign.count(s);
+                }
+            });
+            self.trade_packet(payload, &clock, &mut emit);
+            return PacketOutcome::Data;
+        }
+        if !packet.messages().any(|m| m.is_ok_and(|b| itch::parse(b).is_ok())) {
+            // Nothing in it reads as ITCH: not a feed to follow.
+            self.counters.unconfirmed_packets += 1;
+            return PacketOutcome::Data;
+        }
+        // Too large to hold, or displacing the oldest held packet: one packet dropped unconfirmed.
+        if !matches!(self.holding.hold(session, first, next, payload), Some(None)) {
+            self.counters.unconfirmed_packets += 1;
+        }
+        PacketOutcome::Data
+    }
+
+    /// The exchange's end of session, carrying the sequence number after its last message: it
+    /// ends the run only if it is believable (the feed's session, at the next expected number
+    /// or at most `max_jump` past it); messages lost at the very end then show up as a gap.
+    fn on_end_of_session(
+        &mut self,
+        session: moldudp64::Session,
+        end: u64,
+        clock: &impl Fn() -> u64,
+        emit: &mut impl FnMut(&OrderRepr) -> bool,
+    ) -> PacketOutcome {
+        let max_jump = self.rules.max_jump;
+        if self.base.is_none() {
+            // It confirms a held packet it follows (a one-packet session).
+            let Some(i) = self.holding.continued_by(session, end) else {
+                self.counters.unconfirmed_packets += 1;
+                return PacketOutcome::Data;
+            };
+            self.lock(session, self.holding.slots[i].first);
+            self.trade_held(i, clock, emit);
+            let (c, foreign) = (&mut self.counters, &mut self.foreign);
+            self.holding.clear(|s| {
+                if s == session {
+                    c.suspect_sequence += 1;
+                } else {
+                    c.wrong_session += 1;
+                    foreign.count(s);
+                }
+            });
+        }
+        if end < self.next_seq || end - self.next_seq > max_jump {
+            // Behind what was traded, or far ahead of it: not this feed's end.
+            self.counters.suspect_sequence += 1;
+            return PacketOutcome::Data;
+        }
+        self.counters.gap_messages = self
+            .counters
+            .gap_messages
+            .saturating_add(end - self.next_seq);
+        self.next_seq = end;
+        PacketOutcome::EndOfSession
+    }
+
+    /// The feed is `session`, starting at `first`.
+    fn lock(&mut self, session: moldudp64::Session, first: u64) {
+        self.session = Some(session);
+        self.base = Some(first);
+        self.next_seq = first;
+        self.seen.fill(0);
+    }
+
+    /// Trades held packet `i` (its slot is freed).
+    fn trade_held(
+        &mut self,
+        i: usize,
+        clock: &impl Fn() -> u64,
+        emit: &mut impl FnMut(&OrderRepr) -> bool,
+    ) {
+        let bytes = std::mem::take(&mut self.holding.slots[i].bytes);
+        self.trade_packet(&bytes, clock, emit);
+        let slot = &mut self.holding.slots[i].bytes;
+        *slot = bytes;
+        slot.clear();
+    }
+
+    /// Trades the messages of a packet of the feed whose header and framing were checked.
+    #[inline]
+    fn trade_packet(
+        &mut self,
+        payload: &[u8],
+        clock: &impl Fn() -> u64,
+        emit: &mut impl FnMut(&OrderRepr) -> bool,
+    ) {
+        let packet = moldudp64::Packet::new_unchecked(payload);
+        let first = packet.sequence();
         for (i, block) in packet.messages().enumerate() {
-            let seq = first.wrapping_add(i as u64);
+            let seq = first.saturating_add(i as u64);
             if !self.admit(seq) {
                 continue;
             }
@@ -279,7 +451,6 @@ impl Trader {
                 Err(_) => self.counters.malformed_messages += 1,
             }
         }
-        PacketOutcome::Data
     }
 
     #[inline]
@@ -321,6 +492,11 @@ impl Trader {
     /// Sequence tracking: true when `seq` is new and in order (possibly after a gap).
     #[inline]
     fn admit(&mut self, seq: u64) -> bool {
+        if self.base.is_some_and(|b| seq < b) {
+            // From before the trader joined the feed: neither late nor a duplicate.
+            self.counters.before_join_messages += 1;
+            return false;
+        }
         if seq >= self.next_seq {
             let skipped = seq - self.next_seq;
             // Saturating: a hostile sequence number near u64::MAX must not wrap the counters.
@@ -410,6 +586,9 @@ pub fn trade_message(seq: u64, stock: Stock, price: Price4, timestamp_ns: u64) -
 }
 
 #[cfg(test)]
+mod gate_tests;
+
+#[cfg(test)]
 mod tests {
     use wire::moldudp64::{PacketBuilder, Session};
 
@@ -446,8 +625,14 @@ mod tests {
         t.on_packet(p, || 0, |_| true);
     }
 
+    /// A trader that knows where the feed is (session and first sequence number pinned): these
+    /// tests are about sequence tracking, not learning the feed (`gate_tests`).
     fn trader() -> Trader {
-        Trader::new(Params::from_n(6).unwrap(), Some(stock()))
+        Trader::new(Params::from_n(6).unwrap(), Some(stock())).with_feed_rules(FeedRules {
+            session: Some(Session::new(netns::lab::SESSION).unwrap()),
+            first_seq: Some(1),
+            ..FeedRules::default()
+        })
     }
 
     #[test]
