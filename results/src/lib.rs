@@ -22,6 +22,7 @@ pub use feed::{Rate, Source};
 pub use floor::FloorReport;
 pub use replay::{Arrival, Parity, ParityVerdict, ReplayReport};
 pub use trader::{
+    FeedSeen, ForeignSession,
     Account, FrameCounts, Knobs, Position, TraderCounters, TraderReport, XdpCounters, XskStats,
 };
 

@@ -18,6 +18,9 @@ pub struct TraderReport {
     pub n: i64,
     /// What the tick-to-trade core counted.
     pub counters: TraderCounters,
+    /// Which feed the trader followed, and the other sessions it dropped.
+    #[serde(default)]
+    pub feed: FeedSeen,
     /// Frames on the AF_XDP socket that were not the feed, by reason.
     pub frames_not_ours: FrameCounts,
     /// From the frame's arrival in userspace to its order's TX submission (kick done).
@@ -40,6 +43,32 @@ pub struct TraderReport {
     pub thread_time: ThreadTime,
     /// The trader's own account of what it traded (its ledger, not the exchange's).
     pub account: Account,
+}
+
+/// Which MoldUDP64 feed the trader followed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FeedSeen {
+    /// The session traded (`None`: none was confirmed).
+    pub session: Option<String>,
+    /// The session was given (`--session`), not learned.
+    pub session_pinned: bool,
+    /// The first sequence number taken (given with `--first-seq`, or where the trader joined).
+    pub first_seq: Option<u64>,
+    /// Forward jumps larger than this waited for confirmation (`--max-jump`).
+    pub max_jump: u64,
+    /// Other sessions that sent packets, in the order first seen (the first 8).
+    pub foreign_sessions: Vec<ForeignSession>,
+    /// Packets of further sessions past those 8.
+    pub foreign_sessions_unnamed: u64,
+}
+
+/// A session other than the feed's, and how many packets it sent.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForeignSession {
+    /// Its name (space padding trimmed).
+    pub session: String,
+    /// Packets dropped.
+    pub packets: u64,
 }
 
 /// The trader's own account: the orders it sent, booked with the engine's ledger at the tick

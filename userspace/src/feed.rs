@@ -26,6 +26,20 @@ pub struct PacketMeta {
     pub messages: u16,
 }
 
+impl PacketMeta {
+    /// The sequence numbers of its messages (none past 2^64 - 1: a packet numbered near the
+    /// top has only those that fit).
+    pub fn sequences(&self) -> impl Iterator<Item = u64> {
+        let first = self.first_seq;
+        (0..u64::from(self.messages)).map_while(move |k| first.checked_add(k))
+    }
+
+    /// The sequence number after its messages (saturating at 2^64 - 1).
+    pub fn next_seq(&self) -> u64 {
+        self.first_seq.saturating_add(u64::from(self.messages))
+    }
+}
+
 /// A tick the strategy will see: a Trade message of the traded stock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tick {
@@ -50,6 +64,8 @@ pub struct Feed {
     pub messages: u64,
     /// Session name.
     pub session: Session,
+    /// Packets of a capture in other sessions than its first packet's: not part of the feed.
+    pub other_sessions: u64,
 }
 
 /// Largest UDP payload we build (fits a 1500-byte MTU with IPv4 and UDP headers).
@@ -64,18 +80,31 @@ impl Feed {
         per_packet: u16,
         stock: Stock,
     ) -> anyhow::Result<Feed> {
+        let lab = Session::new(SESSION).expect("the lab's session name is valid");
+        Self::build_numbered(source, limit, per_packet, stock, lab, 1)
+    }
+
+    /// [`Feed::build`], the feed (unless it is a capture, which keeps its own) in `session`
+    /// and numbered from `first_seq`.
+    pub fn build_numbered(
+        source: &Source,
+        limit: Option<u64>,
+        per_packet: u16,
+        stock: Stock,
+        session: Session,
+        first_seq: u64,
+    ) -> anyhow::Result<Feed> {
         if per_packet == 0 {
             bail!("--batch must be at least 1 message per packet");
         }
-        let session = Session::new(SESSION).expect("the lab's session name is valid");
         match source {
             Source::Gbm { seed, bars } => {
                 let closes = engine::data::gbm(*seed, *bars);
-                Self::from_closes(&closes, limit, per_packet, stock, session)
+                Self::from_closes(&closes, limit, per_packet, stock, session, first_seq)
             }
             Source::Closes(path) => {
                 let closes = load_closes(path)?;
-                Self::from_closes(&closes, limit, per_packet, stock, session)
+                Self::from_closes(&closes, limit, per_packet, stock, session, first_seq)
             }
             Source::Itch(path) => {
                 let mut reader = itch::file::Reader::new(
@@ -100,6 +129,7 @@ impl Feed {
                     per_packet,
                     stock,
                     session,
+                    first_seq,
                 )
             }
             Source::Pcap(path) => Self::from_pcap(path, limit, stock),
@@ -112,6 +142,7 @@ impl Feed {
         per_packet: u16,
         stock: Stock,
         session: Session,
+        first_seq: u64,
     ) -> anyhow::Result<Feed> {
         let n = limit.map_or(closes.len(), |l| closes.len().min(l as usize));
         if n == 0 {
@@ -127,7 +158,13 @@ impl Feed {
                 .expect("a trade fits its own length");
             msgs.push(m);
         }
-        Self::from_messages(msgs.iter().map(|m| &m[..]), per_packet, stock, session)
+        Self::from_messages(
+            msgs.iter().map(|m| &m[..]),
+            per_packet,
+            stock,
+            session,
+            first_seq,
+        )
     }
 
     fn from_messages<'a>(
@@ -135,20 +172,30 @@ impl Feed {
         per_packet: u16,
         stock: Stock,
         session: Session,
+        first_seq: u64,
     ) -> anyhow::Result<Feed> {
         let mut feed = Feed {
             bytes: Vec::new(),
             packets: Vec::new(),
             ticks: Vec::new(),
-            first_seq: 1,
+            first_seq,
             messages: 0,
             session,
+            other_sessions: 0,
         };
         let mut buf = [0u8; MAX_PAYLOAD];
-        let mut builder = PacketBuilder::new(&mut buf, session, 1)?;
-        let mut seq = 1u64;
-        let mut packet_first = 1u64;
+        let mut builder = PacketBuilder::new(&mut buf, session, first_seq)?;
+        let mut seq = first_seq;
+        let mut packet_first = first_seq;
         for m in messages {
+            if feed.messages > 0 {
+                seq = seq.checked_add(1).with_context(|| {
+                    format!(
+                        "numbered from {first_seq}, message {} would pass 2^64 - 1",
+                        feed.messages + 1
+                    )
+                })?;
+            }
             if builder.count() == per_packet || builder.remaining() < m.len() + 2 {
                 let bytes = builder.finish();
                 feed.push_packet(bytes, packet_first);
@@ -166,13 +213,12 @@ impl Feed {
                     price: t.price,
                 });
             }
-            seq += 1;
+            feed.messages += 1;
         }
         if !builder.is_empty() {
             let bytes = builder.finish();
             feed.push_packet(bytes, packet_first);
         }
-        feed.messages = seq - 1;
         Ok(feed)
     }
 
@@ -202,6 +248,7 @@ impl Feed {
             first_seq: 0,
             messages: 0,
             session: Session::new(SESSION).expect("the lab's session name is valid"),
+            other_sessions: 0,
         };
         while let Some(rec) = reader
             .read_record()
@@ -220,15 +267,20 @@ impl Feed {
             if feed.packets.is_empty() {
                 feed.first_seq = p.sequence();
                 feed.session = p.session();
+            } else if p.session() != feed.session {
+                feed.other_sessions += 1;
+                continue;
             }
             for (i, m) in p.messages().enumerate() {
                 if let Ok(Message::Trade(t)) = m.and_then(itch::parse)
                     && t.stock == stock
                 {
-                    feed.ticks.push(Tick {
-                        seq: p.sequence() + i as u64,
-                        price: t.price,
-                    });
+                    if let Some(seq) = p.sequence().checked_add(i as u64) {
+                        feed.ticks.push(Tick {
+                            seq,
+                            price: t.price,
+                        });
+                    }
                 }
             }
             feed.messages += u64::from(p.block_count());
@@ -249,18 +301,6 @@ impl Feed {
     pub fn packet(&self, i: usize) -> &[u8] {
         let m = self.packets[i];
         &self.bytes[m.start..m.end]
-    }
-
-    /// Last sequence number minus the first: the index range the replay's per-message tables
-    /// need (larger than the message count when a capture has gaps).
-    pub fn sequence_span(&self) -> u64 {
-        self.packets
-            .iter()
-            .map(|m| m.first_seq + u64::from(m.messages.max(1)) - 1)
-            .max()
-            .unwrap_or(self.first_seq)
-            .saturating_sub(self.first_seq)
-            .max(self.messages.saturating_sub(1))
     }
 
     /// The ticks' prices as the engine sees them (`Price4::to_f64`, the one conversion).

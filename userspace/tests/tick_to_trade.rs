@@ -46,6 +46,9 @@ fn check(path: &str, replay: &ReplayReport, trader: &TraderReport) {
         ("malformed_packets", c.malformed_packets),
         ("malformed_framing", c.malformed_framing),
         ("wrong_session", c.wrong_session),
+        ("suspect_sequence", c.suspect_sequence),
+        ("unconfirmed_packets", c.unconfirmed_packets),
+        ("before_join_messages", c.before_join_messages),
     ] {
         assert_eq!(none, 0, "{path}: {name}");
     }

@@ -116,6 +116,13 @@ pub(crate) fn trader(path: TraderPath) -> TraderReport {
             orders: 40,
             ..TraderCounters::default()
         },
+        feed: results::FeedSeen {
+            session: Some(netns::lab::SESSION.to_owned()),
+            session_pinned: true,
+            first_seq: Some(1),
+            max_jump: 256,
+            ..results::FeedSeen::default()
+        },
         frames_not_ours: FrameCounts::default(),
         rx_to_tx: summary(40, 0.5),
         engine: summary(1000, 0.01),

@@ -576,8 +576,14 @@ fn counts_table(t: &mut String, measured: &[Measured]) {
             c.gap_messages,
             c.late_messages,
             c.duplicate_messages,
-            // Everything the trader refused: short or lying packets, bad messages, other sessions.
-            c.malformed_messages + c.malformed_packets + c.malformed_framing + c.wrong_session,
+            // Everything the trader refused: short or lying packets, bad messages, other
+            // sessions, sequence numbers nothing confirmed.
+            c.malformed_messages
+                + c.malformed_packets
+                + c.malformed_framing
+                + c.wrong_session
+                + c.suspect_sequence
+                + c.unconfirmed_packets,
             replay.late_sends,
         );
     }

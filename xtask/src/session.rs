@@ -15,7 +15,7 @@ use std::{
 
 use anyhow::{Context as _, bail};
 use netns::{ChildGuard, Found, Lab, LabConfig, lab};
-use results::{ExchangeIo, Expect, ReplayReport, TraderPath, TraderReport};
+use results::{ExchangeIo, Expect, ReplayReport, Source, TraderPath, TraderReport};
 
 use crate::{
     bench::Options,
@@ -335,6 +335,12 @@ fn trader_command(mut base: Command, o: &Options, lab: &LabConfig, ends: Ends) -
         .args(["--n", &o.n.to_string()])
         .args(["--xdp-mode", o.xdp_mode.as_str(), "--wait", o.wait.as_str()])
         .args(["--idle-exit", &TRADER_IDLE_EXIT_S.to_string(), "--ready"]);
+    if !matches!(o.source, Source::Pcap(_)) {
+        // The replay's own feed: the trader knows where it starts, so its first packet is
+        // traded at once rather than held until the second confirms it (which would put one
+        // packet interval into the first order's tick-to-trade).
+        base.args(["--session", lab::SESSION, "--first-seq", "1"]);
+    }
     base.args(&o.trader_args);
     if !o.no_pin {
         base.args(["--cpu", &o.trader_cpu.to_string()]);

@@ -20,7 +20,7 @@ use userspace::{
     frame::{self, FrameBuilder},
     host, process,
 };
-use wire::itch::Stock;
+use wire::{itch::Stock, moldudp64::Session};
 
 #[derive(Debug, Parser)]
 #[command(version)]
@@ -40,6 +40,13 @@ struct Options {
     /// ITCH messages per MoldUDP64 packet.
     #[arg(long, default_value_t = 1)]
     batch: u16,
+    /// The MoldUDP64 session the feed is sent in (a pcap source keeps its own).
+    #[arg(long, default_value = netns::lab::SESSION, value_parser = parse_session)]
+    session: Session,
+    /// The first message's sequence number (a pcap source keeps its own): 1 starts a session,
+    /// a larger one is a feed the trader joins in the middle.
+    #[arg(long, default_value_t = 1)]
+    first_seq: u64,
     /// The trader's market-data address.
     #[arg(long, default_value_t = netns::lab::TRADER_MD)]
     target: SocketAddrV4,
@@ -118,6 +125,8 @@ fn real_main() -> anyhow::Result<()> {
         duration,
         rate,
         batch,
+        session,
+        first_seq,
         target,
         bind,
         n,
@@ -154,7 +163,7 @@ fn real_main() -> anyhow::Result<()> {
     let stock = Stock::new(&stock).map_err(|e| anyhow::anyhow!("bad --stock: {e}"))?;
     let params = engine::Params::from_n(n)
         .map_err(|e| anyhow::anyhow!("bad strategy length --n {n}: {e}"))?;
-    let feed = build_feed(&source, count, duration, rate, batch, stock)?;
+    let feed = build_feed(&source, count, duration, rate, batch, stock, session, first_seq)?;
     // What the trader should do: the engine fed the same ticks, offline.
     let mut ex = Exchange::new(&feed, params, expect, stock)
         .map_err(|e| anyhow::anyhow!("backtest failed: {e}"))?;
@@ -219,6 +228,7 @@ fn real_main() -> anyhow::Result<()> {
 
 /// The feed the options ask for: at most `--count` messages, or `--duration` seconds of them at
 /// `--rate`.
+#[expect(clippy::too_many_arguments, reason = "the options that shape the feed, each named")]
 fn build_feed(
     source: &Source,
     count: Option<u64>,
@@ -226,6 +236,8 @@ fn build_feed(
     rate: Rate,
     batch: u16,
     stock: Stock,
+    session: Session,
+    first_seq: u64,
 ) -> anyhow::Result<Feed> {
     let limit = match (count, duration, rate) {
         (_, Some(d), Rate::PerSec(r)) if d * r < 1.0 => {
@@ -235,9 +247,19 @@ fn build_feed(
         (_, Some(_), Rate::Max) => bail!("--duration needs a --rate (not max)"),
         (c, None, _) => c,
     };
-    let feed = Feed::build(source, limit, batch, stock)?;
+    let feed = Feed::build_numbered(source, limit, batch, stock, session, first_seq)?;
     if feed.ticks.is_empty() {
-        bail!("the feed has no trades of {stock}: nothing for the strategy to see");
+        eprintln!(
+            "warning: the feed has no trades of {stock}: the trader will see no tick and send \
+             no order, and there is no parity to check (--stock names the one to trade)"
+        );
+    }
+    if feed.other_sessions > 0 {
+        eprintln!(
+            "note: {} packets of other sessions than {} in the capture are not sent",
+            feed.other_sessions,
+            String::from_utf8_lossy(feed.session.trimmed())
+        );
     }
     if let Some(c) = count
         && duration.is_none()
@@ -392,6 +414,12 @@ fn sibling(p: &std::path::Path, what: &str) -> PathBuf {
         .file_stem()
         .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
     p.with_file_name(format!("{stem}-{what}.hgrm"))
+}
+
+fn parse_session(s: &str) -> Result<Session, String> {
+    Session::new(s).map_err(|_| {
+        format!("bad session {s:?}: up to 10 printable ASCII characters (MoldUDP64's session)")
+    })
 }
 
 fn parse_count(s: &str) -> Result<u64, String> {

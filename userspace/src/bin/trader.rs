@@ -14,17 +14,17 @@ use anyhow::{Context as _, bail};
 use clap::Parser;
 use netns::lab;
 use results::{
-    EndReason, FrameCounts, Knobs, TraderPath, TraderReport, Wait, XdpCounters, XdpMode, XskStats,
+    EndReason, FeedSeen, ForeignSession, FrameCounts, Knobs, TraderPath, TraderReport, Wait, XdpCounters, XdpMode, XskStats,
 };
 use userspace::{
     cli, host, process, sockopt,
     stats::Latency,
-    t2t::Trader,
+    t2t::{FeedRules, Trader},
     trading::{self, LoopConfig, LoopEnd, MAX_BATCH, MmsgIo, UdpIo, XdpIo},
     xdp::XdpProgram,
     xsk::{Xsk, XskConfig},
 };
-use wire::itch::Stock;
+use wire::{itch::Stock, moldudp64::Session};
 use xdp_common::Action;
 
 /// Tick-to-trade trader: reads MoldUDP64/ITCH market data, runs the HMA/HMA3 strategy on
@@ -54,6 +54,20 @@ struct Options {
     /// Trade only this stock symbol.
     #[arg(long, default_value = lab::STOCK)]
     stock: String,
+    /// Take only this MoldUDP64 session (up to 10 characters). Without it the session is
+    /// learned: the first packet is held until a packet of the same session continues its
+    /// sequence, so one stray datagram can't capture the trader.
+    #[arg(long, value_parser = parse_session)]
+    session: Option<Session>,
+    /// The feed's next sequence number is this (with --session: the first packet is traded at
+    /// once, not held for confirmation). Without it the trader starts where it joins.
+    #[arg(long, requires = "session")]
+    first_seq: Option<u64>,
+    /// A forward jump in sequence numbers larger than this is held until the next packet
+    /// continues it (a forged or corrupted number is then never acted on); smaller jumps are
+    /// gaps, acted on at once. A forged jump below it can cost up to this many real ticks.
+    #[arg(long, default_value_t = userspace::t2t::DEFAULT_MAX_JUMP)]
+    max_jump: u64,
     /// Spin or block while waiting for data.
     #[arg(long, value_enum, default_value_t = Wait::Spin)]
     wait: Wait,
@@ -157,6 +171,12 @@ impl Options {
     }
 }
 
+fn parse_session(s: &str) -> Result<Session, String> {
+    Session::new(s).map_err(|_| {
+        format!("bad session {s:?}: up to 10 printable ASCII characters (MoldUDP64's session)")
+    })
+}
+
 fn parse_batch(s: &str) -> Result<usize, String> {
     match s.parse::<usize>() {
         Ok(n) if (1..=MAX_BATCH).contains(&n) => Ok(n),
@@ -208,13 +228,20 @@ fn real_main() -> anyhow::Result<()> {
     if o.check {
         return Ok(());
     }
-    let mut trader = Trader::new(params, Some(stock)).with_engine_sampling(o.engine_sample_every);
+    let mut trader = Trader::new(params, Some(stock))
+        .with_engine_sampling(o.engine_sample_every)
+        .with_feed_rules(FeedRules {
+            session: o.session,
+            first_seq: o.first_seq,
+            max_jump: o.max_jump,
+        });
     let mut rx_to_tx = Latency::new();
     let run = match o.path {
         TraderPath::Xdp => run_xdp(&o, &mut trader, &mut rx_to_tx, &stop)?,
         TraderPath::Udp => run_udp(&o, &mut trader, &mut rx_to_tx, &stop)?,
         TraderPath::Reflect => run_reflect(&o, &stop)?,
     };
+    trader.finish();
     let report = TraderReport {
         knobs: o.knobs(),
         path: o.path,
@@ -222,6 +249,7 @@ fn real_main() -> anyhow::Result<()> {
         xdp_mode: (o.path != TraderPath::Udp).then_some(o.xdp_mode),
         n: o.n,
         counters: trader.counters,
+        feed: feed_report(&o, &trader),
         frames_not_ours: run.frames_not_ours,
         rx_to_tx: rx_to_tx.summary(),
         engine: trader.engine.summary(),
@@ -418,6 +446,26 @@ fn ready(o: &Options) -> u64 {
     host::rss_kib()
 }
 
+/// Which feed the trader followed and what else it saw.
+fn feed_report(o: &Options, t: &Trader) -> FeedSeen {
+    let name = |s: Session| String::from_utf8_lossy(s.trimmed()).into_owned();
+    let foreign = t.foreign_sessions();
+    FeedSeen {
+        session: t.session().map(name),
+        session_pinned: o.session.is_some(),
+        first_seq: t.first_seq(),
+        max_jump: o.max_jump,
+        foreign_sessions: foreign
+            .iter()
+            .map(|(s, packets)| ForeignSession {
+                session: name(s),
+                packets,
+            })
+            .collect(),
+        foreign_sessions_unnamed: foreign.others,
+    }
+}
+
 /// Says on stderr, after the report, what the report shows but a user may not look for: feed
 /// frames the program could not hand to a socket, and feed datagrams dropped for a wrong UDP
 /// checksum in numbers that point at the sender leaving a partial checksum to an offload.
@@ -433,6 +481,36 @@ fn warn_at_exit(o: &Options, report: &TraderReport) {
              (`ethtool -N {iface} flow-type udp4 dst-port {} action 0`) or run one trader per \
              queue; see the README, \"Serving every RX queue\"",
             x.redirect_failed, o.port
+        );
+    }
+    let c = &report.counters;
+    if report.path != TraderPath::Reflect && report.feed.session.is_none() && c.packets > 0 {
+        eprintln!(
+            "warning: {} packets came, but no two of one session continued each other's sequence \
+             numbers, so nothing was traded (counters.unconfirmed_packets {}, wrong_session {}). \
+             Give --session (and --first-seq) if the feed is known",
+            c.packets, c.unconfirmed_packets, c.wrong_session
+        );
+    }
+    if c.wrong_session > 0 {
+        let names: Vec<String> = report
+            .feed
+            .foreign_sessions
+            .iter()
+            .map(|f| format!("{} ({} packets)", f.session, f.packets))
+            .collect();
+        eprintln!(
+            "note: {} packets of other sessions than {} were dropped: {}",
+            c.wrong_session,
+            report.feed.session.as_deref().unwrap_or("the feed's"),
+            names.join(", ")
+        );
+    }
+    if c.suspect_sequence > 0 {
+        eprintln!(
+            "note: {} packets carried sequence numbers that nothing confirmed (more than --max-jump \
+             {} ahead, or behind the feed) and were dropped untraded (counters.suspect_sequence)",
+            c.suspect_sequence, o.max_jump
         );
     }
     // A few are someone's broken frames (counted in the report); as many as were taken, or

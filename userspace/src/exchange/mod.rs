@@ -204,7 +204,7 @@ impl<'f> Exchange<'f> {
     /// packet each is measured from its own due time (the packet leaves when its last is due).
     pub fn sent_paced(&mut self, packet: usize, due_of: impl Fn(u64) -> u64) {
         let meta = self.feed.packets[packet];
-        self.session_end = meta.first_seq + u64::from(meta.messages);
+        self.session_end = meta.next_seq();
         self.schedule.mark_sent(&meta, due_of);
         self.sent.packets += 1;
         self.sent.messages += u64::from(meta.messages);
@@ -214,7 +214,7 @@ impl<'f> Exchange<'f> {
     /// trader. Its sequence numbers are used all the same: the session now ends after them.
     pub fn refused(&mut self, packet: usize) {
         let meta = self.feed.packets[packet];
-        self.session_end = meta.first_seq + u64::from(meta.messages);
+        self.session_end = meta.next_seq();
         self.sent.dropped += u64::from(meta.messages);
     }
 

@@ -3,28 +3,72 @@ use wire::itch::Price4;
 
 use crate::feed::{Feed, PacketMeta};
 
-/// Sequence number → scheduled send time and tick price, for every sequence number the feed
-/// spans.
+/// Sequence number → scheduled send time and tick price, for every message of the feed.
 ///
-/// Indexed from the feed's first sequence number and sized by the span, not the message
-/// count, so a capture with gaps in its sequence numbers still fits.
+/// Sized by the feed's message count, never by the span of its sequence numbers: a capture
+/// whose numbers start at 2^40, or that holds one stray packet numbered near 2^64, costs what
+/// its messages cost. A feed numbered without holes (every synthetic one) is indexed by
+/// subtraction; any other by a binary search over its sorted numbers.
 #[derive(Debug, Clone)]
 pub struct Schedule {
-    first_seq: u64,
+    index: Index,
     /// Scheduled send time (ns on the lab's clock); 0: not sent.
     sent_at: Vec<u64>,
     /// The tick's price; `None` for a message that is not a tick of the traded stock.
     price: Vec<Option<Price4>>,
 }
 
+/// Where a sequence number's entry is.
+#[derive(Debug, Clone)]
+enum Index {
+    /// `first..first + len`, every number present.
+    Dense { first: u64, len: usize },
+    /// The numbers present, sorted, without repeats.
+    Sparse(Vec<u64>),
+}
+
+impl Index {
+    fn new(feed: &Feed) -> Index {
+        let mut seqs: Vec<u64> = feed.packets.iter().flat_map(PacketMeta::sequences).collect();
+        seqs.sort_unstable();
+        seqs.dedup();
+        match (seqs.first(), seqs.last()) {
+            (Some(&first), Some(&last)) if last - first + 1 == seqs.len() as u64 => Index::Dense {
+                first,
+                len: seqs.len(),
+            },
+            _ => Index::Sparse(seqs),
+        }
+    }
+
+    #[inline]
+    fn slot(&self, seq: u64) -> Option<usize> {
+        match self {
+            Index::Dense { first, len } => seq
+                .checked_sub(*first)
+                .and_then(|i| usize::try_from(i).ok())
+                .filter(|i| i < len),
+            Index::Sparse(seqs) => seqs.binary_search(&seq).ok(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Index::Dense { len, .. } => *len,
+            Index::Sparse(seqs) => seqs.len(),
+        }
+    }
+}
+
 impl Schedule {
     /// Nothing sent yet; the prices of `feed`'s ticks.
     pub fn new(feed: &Feed) -> Schedule {
-        let span = feed.sequence_span() as usize + 1;
+        let index = Index::new(feed);
+        let len = index.len();
         let mut s = Schedule {
-            first_seq: feed.first_seq,
-            sent_at: vec![0; span],
-            price: vec![None; span],
+            index,
+            sent_at: vec![0; len],
+            price: vec![None; len],
         };
         for t in &feed.ticks {
             if let Some(i) = s.slot(t.seq) {
@@ -34,26 +78,24 @@ impl Schedule {
         s
     }
 
-    /// The index of `seq`, if the feed spans it.
+    /// The index of `seq`, if the feed has it.
     #[inline]
     fn slot(&self, seq: u64) -> Option<usize> {
-        seq.checked_sub(self.first_seq)
-            .map(|i| i as usize)
-            .filter(|&i| i < self.sent_at.len())
+        self.index.slot(seq)
     }
 
     /// Records that `packet`'s messages went out, message `k` of it scheduled for
     /// `due_of(k)` (not 0).
     pub fn mark_sent(&mut self, packet: &PacketMeta, due_of: impl Fn(u64) -> u64) {
-        for k in 0..u64::from(packet.messages) {
-            if let Some(i) = self.slot(packet.first_seq + k) {
-                self.sent_at[i] = due_of(k);
+        for (k, seq) in packet.sequences().enumerate() {
+            if let Some(i) = self.slot(seq) {
+                self.sent_at[i] = due_of(k as u64);
             }
         }
     }
 
     /// When `seq` was scheduled to go out; `None` if it never went out (or the feed doesn't
-    /// span it).
+    /// have it).
     #[inline]
     pub fn sent_at(&self, seq: u64) -> Option<u64> {
         self.slot(seq).map(|i| self.sent_at[i]).filter(|&t| t != 0)
@@ -73,7 +115,7 @@ impl Schedule {
             .filter(|&(_, t)| t != 0)
     }
 
-    /// Sequence numbers the feed spans: the size of a per-sequence table.
+    /// Distinct sequence numbers in the feed: the size of a per-sequence table.
     pub(super) fn len(&self) -> usize {
         self.sent_at.len()
     }
@@ -82,7 +124,7 @@ impl Schedule {
     /// message's due time), in feed order.
     pub fn sent_packets<'a>(&'a self, feed: &'a Feed) -> impl Iterator<Item = (u64, &'a [u8])> {
         feed.packets.iter().enumerate().filter_map(|(i, m)| {
-            let last = m.first_seq + u64::from(m.messages.max(1)) - 1;
+            let last = m.sequences().last().unwrap_or(m.first_seq);
             Some((self.sent_at(last)?, feed.packet(i)))
         })
     }

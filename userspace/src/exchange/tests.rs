@@ -598,3 +598,73 @@ fn a_kernel_stamped_order_counts_to_its_arrival_and_the_harness_delay_is_shown_a
     assert!((us(&s.tick_to_trade_seen) - 10.0).abs() < 0.01);
     assert_eq!(s.harness_delay.len(), 1);
 }
+
+/// A feed numbered from `first` (the lab's session).
+fn numbered(bars: usize, first: u64) -> anyhow::Result<Feed> {
+    Feed::build_numbered(
+        &Source::Gbm { seed: 42, bars },
+        None,
+        1,
+        stock(),
+        moldudp64::Session::new(netns::lab::SESSION).unwrap(),
+        first,
+    )
+}
+
+#[test]
+fn feeds_numbered_from_zero_or_two_to_the_forty_keep_parity() {
+    for first in [0, 1 << 40, u64::MAX - 299] {
+        let f = numbered(300, first).unwrap();
+        assert_eq!((f.first_seq, f.messages), (first, 300));
+        assert_eq!(f.ticks.last().unwrap().seq, first + 299);
+        let mut ex = exchange(&f, Expect::Signals);
+        send(&mut ex, f.packets.len());
+        assert_eq!(ex.session_end(), first.saturating_add(300));
+        answer(&mut ex, None);
+        let s = ex.settle();
+        assert!(s.parity.ok(), "first {first}: {:?}", s.parity);
+    }
+}
+
+#[test]
+fn numbering_past_the_top_is_an_error_not_a_wrap() {
+    let e = numbered(300, u64::MAX - 10).unwrap_err();
+    assert!(e.to_string().contains("2^64"), "{e}");
+}
+
+#[test]
+fn a_stray_huge_sequence_number_costs_one_entry_not_its_span() {
+    let mut f = numbered(300, 1).unwrap();
+    // One more packet, numbered near the top, as a capture could hold.
+    let stray = f.packets[0];
+    let mut bytes = f.packet(0).to_vec();
+    moldudp64::Packet::new_unchecked(&mut bytes[..]).set_sequence(u64::MAX - 1);
+    let start = f.bytes.len();
+    f.bytes.extend_from_slice(&bytes);
+    f.packets.push(crate::feed::PacketMeta {
+        start,
+        end: f.bytes.len(),
+        first_seq: u64::MAX - 1,
+        messages: stray.messages,
+    });
+    f.messages += 1;
+    let ex = exchange(&f, Expect::Signals);
+    // Dense would have been 2^64 entries; the index holds the 301 numbers there are.
+    assert_eq!(ex.schedule.len(), 301);
+    assert_eq!(ex.schedule.price(u64::MAX - 1), None, "not a tick of the feed");
+    assert!(ex.schedule.price(300).is_some());
+}
+
+#[test]
+fn a_feed_without_trades_of_the_stock_has_nothing_to_check() {
+    let mut f = feed(300, 1);
+    f.ticks.clear();
+    let mut ex = exchange(&f, Expect::Signals);
+    send(&mut ex, f.packets.len());
+    let s = ex.settle();
+    assert!(
+        matches!(s.parity.verdict, ParityVerdict::NothingToCheck { ticks: 0 }),
+        "{:?}",
+        s.parity
+    );
+}
