@@ -110,6 +110,13 @@ impl Holding {
             .position(|h| !h.bytes.is_empty() && h.session == session && first == h.next)
     }
 
+    /// A packet of `session` starting at `first` is held already (this is a copy of it).
+    pub(crate) fn holds(&self, session: Session, first: u64) -> bool {
+        self.slots
+            .iter()
+            .any(|h| !h.bytes.is_empty() && h.session == session && h.first == first)
+    }
+
     /// Holds `bytes`; returns the packet it displaced (its session), if the slots were full.
     /// `None` in the outer option: too large to hold.
     pub(crate) fn hold(

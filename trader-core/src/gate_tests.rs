@@ -21,9 +21,14 @@ fn stray() -> Session {
 fn trade(seq: u64) -> [u8; itch::trade::LEN] {
     let price = 100.0 + 5.0 * ((seq as f64) / 7.0).sin();
     let mut m = [0u8; itch::trade::LEN];
-    trade_message(seq, stock(), Price4::from_f64_quantised(price).unwrap(), seq)
-        .emit_into(&mut m)
-        .unwrap();
+    trade_message(
+        seq,
+        stock(),
+        Price4::from_f64_quantised(price).unwrap(),
+        seq,
+    )
+    .emit_into(&mut m)
+    .unwrap();
     m
 }
 
@@ -98,9 +103,16 @@ fn a_stray_session_before_the_feed_does_not_capture_the_trader() {
     assert!(ended);
     assert_eq!(orders, reference(1, 300));
     let c = t.counters;
-    assert_eq!((c.wrong_session, c.ticks, c.gap_messages), (1, 300, 0), "{c:?}");
+    assert_eq!(
+        (c.wrong_session, c.ticks, c.gap_messages),
+        (1, 300, 0),
+        "{c:?}"
+    );
     assert_eq!(t.session(), Some(lab()));
-    assert_eq!(t.foreign_sessions().iter().collect::<Vec<_>>(), [(stray(), 1)]);
+    assert_eq!(
+        t.foreign_sessions().iter().collect::<Vec<_>>(),
+        [(stray(), 1)]
+    );
 }
 
 #[test]
@@ -112,7 +124,10 @@ fn a_stray_session_in_the_middle_is_rejected_and_named() {
     let (orders, _) = run(&mut t, &feed);
     assert_eq!(orders, reference(1, 300));
     assert_eq!(t.counters.wrong_session, 2);
-    assert_eq!(t.foreign_sessions().iter().collect::<Vec<_>>(), [(stray(), 2)]);
+    assert_eq!(
+        t.foreign_sessions().iter().collect::<Vec<_>>(),
+        [(stray(), 2)]
+    );
 }
 
 #[test]
@@ -121,13 +136,23 @@ fn forged_far_ahead_sequence_numbers_are_not_acted_on() {
         let mut feed = healthy(1, 300);
         // Before the feed starts, in the middle (twice) and just before its end.
         // (Two in a row with the same jump would continue each other: believed, as documented.)
-        for (at, jump) in [(0, jump), (100, jump), (101, jump.saturating_mul(3)), (250, jump), (299, jump)] {
+        for (at, jump) in [
+            (0, jump),
+            (100, jump),
+            (101, jump.saturating_mul(3)),
+            (250, jump),
+            (299, jump),
+        ] {
             let seq = (at as u64 + 1).saturating_add(jump);
             feed.insert(at, packet_of(lab(), seq, at as u64 + 1));
         }
         let mut t = learner();
         let (orders, ended) = run(&mut t, &feed);
-        assert!(ended, "jump {jump}: the real end of session is taken: {:?}", t.counters);
+        assert!(
+            ended,
+            "jump {jump}: the real end of session is taken: {:?}",
+            t.counters
+        );
         assert_eq!(orders, reference(1, 300), "jump {jump}");
         let c = t.counters;
         assert_eq!(c.suspect_sequence, 5, "jump {jump}: {c:?}");
@@ -148,7 +173,12 @@ fn a_jump_that_the_feed_continues_is_real_and_traded() {
     let (orders, _) = run(&mut t, &feed);
     let c = t.counters;
     assert_eq!(
-        (c.jumps_confirmed, c.suspect_sequence, c.gap_messages, c.ticks),
+        (
+            c.jumps_confirmed,
+            c.suspect_sequence,
+            c.gap_messages,
+            c.ticks
+        ),
         (1, 0, 4_949, 150),
         "{c:?}"
     );
@@ -213,10 +243,14 @@ fn pinned_session_and_start_trade_the_first_packet_at_once() {
     let mut orders = 0;
     // A price move that makes the strategy trade on its first ticks is not needed: what
     // matters is that the first packet's messages are taken now, not held.
-    t.on_packet(&packet_of(lab(), 1, 1), || 0, |_| {
-        orders += 1;
-        true
-    });
+    t.on_packet(
+        &packet_of(lab(), 1, 1),
+        || 0,
+        |_| {
+            orders += 1;
+            true
+        },
+    );
     assert_eq!(t.counters.messages, 1);
     // A learner holds it until the next packet confirms it.
     let mut l = learner();
@@ -245,7 +279,11 @@ fn a_feed_that_never_continues_is_counted_unconfirmed() {
     let mut t = learner();
     run(&mut t, &[packet_of(lab(), 7, 7)]);
     let c = t.counters;
-    assert_eq!((c.unconfirmed_packets, c.messages, c.orders), (1, 0, 0), "{c:?}");
+    assert_eq!(
+        (c.unconfirmed_packets, c.messages, c.orders),
+        (1, 0, 0),
+        "{c:?}"
+    );
     assert_eq!(t.session(), None);
 }
 
@@ -307,4 +345,18 @@ proptest! {
         prop_assert_eq!(c.suspect_sequence, expect_suspect);
         prop_assert_eq!((c.ticks, c.gap_messages, c.late_messages), (n, 0, 0));
     }
+}
+
+#[test]
+fn a_duplicate_of_the_held_first_packet_is_a_duplicate() {
+    let mut feed = healthy(1, 100);
+    feed.insert(1, packet_of(lab(), 1, 0));
+    let mut t = learner();
+    run(&mut t, &feed);
+    let c = t.counters;
+    assert_eq!(
+        (c.duplicate_messages, c.suspect_sequence, c.ticks),
+        (1, 0, 100),
+        "{c:?}"
+    );
 }

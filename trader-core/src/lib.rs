@@ -283,7 +283,9 @@ impl Trader {
             } else {
                 // Held (or, too large to hold, dropped): a suspect either way, until confirmed.
                 self.counters.suspect_sequence += 1;
-                let _ = self.holding.hold(session, first, next, payload);
+                if !self.holding.holds(session, first) {
+                    let _ = self.holding.hold(session, first, next, payload);
+                }
             }
             // A held jump the feed has reached was never confirmed: it stays a suspect.
             self.holding.drop_passed(self.next_seq);
@@ -306,7 +308,15 @@ impl Trader {
             self.trade_packet(payload, &clock, &mut emit);
             return PacketOutcome::Data;
         }
-        if !packet.messages().any(|m| m.is_ok_and(|b| itch::parse(b).is_ok())) {
+        if self.holding.holds(session, first) {
+            // A second copy of a held packet: its messages are duplicates either way.
+            self.counters.duplicate_messages += u64::from(packet.block_count());
+            return PacketOutcome::Data;
+        }
+        if !packet
+            .messages()
+            .any(|m| m.is_ok_and(|b| itch::parse(b).is_ok()))
+        {
             // Nothing in it reads as ITCH: not a feed to follow.
             self.counters.unconfirmed_packets += 1;
             return PacketOutcome::Data;

@@ -653,6 +653,63 @@ fn loss_duplication_and_reordering_together() {
     assert!(!x.lost.is_empty() && !x.duplicated.is_empty() && !x.reordered.is_empty());
 }
 
+/// The relay's lies: stray copies in another session before packets 1 and 1500, copies
+/// numbered 2^40 ahead before packets 1, 700 and 2200. The trader learns the feed (no
+/// `--session`), so the lies before packet 1 meet it before it knows anything.
+const LIES: [&str; 4] = ["--stray-at", "1,1500", "--forge-at", "1,700,2200"];
+
+/// Every lie was counted once, in its own bucket, and none moved the trader off the feed.
+fn check_lies(tag: &str, run: &FaultRun) {
+    let (k, x, feed) = (&run.trader.counters, &run.relay, &run.trader.feed);
+    assert_eq!(x.stray_session, [1, 1500], "{tag}: the relay told its lies");
+    assert_eq!(x.forged_seq.len(), 3, "{tag}");
+    assert_eq!(k.wrong_session, 2, "{tag}: {k:?}");
+    assert_eq!(k.suspect_sequence, 3, "{tag}: {k:?}");
+    assert_eq!(
+        (
+            k.jumps_confirmed,
+            k.unconfirmed_packets,
+            k.before_join_messages
+        ),
+        (0, 0, 0),
+        "{tag}: {k:?}"
+    );
+    assert_eq!(feed.session.as_deref(), Some(lab::SESSION), "{tag}");
+    assert!(!feed.session_pinned, "{tag}: learned");
+    assert_eq!(feed.first_seq, Some(1), "{tag}");
+    assert_eq!(feed.foreign_sessions.len(), 1, "{tag}: {feed:?}");
+    assert_eq!(
+        (
+            feed.foreign_sessions[0].session.as_str(),
+            feed.foreign_sessions[0].packets
+        ),
+        ("STRAY", 2),
+        "{tag}"
+    );
+}
+
+#[test]
+fn stray_sessions_and_forged_sequence_numbers_on_the_xdp_path_cost_nothing() {
+    let Some(run) = through_relay(TraderPath::Xdp, "lies", &LIES) else {
+        return;
+    };
+    check_faults("lies xdp", &run);
+    check_lies("lies xdp", &run);
+    assert!(run.replay.parity.ok(), "{:?}", run.replay.parity);
+}
+
+#[test]
+fn lies_and_loss_together_on_the_udp_path() {
+    let mut faults = vec!["--loss", "0.02"];
+    faults.extend(LIES);
+    let Some(run) = through_relay(TraderPath::Udp, "liesloss", &faults) else {
+        return;
+    };
+    check_faults("lies and loss udp", &run);
+    check_lies("lies and loss udp", &run);
+    assert!(!run.relay.lost.is_empty());
+}
+
 /// Sends `sig` to a guarded child, or fails the test.
 fn signal(child: &ChildGuard, sig: Signal) {
     child

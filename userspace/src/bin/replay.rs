@@ -163,7 +163,9 @@ fn real_main() -> anyhow::Result<()> {
     let stock = Stock::new(&stock).map_err(|e| anyhow::anyhow!("bad --stock: {e}"))?;
     let params = engine::Params::from_n(n)
         .map_err(|e| anyhow::anyhow!("bad strategy length --n {n}: {e}"))?;
-    let feed = build_feed(&source, count, duration, rate, batch, stock, session, first_seq)?;
+    let feed = build_feed(
+        &source, count, duration, rate, batch, stock, session, first_seq,
+    )?;
     // What the trader should do: the engine fed the same ticks, offline.
     let mut ex = Exchange::new(&feed, params, expect, stock)
         .map_err(|e| anyhow::anyhow!("backtest failed: {e}"))?;
@@ -228,7 +230,10 @@ fn real_main() -> anyhow::Result<()> {
 
 /// The feed the options ask for: at most `--count` messages, or `--duration` seconds of them at
 /// `--rate`.
-#[expect(clippy::too_many_arguments, reason = "the options that shape the feed, each named")]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the options that shape the feed, each named"
+)]
 fn build_feed(
     source: &Source,
     count: Option<u64>,

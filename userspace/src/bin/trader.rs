@@ -14,7 +14,8 @@ use anyhow::{Context as _, bail};
 use clap::Parser;
 use netns::lab;
 use results::{
-    EndReason, FeedSeen, ForeignSession, FrameCounts, Knobs, TraderPath, TraderReport, Wait, XdpCounters, XdpMode, XskStats,
+    EndReason, FeedSeen, ForeignSession, FrameCounts, Knobs, TraderPath, TraderReport, Wait,
+    XdpCounters, XdpMode, XskStats,
 };
 use userspace::{
     cli, host, process, sockopt,

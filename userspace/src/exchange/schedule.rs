@@ -29,7 +29,11 @@ enum Index {
 
 impl Index {
     fn new(feed: &Feed) -> Index {
-        let mut seqs: Vec<u64> = feed.packets.iter().flat_map(PacketMeta::sequences).collect();
+        let mut seqs: Vec<u64> = feed
+            .packets
+            .iter()
+            .flat_map(PacketMeta::sequences)
+            .collect();
         seqs.sort_unstable();
         seqs.dedup();
         match (seqs.first(), seqs.last()) {

@@ -651,7 +651,11 @@ fn a_stray_huge_sequence_number_costs_one_entry_not_its_span() {
     let ex = exchange(&f, Expect::Signals);
     // Dense would have been 2^64 entries; the index holds the 301 numbers there are.
     assert_eq!(ex.schedule.len(), 301);
-    assert_eq!(ex.schedule.price(u64::MAX - 1), None, "not a tick of the feed");
+    assert_eq!(
+        ex.schedule.price(u64::MAX - 1),
+        None,
+        "not a tick of the feed"
+    );
     assert!(ex.schedule.price(300).is_some());
 }
 

@@ -192,13 +192,11 @@ fn feed(n: u64) -> (Vec<Vec<u8>>, Vec<f64>) {
 /// A trader told where the feed starts, as the bench runs it: the loop's tests count what
 /// each packet does at once (learning the feed is trader-core's `gate_tests`).
 fn trader() -> Trader {
-    Trader::new(Params::from_n(6).unwrap(), Some(stock())).with_feed_rules(
-        crate::t2t::FeedRules {
-            session: Some(session()),
-            first_seq: Some(1),
-            ..crate::t2t::FeedRules::default()
-        },
-    )
+    Trader::new(Params::from_n(6).unwrap(), Some(stock())).with_feed_rules(crate::t2t::FeedRules {
+        session: Some(session()),
+        first_seq: Some(1),
+        ..crate::t2t::FeedRules::default()
+    })
 }
 
 fn config(batch: usize) -> LoopConfig {

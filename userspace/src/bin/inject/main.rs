@@ -7,7 +7,8 @@
 //!   MoldUDP64 payloads through a normal UDP socket (a short header, lying
 //!   message counts and block lengths), in rounds, and writes what it sent as JSON.
 //! * `inject relay`: a UDP relay between the replay and the trader that loses, duplicates,
-//!   reorders and delays packets from a seeded generator, and writes exactly what it did. It
+//!   reorders and delays packets from a seeded generator, tells lies where asked (a stray
+//!   copy in another session, a copy numbered far ahead), and writes exactly what it did. It
 //!   stands in for `tc netem` where the kernel lacks `sch_netem`, and unlike netem it says
 //!   which sequence numbers it dropped.
 //!
@@ -113,6 +114,22 @@ struct RelayOptions {
     /// Generator seed: the same seed makes the same faults.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Lies: before the packet whose first sequence number is one of these, send a copy of it
+    /// in another session (`--stray-session`), as a stray datagram of another feed would
+    /// arrive. Comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    stray_at: Vec<u64>,
+    /// The session of the stray copies.
+    #[arg(long, default_value = "STRAY", value_parser = parse_session)]
+    stray_session: Session,
+    /// Lies: before the packet whose first sequence number is one of these, send a copy of it
+    /// in the feed's session numbered `--forge-jump` further on, as a corrupted or forged
+    /// header would. Comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    forge_at: Vec<u64>,
+    /// How far ahead the forged copies are numbered.
+    #[arg(long, default_value_t = 1 << 40)]
+    forge_jump: u64,
     /// Exit after this many seconds without a packet.
     #[arg(long, default_value_t = 20)]
     idle_exit: u64,

@@ -25,6 +25,15 @@ impl Rng {
     }
 }
 
+/// Lies to tell, before given packets.
+#[derive(Debug, Clone)]
+struct Lies {
+    stray_at: Vec<u64>,
+    stray_session: moldudp64::Session,
+    forge_at: Vec<u64>,
+    forge_jump: u64,
+}
+
 /// The faults to apply, as probabilities per packet.
 #[derive(Debug, Clone, Copy)]
 struct Faults {
@@ -40,6 +49,7 @@ struct Relay {
     sock: UdpSocket,
     target: SocketAddrV4,
     faults: Faults,
+    lies: Lies,
     rng: Rng,
     /// Packets waiting for their due time, in arrival order (a constant delay keeps the order).
     delayed: VecDeque<(Instant, Vec<u8>)>,
@@ -58,6 +68,10 @@ pub(crate) fn run(o: RelayOptions) -> anyhow::Result<()> {
         reorder_depth,
         delay_us,
         seed,
+        stray_at,
+        stray_session,
+        forge_at,
+        forge_jump,
         idle_exit,
         orders_listen,
         orders_to,
@@ -86,6 +100,12 @@ pub(crate) fn run(o: RelayOptions) -> anyhow::Result<()> {
         sock,
         target,
         faults,
+        lies: Lies {
+            stray_at,
+            stray_session,
+            forge_at,
+            forge_jump,
+        },
         rng: Rng(seed),
         delayed: VecDeque::new(),
         held: Vec::new(),
@@ -173,6 +193,9 @@ impl Relay {
         }
         let (first, count) = header.map_or((0, 0), |h| (h.sequence(), h.block_count()));
         self.report.received_messages += u64::from(count);
+        if count > 0 {
+            self.lie_before(p, first)?;
+        }
         let Faults {
             loss,
             dup,
@@ -203,6 +226,25 @@ impl Relay {
             self.delayed.push_back((arrived + delay, p.to_vec()));
         }
         Ok(false)
+    }
+
+    /// Sends the lies asked for before the packet `p` numbered `first`, at once (no fault
+    /// applies to them).
+    fn lie_before(&mut self, p: &[u8], first: u64) -> anyhow::Result<()> {
+        if self.lies.stray_at.contains(&first) {
+            let mut copy = p.to_vec();
+            moldudp64::Packet::new_unchecked(&mut copy[..]).set_session(self.lies.stray_session);
+            self.send(&copy)?;
+            self.report.stray_session.push(first);
+        }
+        if self.lies.forge_at.contains(&first) {
+            let forged = first.saturating_add(self.lies.forge_jump);
+            let mut copy = p.to_vec();
+            moldudp64::Packet::new_unchecked(&mut copy[..]).set_sequence(forged);
+            self.send(&copy)?;
+            self.report.forged_seq.push(forged);
+        }
+        Ok(())
     }
 
     /// Sends the delayed packets that are due; each one sent lets the held-back ones move one

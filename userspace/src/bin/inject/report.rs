@@ -35,4 +35,10 @@ pub(crate) struct RelayReport {
     pub duplicated: Vec<u64>,
     /// Sequence numbers of the first message of each packet held back and sent late.
     pub reordered: Vec<u64>,
+    /// Sequence numbers of the packets a copy in another session was sent before.
+    #[serde(default)]
+    pub stray_session: Vec<u64>,
+    /// The sequence numbers the forged copies carried.
+    #[serde(default)]
+    pub forged_seq: Vec<u64>,
 }

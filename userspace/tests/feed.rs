@@ -1,0 +1,162 @@
+//! Privileged checks of where a feed starts and what it is numbered: a trader that joins a
+//! session in the middle, captures replayed with their own session and sequence numbers (from
+//! 0, and from 2^40), and a replay whose trader isn't there. Each in a lab of its own; as an
+//! ordinary user each says it is skipped and passes.
+use std::{path::Path, process::Stdio, time::Duration};
+
+use netns::{ChildGuard, LabConfig, lab};
+use results::{ReplayReport, TraderReport};
+
+mod common;
+
+use common::{lab_or_skip, read_report, replay, start_trader, tmp, trader_md, wait_exit};
+
+const TICKS: u64 = 2_000;
+
+/// One run straight from the replay to a trader on `path` that learns the feed; the replay's
+/// extra options `extra`.
+fn run(
+    c: &LabConfig,
+    path: &str,
+    source: &str,
+    tag: &str,
+    extra: &[&str],
+) -> (ReplayReport, TraderReport) {
+    let (tj, rj) = (
+        tmp(&format!("{tag}-trader.json")),
+        tmp(&format!("{tag}-replay.json")),
+    );
+    let mut trader = start_trader(c, path, &tj, &["--wait", "block"]);
+    let st = replay(c, source, &trader_md(c), &rj)
+        .args(["--rate", "10k", "--drain-ms", "300", "--label", tag])
+        .args(extra)
+        .stderr(Stdio::inherit())
+        .status()
+        .expect("replay runs");
+    assert!(st.success(), "{tag}: replay {st}");
+    let st = wait_exit(&mut trader, Duration::from_secs(10), "trader");
+    assert!(st.success(), "{tag}: trader {st}");
+    (read_report(&rj), read_report(&tj))
+}
+
+/// Every tick traded, from `first`, in `session`, no gap, parity.
+fn check(tag: &str, (r, t): &(ReplayReport, TraderReport), session: &str, first: u64) {
+    let k = &t.counters;
+    assert_eq!(r.sent_messages, TICKS, "{tag}");
+    assert_eq!(
+        t.feed.session.as_deref(),
+        Some(session),
+        "{tag}: {:?}",
+        t.feed
+    );
+    assert_eq!(t.feed.first_seq, Some(first), "{tag}: {:?}", t.feed);
+    assert_eq!(
+        (
+            k.ticks,
+            k.gap_messages,
+            k.late_messages,
+            k.before_join_messages
+        ),
+        (TICKS, 0, 0, 0),
+        "{tag}: joined at {first}, no gap of {first} - 1: {k:?}"
+    );
+    assert_eq!(
+        (k.wrong_session, k.suspect_sequence, k.unconfirmed_packets),
+        (0, 0, 0),
+        "{tag}: {k:?}"
+    );
+    assert!(r.parity.ok(), "{tag}: {:?}", r.parity);
+    assert_eq!(r.orders_received, k.orders, "{tag}");
+}
+
+#[test]
+fn a_trader_joining_mid_session_starts_where_it_joins() {
+    let Some(lab) = lab_or_skip("join") else {
+        return;
+    };
+    let c = lab.config().clone();
+    let count = TICKS.to_string();
+    let source = format!("gbm:42:{TICKS}");
+    for path in ["xdp", "udp"] {
+        let tag = format!("join-{path}");
+        let out = run(
+            &c,
+            path,
+            &source,
+            &tag,
+            &["--count", &count, "--first-seq", "1000000"],
+        );
+        check(&tag, &out, lab::SESSION, 1_000_000);
+    }
+}
+
+#[test]
+fn captures_numbered_from_zero_and_from_two_to_the_forty_replay_as_they_are() {
+    let Some(lab) = lab_or_skip("capture") else {
+        return;
+    };
+    let c = lab.config().clone();
+    let count = TICKS.to_string();
+    let source = format!("gbm:42:{TICKS}");
+    for (first, session) in [(0u64, "CAPZERO"), (1 << 40, "CAP2TO40")] {
+        // A capture made by the replay itself, in a session and numbering of its own...
+        let pcap = tmp(&format!("{session}.pcap"));
+        let tag = format!("make-{session}");
+        let made = run(
+            &c,
+            "udp",
+            &source,
+            &tag,
+            &[
+                "--count",
+                &count,
+                "--first-seq",
+                &first.to_string(),
+                "--session",
+                session,
+                "--pcap-out",
+                pcap.to_str().expect("a UTF-8 temporary path"),
+            ],
+        );
+        check(&tag, &made, session, first);
+        // ...replayed as it is: its session and numbers, not the lab's.
+        let tag = format!("replay-{session}");
+        let source = format!("pcap:{}", pcap.display());
+        let out = run(&c, "xdp", &source, &tag, &[]);
+        check(&tag, &out, session, first);
+        let _ = std::fs::remove_file(Path::new(&pcap));
+    }
+}
+
+#[test]
+fn the_replay_keeps_sending_and_reports_when_no_trader_listens() {
+    let Some(lab) = lab_or_skip("notrader") else {
+        return;
+    };
+    let c = lab.config().clone();
+    let rj = tmp("notrader-replay.json");
+    // Nothing listens on the feed port: the trader's kernel answers "port unreachable", which
+    // the replay's connected socket reports as ECONNREFUSED on a later send.
+    let mut r = ChildGuard::new(
+        replay(&c, &format!("gbm:42:{TICKS}"), &trader_md(&c), &rj)
+            .args([
+                "--count",
+                &TICKS.to_string(),
+                "--rate",
+                "10k",
+                "--drain-ms",
+                "100",
+            ])
+            .spawn()
+            .expect("replay starts"),
+    );
+    let st = wait_exit(&mut r, Duration::from_secs(20), "replay");
+    assert!(st.success(), "replay: {st}");
+    let report: ReplayReport = read_report(&rj);
+    assert_eq!(
+        report.sent_messages + report.send_dropped,
+        TICKS,
+        "every message sent or counted as refused: {report:?}"
+    );
+    assert_eq!(report.orders_received, 0);
+}
