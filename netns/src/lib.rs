@@ -48,6 +48,9 @@ pub mod lab {
     pub const MD_PORT: u16 = 26400;
     /// The UDP port orders go to, on the exchange side (the XDP reflector's replies too).
     pub const ORDER_PORT: u16 = xdp_common::ORDER_PORT;
+    /// The UDP port the replay serves MoldUDP64 re-requests on (`replay --retransmit`), on the
+    /// exchange side.
+    pub const RETRANSMIT_PORT: u16 = 26402;
     /// The MoldUDP64 session the replay's synthetic feeds carry (10 alphanumerics).
     pub const SESSION: &str = "T2TLAB0001";
     /// The stock symbol of the synthetic ticks, and the one the trader trades.

@@ -182,6 +182,23 @@ pub struct TraderCounters {
     pub late_messages: u64,
     /// Messages seen before: dropped, never traded twice.
     pub duplicate_messages: u64,
+    /// MoldUDP64 re-requests sent (`trader --retransmit`).
+    #[serde(default)]
+    pub retransmit_requests: u64,
+    /// Messages those requests asked for (a gap asked again counts again).
+    #[serde(default)]
+    pub retransmit_requested: u64,
+    /// Of `late_messages`, those in a gap the trader asks for: recovered, accounted, not
+    /// traded (the strategy had decided later ticks without them).
+    #[serde(default)]
+    pub recovered_messages: u64,
+    /// Messages of gaps given up unrecovered: asked three times without an answer, older than
+    /// the trader's 65,536-message memory, or pushed out by 64 newer gaps.
+    #[serde(default)]
+    pub retransmit_gave_up: u64,
+    /// Re-requests the socket refused to send.
+    #[serde(default)]
+    pub retransmit_send_failed: u64,
     /// Orders sent.
     pub orders: u64,
     /// Orders that could not be sent (no TX frame, socket error, an order that doesn't encode).

@@ -360,3 +360,52 @@ fn a_duplicate_of_the_held_first_packet_is_a_duplicate() {
         "{c:?}"
     );
 }
+
+#[test]
+fn recovered_ticks_are_counted_not_traded() {
+    let lost = [50u64, 51, 120];
+    let lossy: Vec<_> = healthy(1, 300)
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| !lost.contains(&(*i as u64 + 1)))
+        .map(|(_, p)| p)
+        .collect();
+    let (plain_orders, _) = run(&mut learner(), &lossy);
+    let mut t = learner().with_recovery();
+    let mut orders = Vec::new();
+    let mut now = 0;
+    for p in &lossy {
+        t.on_packet(
+            p,
+            || 0,
+            |o| {
+                orders.push((o.tick_seq, o.side == Side::Buy));
+                true
+            },
+        );
+        t.settle();
+        now += 1_000_000;
+        // The exchange answers each request with the messages asked for.
+        while let Some(req) = t.next_request(now) {
+            assert_eq!(req.session, lab());
+            for seq in req.sequence..req.sequence + u64::from(req.count) {
+                t.on_packet(&packet_of(lab(), seq, seq - 1), || 0, |_| panic!("traded"));
+            }
+        }
+    }
+    assert_eq!(orders, plain_orders, "recovery changes no order");
+    let c = t.counters;
+    assert_eq!(
+        (c.recovered_messages, c.late_messages, c.gap_messages),
+        (3, 3, 3),
+        "{c:?}"
+    );
+    assert_eq!(
+        (c.retransmit_requests, c.retransmit_requested),
+        (2, 3),
+        "{c:?}"
+    );
+    assert_eq!(c.retransmit_gave_up, 0);
+    // Nothing left to ask.
+    assert_eq!(t.next_request(now + 1_000_000_000), None);
+}

@@ -10,6 +10,7 @@
 //! ledger bookings of a packet are kept aside by [`Trader::on_packet`] and recorded by
 //! [`Trader::settle`], which the loop calls after the packet's orders left.
 pub mod gate;
+pub mod recovery;
 pub mod stats;
 pub mod workload;
 
@@ -22,7 +23,7 @@ use wire::{
 };
 
 pub use crate::gate::{DEFAULT_MAX_JUMP, FeedRules, ForeignSessions};
-use crate::{gate::Holding, stats::Latency};
+use crate::{gate::Holding, recovery::Recovery, stats::Latency};
 
 /// Shares per order that opens a position; a reversal sends twice this (close + open).
 pub use xdp_common::LOT;
@@ -68,6 +69,8 @@ pub struct Trader {
     holding: Holding,
     /// Sessions seen besides the feed's.
     foreign: ForeignSessions,
+    /// Gaps to ask the exchange for again (`None`: the trader doesn't ask).
+    recovery: Option<Recovery>,
     seen: Box<[u64]>,
     token: u64,
     /// What was counted.
@@ -127,6 +130,7 @@ impl Trader {
             next_seq: 1,
             holding: Holding::new(),
             foreign: ForeignSessions::default(),
+            recovery: None,
             seen: vec![0u64; (SEEN_WINDOW / 64) as usize].into_boxed_slice(),
             token: 0,
             counters: Counters::default(),
@@ -161,6 +165,34 @@ impl Trader {
             self.next_seq = first;
         }
         self
+    }
+
+    /// Queues every gap for a MoldUDP64 re-request ([`Trader::next_request`]); what comes back
+    /// is counted (`recovered_messages`), not traded (see [`recovery`]).
+    #[must_use]
+    pub fn with_recovery(mut self) -> Self {
+        self.recovery = Some(Recovery::new());
+        self
+    }
+
+    /// The next MoldUDP64 re-request to send at `now_ns`, if one is due: paced, bounded and
+    /// retried as [`recovery`] says. Call between packets, never inside one's critical path.
+    pub fn next_request(&mut self, now_ns: u64) -> Option<moldudp64::Request> {
+        let session = self.session()?;
+        let rec = self.recovery.as_mut()?;
+        let seen = &self.seen;
+        let oldest = self.next_seq.saturating_sub(SEEN_WINDOW - 1);
+        let (ask, gave_up) = rec.next_request(now_ns, oldest, |s| marked(seen, s));
+        let c = &mut self.counters;
+        c.retransmit_gave_up += gave_up.0;
+        let ask = ask?;
+        c.retransmit_requests += 1;
+        c.retransmit_requested += u64::from(ask.count);
+        Some(moldudp64::Request {
+            session,
+            sequence: ask.sequence,
+            count: ask.count,
+        })
     }
 
     /// The feed's session, once known.
@@ -509,6 +541,11 @@ impl Trader {
         }
         if seq >= self.next_seq {
             let skipped = seq - self.next_seq;
+            if skipped > 0
+                && let Some(rec) = &mut self.recovery
+            {
+                self.counters.retransmit_gave_up += rec.push(self.next_seq, seq).0;
+            }
             // Saturating: a hostile sequence number near u64::MAX must not wrap the counters.
             self.counters.gap_messages = self.counters.gap_messages.saturating_add(skipped);
             // Forget what the window held for the sequence numbers we now move over.
@@ -526,6 +563,9 @@ impl Trader {
         if self.next_seq - seq > SEEN_WINDOW || !self.is_marked(seq) {
             // Older than a gap we passed: the tick arrived late.
             self.counters.late_messages += 1;
+            if self.recovery.as_ref().is_some_and(|r| r.wanted(seq)) {
+                self.counters.recovered_messages += 1;
+            }
             if self.next_seq - seq <= SEEN_WINDOW {
                 self.mark(seq);
             }
@@ -559,9 +599,15 @@ impl Trader {
 
     #[inline]
     fn is_marked(&self, seq: u64) -> bool {
-        let (w, b) = Self::slot(seq);
-        self.seen.get(w).is_some_and(|word| word & b != 0)
+        marked(&self.seen, seq)
     }
+}
+
+/// Whether `seq` is marked in the seen window `seen`.
+#[inline]
+fn marked(seen: &[u64], seq: u64) -> bool {
+    let (w, b) = Trader::slot(seq);
+    seen.get(w).is_some_and(|word| word & b != 0)
 }
 
 /// True when the packet's blocks tile its payload exactly as its message count says. An empty

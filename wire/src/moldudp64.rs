@@ -312,6 +312,50 @@ impl Repr {
     }
 }
 
+/// A MoldUDP64 re-request (the spec's "Request Packet"): the session, the first sequence
+/// number wanted and how many messages, sent to the exchange's re-request server, which
+/// answers with a normal packet of those messages (as many as fit) to the requester's address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Request {
+    /// The session the messages are of.
+    pub session: Session,
+    /// The first sequence number wanted.
+    pub sequence: u64,
+    /// Messages wanted from there.
+    pub count: u16,
+}
+
+impl Request {
+    /// A request's length on the wire: the downstream header's fields, no blocks.
+    pub const LEN: usize = HEADER_LEN;
+
+    /// Parses a request datagram: exactly [`Request::LEN`] bytes.
+    pub fn parse(bytes: &[u8]) -> Result<Request> {
+        if bytes.len() > Self::LEN {
+            return Err(Error::TrailingBytes {
+                offset: Self::LEN,
+                len: bytes.len() - Self::LEN,
+            });
+        }
+        let p = Packet::new_checked(bytes)?;
+        Ok(Request {
+            session: p.session(),
+            sequence: p.sequence(),
+            count: p.count(),
+        })
+    }
+
+    /// The request's bytes.
+    pub fn emit(&self) -> [u8; Self::LEN] {
+        let mut b = [0u8; Self::LEN];
+        let mut p = Packet::new_unchecked(&mut b[..]);
+        p.set_session(self.session);
+        p.set_sequence(self.sequence);
+        p.set_count(self.count);
+        b
+    }
+}
+
 /// Builds a MoldUDP64 packet in a caller's buffer: header first, then blocks appended one at a
 /// time, with the count kept up to date after each, so the buffer always holds a valid packet.
 #[derive(Debug)]
@@ -719,5 +763,26 @@ mod tests {
         assert_eq!(Session::new("ABCDEFGHIJK"), Err(Error::BadStock));
         assert_eq!(Session(*b"AB        ").trimmed(), b"AB");
         assert_eq!(Session([b' '; 10]).trimmed(), b"");
+    }
+
+    #[test]
+    fn a_request_round_trips_and_refuses_other_lengths() {
+        let r = Request {
+            session: Session::new("T2TLAB0001").unwrap(),
+            sequence: 1 << 40,
+            count: 31,
+        };
+        let b = r.emit();
+        assert_eq!(Request::parse(&b).unwrap(), r);
+        assert!(matches!(
+            Request::parse(&b[..19]),
+            Err(Error::Truncated { need: 20, have: 19 })
+        ));
+        let mut long = b.to_vec();
+        long.push(0);
+        assert!(matches!(
+            Request::parse(&long),
+            Err(Error::TrailingBytes { offset: 20, len: 1 })
+        ));
     }
 }

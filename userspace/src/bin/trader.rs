@@ -69,6 +69,11 @@ struct Options {
     /// gaps, acted on at once. A forged jump below it can cost up to this many real ticks.
     #[arg(long, default_value_t = userspace::t2t::DEFAULT_MAX_JUMP)]
     max_jump: u64,
+    /// Ask the exchange's MoldUDP64 re-request server at this address for every gap (e.g.
+    /// 198.18.0.1:26402, `replay --retransmit`): paced, at most 3 tries a gap. What comes back
+    /// is counted (`recovered_messages`), not traded: the strategy has moved past it.
+    #[arg(long)]
+    retransmit_to: Option<SocketAddrV4>,
     /// Spin or block while waiting for data.
     #[arg(long, value_enum, default_value_t = Wait::Spin)]
     wait: Wait,
@@ -168,6 +173,7 @@ impl Options {
             batch: self.batch,
             idle_exit: (self.idle_exit > 0).then(|| Duration::from_secs(self.idle_exit)),
             spinning: self.spins(),
+            retransmit_to: self.retransmit_to,
         }
     }
 }
@@ -236,6 +242,9 @@ fn real_main() -> anyhow::Result<()> {
             first_seq: o.first_seq,
             max_jump: o.max_jump,
         });
+    if o.retransmit_to.is_some() {
+        trader = trader.with_recovery();
+    }
     let mut rx_to_tx = Latency::new();
     let run = match o.path {
         TraderPath::Xdp => run_xdp(&o, &mut trader, &mut rx_to_tx, &stop)?,

@@ -12,6 +12,7 @@
 //! clock twice around `on_tick`) and the ledger's bookings are recorded after it.
 use std::{
     io,
+    net::SocketAddrV4,
     sync::atomic::{AtomicBool, Ordering},
     time::Duration,
 };
@@ -69,6 +70,14 @@ pub trait TraderIo {
     /// Called when a turn took nothing: housekeeping that shouldn't run while packets wait
     /// (reclaiming TX frames, driving the kernel's busy poll).
     fn idle(&mut self) {}
+
+    /// Sends a MoldUDP64 re-request to `to` from the market-data port, so that the answer comes
+    /// back the way the feed does. Called between turns, never inside a packet's critical path.
+    /// The default can't send one.
+    fn send_request(&mut self, to: SocketAddrV4, payload: &[u8]) -> io::Result<()> {
+        let _ = (to, payload);
+        Err(io::ErrorKind::Unsupported.into())
+    }
 }
 
 /// How [`run`] runs.
@@ -81,6 +90,9 @@ pub struct LoopConfig {
     /// The loop is meant never to sleep (a spinning trader), so time it didn't run is stolen,
     /// not slept (see [`SpanAccounting::finish`]).
     pub spinning: bool,
+    /// Where to send MoldUDP64 re-requests for the trader's gaps (`None`: never; the trader
+    /// must have been made [`Trader::with_recovery`] for there to be any).
+    pub retransmit_to: Option<SocketAddrV4>,
 }
 
 /// How a [`run`] ended.
@@ -162,6 +174,7 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
         batch,
         idle_exit,
         spinning,
+        retransmit_to,
     } = config;
     let batch = batch.clamp(1, MAX_BATCH);
     let idle_exit_ns = idle_exit.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
@@ -201,6 +214,15 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
             io.idle();
             if idle_exit_ns.is_some_and(|d| now_ns().saturating_sub(last_data) > d) {
                 break EndReason::IdleTimeout;
+            }
+        }
+        // Between turns, after the orders: at most one re-request a turn, paced by the trader.
+        if let Some(to) = retransmit_to {
+            let now = if n > 0 { last_data } else { now_ns() };
+            if let Some(req) = trader.next_request(now)
+                && io.send_request(to, &req.emit()).is_err()
+            {
+                trader.counters.retransmit_send_failed += 1;
             }
         }
     };

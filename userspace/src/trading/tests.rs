@@ -38,6 +38,11 @@ struct FakeIo<const QUEUE: bool> {
     turns: Vec<usize>,
     /// Read the RX time from the logging fake clock instead of the real one.
     fake_clock: bool,
+    /// The exchange's re-request server: every packet of the feed, by sequence number; a
+    /// request puts the packets it names next in line (`None`: requests fail).
+    tape: Option<std::collections::BTreeMap<u64, Vec<u8>>>,
+    /// Re-requests sent: (sequence, count).
+    requests: Vec<(u64, u16)>,
 }
 
 struct FakeSink<'a, const QUEUE: bool> {
@@ -117,6 +122,96 @@ impl<const QUEUE: bool> TraderIo for FakeIo<QUEUE> {
     fn idle(&mut self) {
         self.idles += 1;
     }
+
+    fn send_request(&mut self, to: std::net::SocketAddrV4, payload: &[u8]) -> io::Result<()> {
+        assert_eq!(to, retransmit_server());
+        let tape = self
+            .tape
+            .as_ref()
+            .ok_or_else(|| io::Error::other("no server"))?;
+        let r = moldudp64::Request::parse(payload).expect("a well-formed request");
+        assert_eq!(r.session, session());
+        self.requests.push((r.sequence, r.count));
+        // One packet of the messages asked for, as a server answers, next in line.
+        let end = r.sequence + u64::from(r.count);
+        let mut buf = [0u8; 1472];
+        let mut b = moldudp64::PacketBuilder::new(&mut buf, r.session, r.sequence).unwrap();
+        for (_, p) in tape.range(r.sequence..end) {
+            let p = moldudp64::Packet::new_checked(&p[..]).unwrap();
+            for m in p.messages() {
+                b.push(m.unwrap()).unwrap();
+            }
+        }
+        self.incoming.push_front(b.finish().to_vec());
+        Ok(())
+    }
+}
+
+fn retransmit_server() -> std::net::SocketAddrV4 {
+    std::net::SocketAddrV4::new(
+        std::net::Ipv4Addr::new(198, 18, 0, 1),
+        netns::lab::RETRANSMIT_PORT,
+    )
+}
+
+#[test]
+fn gaps_are_asked_for_between_turns_and_what_comes_back_is_counted_not_traded() {
+    let (packets, _) = feed(400);
+    let lost = [40u64, 41, 42, 200, 333];
+    let tape: std::collections::BTreeMap<u64, Vec<u8>> = packets
+        .iter()
+        .enumerate()
+        .take(400)
+        .map(|(i, p)| (i as u64 + 1, p.clone()))
+        .collect();
+    let lossy: Vec<_> = packets
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !lost.contains(&(*i as u64 + 1)))
+        .map(|(_, p)| p.clone())
+        .collect();
+    let cfg = LoopConfig {
+        retransmit_to: Some(retransmit_server()),
+        ..config(1)
+    };
+    let run_with = |recover: bool| {
+        // RX times from the fake clock, which a kick moves by a second: the trader's pacing
+        // of requests never holds one back here, whatever this machine's speed.
+        FAKE_NOW.with(|c| c.set(crate::clock::now_ns()));
+        let mut io = FakeIo::<false> {
+            incoming: lossy.clone().into(),
+            tape: Some(tape.clone()),
+            fake_clock: true,
+            ..FakeIo::default()
+        };
+        let mut t = if recover {
+            trader().with_recovery()
+        } else {
+            trader()
+        };
+        let mut h = Latency::new();
+        let stop = AtomicBool::new(false);
+        let end = run_with_clock(&mut io, &mut t, &mut h, cfg, &stop, &fake_clock).unwrap();
+        assert_eq!(end.reason, EndReason::EndOfSession);
+        (t.counters, io.sent, io.requests)
+    };
+    let (plain, plain_orders, none) = run_with(false);
+    assert!(none.is_empty(), "no recovery, no request");
+    let (c, orders, requests) = run_with(true);
+    assert_eq!(orders, plain_orders, "what comes back changes no order");
+    assert_eq!((plain.recovered_messages, plain.gap_messages), (0, 5));
+    assert_eq!(
+        (
+            c.recovered_messages,
+            c.late_messages,
+            c.gap_messages,
+            c.retransmit_gave_up
+        ),
+        (5, 5, 5, 0),
+        "{c:?}"
+    );
+    assert_eq!(requests, [(40, 3), (200, 1), (333, 1)]);
+    assert_eq!(c.retransmit_requests, 3);
 }
 
 /// What happened on a packet's path, in order (the logging tests).
@@ -204,6 +299,7 @@ fn config(batch: usize) -> LoopConfig {
         batch,
         idle_exit: Some(Duration::from_secs(5)),
         spinning: false,
+        retransmit_to: None,
     }
 }
 

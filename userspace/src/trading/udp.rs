@@ -131,6 +131,10 @@ impl TraderIo for UdpIo {
         handler.on_packet(&self.buf[..len], t_rx, &mut sink);
         Ok(1)
     }
+
+    fn send_request(&mut self, to: SocketAddrV4, payload: &[u8]) -> io::Result<()> {
+        self.sock.send_to(payload, to).map(drop)
+    }
 }
 
 /// A trader's I/O over a non-blocking kernel UDP socket, up to a batch of datagrams per
@@ -172,5 +176,9 @@ impl TraderIo for MmsgIo {
             Err(e) if nothing_yet(&e) => Ok(0),
             Err(e) => Err(e),
         }
+    }
+
+    fn send_request(&mut self, to: SocketAddrV4, payload: &[u8]) -> io::Result<()> {
+        self.sock.send_to(payload, to).map(drop)
     }
 }

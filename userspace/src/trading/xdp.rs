@@ -117,6 +117,31 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for XdpIo<BLOCK, BUSY_PO
         Ok(n)
     }
 
+    /// Built as a frame to the feed's sender's MAC (the last one seen: the re-request server is
+    /// on the exchange's host), from the market-data port.
+    fn send_request(&mut self, to: std::net::SocketAddrV4, payload: &[u8]) -> io::Result<()> {
+        let Some((peer, _)) = &self.builder else {
+            return Err(io::Error::new(
+                io::ErrorKind::NotConnected,
+                "no feed packet yet: the exchange's MAC is not known",
+            ));
+        };
+        let mut b = FrameBuilder::new(self.our, frame::endpoint(peer.mac, *to.ip(), to.port()));
+        self.xsk
+            .tx
+            .send(|buf| {
+                b.build(buf, |body| match body.get_mut(..payload.len()) {
+                    Some(dst) => {
+                        dst.copy_from_slice(payload);
+                        payload.len()
+                    }
+                    None => usize::MAX,
+                })
+            })
+            .map_err(|_| io::Error::new(io::ErrorKind::WouldBlock, "no TX frame"))?;
+        self.xsk.tx.flush()
+    }
+
     fn idle(&mut self) {
         self.xsk.tx.reclaim();
         if BUSY_POLL {
