@@ -74,8 +74,30 @@ pub struct ReplayReport {
     pub thread_time: ThreadTime,
     /// Live orders against the batch backtest.
     pub parity: Parity,
+    /// What the re-request server did (`None`: not serving, no `--retransmit`).
+    #[serde(default)]
+    pub retransmit: Option<RetransmitReport>,
     /// Where it ran.
     pub machine: Machine,
+}
+
+/// What the replay's MoldUDP64 re-request server did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetransmitReport {
+    /// Requests received.
+    pub requests: u64,
+    /// Requests answered (one packet each).
+    pub answers: u64,
+    /// Messages in the answers.
+    pub served_messages: u64,
+    /// Requests for messages not sent yet, older than the history kept, or a count of 0.
+    pub not_available: u64,
+    /// Requests for another session.
+    pub wrong_session: u64,
+    /// Datagrams that are not a request.
+    pub malformed: u64,
+    /// Answers the socket refused to send.
+    pub send_failed: u64,
 }
 
 /// Where the exchange side's order arrival times come from.

@@ -456,6 +456,17 @@ const FAULT_TICKS: u64 = 3_000;
 /// One replay of `FAULT_TICKS` ticks through `inject relay` with the given faults, or `None`
 /// when skipped.
 fn through_relay(path: TraderPath, tag: &str, faults: &[&str]) -> Option<FaultRun> {
+    through_relay_with(path, tag, faults, &[], &[])
+}
+
+/// [`through_relay`], with more options for the trader and the replay.
+fn through_relay_with(
+    path: TraderPath,
+    tag: &str,
+    faults: &[&str],
+    trader_extra: &[&str],
+    replay_extra: &[&str],
+) -> Option<FaultRun> {
     let lab = lab_or_skip(tag)?;
     let c = lab.config().clone();
     let (trader_json, replay_json, relay_json) = (
@@ -464,12 +475,11 @@ fn through_relay(path: TraderPath, tag: &str, faults: &[&str]) -> Option<FaultRu
         tmp(&format!("{tag}-relay.json")),
     );
     let relay_orders = RELAY_PORT + 1;
-    let mut trader = start_trader(
-        &c,
-        path.as_str(),
-        &trader_json,
-        &["--wait", "block", "--order-port", &relay_orders.to_string()],
-    );
+    let mut trader_args = vec!["--wait", "block", "--order-port"];
+    let relay_orders_arg = relay_orders.to_string();
+    trader_args.push(&relay_orders_arg);
+    trader_args.extend(trader_extra);
+    let mut trader = start_trader(&c, path.as_str(), &trader_json, &trader_args);
     let mut relay = ChildGuard::new(
         in_ns(&c.exchange_ns(), env!("CARGO_BIN_EXE_inject"))
             .args(["relay", "--ready", "--seed", "7"])
@@ -499,6 +509,7 @@ fn through_relay(path: TraderPath, tag: &str, faults: &[&str]) -> Option<FaultRu
         &["--count", &FAULT_TICKS.to_string(), "--rate", "5k"],
     )
     .args(["--label", tag])
+    .args(replay_extra)
     .status()
     .expect("replay runs");
     assert!(st.success(), "replay: {st}");
@@ -708,6 +719,95 @@ fn lies_and_loss_together_on_the_udp_path() {
     check_faults("lies and loss udp", &run);
     check_lies("lies and loss udp", &run);
     assert!(!run.relay.lost.is_empty());
+}
+
+/// Loss through the relay, with the trader asking the replay's re-request server (straight,
+/// not through the relay) for every gap.
+fn with_retransmission(path: TraderPath, tag: &str) -> Option<FaultRun> {
+    let lab_ip = LabConfig::for_test(tag).exchange_ip;
+    let server = format!("{lab_ip}:{}", lab::RETRANSMIT_PORT);
+    through_relay_with(
+        path,
+        tag,
+        &["--loss", "0.03"],
+        &["--retransmit-to", &server],
+        &["--retransmit"],
+    )
+}
+
+/// Every gap before the last packet that arrived came back, was counted recovered and not
+/// traded; only what was lost after it stays lost; the replay served what was asked.
+fn check_retransmission(tag: &str, run: &FaultRun) {
+    let FaultRun {
+        replay: r,
+        trader: t,
+        relay: x,
+    } = run;
+    let k = &t.counters;
+    let last_arrived = (1..=FAULT_TICKS)
+        .rev()
+        .find(|s| !x.lost.contains(s))
+        .expect("something arrived");
+    let recoverable = x.lost.iter().filter(|&&s| s < last_arrived).count() as u64;
+    assert!(
+        recoverable > 20,
+        "{tag}: the relay lost enough: {:?}",
+        x.lost
+    );
+    assert_eq!(k.recovered_messages, recoverable, "{tag}: {k:?}");
+    assert_eq!(
+        k.late_messages, recoverable,
+        "{tag}: recovered ones arrive late: {k:?}"
+    );
+    assert_eq!(
+        k.gap_messages - k.late_messages,
+        x.lost.len() as u64 - recoverable,
+        "{tag}: what never arrived: {k:?}"
+    );
+    assert_eq!(
+        k.ticks + k.gap_messages,
+        FAULT_TICKS,
+        "{tag}: recovered ticks aren't traded"
+    );
+    assert_eq!(
+        (k.retransmit_gave_up, k.retransmit_send_failed),
+        (0, 0),
+        "{tag}: {k:?}"
+    );
+    let served = r.retransmit.expect("the replay served re-requests");
+    assert_eq!(served.requests, k.retransmit_requests, "{tag}: {served:?}");
+    assert_eq!(
+        served.answers, served.requests,
+        "{tag}: every request answered: {served:?}"
+    );
+    assert_eq!(served.served_messages, recoverable, "{tag}: {served:?}");
+    assert_eq!(r.orders_received, k.orders, "{tag}");
+    assert_eq!(r.orders_duplicate + r.orders_unknown_tick, 0, "{tag}");
+    let p = &r.parity;
+    assert!(
+        matches!(p.verdict, ParityVerdict::Diverged { .. }),
+        "{tag}: a lost tick still changes the strategy's path: {p:?}"
+    );
+    assert!(
+        p.explanation.contains("not traded"),
+        "{tag}: says why: {p:?}"
+    );
+}
+
+#[test]
+fn retransmission_fills_relay_dropped_gaps_on_the_xdp_path() {
+    let Some(run) = with_retransmission(TraderPath::Xdp, "rexmit-xdp") else {
+        return;
+    };
+    check_retransmission("retransmission xdp", &run);
+}
+
+#[test]
+fn retransmission_fills_relay_dropped_gaps_on_the_udp_path() {
+    let Some(run) = with_retransmission(TraderPath::Udp, "rexmit-udp") else {
+        return;
+    };
+    check_retransmission("retransmission udp", &run);
 }
 
 /// Sends `sig` to a guarded child, or fails the test.

@@ -81,6 +81,7 @@ pub(crate) fn replay(base: f64) -> ReplayReport {
             first_divergence: None,
             explanation: "ok".into(),
         },
+        retransmit: None,
         machine: machine(),
     }
 }

@@ -4,9 +4,12 @@
 //! A thin driver over [`userspace::exchange`]: options in, the run, a [`ReplayReport`] out.
 use std::{
     io::{IsTerminal as _, Write as _},
-    net::SocketAddrV4,
+    net::{SocketAddrV4, UdpSocket},
     path::{Path, PathBuf},
-    sync::atomic::AtomicBool,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
 };
 
 use anyhow::{Context as _, bail};
@@ -14,7 +17,10 @@ use clap::Parser;
 use results::{Arrival, ContextSwitches, ExchangeIo, Expect, ReplayReport, ThreadTime, XdpMode};
 use userspace::{
     cli,
-    exchange::{Driver, Exchange, Monotonic, Port, Progress, Rate, SendLoop, Settlement},
+    exchange::{
+        Driver, Exchange, Monotonic, Port, Progress, Rate, SendLoop, Settlement,
+        retransmit::{self, Retransmitter},
+    },
     exchange_io,
     feed::{Feed, Source},
     frame::{self, FrameBuilder},
@@ -105,6 +111,16 @@ struct Options {
     /// XDP mode on our interface (for --io xdp): `native` or `skb`.
     #[arg(long, value_enum, default_value_t = XdpMode::Native)]
     xdp_mode: XdpMode,
+    /// Serve MoldUDP64 re-requests (the trader's `--retransmit-to`) on --bind's address at
+    /// --retransmit-port, from a thread that sleeps until a request comes.
+    #[arg(long)]
+    retransmit: bool,
+    /// The re-request server's UDP port.
+    #[arg(long, default_value_t = netns::lab::RETRANSMIT_PORT)]
+    retransmit_port: u16,
+    /// Messages the re-request server keeps: requests for older ones are refused.
+    #[arg(long, default_value_t = 100_000)]
+    retransmit_history: u64,
     /// Progress on stderr (default: when stderr is a terminal).
     #[arg(long)]
     progress: Option<bool>,
@@ -144,6 +160,9 @@ fn real_main() -> anyhow::Result<()> {
         iface,
         target_mac,
         xdp_mode,
+        retransmit,
+        retransmit_port,
+        retransmit_history,
         progress,
         check,
     } = Options::parse();
@@ -194,19 +213,59 @@ fn real_main() -> anyhow::Result<()> {
         feed.ticks.len(),
     );
     let progress = progress.unwrap_or_else(|| std::io::stderr().is_terminal());
-    let mut driver = Driver::new(port, Monotonic).stall_after_send(stall_after_send_us * 1_000);
-    let span = send(&mut driver, &mut ex, rate, &label, progress, &stop)?;
-    // Drain: until every expected order is in, or nothing came for drain_ms.
-    driver.drain(&mut ex, drain_ms * 1_000_000, || process::stopped(&stop));
-    if progress {
-        eprintln!(
-            "\r  {label}: done, {} orders{:20}",
-            ex.orders().received,
-            ""
-        );
+    let server = retransmit
+        .then(|| {
+            let at = SocketAddrV4::new(*bind.ip(), retransmit_port);
+            UdpSocket::bind(at).with_context(|| {
+                format!("failed to bind the re-request server to {at} (--retransmit-port)")
+            })
+        })
+        .transpose()?;
+    let frontier = Arc::new(AtomicU64::new(feed.first_seq));
+    let serving_done = AtomicBool::new(false);
+    let mut driver = Driver::new(port, Monotonic)
+        .stall_after_send(stall_after_send_us * 1_000)
+        .publish_frontier(Arc::clone(&frontier));
+    let retransmitter = Retransmitter::new(&feed, retransmit_history);
+    let (span, settled, served) = std::thread::scope(|s| {
+        let server = server.as_ref().map(|sock| {
+            s.spawn(|| retransmit::serve(&retransmitter, sock, &frontier, &serving_done))
+        });
+        let run = (|| {
+            let span = send(&mut driver, &mut ex, rate, &label, progress, &stop)?;
+            // Drain: until every expected order is in, or nothing came for drain_ms.
+            driver.drain(&mut ex, drain_ms * 1_000_000, || process::stopped(&stop));
+            if progress {
+                eprintln!(
+                    "\r  {label}: done, {} orders{:20}",
+                    ex.orders().received,
+                    ""
+                );
+            }
+            driver.end_session(&ex);
+            anyhow::Ok(span)
+        })();
+        serving_done.store(true, Ordering::Relaxed);
+        let served = server
+            .map(|h| match h.join() {
+                Ok(r) => r.context("the re-request server"),
+                Err(_) => Err(anyhow::anyhow!("the re-request server panicked")),
+            })
+            .transpose();
+        anyhow::Ok((run?, ex.settle(), served?))
+    })?;
+    let mut settled = settled;
+    if let Some(r) = &served
+        && r.served_messages > 0
+        && !settled.parity.ok()
+    {
+        settled.parity.explanation.push_str(&format!(
+            "; {} messages were retransmitted on request: a recovered tick is accounted by the \
+             trader, not traded (the strategy had decided later ticks without it), so the \
+             live orders still diverge where a tick first went missing",
+            r.served_messages
+        ));
     }
-    driver.end_session(&ex);
-    let settled = ex.settle();
 
     let asked = Asked {
         label,
@@ -216,7 +275,9 @@ fn real_main() -> anyhow::Result<()> {
         rate,
         batch,
     };
-    results::write(json_out.as_deref(), &report(asked, &feed, &settled, span))?;
+    let mut rep = report(asked, &feed, &settled, span);
+    rep.retransmit = served;
+    results::write(json_out.as_deref(), &rep)?;
     if let Some(p) = &hgrm_out {
         settled.tick_to_trade.write_hgrm(p)?;
         settled.tick_to_trade_seen.write_hgrm(&sibling(p, "seen"))?;
@@ -409,6 +470,7 @@ fn report(asked: Asked, feed: &Feed, settled: &Settlement, span: SendSpan) -> Re
         steal_ms,
         thread_time,
         parity: parity.clone(),
+        retransmit: None,
         machine: results::Machine::read(),
     }
 }

@@ -84,6 +84,9 @@ pub struct Driver<P, C> {
     buf: [u8; RECV_BUF],
     /// Busy-wait this long after each send (the harness's self-test; 0 in a real run).
     stall_ns: u64,
+    /// Where the sequence number after the last message put on the wire is published (for the
+    /// re-request server), if anywhere.
+    frontier: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 impl<P: Port, C: Clock> Driver<P, C> {
@@ -94,7 +97,18 @@ impl<P: Port, C: Clock> Driver<P, C> {
             clock,
             buf: [0; RECV_BUF],
             stall_ns: 0,
+            frontier: None,
         }
+    }
+
+    /// The same driver publishing, after each packet, the sequence number after the last
+    /// message put on the wire: how far a re-request server may answer.
+    pub fn publish_frontier(
+        mut self,
+        frontier: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    ) -> Self {
+        self.frontier = Some(frontier);
+        self
     }
 
     /// The same driver stalling `ns` after each send before it takes orders: a stand-in for a
@@ -170,6 +184,9 @@ impl<P: Port, C: Clock> Driver<P, C> {
                 Ok(()) => ex.sent(i, due),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => ex.refused(i),
                 Err(e) => return Err(e),
+            }
+            if let Some(f) = &self.frontier {
+                f.store(ex.session_end(), std::sync::atomic::Ordering::Relaxed);
             }
             if self.stall_ns > 0 {
                 let until = self.clock.now_ns() + self.stall_ns;
