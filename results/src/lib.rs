@@ -22,8 +22,8 @@ pub use feed::{Rate, Source};
 pub use floor::FloorReport;
 pub use replay::{Arrival, Parity, ParityVerdict, ReplayReport, RetransmitReport};
 pub use trader::{
-    Account, FeedSeen, ForeignSession, FrameCounts, Knobs, Position, TraderCounters, TraderReport,
-    XdpCounters, XskStats,
+    Account, FeedSeen, ForeignSession, FrameCounts, Knobs, LineCounts, Position, TraderCounters,
+    TraderReport, XdpCounters, XskStats,
 };
 
 /// Percentiles of one latency histogram, in microseconds.

@@ -60,6 +60,26 @@ pub struct FeedSeen {
     pub foreign_sessions: Vec<ForeignSession>,
     /// Packets of further sessions past those 8.
     pub foreign_sessions_unnamed: u64,
+    /// Per line of an A/B feed (A, then B): empty when the feed came on one line.
+    #[serde(default)]
+    pub lines: Vec<LineCounts>,
+    /// Of an A/B feed, sequence numbers neither line delivered (within the feed the trader
+    /// followed; equals `gap_messages - late_messages`).
+    #[serde(default)]
+    pub lost_on_both: u64,
+}
+
+/// What one line of an A/B feed delivered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LineCounts {
+    /// Messages of the feed that came on this line (duplicates and late ones included).
+    pub received_messages: u64,
+    /// Messages this line delivered first: the copies that were traded (or taken in
+    /// sequence).
+    pub first_arrivals: u64,
+    /// Sequence numbers this line never delivered and the other line did: its gaps that the
+    /// other line filled.
+    pub gaps_filled_by_other: u64,
 }
 
 /// A session other than the feed's, and how many packets it sent.

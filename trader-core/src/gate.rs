@@ -78,6 +78,10 @@ pub(crate) struct Held {
     pub(crate) bytes: Vec<u8>,
     /// When it was held (a counter): the oldest goes first.
     pub(crate) stamp: u64,
+    /// The line it came on (A/B feeds).
+    pub(crate) line: usize,
+    /// Other lines that delivered a copy while it was held (bit per line).
+    pub(crate) also: u8,
 }
 
 /// The held packets.
@@ -96,6 +100,8 @@ impl Holding {
                 next: 0,
                 bytes: Vec::with_capacity(HOLD_MAX),
                 stamp: 0,
+                line: 0,
+                also: 0,
             }),
             stamp: 0,
         }
@@ -112,9 +118,14 @@ impl Holding {
 
     /// A packet of `session` starting at `first` is held already (this is a copy of it).
     pub(crate) fn holds(&self, session: Session, first: u64) -> bool {
+        self.find(session, first).is_some()
+    }
+
+    /// The slot holding a packet of `session` starting at `first`.
+    pub(crate) fn find(&self, session: Session, first: u64) -> Option<usize> {
         self.slots
             .iter()
-            .any(|h| !h.bytes.is_empty() && h.session == session && h.first == first)
+            .position(|h| !h.bytes.is_empty() && h.session == session && h.first == first)
     }
 
     /// Holds `bytes`; returns the packet it displaced (its session), if the slots were full.
@@ -125,6 +136,7 @@ impl Holding {
         first: u64,
         next: u64,
         bytes: &[u8],
+        line: usize,
     ) -> Option<Option<Session>> {
         if bytes.len() > HOLD_MAX {
             return None;
@@ -150,6 +162,8 @@ impl Holding {
         h.first = first;
         h.next = next;
         h.stamp = self.stamp;
+        h.line = line;
+        h.also = 0;
         Some(displaced)
     }
 

@@ -1,6 +1,9 @@
 //! The gate against stray and forged datagrams: a healthy feed with lies mixed in must be
 //! traded exactly as the healthy feed alone, order for order.
-use proptest::prelude::*;
+use proptest::{
+    arbitrary::any, prop_assert, prop_assert_eq, prop_oneof, proptest, strategy::Strategy as _,
+    test_runner::Config as ProptestConfig,
+};
 use wire::moldudp64::{END_OF_SESSION, PacketBuilder, Session};
 
 use super::*;
@@ -298,7 +301,7 @@ enum Lie {
     FarEnd(u64),
 }
 
-fn lie() -> impl Strategy<Value = Lie> {
+fn lie() -> impl proptest::strategy::Strategy<Value = Lie> {
     prop_oneof![
         any::<u64>().prop_map(Lie::Session),
         (DEFAULT_MAX_JUMP + 1..=u64::MAX).prop_map(Lie::Jump),
@@ -408,4 +411,166 @@ fn recovered_ticks_are_counted_not_traded() {
     assert_eq!(c.retransmit_gave_up, 0);
     // Nothing left to ask.
     assert_eq!(t.next_request(now + 1_000_000_000), None);
+}
+
+/// Packets of `per` trades each, numbered from 1, `n` messages in all.
+fn batched(n: u64, per: u64) -> Vec<(u64, Vec<u8>)> {
+    (0..n.div_ceil(per))
+        .map(|k| {
+            let first = 1 + k * per;
+            let mut buf = [0u8; 1500];
+            let mut b = PacketBuilder::new(&mut buf, lab(), first).unwrap();
+            for s in first..(first + per).min(n + 1) {
+                b.push(&trade(s - 1)).unwrap();
+            }
+            (first, b.finish().to_vec())
+        })
+        .collect()
+}
+
+#[test]
+fn a_b_lines_fill_each_others_gaps_and_are_counted_per_line() {
+    for (n, per) in [(3_000u64, 1u64), (70_000, 30)] {
+        let packets = batched(n, per);
+        // Independent loss: every 7th packet on A, every 11th on B (both: every 77th).
+        let lost_a = |k: usize| k % 7 == 3;
+        let lost_b = |k: usize| k % 11 == 5;
+        let pinned = FeedRules {
+            session: Some(lab()),
+            first_seq: Some(1),
+            ..FeedRules::default()
+        };
+        let mut t = learner()
+            .with_feed_rules(pinned)
+            .with_lines(lines::DEFAULT_WAIT_NS);
+        let mut plain = learner().with_feed_rules(pinned);
+        let (mut orders, mut plain_orders) = (Vec::new(), Vec::new());
+        let (mut only_a, mut only_b, mut both) = (0u64, 0u64, 0u64);
+        for (k, (first, p)) in packets.iter().enumerate() {
+            let msgs = (n + 1 - first).min(per);
+            match (lost_a(k), lost_b(k)) {
+                (true, true) => both += msgs,
+                (true, false) => only_a += msgs,
+                (false, true) => only_b += msgs,
+                (false, false) => {}
+            }
+            // B's copy first half the time: whichever comes first is traded.
+            let copies: Vec<usize> = [0, 1]
+                .into_iter()
+                .filter(|&l| !(if l == 0 { lost_a(k) } else { lost_b(k) }))
+                .collect();
+            let order: Vec<usize> = if k % 2 == 0 {
+                copies
+            } else {
+                copies.into_iter().rev().collect()
+            };
+            for l in order {
+                t.on_packet_from(
+                    l,
+                    p,
+                    || 0,
+                    |o| {
+                        orders.push((o.tick_seq, o.side == Side::Buy));
+                        true
+                    },
+                );
+                t.settle();
+            }
+            if !(lost_a(k) && lost_b(k)) {
+                plain.on_packet(
+                    p,
+                    || 0,
+                    |o| {
+                        plain_orders.push((o.tick_seq, o.side == Side::Buy));
+                        true
+                    },
+                );
+                plain.settle();
+            }
+        }
+        t.finish();
+        assert_eq!(
+            orders, plain_orders,
+            "n {n}: A/B trades what one line with the union would"
+        );
+        let (lines, lost_on_both) = t.line_counts().unwrap();
+        let c = t.counters;
+        assert_eq!(lost_on_both, both, "n {n}");
+        assert_eq!(c.gap_messages - c.late_messages, both, "n {n}: {c:?}");
+        assert_eq!(
+            c.ticks,
+            n - both,
+            "n {n}: every tick lost on one line only is traded"
+        );
+        assert_eq!(
+            lines[0].received_messages,
+            n - both - only_a,
+            "n {n}: {lines:?}"
+        );
+        assert_eq!(
+            lines[1].received_messages,
+            n - both - only_b,
+            "n {n}: {lines:?}"
+        );
+        assert_eq!(lines[0].gaps_filled_by_other, only_a, "n {n}: {lines:?}");
+        assert_eq!(lines[1].gaps_filled_by_other, only_b, "n {n}: {lines:?}");
+        assert_eq!(
+            lines[0].first_arrivals + lines[1].first_arrivals,
+            c.ticks,
+            "n {n}: {lines:?}"
+        );
+        assert!(lines[0].first_arrivals > 0 && lines[1].first_arrivals > 0);
+    }
+}
+
+#[test]
+fn a_tick_lost_on_one_line_waits_for_the_other_lines_late_copy() {
+    let n = 300u64;
+    let packets = batched(n, 1);
+    let lost_a = |k: usize| k % 7 == 3;
+    let pinned = FeedRules {
+        session: Some(lab()),
+        first_seq: Some(1),
+        ..FeedRules::default()
+    };
+    let run_ab = |wait_ns: u64, clock_ns: u64| {
+        let mut t = learner().with_feed_rules(pinned).with_lines(wait_ns);
+        let mut orders = Vec::new();
+        // Line B lags one packet behind line A.
+        for k in 0..=packets.len() {
+            let mut arrive = |line: usize, p: &[u8]| {
+                t.on_packet_from(
+                    line,
+                    p,
+                    || clock_ns,
+                    |o| {
+                        orders.push((o.tick_seq, o.side == Side::Buy));
+                        true
+                    },
+                );
+                t.settle();
+            };
+            if k < packets.len() && !lost_a(k) {
+                arrive(0, &packets[k].1);
+            }
+            if k > 0 {
+                arrive(1, &packets[k - 1].1);
+            }
+        }
+        t.finish();
+        (orders, t.counters, t.line_counts().unwrap())
+    };
+    let (orders, c, (lines, both)) = run_ab(lines::DEFAULT_WAIT_NS, 0);
+    assert_eq!(orders, reference(1, n), "in order, as if nothing was lost");
+    assert_eq!(
+        (c.ticks, c.gap_messages, c.late_messages),
+        (n, 0, 0),
+        "{c:?}"
+    );
+    let lost = (0..packets.len()).filter(|&k| lost_a(k)).count() as u64;
+    assert_eq!((lines[0].gaps_filled_by_other, both), (lost, 0));
+    // With no wait at all (the clock is always past the deadline), the gap is acted on when
+    // it shows and B's copy comes late: the cost the wait avoids.
+    let (_, c, _) = run_ab(0, 1);
+    assert_eq!(c.late_messages, lost, "{c:?}");
 }

@@ -10,6 +10,7 @@
 //! ledger bookings of a packet are kept aside by [`Trader::on_packet`] and recorded by
 //! [`Trader::settle`], which the loop calls after the packet's orders left.
 pub mod gate;
+pub mod lines;
 pub mod recovery;
 pub mod stats;
 pub mod workload;
@@ -23,14 +24,14 @@ use wire::{
 };
 
 pub use crate::gate::{DEFAULT_MAX_JUMP, FeedRules, ForeignSessions};
-use crate::{gate::Holding, recovery::Recovery, stats::Latency};
+use crate::{gate::Holding, lines::Lines, recovery::Recovery, stats::Latency};
 
 /// Shares per order that opens a position; a reversal sends twice this (close + open).
 pub use xdp_common::LOT;
 
 /// How many sequence numbers behind the newest one the tracker remembers, to tell a
 /// duplicate from a late arrival (a power of two).
-const SEEN_WINDOW: u64 = 1 << 16;
+pub(crate) const SEEN_WINDOW: u64 = 1 << 16;
 
 pub use results::TraderCounters as Counters;
 
@@ -71,6 +72,10 @@ pub struct Trader {
     foreign: ForeignSessions,
     /// Gaps to ask the exchange for again (`None`: the trader doesn't ask).
     recovery: Option<Recovery>,
+    /// Per-line accounting of an A/B feed (`None`: one line).
+    lines: Option<Box<Lines>>,
+    /// The line the packet being processed came on (0: A, 1: B).
+    line: usize,
     seen: Box<[u64]>,
     token: u64,
     /// What was counted.
@@ -131,6 +136,8 @@ impl Trader {
             holding: Holding::new(),
             foreign: ForeignSessions::default(),
             recovery: None,
+            lines: None,
+            line: 0,
             seen: vec![0u64; (SEEN_WINDOW / 64) as usize].into_boxed_slice(),
             token: 0,
             counters: Counters::default(),
@@ -175,6 +182,23 @@ impl Trader {
         self
     }
 
+    /// Takes the feed on two lines, A and B (see [`lines`]): [`Trader::on_packet_from`] says
+    /// which line each packet came on, and the report counts per line. A packet past a gap
+    /// waits up to `wait_ns` for the other line to fill it ([`lines::DEFAULT_WAIT_NS`]).
+    #[must_use]
+    pub fn with_lines(mut self, wait_ns: u64) -> Self {
+        let mut l = Lines::new();
+        l.wait_ns = wait_ns;
+        self.lines = Some(Box::new(l));
+        self
+    }
+
+    /// Per line of an A/B feed (A, then B) and the numbers neither delivered; settled by
+    /// [`Trader::finish`]. `None` with one line.
+    pub fn line_counts(&self) -> Option<([results::LineCounts; lines::LINES], u64)> {
+        self.lines.as_ref().map(|l| (l.counts, l.lost_on_both))
+    }
+
     /// The next MoldUDP64 re-request to send at `now_ns`, if one is due: paced, bounded and
     /// retried as [`recovery`] says. Call between packets, never inside one's critical path.
     pub fn next_request(&mut self, now_ns: u64) -> Option<moldudp64::Request> {
@@ -214,9 +238,18 @@ impl Trader {
     /// (`unconfirmed_packets` before the feed was known; forward jumps are already in
     /// `suspect_sequence`). Call once, after the loop.
     pub fn finish(&mut self) {
-        if self.base.is_none() {
-            let c = &mut self.counters;
-            self.holding.clear(|_| c.unconfirmed_packets += 1);
+        match self.base {
+            None => {
+                let c = &mut self.counters;
+                self.holding.clear(|_| c.unconfirmed_packets += 1);
+            }
+            Some(base) => {
+                if let Some(l) = &mut self.lines {
+                    // Still waiting for the other line when the run ended: never traded.
+                    self.counters.unconfirmed_packets += l.drop_waiting();
+                    l.finish(base, self.next_seq);
+                }
+            }
         }
     }
 
@@ -272,8 +305,21 @@ impl Trader {
         &mut self,
         payload: &[u8],
         clock: impl Fn() -> u64,
+        emit: impl FnMut(&OrderRepr) -> bool,
+    ) -> PacketOutcome {
+        self.on_packet_from(0, payload, clock, emit)
+    }
+
+    /// [`Trader::on_packet`] for a packet that came on line `line` of an A/B feed (0: A, 1: B).
+    #[inline]
+    pub fn on_packet_from(
+        &mut self,
+        line: usize,
+        payload: &[u8],
+        clock: impl Fn() -> u64,
         mut emit: impl FnMut(&OrderRepr) -> bool,
     ) -> PacketOutcome {
+        self.line = line.min(lines::LINES - 1);
         self.counters.packets += 1;
         let Ok(packet) = moldudp64::Packet::new_checked(payload) else {
             self.counters.malformed_packets += 1;
@@ -305,7 +351,7 @@ impl Trader {
         let max_jump = self.rules.max_jump;
         if self.base.is_some() {
             if first <= self.next_seq.saturating_add(max_jump) {
-                self.trade_packet(payload, &clock, &mut emit);
+                self.arbitrate(payload, first, next, &clock, &mut emit);
             } else if let Some(i) = self.holding.continued_by(session, first) {
                 // The jump was real: what follows continues it.
                 self.counters.suspect_sequence -= 1;
@@ -316,7 +362,7 @@ impl Trader {
                 // Held (or, too large to hold, dropped): a suspect either way, until confirmed.
                 self.counters.suspect_sequence += 1;
                 if !self.holding.holds(session, first) {
-                    let _ = self.holding.hold(session, first, next, payload);
+                    let _ = self.holding.hold(session, first, next, payload, self.line);
                 }
             }
             // A held jump the feed has reached was never confirmed: it stays a suspect.
@@ -340,9 +386,11 @@ impl Trader {
             self.trade_packet(payload, &clock, &mut emit);
             return PacketOutcome::Data;
         }
-        if self.holding.holds(session, first) {
-            // A second copy of a held packet: its messages are duplicates either way.
+        if let Some(i) = self.holding.find(session, first) {
+            // A second copy of a held packet: its messages are duplicates either way (on an
+            // A/B feed, the other line's copy: counted for that line once the feed is known).
             self.counters.duplicate_messages += u64::from(packet.block_count());
+            self.holding.slots[i].also |= 1 << self.line;
             return PacketOutcome::Data;
         }
         if !packet
@@ -354,7 +402,10 @@ impl Trader {
             return PacketOutcome::Data;
         }
         // Too large to hold, or displacing the oldest held packet: one packet dropped unconfirmed.
-        if !matches!(self.holding.hold(session, first, next, payload), Some(None)) {
+        if !matches!(
+            self.holding.hold(session, first, next, payload, self.line),
+            Some(None)
+        ) {
             self.counters.unconfirmed_packets += 1;
         }
         PacketOutcome::Data
@@ -389,6 +440,10 @@ impl Trader {
                 }
             });
         }
+        if let Some(l) = &mut self.lines {
+            l.saw(self.line, end);
+        }
+        self.release(clock, emit, true);
         if end < self.next_seq || end - self.next_seq > max_jump {
             // Behind what was traded, or far ahead of it: not this feed's end.
             self.counters.suspect_sequence += 1;
@@ -398,8 +453,66 @@ impl Trader {
             .counters
             .gap_messages
             .saturating_add(end - self.next_seq);
+        if let (Some(l), Some(base)) = (&mut self.lines, self.base) {
+            l.advance(self.next_seq, end, base);
+        }
         self.next_seq = end;
         PacketOutcome::EndOfSession
+    }
+
+    /// A packet of the feed in the normal range: traded now, unless it comes on an A/B feed past
+    /// a gap (or behind packets that wait), where it waits for the slower line ([`lines`]).
+    #[inline]
+    fn arbitrate(
+        &mut self,
+        payload: &[u8],
+        first: u64,
+        next: u64,
+        clock: &impl Fn() -> u64,
+        emit: &mut impl FnMut(&OrderRepr) -> bool,
+    ) {
+        let Some(l) = &mut self.lines else {
+            return self.trade_packet(payload, clock, emit);
+        };
+        l.saw(self.line, next);
+        if (first > self.next_seq || l.any_waiting()) && next > self.next_seq {
+            let due = clock().saturating_add(l.wait_ns);
+            if !l.hold(payload, first, self.line, due) {
+                self.release(clock, emit, true);
+                self.trade_packet(payload, clock, emit);
+            }
+        } else {
+            self.trade_packet(payload, clock, emit);
+        }
+        self.release(clock, emit, false);
+    }
+
+    /// Trades the waiting packets whose turn has come: the gap before the first of them is
+    /// filled, lost on both lines, or it has waited long enough (or `force`).
+    fn release(
+        &mut self,
+        clock: &impl Fn() -> u64,
+        emit: &mut impl FnMut(&OrderRepr) -> bool,
+        force: bool,
+    ) {
+        loop {
+            let Some(l) = &mut self.lines else { return };
+            let Some(head) = l.head() else { return };
+            let ready = force
+                || head.first <= self.next_seq
+                || l.both_past(self.next_seq)
+                || clock() >= head.due_ns;
+            if !ready {
+                return;
+            }
+            let Some(w) = l.take_head() else { return };
+            let line = std::mem::replace(&mut self.line, w.line);
+            self.trade_packet(&w.bytes, clock, emit);
+            self.line = line;
+            if let Some(l) = &mut self.lines {
+                l.recycle(w.bytes);
+            }
+        }
     }
 
     /// The feed is `session`, starting at `first`.
@@ -418,7 +531,21 @@ impl Trader {
         emit: &mut impl FnMut(&OrderRepr) -> bool,
     ) {
         let bytes = std::mem::take(&mut self.holding.slots[i].bytes);
+        let held = &self.holding.slots[i];
+        let (first, next, also) = (held.first, held.next, held.also);
+        let line = std::mem::replace(&mut self.line, held.line);
         self.trade_packet(&bytes, clock, emit);
+        // Copies that came on the other line while it was held.
+        if let (Some(l), Some(base)) = (&mut self.lines, self.base) {
+            for other in (0..lines::LINES).filter(|&o| o != self.line && also & (1 << o) != 0) {
+                l.saw(other, next);
+                for seq in first.max(base)..next {
+                    l.counts[other].received_messages += 1;
+                    l.mark(other, seq);
+                }
+            }
+        }
+        self.line = line;
         let slot = &mut self.holding.slots[i].bytes;
         *slot = bytes;
         slot.clear();
@@ -436,7 +563,19 @@ impl Trader {
         let first = packet.sequence();
         for (i, block) in packet.messages().enumerate() {
             let seq = first.saturating_add(i as u64);
-            if !self.admit(seq) {
+            let new = self.admit(seq);
+            if let Some(l) = &mut self.lines {
+                let c = &mut l.counts[self.line];
+                c.received_messages += 1;
+                c.first_arrivals += u64::from(new);
+                // Tracked while in the window and in the feed the trader follows.
+                if self.base.is_some_and(|b| seq >= b)
+                    && self.next_seq.saturating_sub(seq) <= SEEN_WINDOW
+                {
+                    l.mark(self.line, seq);
+                }
+            }
+            if !new {
                 continue;
             }
             self.counters.messages += 1;
@@ -548,6 +687,9 @@ impl Trader {
             }
             // Saturating: a hostile sequence number near u64::MAX must not wrap the counters.
             self.counters.gap_messages = self.counters.gap_messages.saturating_add(skipped);
+            if let (Some(l), Some(base)) = (&mut self.lines, self.base) {
+                l.advance(self.next_seq, seq.saturating_add(1), base);
+            }
             // Forget what the window held for the sequence numbers we now move over.
             if skipped + 1 >= SEEN_WINDOW {
                 self.seen.fill(0);

@@ -27,6 +27,8 @@ pub enum ExchangeIo {
     Udp {
         /// Sends the feed.
         feed: UdpSocket,
+        /// Sends the same feed on line B (an A/B feed), after line A.
+        feed_b: Option<UdpSocket>,
         /// Takes the orders.
         orders: UdpSocket,
         /// Converts the stamps to the lab's clock.
@@ -50,6 +52,16 @@ impl ExchangeIo {
     /// A kernel UDP socket bound to `bind`, connected to `target`, with a receive buffer large
     /// enough that orders are not lost while the sender busy-waits or is preempted.
     pub fn udp(bind: SocketAddrV4, target: SocketAddrV4) -> anyhow::Result<ExchangeIo> {
+        Self::udp_lines(bind, target, None)
+    }
+
+    /// [`ExchangeIo::udp`] sending every packet on line A (`target`) and then on line B
+    /// (`target_b`, if any), each from a connected socket of its own.
+    pub fn udp_lines(
+        bind: SocketAddrV4,
+        target: SocketAddrV4,
+        target_b: Option<SocketAddrV4>,
+    ) -> anyhow::Result<ExchangeIo> {
         let orders = UdpSocket::bind(bind).with_context(|| {
             format!("failed to bind {bind} (port in use, or not an address of this namespace?)")
         })?;
@@ -76,12 +88,23 @@ impl ExchangeIo {
             .context("making the feed socket non-blocking")?;
         feed.connect(target)
             .with_context(|| format!("no route to {target}"))?;
+        let feed_b = target_b
+            .map(|to| -> anyhow::Result<UdpSocket> {
+                let s = UdpSocket::bind(SocketAddrV4::new(*bind.ip(), 0))
+                    .with_context(|| format!("failed to bind line B's socket on {}", bind.ip()))?;
+                s.set_nonblocking(true)
+                    .context("making line B's socket non-blocking")?;
+                s.connect(to).with_context(|| format!("no route to {to}"))?;
+                Ok(s)
+            })
+            .transpose()?;
         // The kernel turns stamping on for the stack through a static key it flips from a
         // workqueue; until then a datagram is stamped when it is read. Let that happen before
         // the first order can come.
         std::thread::sleep(TIMESTAMPS_ON);
         Ok(ExchangeIo::Udp {
             feed,
+            feed_b,
             orders,
             clock: RealToMono::default(),
         })
@@ -130,19 +153,14 @@ impl Port for ExchangeIo {
         match self {
             // WouldBlock (a full socket buffer) is returned: the caller counts the datagram
             // as not sent rather than blaming the trader for it.
-            ExchangeIo::Udp { feed, .. } => match feed.send(payload) {
-                // A connected socket reports an earlier ICMP "port unreachable" (the trader
-                // gone, or not up yet) on its next send, and that send didn't go: the error is
-                // cleared by reporting it, so send again.
-                Err(e) if e.kind() == ErrorKind::ConnectionRefused => match feed.send(payload) {
-                    // Still refused: not sent, and counted so (our side's refusal).
-                    Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
-                        Err(io::Error::new(ErrorKind::WouldBlock, e))
-                    }
-                    r => r.map(|_| ()),
-                },
-                r => r.map(|_| ()),
-            },
+            ExchangeIo::Udp { feed, feed_b, .. } => {
+                let a = send_connected(feed, payload);
+                match feed_b {
+                    // Sent if it went on either line.
+                    Some(b) => send_connected(b, payload).or(a),
+                    None => a,
+                }
+            }
             ExchangeIo::Xsk(x) => {
                 let XskIo { xsk, builder, .. } = &mut **x;
                 let mut tries = 0;
@@ -200,6 +218,24 @@ impl Port for ExchangeIo {
                 xsk.tx.reclaim();
             }
         }
+    }
+}
+
+/// One datagram on a connected socket. `WouldBlock` (a full socket buffer) is returned: the
+/// caller counts the datagram as not sent rather than blaming the trader for it.
+fn send_connected(sock: &UdpSocket, payload: &[u8]) -> io::Result<()> {
+    match sock.send(payload) {
+        // A connected socket reports an earlier ICMP "port unreachable" (the trader gone, or
+        // not up yet) on its next send, and that send didn't go: the error is cleared by
+        // reporting it, so send again.
+        Err(e) if e.kind() == ErrorKind::ConnectionRefused => match sock.send(payload) {
+            // Still refused: not sent, and counted so (our side's refusal).
+            Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                Err(io::Error::new(ErrorKind::WouldBlock, e))
+            }
+            r => r.map(|_| ()),
+        },
+        r => r.map(|_| ()),
     }
 }
 

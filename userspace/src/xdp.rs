@@ -5,7 +5,8 @@ use aya::{
     programs::{ProgramError, Xdp, XdpMode as AyaXdpMode, xdp::XdpLinkId},
 };
 use xdp_common::{
-    Action, Counter, GLOBAL_ACTION, GLOBAL_MD_PORT, MAP_COUNTERS, MAP_XSKS, PROG_NAME,
+    Action, Counter, GLOBAL_ACTION, GLOBAL_MD_PORT, GLOBAL_MD_PORT_B, MAP_COUNTERS, MAP_XSKS,
+    PROG_NAME,
 };
 
 /// The XDP program, built by `build.rs` and embedded here. Empty when the eBPF toolchain was
@@ -87,6 +88,19 @@ impl XdpProgram {
         mode: XdpMode,
         action: Action,
     ) -> Result<XdpProgram, XdpError> {
+        Self::attach_lines(iface, port, None, mode, action)
+    }
+
+    /// [`XdpProgram::attach`] for an A/B feed: market data on `port` (line A) and on `port_b`
+    /// (line B, if any) alike.
+    pub fn attach_lines(
+        iface: &str,
+        port: u16,
+        port_b: Option<u16>,
+        mode: XdpMode,
+        action: Action,
+    ) -> Result<XdpProgram, XdpError> {
+        let port_b = port_b.unwrap_or(0);
         if OBJECT.is_empty() {
             return Err(XdpError::NotEmbedded);
         }
@@ -94,6 +108,7 @@ impl XdpProgram {
         let action = action as u8;
         let mut ebpf = EbpfLoader::new()
             .override_global(GLOBAL_MD_PORT, &port, true)
+            .override_global(GLOBAL_MD_PORT_B, &port_b, true)
             .override_global(GLOBAL_ACTION, &action, true)
             .load(OBJECT)
             .map_err(XdpError::Load)?;

@@ -810,6 +810,226 @@ fn retransmission_fills_relay_dropped_gaps_on_the_udp_path() {
     check_retransmission("retransmission udp", &run);
 }
 
+/// Line B's market-data port on the trader, for the A/B tests.
+const LINE_B_PORT: u16 = lab::MD_PORT + 3;
+
+/// What one A/B run produced: each line through a relay of its own.
+struct AbRun {
+    replay: ReplayReport,
+    trader: TraderReport,
+    a: RelayReport,
+    b: RelayReport,
+}
+
+/// One replay of `FAULT_TICKS` ticks on two lines, line A through a relay with `faults_a`
+/// (seed 7) and line B through one with `faults_b` (seed 8), to a trader taking both.
+fn ab_through_relays(
+    path: TraderPath,
+    tag: &str,
+    faults_a: &[&str],
+    faults_b: &[&str],
+) -> Option<AbRun> {
+    let lab = lab_or_skip(tag)?;
+    let c = lab.config().clone();
+    let (trader_json, replay_json, a_json, b_json) = (
+        tmp(&format!("{tag}-trader.json")),
+        tmp(&format!("{tag}-replay.json")),
+        tmp(&format!("{tag}-relay-a.json")),
+        tmp(&format!("{tag}-relay-b.json")),
+    );
+    let relay_orders = (RELAY_PORT + 1).to_string();
+    let line_b = LINE_B_PORT.to_string();
+    let mut trader = start_trader(
+        &c,
+        path.as_str(),
+        &trader_json,
+        // Two userspace relays on two shared vCPUs: one can lag the other by milliseconds
+        // when preempted, so a gap waits up to 50 ms for the other line (it waits less when
+        // both lines show they are past it).
+        &[
+            "--wait",
+            "block",
+            "--order-port",
+            &relay_orders,
+            "--port-b",
+            &line_b,
+            "--ab-wait-us",
+            "50000",
+        ],
+    );
+    let relay =
+        |listen: u16, target: String, seed: &str, json: &Path, faults: &[&str], orders: bool| {
+            let mut cmd = in_ns(&c.exchange_ns(), env!("CARGO_BIN_EXE_inject"));
+            cmd.args(["relay", "--ready", "--seed", seed])
+                .args(["--listen", &format!("{}:{listen}", c.exchange_ip)])
+                .args(["--target", &target])
+                .arg("--json-out")
+                .arg(json)
+                .args(faults)
+                .stdout(Stdio::piped());
+            if orders {
+                cmd.args([
+                    "--orders-listen",
+                    &format!("{}:{relay_orders}", c.exchange_ip),
+                ])
+                .args([
+                    "--orders-to",
+                    &format!("{}:{}", c.exchange_ip, lab::ORDER_PORT),
+                ]);
+            }
+            let mut g = ChildGuard::new(cmd.spawn().expect("relay starts"));
+            wait_ready(&mut g, "relay");
+            g
+        };
+    let mut relay_a = relay(RELAY_PORT, trader_md(&c), "7", &a_json, faults_a, true);
+    let mut relay_b = relay(
+        RELAY_PORT + 2,
+        format!("{}:{LINE_B_PORT}", c.trader_ip),
+        "8",
+        &b_json,
+        faults_b,
+        false,
+    );
+    let st = replay(
+        &c,
+        "gbm:42:150000",
+        &format!("{}:{RELAY_PORT}", c.exchange_ip),
+        &replay_json,
+        &["--count", &FAULT_TICKS.to_string(), "--rate", "5k"],
+    )
+    .args(["--label", tag])
+    .args([
+        "--target-b",
+        &format!("{}:{}", c.exchange_ip, RELAY_PORT + 2),
+    ])
+    .status()
+    .expect("replay runs");
+    assert!(st.success(), "replay: {st}");
+    for (r, what) in [(&mut relay_a, "relay A"), (&mut relay_b, "relay B")] {
+        let st = wait_exit(r, Duration::from_secs(10), what);
+        assert!(st.success(), "{what}: {st}");
+    }
+    let st = wait_exit(&mut trader, Duration::from_secs(10), "trader");
+    assert!(st.success(), "trader: {st}");
+    let run = AbRun {
+        replay: read_report(&replay_json),
+        trader: read_report(&trader_json),
+        a: read_report(&a_json),
+        b: read_report(&b_json),
+    };
+    eprintln!(
+        "{tag}: trader {:?}\nlines {:?}, lost on both {}\nA lost {} B lost {}\nparity {:?}",
+        run.trader.counters,
+        run.trader.feed.lines,
+        run.trader.feed.lost_on_both,
+        run.a.lost.len(),
+        run.b.lost.len(),
+        run.replay.parity
+    );
+    Some(run)
+}
+
+/// The per-line counts against both relays' logs, exactly.
+fn check_ab(tag: &str, run: &AbRun) {
+    let AbRun {
+        replay: r,
+        trader: t,
+        a,
+        b,
+    } = run;
+    let k = &t.counters;
+    let n = FAULT_TICKS;
+    assert_eq!((a.received_messages, b.received_messages), (n, n), "{tag}");
+    let both: Vec<u64> = a
+        .lost
+        .iter()
+        .copied()
+        .filter(|s| b.lost.contains(s))
+        .collect();
+    let both = both.len() as u64;
+    let (lost_a, lost_b) = (a.lost.len() as u64, b.lost.len() as u64);
+    let dup = |x: &RelayReport| x.duplicated.len() as u64;
+    let lines = &t.feed.lines;
+    assert_eq!(lines.len(), 2, "{tag}: {:?}", t.feed);
+    assert_eq!(
+        lines[0].received_messages,
+        n - lost_a + dup(a),
+        "{tag}: {lines:?}"
+    );
+    assert_eq!(
+        lines[1].received_messages,
+        n - lost_b + dup(b),
+        "{tag}: {lines:?}"
+    );
+    assert_eq!(
+        lines[0].gaps_filled_by_other,
+        lost_a - both,
+        "{tag}: {lines:?}"
+    );
+    assert_eq!(
+        lines[1].gaps_filled_by_other,
+        lost_b - both,
+        "{tag}: {lines:?}"
+    );
+    assert_eq!(t.feed.lost_on_both, both, "{tag}");
+    // Every tick lost on one line only was traded; only those lost on both are missing.
+    assert_eq!(k.ticks, n - both, "{tag}: {k:?}");
+    assert_eq!(k.gap_messages - k.late_messages, both, "{tag}: {k:?}");
+    assert_eq!(
+        lines[0].first_arrivals + lines[1].first_arrivals,
+        k.ticks,
+        "{tag}: {lines:?}"
+    );
+    assert_eq!(r.orders_received, k.orders, "{tag}");
+    assert_eq!(
+        r.orders_duplicate + r.orders_unknown_tick,
+        0,
+        "{tag}: no double order"
+    );
+    if both == 0 {
+        assert!(
+            r.parity.ok(),
+            "{tag}: every tick reached the trader: {:?}",
+            r.parity
+        );
+    } else {
+        assert!(
+            matches!(r.parity.verdict, ParityVerdict::Diverged { .. }),
+            "{tag}: {:?}",
+            r.parity
+        );
+    }
+}
+
+#[test]
+fn a_b_lines_with_loss_on_both_on_the_xdp_path() {
+    let Some(run) = ab_through_relays(
+        TraderPath::Xdp,
+        "ab-xdp",
+        &["--loss", "0.05"],
+        &["--loss", "0.05"],
+    ) else {
+        return;
+    };
+    check_ab("a/b xdp", &run);
+    assert!(!run.a.lost.is_empty() && !run.b.lost.is_empty());
+}
+
+#[test]
+fn a_b_lines_with_loss_on_one_and_duplicates_on_the_other_keep_parity_on_the_udp_path() {
+    let Some(run) = ab_through_relays(
+        TraderPath::Udp,
+        "ab-udp",
+        &["--loss", "0.1"],
+        &["--dup", "0.05"],
+    ) else {
+        return;
+    };
+    check_ab("a/b udp", &run);
+    assert!(run.a.lost.len() > 100, "{}", run.a.lost.len());
+    assert!(run.replay.parity.ok());
+}
+
 /// Sends `sig` to a guarded child, or fails the test.
 fn signal(child: &ChildGuard, sig: Signal) {
     child

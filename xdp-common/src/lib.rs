@@ -14,6 +14,10 @@ pub mod layout;
 /// byte order. Userspace sets it at load time with `EbpfLoader::override_global`.
 pub const GLOBAL_MD_PORT: &str = "MD_PORT";
 
+/// Name of the global that holds the second market-data port (line B of an A/B feed), host
+/// byte order; 0: one line only.
+pub const GLOBAL_MD_PORT_B: &str = "MD_PORT_B";
+
 /// Name of the global that selects what the program does with a market-data frame
 /// (see [`Action`]).
 pub const GLOBAL_ACTION: &str = "MD_ACTION";

@@ -36,6 +36,11 @@ const UDP: usize = IP + ipv4::HEADER_LEN;
 #[unsafe(no_mangle)]
 static MD_PORT: u16 = 0;
 
+/// The second market-data port (line B of an A/B feed), host byte order; 0: none. Set by
+/// userspace at load time.
+#[unsafe(no_mangle)]
+static MD_PORT_B: u16 = 0;
+
 /// What to do with market-data frames, an [`Action`] as a byte; set by userspace at load time.
 #[unsafe(no_mangle)]
 static MD_ACTION: u8 = 0;
@@ -149,7 +154,8 @@ fn classify(ctx: &XdpContext) -> Result<Verdict, ()> {
     if udp_len < udp::HEADER_LEN {
         return Err(());
     }
-    if dst_port != read_global(&MD_PORT) {
+    let port_b = read_global(&MD_PORT_B);
+    if dst_port != read_global(&MD_PORT) && (port_b == 0 || dst_port != port_b) {
         return Ok(Verdict::Pass(Counter::PassedOtherPort));
     }
     Ok(Verdict::MarketData)

@@ -56,6 +56,9 @@ struct Options {
     /// The trader's market-data address.
     #[arg(long, default_value_t = netns::lab::TRADER_MD)]
     target: SocketAddrV4,
+    /// Line B of an A/B feed: every packet is also sent here, right after line A (`--io udp`).
+    #[arg(long)]
+    target_b: Option<SocketAddrV4>,
     /// Our address; orders come back to it.
     #[arg(long, default_value_t = netns::lab::EXCHANGE_ORDERS)]
     bind: SocketAddrV4,
@@ -144,6 +147,7 @@ fn real_main() -> anyhow::Result<()> {
         session,
         first_seq,
         target,
+        target_b,
         bind,
         n,
         stock,
@@ -166,6 +170,9 @@ fn real_main() -> anyhow::Result<()> {
         progress,
         check,
     } = Options::parse();
+    if target_b.is_some() && io == ExchangeIo::Xdp {
+        bail!("--target-b (an A/B feed) needs --io udp");
+    }
     let stop = process::stop_flag()?;
     for (what, path) in [
         ("--json-out", &json_out),
@@ -204,7 +211,7 @@ fn real_main() -> anyhow::Result<()> {
         ExchangeIo::Xdp => {
             exchange_io::ExchangeIo::xsk(&iface, bind, target, target_mac, xdp_mode)?
         }
-        ExchangeIo::Udp => exchange_io::ExchangeIo::udp(bind, target)?,
+        ExchangeIo::Udp => exchange_io::ExchangeIo::udp_lines(bind, target, target_b)?,
     };
     eprintln!(
         "replay {label}: {} messages in {} packets ({} ticks) to {target} at {rate} msg/s",

@@ -46,6 +46,15 @@ struct Options {
     /// Market-data UDP port.
     #[arg(long, default_value_t = lab::MD_PORT)]
     port: u16,
+    /// Line B of an A/B feed: the same feed on this UDP port too. The trader takes the first
+    /// copy of each sequence number from either line and reports per line.
+    #[arg(long)]
+    port_b: Option<u16>,
+    /// With --port-b: a packet that arrives past a gap waits up to this long (µs) for the other
+    /// line to fill the gap (less if both lines show they are past it), so a tick lost on one
+    /// line only is traded in order. 0: act on every gap at once.
+    #[arg(long, default_value_t = userspace::t2t::lines::DEFAULT_WAIT_NS / 1_000, requires = "port_b")]
+    ab_wait_us: u64,
     /// UDP port orders are sent to, at the market data's source address.
     #[arg(long, default_value_t = lab::ORDER_PORT)]
     order_port: u16,
@@ -232,6 +241,14 @@ fn real_main() -> anyhow::Result<()> {
             o.order_port
         );
     }
+    if let Some(b) = o.port_b {
+        if b == o.port {
+            bail!("--port-b {b} is line A's port too: line B needs a port of its own");
+        }
+        if o.path == TraderPath::Reflect || o.recvmmsg > 1 {
+            bail!("--port-b (an A/B feed) needs --path xdp or --path udp without --recvmmsg");
+        }
+    }
     if o.check {
         return Ok(());
     }
@@ -244,6 +261,9 @@ fn real_main() -> anyhow::Result<()> {
         });
     if o.retransmit_to.is_some() {
         trader = trader.with_recovery();
+    }
+    if o.port_b.is_some() {
+        trader = trader.with_lines(o.ab_wait_us.saturating_mul(1_000));
     }
     let mut rx_to_tx = Latency::new();
     let run = match o.path {
@@ -286,8 +306,9 @@ fn run_xdp(
     rx_to_tx: &mut Latency,
     stop: &AtomicBool,
 ) -> anyhow::Result<PathEnd> {
-    let mut prog = XdpProgram::attach(o.iface(), o.port, o.xdp_mode, Action::Redirect)
-        .with_context(|| format!("failed to set up XDP on {}", o.iface()))?;
+    let mut prog =
+        XdpProgram::attach_lines(o.iface(), o.port, o.port_b, o.xdp_mode, Action::Redirect)
+            .with_context(|| format!("failed to set up XDP on {}", o.iface()))?;
     let config = XskConfig {
         need_wakeup: !o.no_need_wakeup,
         huge_pages: o.huge_pages,
@@ -334,6 +355,9 @@ fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
     stop: &AtomicBool,
 ) -> anyhow::Result<XskEnd> {
     let mut io = XdpIo::<BLOCK, BUSY_POLL>::new(xsk, our_mac, o.addr, o.port, o.order_port);
+    if let Some(b) = o.port_b {
+        io = io.with_line_b(b);
+    }
     let end = trading::run(&mut io, trader, rx_to_tx, o.loop_config(), stop)
         .context("the AF_XDP socket")?;
     // The program's counters now, while the socket is still in its map: the exchange's
@@ -384,6 +408,13 @@ fn run_udp(
             .context("recvmmsg on the market-data socket")?
     } else {
         let mut io = UdpIo::new(sock, o.order_port)?;
+        if let Some(b) = o.port_b {
+            let sock_b = UdpSocket::bind(SocketAddrV4::new(o.addr, b))
+                .with_context(|| format!("failed to bind line B's {}:{b} (--port-b)", o.addr))?;
+            sockopt::set_rcvbuf(sock_b.as_raw_fd(), o.rcvbuf)?;
+            let block_ms = (o.wait == Wait::Block).then_some(100);
+            io = io.with_line_b(sock_b, block_ms)?;
+        }
         trading::run(&mut io, trader, rx_to_tx, o.loop_config(), stop)
             .context("recv on the market-data socket")?
     };
@@ -473,6 +504,11 @@ fn feed_report(o: &Options, t: &Trader) -> FeedSeen {
             })
             .collect(),
         foreign_sessions_unnamed: foreign.others,
+        lines: t
+            .line_counts()
+            .map(|(lines, _)| lines.to_vec())
+            .unwrap_or_default(),
+        lost_on_both: t.line_counts().map_or(0, |(_, lost)| lost),
     }
 }
 

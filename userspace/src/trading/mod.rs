@@ -54,9 +54,10 @@ pub trait OrderSink {
 /// What a [`TraderIo`] hands each packet to: the loop. Generic over the sink, so every order's
 /// send is a direct (inlinable) call into the path's own sink, not a virtual one.
 pub trait PacketHandler {
-    /// One packet: its payload, the time it was taken into userspace, and the sink for its
-    /// orders (which reply to that packet's sender).
-    fn on_packet<S: OrderSink>(&mut self, payload: &[u8], t_rx: u64, sink: &mut S);
+    /// One packet: its payload, the line it came on (0: A, the only one of a one-line feed;
+    /// 1: B), the time it was taken into userspace, and the sink for its orders (which reply to
+    /// that packet's sender).
+    fn on_packet<S: OrderSink>(&mut self, payload: &[u8], line: usize, t_rx: u64, sink: &mut S);
 }
 
 /// A trader's market-data input and order output.
@@ -118,13 +119,15 @@ struct Turn<'a, C> {
 
 impl<C: Fn() -> u64> PacketHandler for Turn<'_, C> {
     #[inline]
-    fn on_packet<S: OrderSink>(&mut self, payload: &[u8], t_rx: u64, sink: &mut S) {
+    fn on_packet<S: OrderSink>(&mut self, payload: &[u8], line: usize, t_rx: u64, sink: &mut S) {
         let mut sent_any = false;
-        let outcome = self.trader.on_packet(payload, self.clock, |order| {
-            let sent = sink.send(order);
-            sent_any |= sent;
-            sent
-        });
+        let outcome = self
+            .trader
+            .on_packet_from(line, payload, self.clock, |order| {
+                let sent = sink.send(order);
+                sent_any |= sent;
+                sent
+            });
         if sent_any {
             // The kick right after this packet's orders, not after the turn: a packet later in
             // the batch must not hold them back.

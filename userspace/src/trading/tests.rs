@@ -101,6 +101,7 @@ impl<const QUEUE: bool> TraderIo for FakeIo<QUEUE> {
             };
             handler.on_packet(
                 &p,
+                0,
                 t_rx,
                 &mut FakeSink::<QUEUE> {
                     sent: &mut self.sent,

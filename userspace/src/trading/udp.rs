@@ -76,6 +76,10 @@ impl OrderLine {
 #[derive(Debug)]
 pub struct UdpIo {
     sock: UdpSocket,
+    /// Line B of an A/B feed, with how long a turn waits for either line (`None`: spin).
+    line_b: Option<(UdpSocket, Option<i32>)>,
+    /// The line a two-line turn tries first: they take turns, so neither starves the other.
+    first_line: usize,
     orders: OrderLine,
     buf: Box<[u8; 2048]>,
 }
@@ -87,8 +91,51 @@ impl UdpIo {
         Ok(UdpIo {
             orders: OrderLine::new(local_v4(&sock)?, order_port),
             sock,
+            line_b: None,
+            first_line: 0,
             buf: Box::new([0; 2048]),
         })
+    }
+
+    /// Takes line B of an A/B feed from `sock_b` too. Both sockets are made non-blocking; with
+    /// `block_ms`, a turn waits in `poll()` up to that long for either line.
+    pub fn with_line_b(mut self, sock_b: UdpSocket, block_ms: Option<i32>) -> io::Result<Self> {
+        self.sock.set_nonblocking(true)?;
+        sock_b.set_nonblocking(true)?;
+        self.line_b = Some((sock_b, block_ms));
+        Ok(self)
+    }
+
+    /// One datagram from either line, if one is there (after waiting, when blocking).
+    fn recv_either(&mut self) -> io::Result<Option<(usize, std::net::SocketAddr, usize)>> {
+        use std::os::fd::AsFd as _;
+
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        let Some((sock_b, block_ms)) = &self.line_b else {
+            return Ok(None);
+        };
+        if let Some(ms) = *block_ms {
+            let mut fds = [
+                PollFd::new(self.sock.as_fd(), PollFlags::POLLIN),
+                PollFd::new(sock_b.as_fd(), PollFlags::POLLIN),
+            ];
+            let timeout = PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX);
+            match poll(&mut fds, timeout) {
+                Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let first = self.first_line;
+        self.first_line ^= 1;
+        for line in [first, first ^ 1] {
+            let sock = if line == 0 { &self.sock } else { sock_b };
+            match sock.recv_from(&mut self.buf[..]) {
+                Ok((len, from)) => return Ok(Some((len, from, line))),
+                Err(e) if nothing_yet(&e) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(None)
     }
 }
 
@@ -114,10 +161,17 @@ fn nothing_yet(e: &io::Error) -> bool {
 impl TraderIo for UdpIo {
     #[inline]
     fn recv<H: PacketHandler>(&mut self, _max: usize, handler: &mut H) -> io::Result<usize> {
-        let (len, from) = match self.sock.recv_from(&mut self.buf[..]) {
-            Ok(x) => x,
-            Err(e) if nothing_yet(&e) => return Ok(0),
-            Err(e) => return Err(e),
+        let (len, from, line) = if self.line_b.is_some() {
+            match self.recv_either()? {
+                Some(x) => x,
+                None => return Ok(0),
+            }
+        } else {
+            match self.sock.recv_from(&mut self.buf[..]) {
+                Ok((len, from)) => (len, from, 0),
+                Err(e) if nothing_yet(&e) => return Ok(0),
+                Err(e) => return Err(e),
+            }
         };
         let std::net::SocketAddr::V4(from) = from else {
             // An IPv4 socket only hears IPv4 senders.
@@ -128,7 +182,7 @@ impl TraderIo for UdpIo {
         let sock = self.orders.to(*from.ip());
         let t_rx = now_ns();
         let mut sink = UdpSink { sock };
-        handler.on_packet(&self.buf[..len], t_rx, &mut sink);
+        handler.on_packet(&self.buf[..len], line, t_rx, &mut sink);
         Ok(1)
     }
 
@@ -170,7 +224,7 @@ impl TraderIo for MmsgIo {
             let sock = orders.to(*from.ip());
             let t_rx = now_ns();
             let mut sink = UdpSink { sock };
-            handler.on_packet(payload, t_rx, &mut sink);
+            handler.on_packet(payload, 0, t_rx, &mut sink);
         }) {
             Ok(n) => Ok(n),
             Err(e) if nothing_yet(&e) => Ok(0),

@@ -27,6 +27,8 @@ pub struct XdpIo<const BLOCK: bool, const BUSY_POLL: bool> {
     order_port: u16,
     /// Our MAC, IPv4 address and the feed's port: where feed datagrams must be addressed.
     our: Endpoint,
+    /// The same with line B's port, for an A/B feed.
+    our_b: Option<Endpoint>,
     /// The frame template for the last sender seen; rebuilt when a packet comes from another.
     builder: Option<(Endpoint, FrameBuilder)>,
     /// Frames on the socket that are not the feed, by reason.
@@ -47,9 +49,18 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
             xsk,
             order_port,
             our: frame::endpoint(our_mac, our_ip, md_port),
+            our_b: None,
             builder: None,
             frames_not_ours: FrameCounts::default(),
         }
+    }
+
+    /// Takes line B of an A/B feed on `port_b` too (the XDP program must redirect it:
+    /// [`crate::xdp::XdpProgram::attach_lines`]).
+    #[must_use]
+    pub fn with_line_b(mut self, port_b: u16) -> Self {
+        self.our_b = Some(frame::endpoint(self.our.mac, *self.our.addr.ip(), port_b));
+        self
     }
 
     /// The socket, for its statistics at the end.
@@ -93,18 +104,25 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for XdpIo<BLOCK, BUSY_PO
             xsk,
             order_port,
             our,
+            our_b,
             builder,
             frames_not_ours,
-            ..
         } = self;
         let tx = &mut xsk.tx;
         let n = xsk.rx.recv(max, |f| {
             let t_rx = now_ns();
             // Checked as the kernel checks a datagram for a UDP socket (addresses, checksums),
             // so this path trades nothing the kernel path would drop.
-            let d = match parse_udp_to(f, our) {
-                Ok(d) => d,
-                Err(e) => {
+            let (d, line) = match (parse_udp_to(f, our), &*our_b) {
+                (Ok(d), _) => (d, 0),
+                (Err(FrameError::OtherPort), Some(b)) => match parse_udp_to(f, b) {
+                    Ok(d) => (d, 1),
+                    Err(e) => {
+                        count(frames_not_ours, e);
+                        return;
+                    }
+                },
+                (Err(e), _) => {
                     count(frames_not_ours, e);
                     return;
                 }
@@ -112,7 +130,7 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for XdpIo<BLOCK, BUSY_PO
             // Reply to this packet's sender, whoever sent the last one.
             let peer = frame::endpoint(d.src_mac, *d.src.ip(), *order_port);
             let b = builder_for(builder, *our, peer);
-            handler.on_packet(d.payload, t_rx, &mut XdpSink { tx, builder: b });
+            handler.on_packet(d.payload, line, t_rx, &mut XdpSink { tx, builder: b });
         });
         Ok(n)
     }
