@@ -158,6 +158,8 @@ pub struct LabConfig {
     /// Turn off TX checksum offload on the exchange veth, so frames that reach the trader carry
     /// complete UDP checksums (on veth the kernel otherwise leaves a partial one).
     pub exchange_tx_csum_off: bool,
+    /// RX and TX queues on each veth end (1 unless a test of multi-queue serving asks more).
+    pub queues: u16,
 }
 
 /// Longest lab name: namespace names stay short and readable.
@@ -193,7 +195,15 @@ impl LabConfig {
             exchange_mac: lab::EXCHANGE_MAC,
             trader_mac: lab::TRADER_MAC,
             exchange_tx_csum_off: true,
+            queues: 1,
         })
+    }
+
+    /// The same lab with `queues` RX and TX queues on each veth end.
+    #[must_use]
+    pub fn with_queues(mut self, queues: u16) -> Self {
+        self.queues = queues.max(1);
+        self
     }
 
     /// A lab name unique to this process and `tag`, for tests: `t2t-<tag>-<pid>`.
@@ -283,6 +293,7 @@ impl Lab {
         }
         // Created inside the exchange namespace with the peer placed straight into the
         // trader's: no interface ever exists in the root namespace.
+        let queues = c.queues.to_string();
         ip(&[
             "-n",
             &ex,
@@ -290,9 +301,9 @@ impl Lab {
             "add",
             &c.exchange_if,
             "numtxqueues",
-            "1",
+            &queues,
             "numrxqueues",
-            "1",
+            &queues,
             "type",
             "veth",
             "peer",
@@ -301,9 +312,9 @@ impl Lab {
             "netns",
             &tr,
             "numtxqueues",
-            "1",
+            &queues,
             "numrxqueues",
-            "1",
+            &queues,
         ])?;
         for (ns, dev, mac, addr) in [
             (&ex, &c.exchange_if, &c.exchange_mac, c.exchange_ip),

@@ -23,6 +23,9 @@ pub struct TraderReport {
     pub feed: FeedSeen,
     /// Frames on the AF_XDP socket that were not the feed, by reason.
     pub frames_not_ours: FrameCounts,
+    /// Feed frames taken per RX queue served (XDP path; queue 0 first): one AF_XDP socket each.
+    #[serde(default)]
+    pub rx_queue_frames: Vec<u64>,
     /// From the frame's arrival in userspace to its order's TX submission (kick done).
     pub rx_to_tx: Summary,
     /// `on_tick` alone: price in, decision out.

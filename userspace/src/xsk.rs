@@ -268,6 +268,42 @@ impl Xsk {
 
 pub use results::XskStats;
 
+/// Blocks in `poll()` until one of `xsks` has a frame on its RX ring or `timeout_ms` passes
+/// (the sockets of every queue a trader serves).
+pub fn wait_any(xsks: &[Xsk], timeout_ms: i32) -> io::Result<()> {
+    let mut fds: Vec<libc::pollfd> = xsks
+        .iter()
+        .map(|x| libc::pollfd {
+            fd: x.fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: `fds` is a valid array of `fds.len()` pollfd entries for the duration of the
+    // call; the descriptors are the sockets' own, open while `xsks` is borrowed.
+    let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// Field by field, the sum of the statistics of several sockets.
+pub fn sum_stats(all: impl IntoIterator<Item = XskStats>) -> XskStats {
+    all.into_iter().fold(XskStats::default(), |a, s| XskStats {
+        rx_dropped: a.rx_dropped + s.rx_dropped,
+        rx_invalid_descs: a.rx_invalid_descs + s.rx_invalid_descs,
+        rx_ring_full: a.rx_ring_full + s.rx_ring_full,
+        rx_fill_ring_empty: a.rx_fill_ring_empty + s.rx_fill_ring_empty,
+        tx_invalid_descs: a.tx_invalid_descs + s.tx_invalid_descs,
+        tx_ring_empty: a.tx_ring_empty + s.tx_ring_empty,
+        rx_fill_deferred: a.rx_fill_deferred + s.rx_fill_deferred,
+    })
+}
+
 /// Whether the socket `fd` was bound in zero-copy mode (`XDP_OPTIONS`); a bind without
 /// `XDP_COPY` on a driver without zero-copy falls back to copy mode silently.
 fn zero_copy(fd: RawFd) -> Result<bool, XskError> {

@@ -9,7 +9,10 @@ use results::{ReplayReport, TraderReport};
 
 mod common;
 
-use common::{lab_or_skip, read_report, replay, start_trader, tmp, trader_md, wait_exit};
+use common::{
+    in_ns, inject_report::RelayReport, lab_or_skip, lab_with_or_skip, read_report, replay,
+    start_trader, tmp, trader_md, wait_exit, wait_ready,
+};
 
 const TICKS: u64 = 2_000;
 
@@ -159,4 +162,96 @@ fn the_replay_keeps_sending_and_reports_when_no_trader_listens() {
         "every message sent or counted as refused: {report:?}"
     );
     assert_eq!(report.orders_received, 0);
+}
+
+/// Writes `value` to `path` (a sysfs file) inside the namespace `ns`.
+fn write_in_ns(ns: &str, path: &str, value: &str) {
+    let st = std::process::Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            ns,
+            "sh",
+            "-c",
+            &format!("echo {value} > {path}"),
+        ])
+        .status()
+        .expect("ip netns exec");
+    assert!(st.success(), "writing {value} to {path} in {ns}");
+}
+
+#[test]
+fn a_feed_arriving_on_rx_queue_1_of_a_two_queue_veth_is_traded() {
+    let Some(lab) = lab_with_or_skip(LabConfig::for_test("queues").with_queues(2)) else {
+        return;
+    };
+    let c = lab.config().clone();
+    // Steer by sending CPU (XPS on the exchange's veth: CPU 0 to TX queue 0, CPU 1 to TX queue
+    // 1); veth delivers a frame to the peer's RX queue of the same number. A relay pinned to
+    // CPU 1 then puts the whole feed on the trader's RX queue 1.
+    for (q, mask) in [(0, "1"), (1, "2")] {
+        let path = format!("/sys/class/net/{}/queues/tx-{q}/xps_cpus", c.exchange_if);
+        write_in_ns(&c.exchange_ns(), &path, mask);
+    }
+    let (tj, rj, xj) = (
+        tmp("queues-trader.json"),
+        tmp("queues-replay.json"),
+        tmp("queues-relay.json"),
+    );
+    let relay_port = lab::MD_PORT + 10;
+    let mut trader = start_trader(&c, "xdp", &tj, &["--wait", "block"]);
+    let mut relay = ChildGuard::new(
+        in_ns(&c.exchange_ns(), "taskset")
+            .args(["-c", "1", env!("CARGO_BIN_EXE_inject"), "relay", "--ready"])
+            .args(["--listen", &format!("{}:{relay_port}", c.exchange_ip)])
+            .args(["--target", &trader_md(&c)])
+            .arg("--json-out")
+            .arg(&xj)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("relay starts"),
+    );
+    wait_ready(&mut relay, "relay");
+    let st = replay(
+        &c,
+        &format!("gbm:42:{TICKS}"),
+        &format!("{}:{relay_port}", c.exchange_ip),
+        &rj,
+    )
+    .args([
+        "--count",
+        &TICKS.to_string(),
+        "--rate",
+        "10k",
+        "--drain-ms",
+        "300",
+    ])
+    .status()
+    .expect("replay runs");
+    assert!(st.success(), "replay: {st}");
+    assert!(wait_exit(&mut relay, Duration::from_secs(10), "relay").success());
+    assert!(wait_exit(&mut trader, Duration::from_secs(10), "trader").success());
+    let (r, t, x): (ReplayReport, TraderReport, RelayReport) =
+        (read_report(&rj), read_report(&tj), read_report(&xj));
+    assert_eq!(
+        t.rx_queue_frames.len(),
+        2,
+        "a socket on each queue: {:?}",
+        t.rx_queue_frames
+    );
+    let data = x.forwarded_packets - x.end_of_session;
+    assert_eq!(
+        t.rx_queue_frames[0], 0,
+        "nothing on queue 0: {:?}",
+        t.rx_queue_frames
+    );
+    assert!(
+        (data + 1..=data + x.end_of_session).contains(&t.rx_queue_frames[1]),
+        "the feed (and an end of session) on queue 1: {:?}, {data} data packets",
+        t.rx_queue_frames
+    );
+    let xc = t.xdp_counters.expect("the program's counters");
+    assert_eq!(xc.redirect_failed, 0, "every frame found a socket: {xc:?}");
+    assert_eq!(t.counters.ticks, TICKS);
+    assert!(r.parity.ok(), "{:?}", r.parity);
 }

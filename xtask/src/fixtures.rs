@@ -125,6 +125,7 @@ pub(crate) fn trader(path: TraderPath) -> TraderReport {
             ..results::FeedSeen::default()
         },
         frames_not_ours: FrameCounts::default(),
+        rx_queue_frames: Vec::new(),
         rx_to_tx: summary(40, 0.5),
         engine: summary(1000, 0.01),
         xdp_counters: None,

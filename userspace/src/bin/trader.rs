@@ -89,6 +89,11 @@ struct Options {
     /// XDP attach mode (XDP and reflect paths).
     #[arg(long, value_enum, default_value_t = XdpMode::Native)]
     xdp_mode: XdpMode,
+    /// RX queues to serve (XDP path): one AF_XDP socket per queue, 0 to N-1, all read by the
+    /// one loop. `all` (the default) serves every RX queue the interface has, so no feed frame
+    /// can land on a queue without a socket.
+    #[arg(long, default_value = "all", value_parser = parse_queues)]
+    queues: Queues,
     /// Frames taken from the RX ring per turn (XDP path), 1 to 64.
     #[arg(long, default_value_t = 64, value_parser = parse_batch)]
     batch: usize,
@@ -187,6 +192,38 @@ impl Options {
     }
 }
 
+/// `--queues`: every RX queue, or the first N.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Queues {
+    All,
+    First(u32),
+}
+
+fn parse_queues(s: &str) -> Result<Queues, String> {
+    match s {
+        "all" => Ok(Queues::All),
+        n => match n.parse::<u32>() {
+            Ok(n) if (1..=xdp_common::MAX_QUEUES).contains(&n) => Ok(Queues::First(n)),
+            _ => Err(format!(
+                "bad --queues {s:?}: `all` or a count of RX queues, 1 to {}",
+                xdp_common::MAX_QUEUES
+            )),
+        },
+    }
+}
+
+/// The RX queues `iface` has (its `queues/rx-*` in sysfs), at least 1.
+fn rx_queues(iface: &str) -> u32 {
+    std::fs::read_dir(format!("/sys/class/net/{iface}/queues"))
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().starts_with("rx-"))
+                .count() as u32
+        })
+        .unwrap_or(1)
+        .max(1)
+}
+
 fn parse_session(s: &str) -> Result<Session, String> {
     Session::new(s).map_err(|_| {
         format!("bad session {s:?}: up to 10 printable ASCII characters (MoldUDP64's session)")
@@ -204,6 +241,8 @@ fn parse_batch(s: &str) -> Result<usize, String> {
 struct PathEnd {
     end: LoopEnd,
     frames_not_ours: FrameCounts,
+    /// Feed frames taken per RX queue (XDP path).
+    rx_queue_frames: Vec<u64>,
     xdp_counters: Option<XdpCounters>,
     xsk_stats: Option<XskStats>,
     rss_start_kib: u64,
@@ -281,6 +320,7 @@ fn real_main() -> anyhow::Result<()> {
         counters: trader.counters,
         feed: feed_report(&o, &trader),
         frames_not_ours: run.frames_not_ours,
+        rx_queue_frames: run.rx_queue_frames,
         rx_to_tx: rx_to_tx.summary(),
         engine: trader.engine.summary(),
         xdp_counters: run.xdp_counters,
@@ -314,10 +354,38 @@ fn run_xdp(
         huge_pages: o.huge_pages,
         ..XskConfig::default()
     };
-    let xsk = Xsk::new(o.iface(), 0, config)?;
-    prog.register_socket(0, xsk.raw_fd())?;
-    if let Some(us) = o.busy_poll {
-        sockopt::set_busy_poll(xsk.raw_fd(), us, o.prefer_busy_poll, o.busy_poll_budget)?;
+    let have = rx_queues(o.iface());
+    let serve = match o.queues {
+        Queues::All => have,
+        Queues::First(n) if n > have => bail!(
+            "--queues {n}: {} has {have} RX queue(s) (`ethtool -l {}` shows them)",
+            o.iface(),
+            o.iface()
+        ),
+        Queues::First(n) => n,
+    }
+    .min(xdp_common::MAX_QUEUES);
+    if serve < have {
+        eprintln!(
+            "warning: serving {serve} of {}'s {have} RX queues: feed frames that arrive on the \
+             others find no socket, go to the kernel untraded and count in \
+             xdp_counters.redirect_failed (steer the feed, or leave --queues at all)",
+            o.iface()
+        );
+    }
+    let mut xsks = Vec::with_capacity(serve as usize);
+    for q in 0..serve {
+        // Each socket has a UMEM of its own (`Xsk::new` makes one). xsk-rs issue #20 reports
+        // ENOMEM from libxdp's xsk_socket__create_shared for a socket on queue > 0 of a veth
+        // sharing one UMEM; with a UMEM per socket that path is never taken, and sockets on
+        // every queue of a multi-queue veth bind (userspace/tests/feed.rs).
+        let xsk = Xsk::new(o.iface(), q, config)
+            .with_context(|| format!("the AF_XDP socket for RX queue {q} of {}", o.iface()))?;
+        prog.register_socket(q, xsk.raw_fd())?;
+        if let Some(us) = o.busy_poll {
+            sockopt::set_busy_poll(xsk.raw_fd(), us, o.prefer_busy_poll, o.busy_poll_budget)?;
+        }
+        xsks.push(xsk);
     }
     let our_mac = host::read_mac(o.iface())?.octets();
     if o.mlock {
@@ -326,15 +394,25 @@ fn run_xdp(
     let rss_start_kib = ready(o);
     // How the loop waits is fixed for the run: a type, not a test per turn.
     let p = &prog;
-    let (end, frames_not_ours, xsk_stats, xdp_counters) = match (o.wait, o.busy_poll.is_some()) {
-        (Wait::Spin, false) => run_xsk::<false, false>(o, p, xsk, our_mac, trader, rx_to_tx, stop),
-        (Wait::Spin, true) => run_xsk::<false, true>(o, p, xsk, our_mac, trader, rx_to_tx, stop),
-        (Wait::Block, false) => run_xsk::<true, false>(o, p, xsk, our_mac, trader, rx_to_tx, stop),
-        (Wait::Block, true) => run_xsk::<true, true>(o, p, xsk, our_mac, trader, rx_to_tx, stop),
-    }?;
+    let (end, frames_not_ours, xsk_stats, rx_queue_frames, xdp_counters) =
+        match (o.wait, o.busy_poll.is_some()) {
+            (Wait::Spin, false) => {
+                run_xsk::<false, false>(o, p, xsks, our_mac, trader, rx_to_tx, stop)
+            }
+            (Wait::Spin, true) => {
+                run_xsk::<false, true>(o, p, xsks, our_mac, trader, rx_to_tx, stop)
+            }
+            (Wait::Block, false) => {
+                run_xsk::<true, false>(o, p, xsks, our_mac, trader, rx_to_tx, stop)
+            }
+            (Wait::Block, true) => {
+                run_xsk::<true, true>(o, p, xsks, our_mac, trader, rx_to_tx, stop)
+            }
+        }?;
     Ok(PathEnd {
         end,
         frames_not_ours,
+        rx_queue_frames,
         xdp_counters,
         xsk_stats,
         rss_start_kib,
@@ -343,18 +421,24 @@ fn run_xdp(
 
 /// What an AF_XDP run leaves for the report: how the loop ended, the frames it refused, the
 /// socket's statistics and the program's counters.
-type XskEnd = (LoopEnd, FrameCounts, Option<XskStats>, Option<XdpCounters>);
+type XskEnd = (
+    LoopEnd,
+    FrameCounts,
+    Option<XskStats>,
+    Vec<u64>,
+    Option<XdpCounters>,
+);
 
 fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
     o: &Options,
     prog: &XdpProgram,
-    xsk: Xsk,
+    xsks: Vec<Xsk>,
     our_mac: [u8; 6],
     trader: &mut Trader,
     rx_to_tx: &mut Latency,
     stop: &AtomicBool,
 ) -> anyhow::Result<XskEnd> {
-    let mut io = XdpIo::<BLOCK, BUSY_POLL>::new(xsk, our_mac, o.addr, o.port, o.order_port);
+    let mut io = XdpIo::<BLOCK, BUSY_POLL>::per_queue(xsks, our_mac, o.addr, o.port, o.order_port);
     if let Some(b) = o.port_b {
         io = io.with_line_b(b);
     }
@@ -367,7 +451,13 @@ fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
     Ok((
         end,
         io.frames_not_ours,
-        io.xsk().statistics().ok(),
+        io.xsks()
+            .iter()
+            .map(Xsk::statistics)
+            .collect::<Result<Vec<_>, _>>()
+            .ok()
+            .map(userspace::xsk::sum_stats),
+        io.frames_per_queue.clone(),
         counters,
     ))
 }
@@ -421,6 +511,7 @@ fn run_udp(
     Ok(PathEnd {
         end,
         frames_not_ours: FrameCounts::default(),
+        rx_queue_frames: Vec::new(),
         xdp_counters: None,
         xsk_stats: None,
         rss_start_kib,
@@ -465,6 +556,7 @@ fn run_reflect(o: &Options, stop: &AtomicBool) -> anyhow::Result<PathEnd> {
             thread_time,
         },
         frames_not_ours: FrameCounts::default(),
+        rx_queue_frames: Vec::new(),
         xdp_counters: prog.counters().ok().map(|c| c.to_report()),
         xsk_stats: None,
         rss_start_kib,
@@ -523,10 +615,12 @@ fn warn_at_exit(o: &Options, report: &TraderReport) {
         eprintln!(
             "warning: {} market-data frames could not be redirected (xdp_counters.redirect_failed) \
              and went to the kernel untraded: they arrived on an RX queue this trader does not \
-             serve (it serves queue 0 only). Steer the feed to queue 0 \
-             (`ethtool -N {iface} flow-type udp4 dst-port {} action 0`) or run one trader per \
-             queue; see the README, \"Serving every RX queue\"",
-            x.redirect_failed, o.port
+             serve (it serves {} of them; --queues all serves every one). Steer the feed \
+             (`ethtool -N {iface} flow-type udp4 dst-port {} action 0`) or serve more queues; \
+             see the README, \"Serving every RX queue\"",
+            x.redirect_failed,
+            report.rx_queue_frames.len(),
+            o.port
         );
     }
     let c = &report.counters;

@@ -23,7 +23,12 @@ const BLOCK_POLL_MS: i32 = 100;
 /// `poll()`.
 #[derive(Debug)]
 pub struct XdpIo<const BLOCK: bool, const BUSY_POLL: bool> {
-    xsk: Xsk,
+    /// One socket per RX queue served, socket `i` bound to queue `i`.
+    xsks: Vec<Xsk>,
+    /// The queue a turn reads first: they take turns, so none starves the others.
+    next_queue: usize,
+    /// Feed frames taken per queue.
+    pub frames_per_queue: Vec<u64>,
     order_port: u16,
     /// Our MAC, IPv4 address and the feed's port: where feed datagrams must be addressed.
     our: Endpoint,
@@ -45,8 +50,23 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
         md_port: u16,
         order_port: u16,
     ) -> Self {
+        Self::per_queue(vec![xsk], our_mac, our_ip, md_port, order_port)
+    }
+
+    /// [`XdpIo::new`] over one socket per RX queue (socket `i` bound to queue `i`): the feed is
+    /// taken from whichever queue it arrives on, and each packet's orders leave on the TX ring
+    /// of the socket it came in on.
+    pub fn per_queue(
+        xsks: Vec<Xsk>,
+        our_mac: [u8; 6],
+        our_ip: std::net::Ipv4Addr,
+        md_port: u16,
+        order_port: u16,
+    ) -> Self {
         XdpIo {
-            xsk,
+            frames_per_queue: vec![0; xsks.len()],
+            xsks,
+            next_queue: 0,
             order_port,
             our: frame::endpoint(our_mac, our_ip, md_port),
             our_b: None,
@@ -63,9 +83,54 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
         self
     }
 
-    /// The socket, for its statistics at the end.
-    pub fn xsk(&self) -> &Xsk {
-        &self.xsk
+    /// Takes up to `max` frames from queue `q`'s socket, handing each feed datagram to
+    /// `handler` with the sink for that socket's TX ring.
+    #[inline]
+    fn recv_queue<H: PacketHandler>(&mut self, q: usize, max: usize, handler: &mut H) -> usize {
+        let Self {
+            xsks,
+            order_port,
+            our,
+            our_b,
+            builder,
+            frames_not_ours,
+            frames_per_queue,
+            ..
+        } = self;
+        let Some(xsk) = xsks.get_mut(q) else {
+            return 0;
+        };
+        let tx = &mut xsk.tx;
+        let n = xsk.rx.recv(max, |f| {
+            let t_rx = now_ns();
+            // Checked as the kernel checks a datagram for a UDP socket (addresses, checksums),
+            // so this path trades nothing the kernel path would drop.
+            let (d, line) = match (parse_udp_to(f, our), &*our_b) {
+                (Ok(d), _) => (d, 0),
+                (Err(FrameError::OtherPort), Some(b)) => match parse_udp_to(f, b) {
+                    Ok(d) => (d, 1),
+                    Err(e) => {
+                        count(frames_not_ours, e);
+                        return;
+                    }
+                },
+                (Err(e), _) => {
+                    count(frames_not_ours, e);
+                    return;
+                }
+            };
+            // Reply to this packet's sender, whoever sent the last one.
+            let peer = frame::endpoint(d.src_mac, *d.src.ip(), *order_port);
+            let b = builder_for(builder, *our, peer);
+            handler.on_packet(d.payload, line, t_rx, &mut XdpSink { tx, builder: b });
+        });
+        frames_per_queue[q] += n as u64;
+        n
+    }
+
+    /// The sockets, one per queue, for their statistics at the end.
+    pub fn xsks(&self) -> &[Xsk] {
+        &self.xsks
     }
 }
 
@@ -98,41 +163,35 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for XdpIo<BLOCK, BUSY_PO
     #[inline]
     fn recv<H: PacketHandler>(&mut self, max: usize, handler: &mut H) -> io::Result<usize> {
         if BLOCK {
-            self.xsk.rx.wait(BLOCK_POLL_MS)?;
-        }
-        let Self {
-            xsk,
-            order_port,
-            our,
-            our_b,
-            builder,
-            frames_not_ours,
-        } = self;
-        let tx = &mut xsk.tx;
-        let n = xsk.rx.recv(max, |f| {
-            let t_rx = now_ns();
-            // Checked as the kernel checks a datagram for a UDP socket (addresses, checksums),
-            // so this path trades nothing the kernel path would drop.
-            let (d, line) = match (parse_udp_to(f, our), &*our_b) {
-                (Ok(d), _) => (d, 0),
-                (Err(FrameError::OtherPort), Some(b)) => match parse_udp_to(f, b) {
-                    Ok(d) => (d, 1),
-                    Err(e) => {
-                        count(frames_not_ours, e);
-                        return;
-                    }
-                },
-                (Err(e), _) => {
-                    count(frames_not_ours, e);
-                    return;
+            match self.xsks.as_mut_slice() {
+                [one] => {
+                    one.rx.wait(BLOCK_POLL_MS)?;
                 }
-            };
-            // Reply to this packet's sender, whoever sent the last one.
-            let peer = frame::endpoint(d.src_mac, *d.src.ip(), *order_port);
-            let b = builder_for(builder, *our, peer);
-            handler.on_packet(d.payload, line, t_rx, &mut XdpSink { tx, builder: b });
-        });
-        Ok(n)
+                all => crate::xsk::wait_any(all, BLOCK_POLL_MS)?,
+            }
+        }
+        let queues = self.xsks.len();
+        let mut taken = 0;
+        for k in 0..queues {
+            let q = (self.next_queue + k) % queues;
+            taken += self.recv_queue(q, max - taken, handler);
+            if taken == max {
+                break;
+            }
+        }
+        self.next_queue = (self.next_queue + 1) % queues.max(1);
+        Ok(taken)
+    }
+
+    /// Drives the kernel's busy poll (`BUSY_POLL`) and reclaims TX frames on every queue.
+    fn idle(&mut self) {
+        for x in &mut self.xsks {
+            x.tx.reclaim();
+            if BUSY_POLL {
+                // Drives the kernel's busy poll of the device (napi_busy_loop) from our core.
+                let _ = x.rx.wait(0);
+            }
+        }
     }
 
     /// Built as a frame to the feed's sender's MAC (the last one seen: the re-request server is
@@ -145,8 +204,11 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for XdpIo<BLOCK, BUSY_PO
             ));
         };
         let mut b = FrameBuilder::new(self.our, frame::endpoint(peer.mac, *to.ip(), to.port()));
-        self.xsk
-            .tx
+        let xsk = self
+            .xsks
+            .first_mut()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotConnected, "no socket"))?;
+        xsk.tx
             .send(|buf| {
                 b.build(buf, |body| match body.get_mut(..payload.len()) {
                     Some(dst) => {
@@ -157,15 +219,7 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for XdpIo<BLOCK, BUSY_PO
                 })
             })
             .map_err(|_| io::Error::new(io::ErrorKind::WouldBlock, "no TX frame"))?;
-        self.xsk.tx.flush()
-    }
-
-    fn idle(&mut self) {
-        self.xsk.tx.reclaim();
-        if BUSY_POLL {
-            // Drives the kernel's busy poll of the device (napi_busy_loop) from our core.
-            let _ = self.xsk.rx.wait(0);
-        }
+        xsk.tx.flush()
     }
 }
 

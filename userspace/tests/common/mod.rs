@@ -29,6 +29,14 @@ pub(crate) fn lab_or_skip(tag: &str) -> Option<Lab> {
     Some(Lab::up(LabConfig::for_test(tag)).expect("lab up"))
 }
 
+/// [`lab_or_skip`] for a lab built from `config` (e.g. with more queues).
+pub(crate) fn lab_with_or_skip(config: LabConfig) -> Option<Lab> {
+    if !netns::require_privileges_or_skip() {
+        return None;
+    }
+    Some(Lab::up(config).expect("lab up"))
+}
+
 /// A file of this test process's own in the temporary directory.
 pub(crate) fn tmp(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("t2t-test-{}-{name}", std::process::id()))
