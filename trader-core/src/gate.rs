@@ -89,6 +89,9 @@ pub(crate) struct Held {
 pub(crate) struct Holding {
     pub(crate) slots: [Held; HELD],
     stamp: u64,
+    /// Slots in use (a packet is held): 0 on a healthy feed, so the per-packet checks are one
+    /// comparison.
+    in_use: usize,
 }
 
 impl Holding {
@@ -104,13 +107,32 @@ impl Holding {
                 also: 0,
             }),
             stamp: 0,
+            in_use: 0,
         }
+    }
+
+    /// Frees slot `i` and hands back its bytes (to be returned with [`Holding::give_back`]).
+    pub(crate) fn take(&mut self, i: usize) -> Vec<u8> {
+        let bytes = std::mem::take(&mut self.slots[i].bytes);
+        if !bytes.is_empty() {
+            self.in_use -= 1;
+        }
+        bytes
+    }
+
+    /// Returns a buffer taken with [`Holding::take`] to slot `i` (empty, capacity kept).
+    pub(crate) fn give_back(&mut self, i: usize, mut bytes: Vec<u8>) {
+        bytes.clear();
+        self.slots[i].bytes = bytes;
     }
 
     /// The held packet that a packet of `session` starting at `first` continues: `first` is
     /// its next sequence number, exactly. (Not "close to it": two independent lies a little
     /// apart would confirm each other.)
     pub(crate) fn continued_by(&self, session: Session, first: u64) -> Option<usize> {
+        if self.in_use == 0 {
+            return None;
+        }
         self.slots
             .iter()
             .position(|h| !h.bytes.is_empty() && h.session == session && first == h.next)
@@ -123,6 +145,9 @@ impl Holding {
 
     /// The slot holding a packet of `session` starting at `first`.
     pub(crate) fn find(&self, session: Session, first: u64) -> Option<usize> {
+        if self.in_use == 0 {
+            return None;
+        }
         self.slots
             .iter()
             .position(|h| !h.bytes.is_empty() && h.session == session && h.first == first)
@@ -156,6 +181,9 @@ impl Holding {
         self.stamp += 1;
         let h = &mut self.slots[i];
         let displaced = (!h.bytes.is_empty()).then_some(h.session);
+        if displaced.is_none() {
+            self.in_use += 1;
+        }
         h.bytes.clear();
         h.bytes.extend_from_slice(bytes);
         h.session = session;
@@ -175,13 +203,19 @@ impl Holding {
                 h.bytes.clear();
             }
         }
+        self.in_use = 0;
     }
 
     /// Empties the slots whose packet starts before `next` (the feed has passed it).
+    #[inline]
     pub(crate) fn drop_passed(&mut self, next: u64) {
+        if self.in_use == 0 {
+            return;
+        }
         for h in &mut self.slots {
-            if h.first < next {
+            if !h.bytes.is_empty() && h.first < next {
                 h.bytes.clear();
+                self.in_use -= 1;
             }
         }
     }

@@ -530,7 +530,7 @@ impl Trader {
         clock: &impl Fn() -> u64,
         emit: &mut impl FnMut(&OrderRepr) -> bool,
     ) {
-        let bytes = std::mem::take(&mut self.holding.slots[i].bytes);
+        let bytes = self.holding.take(i);
         let held = &self.holding.slots[i];
         let (first, next, also) = (held.first, held.next, held.also);
         let line = std::mem::replace(&mut self.line, held.line);
@@ -546,9 +546,7 @@ impl Trader {
             }
         }
         self.line = line;
-        let slot = &mut self.holding.slots[i].bytes;
-        *slot = bytes;
-        slot.clear();
+        self.holding.give_back(i, bytes);
     }
 
     /// Trades the messages of a packet of the feed whose header and framing were checked.
