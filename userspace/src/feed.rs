@@ -274,13 +274,12 @@ impl Feed {
             for (i, m) in p.messages().enumerate() {
                 if let Ok(Message::Trade(t)) = m.and_then(itch::parse)
                     && t.stock == stock
+                    && let Some(seq) = p.sequence().checked_add(i as u64)
                 {
-                    if let Some(seq) = p.sequence().checked_add(i as u64) {
-                        feed.ticks.push(Tick {
-                            seq,
-                            price: t.price,
-                        });
-                    }
+                    feed.ticks.push(Tick {
+                        seq,
+                        price: t.price,
+                    });
                 }
             }
             feed.messages += u64::from(p.block_count());
