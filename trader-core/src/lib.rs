@@ -357,7 +357,7 @@ impl Trader {
                 self.counters.suspect_sequence -= 1;
                 self.counters.jumps_confirmed += 1;
                 self.trade_held(i, &clock, &mut emit);
-                self.trade_packet(payload, &clock, &mut emit);
+                self.trade_packet_cold(payload, &clock, &mut emit);
             } else {
                 // Held (or, too large to hold, dropped): a suspect either way, until confirmed.
                 self.counters.suspect_sequence += 1;
@@ -383,7 +383,7 @@ impl Trader {
                     foreign.count(s);
                 }
             });
-            self.trade_packet(payload, &clock, &mut emit);
+            self.trade_packet_cold(payload, &clock, &mut emit);
             return PacketOutcome::Data;
         }
         if let Some(i) = self.holding.find(session, first) {
@@ -393,11 +393,9 @@ impl Trader {
             self.holding.slots[i].also |= 1 << self.line;
             return PacketOutcome::Data;
         }
-        if !packet
-            .messages()
-            .any(|m| m.is_ok_and(|b| itch::parse(b).is_ok()))
-        {
-            // Nothing in it reads as ITCH: not a feed to follow.
+        let itch_like = |b: &[u8]| b.first().and_then(|&k| itch::message_len(k)) == Some(b.len());
+        if !packet.messages().any(|m| m.is_ok_and(itch_like)) {
+            // Nothing in it is an ITCH message (a known type at its length): not a feed.
             self.counters.unconfirmed_packets += 1;
             return PacketOutcome::Data;
         }
@@ -479,16 +477,19 @@ impl Trader {
             let due = clock().saturating_add(l.wait_ns);
             if !l.hold(payload, first, self.line, due) {
                 self.release(clock, emit, true);
-                self.trade_packet(payload, clock, emit);
+                self.trade_packet_cold(payload, clock, emit);
             }
         } else {
             self.trade_packet(payload, clock, emit);
         }
-        self.release(clock, emit, false);
+        if self.lines.as_ref().is_some_and(|l| l.any_waiting()) {
+            self.release(clock, emit, false);
+        }
     }
 
     /// Trades the waiting packets whose turn has come: the gap before the first of them is
     /// filled, lost on both lines, or it has waited long enough (or `force`).
+    #[inline(never)]
     fn release(
         &mut self,
         clock: &impl Fn() -> u64,
@@ -507,7 +508,7 @@ impl Trader {
             }
             let Some(w) = l.take_head() else { return };
             let line = std::mem::replace(&mut self.line, w.line);
-            self.trade_packet(&w.bytes, clock, emit);
+            self.trade_packet_cold(&w.bytes, clock, emit);
             self.line = line;
             if let Some(l) = &mut self.lines {
                 l.recycle(w.bytes);
@@ -534,7 +535,7 @@ impl Trader {
         let held = &self.holding.slots[i];
         let (first, next, also) = (held.first, held.next, held.also);
         let line = std::mem::replace(&mut self.line, held.line);
-        self.trade_packet(&bytes, clock, emit);
+        self.trade_packet_cold(&bytes, clock, emit);
         // Copies that came on the other line while it was held.
         if let (Some(l), Some(base)) = (&mut self.lines, self.base) {
             for other in (0..lines::LINES).filter(|&o| o != self.line && also & (1 << o) != 0) {
@@ -549,8 +550,21 @@ impl Trader {
         self.holding.give_back(i, bytes);
     }
 
+    /// [`Trader::trade_packet`] for the rare paths (held packets, confirmed jumps, the feed's
+    /// first packets, A/B waits): one out-of-line copy, so the hot path's stays inlined.
+    #[inline(never)]
+    #[cold]
+    fn trade_packet_cold(
+        &mut self,
+        payload: &[u8],
+        clock: &impl Fn() -> u64,
+        emit: &mut impl FnMut(&OrderRepr) -> bool,
+    ) {
+        self.trade_packet(payload, clock, emit);
+    }
+
     /// Trades the messages of a packet of the feed whose header and framing were checked.
-    #[inline]
+    #[inline(always)]
     fn trade_packet(
         &mut self,
         payload: &[u8],
@@ -668,9 +682,21 @@ impl Trader {
         self.strategy.prepare();
     }
 
-    /// Sequence tracking: true when `seq` is new and in order (possibly after a gap).
-    #[inline]
+    /// Sequence tracking: true when `seq` is new and in order (possibly after a gap). The
+    /// common case, the next number on a one-line feed, is a mark and an increment.
+    #[inline(always)]
     fn admit(&mut self, seq: u64) -> bool {
+        if seq == self.next_seq && self.lines.is_none() && seq != u64::MAX {
+            self.mark(seq);
+            self.next_seq = seq + 1;
+            return true;
+        }
+        self.admit_slow(seq)
+    }
+
+    /// [`Trader::admit`] for everything else: gaps, late and duplicate numbers, A/B feeds.
+    #[inline(never)]
+    fn admit_slow(&mut self, seq: u64) -> bool {
         if self.base.is_some_and(|b| seq < b) {
             // From before the trader joined the feed: neither late nor a duplicate.
             self.counters.before_join_messages += 1;
