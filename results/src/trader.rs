@@ -67,7 +67,8 @@ pub struct FeedSeen {
     #[serde(default)]
     pub lines: Vec<LineCounts>,
     /// Of an A/B feed, sequence numbers neither line delivered (within the feed the trader
-    /// followed; equals `gap_messages - late_messages`).
+    /// followed): `gap_messages - late_messages`, plus those that came back on re-request
+    /// (`recovered_messages`, which no line delivered).
     #[serde(default)]
     pub lost_on_both: u64,
 }

@@ -576,7 +576,11 @@ impl Trader {
         for (i, block) in packet.messages().enumerate() {
             let seq = first.saturating_add(i as u64);
             let new = self.admit(seq);
-            if let Some(l) = &mut self.lines {
+            // A message that came back on re-request was not delivered by the line whose port
+            // it arrived on: it counts for neither line.
+            if let Some(l) = &mut self.lines
+                && (new || !self.recovery.as_ref().is_some_and(|r| r.wanted(seq)))
+            {
                 let c = &mut l.counts[self.line];
                 c.received_messages += 1;
                 c.first_arrivals += u64::from(new);
