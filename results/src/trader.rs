@@ -160,8 +160,9 @@ pub struct TraderCounters {
     pub wrong_session: u64,
     /// Packets of the feed's session whose sequence number no following packet confirmed: a
     /// forward jump past `--max-jump` (held, then dropped when nothing continued it), a held
-    /// first packet the real feed didn't continue, or an end of session behind the feed or far
-    /// ahead of it. Never traded, and the expected sequence number stayed with the feed.
+    /// first packet the real feed didn't continue, or an end of session behind the feed, or
+    /// past it and never repeated. Never traded, and the expected sequence number stayed with
+    /// the feed.
     #[serde(default)]
     pub suspect_sequence: u64,
     /// Forward jumps past `--max-jump` that the next packet confirmed (an outage or a burst of
@@ -212,8 +213,9 @@ pub struct TraderCounters {
     /// Messages those requests asked for (a gap asked again counts again).
     #[serde(default)]
     pub retransmit_requested: u64,
-    /// Of `late_messages`, those in a gap the trader asks for: recovered, accounted, not
-    /// traded (the strategy had decided later ticks without them).
+    /// Of `late_messages`, those that came from the re-request server (its address is
+    /// `--retransmit-to`): recovered, accounted, not traded (the strategy had decided later
+    /// ticks without them).
     #[serde(default)]
     pub recovered_messages: u64,
     /// Messages of gaps given up unrecovered: asked three times without an answer, older than

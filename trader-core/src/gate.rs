@@ -138,11 +138,6 @@ impl Holding {
             .position(|h| !h.bytes.is_empty() && h.session == session && first == h.next)
     }
 
-    /// A packet of `session` starting at `first` is held already (this is a copy of it).
-    pub(crate) fn holds(&self, session: Session, first: u64) -> bool {
-        self.find(session, first).is_some()
-    }
-
     /// The slot holding a packet of `session` starting at `first`.
     pub(crate) fn find(&self, session: Session, first: u64) -> Option<usize> {
         if self.in_use == 0 {

@@ -392,7 +392,8 @@ fn recovered_ticks_are_counted_not_traded() {
         while let Some(req) = t.next_request(now) {
             assert_eq!(req.session, lab());
             for seq in req.sequence..req.sequence + u64::from(req.count) {
-                t.on_packet(&packet_of(lab(), seq, seq - 1), || 0, |_| panic!("traded"));
+                let answer = packet_of(lab(), seq, seq - 1);
+                t.on_packet_from(lines::RECOVERY, &answer, || 0, |_| panic!("traded"));
             }
         }
     }

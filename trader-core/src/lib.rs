@@ -74,8 +74,11 @@ pub struct Trader {
     recovery: Option<Recovery>,
     /// Per-line accounting of an A/B feed (`None`: one line).
     lines: Option<Box<Lines>>,
-    /// The line the packet being processed came on (0: A, 1: B).
+    /// The line the packet being processed came on (0: A, 1: B; [`lines::RECOVERY`]: an
+    /// answer of the re-request server).
     line: usize,
+    /// An end of session past the feed's next number, seen once: believed when repeated.
+    end_claim: Option<u64>,
     seen: Box<[u64]>,
     token: u64,
     /// What was counted.
@@ -138,6 +141,7 @@ impl Trader {
             recovery: None,
             lines: None,
             line: 0,
+            end_claim: None,
             seen: vec![0u64; (SEEN_WINDOW / 64) as usize].into_boxed_slice(),
             token: 0,
             counters: Counters::default(),
@@ -193,6 +197,20 @@ impl Trader {
         self
     }
 
+    /// When the first packet waiting for the other line of an A/B feed stops waiting (ns on
+    /// the clock given to [`Trader::on_packet`]); `None` when nothing waits. The loop calls
+    /// [`Trader::release_due`] then, if no packet came to do it.
+    #[inline]
+    pub fn waiting_due(&self) -> Option<u64> {
+        self.lines.as_ref().and_then(|l| l.head()).map(|w| w.due_ns)
+    }
+
+    /// Trades the packets whose wait for the other line is over at `now_ns`, sending their
+    /// orders through `emit`. Call [`Trader::settle`] after the orders are out.
+    pub fn release_due(&mut self, now_ns: u64, mut emit: impl FnMut(&OrderRepr) -> bool) {
+        self.release(&|| now_ns, &mut emit, false);
+    }
+
     /// Per line of an A/B feed (A, then B) and the numbers neither delivered; settled by
     /// [`Trader::finish`]. `None` with one line.
     pub fn line_counts(&self) -> Option<([results::LineCounts; lines::LINES], u64)> {
@@ -208,10 +226,10 @@ impl Trader {
         let oldest = self.next_seq.saturating_sub(SEEN_WINDOW - 1);
         let (ask, gave_up) = rec.next_request(now_ns, oldest, |s| marked(seen, s));
         let c = &mut self.counters;
-        c.retransmit_gave_up += gave_up.0;
+        c.retransmit_gave_up = c.retransmit_gave_up.saturating_add(gave_up.0);
         let ask = ask?;
         c.retransmit_requests += 1;
-        c.retransmit_requested += u64::from(ask.count);
+        c.retransmit_requested = c.retransmit_requested.saturating_add(u64::from(ask.count));
         Some(moldudp64::Request {
             session,
             sequence: ask.sequence,
@@ -319,7 +337,7 @@ impl Trader {
         clock: impl Fn() -> u64,
         mut emit: impl FnMut(&OrderRepr) -> bool,
     ) -> PacketOutcome {
-        self.line = line.min(lines::LINES - 1);
+        self.line = line.min(lines::RECOVERY);
         self.counters.packets += 1;
         let Ok(packet) = moldudp64::Packet::new_checked(payload) else {
             self.counters.malformed_packets += 1;
@@ -358,12 +376,16 @@ impl Trader {
                 self.counters.jumps_confirmed += 1;
                 self.trade_held(i, &clock, &mut emit);
                 self.trade_packet_cold(payload, &clock, &mut emit);
+            } else if let Some(i) = self.holding.find(session, first) {
+                // Another copy of a held jump (the other line's, or a duplicate).
+                self.counters.duplicate_messages += u64::from(packet.block_count());
+                if self.line < lines::LINES {
+                    self.holding.slots[i].also |= 1 << self.line;
+                }
             } else {
                 // Held (or, too large to hold, dropped): a suspect either way, until confirmed.
                 self.counters.suspect_sequence += 1;
-                if !self.holding.holds(session, first) {
-                    let _ = self.holding.hold(session, first, next, payload, self.line);
-                }
+                let _ = self.holding.hold(session, first, next, payload, self.line);
             }
             // A held jump the feed has reached was never confirmed: it stays a suspect.
             self.holding.drop_passed(self.next_seq);
@@ -390,7 +412,9 @@ impl Trader {
             // A second copy of a held packet: its messages are duplicates either way (on an
             // A/B feed, the other line's copy: counted for that line once the feed is known).
             self.counters.duplicate_messages += u64::from(packet.block_count());
-            self.holding.slots[i].also |= 1 << self.line;
+            if self.line < lines::LINES {
+                self.holding.slots[i].also |= 1 << self.line;
+            }
             return PacketOutcome::Data;
         }
         let itch_like = |b: &[u8]| b.first().and_then(|&k| itch::message_len(k)) == Some(b.len());
@@ -409,9 +433,10 @@ impl Trader {
         PacketOutcome::Data
     }
 
-    /// The exchange's end of session, carrying the sequence number after its last message: it
-    /// ends the run only if it is believable (the feed's session, at the next expected number
-    /// or at most `max_jump` past it); messages lost at the very end then show up as a gap.
+    /// The exchange's end of session, carrying the sequence number after its last message. At
+    /// the next expected number it ends the run; past it (a lost tail, or a lie) only when the
+    /// exchange says it again (it repeats its end of session), and the lost tail then counts as
+    /// a gap; behind it, never. A held jump it continues is confirmed and traded first.
     fn on_end_of_session(
         &mut self,
         session: moldudp64::Session,
@@ -419,7 +444,6 @@ impl Trader {
         clock: &impl Fn() -> u64,
         emit: &mut impl FnMut(&OrderRepr) -> bool,
     ) -> PacketOutcome {
-        let max_jump = self.rules.max_jump;
         if self.base.is_none() {
             // It confirms a held packet it follows (a one-packet session).
             let Some(i) = self.holding.continued_by(session, end) else {
@@ -438,15 +462,33 @@ impl Trader {
                 }
             });
         }
-        if let Some(l) = &mut self.lines {
-            l.saw(self.line, end);
+        // A held jump that the end continues was real.
+        if let Some(i) = self.holding.continued_by(session, end) {
+            self.counters.suspect_sequence = self.counters.suspect_sequence.saturating_sub(1);
+            self.counters.jumps_confirmed += 1;
+            self.trade_held(i, clock, emit);
         }
-        self.release(clock, emit, true);
-        if end < self.next_seq || end - self.next_seq > max_jump {
-            // Behind what was traded, or far ahead of it: not this feed's end.
+        if end < self.next_seq {
+            // Behind what was traded: not this feed's end.
             self.counters.suspect_sequence += 1;
             return PacketOutcome::Data;
         }
+        if end > self.next_seq {
+            // A lost tail, or a lie: believed when the exchange says it again (it repeats its
+            // end of session), never on one datagram's word.
+            if self.end_claim != Some(end) {
+                self.end_claim = Some(end);
+                self.counters.suspect_sequence += 1;
+                return PacketOutcome::Data;
+            }
+            self.counters.suspect_sequence = self.counters.suspect_sequence.saturating_sub(1);
+        }
+        if let Some(l) = &mut self.lines {
+            l.saw(self.line, end);
+        }
+        // Nothing more will come to fill a gap the waiting packets sit behind.
+        self.release(clock, emit, true);
+        let end = end.max(self.next_seq);
         self.counters.gap_messages = self
             .counters
             .gap_messages
@@ -576,10 +618,9 @@ impl Trader {
         for (i, block) in packet.messages().enumerate() {
             let seq = first.saturating_add(i as u64);
             let new = self.admit(seq);
-            // A message that came back on re-request was not delivered by the line whose port
-            // it arrived on: it counts for neither line.
+            // A message that came back on re-request (line RECOVERY) counts for neither line.
             if let Some(l) = &mut self.lines
-                && (new || !self.recovery.as_ref().is_some_and(|r| r.wanted(seq)))
+                && self.line < lines::LINES
             {
                 let c = &mut l.counts[self.line];
                 c.received_messages += 1;
@@ -711,7 +752,9 @@ impl Trader {
             if skipped > 0
                 && let Some(rec) = &mut self.recovery
             {
-                self.counters.retransmit_gave_up += rec.push(self.next_seq, seq).0;
+                let gave_up = rec.push(self.next_seq, seq).0;
+                self.counters.retransmit_gave_up =
+                    self.counters.retransmit_gave_up.saturating_add(gave_up);
             }
             // Saturating: a hostile sequence number near u64::MAX must not wrap the counters.
             self.counters.gap_messages = self.counters.gap_messages.saturating_add(skipped);
@@ -733,7 +776,7 @@ impl Trader {
         if self.next_seq - seq > SEEN_WINDOW || !self.is_marked(seq) {
             // Older than a gap we passed: the tick arrived late.
             self.counters.late_messages += 1;
-            if self.recovery.as_ref().is_some_and(|r| r.wanted(seq)) {
+            if self.line == lines::RECOVERY {
                 self.counters.recovered_messages += 1;
             }
             if self.next_seq - seq <= SEEN_WINDOW {
@@ -935,10 +978,36 @@ mod tests {
         feed(&mut t, &packet(1, &[&trade(1)]));
         let mut eos = packet(4, &[]);
         eos[18..20].copy_from_slice(&moldudp64::END_OF_SESSION.to_be_bytes());
+        // Past the feed: a lost tail or a lie, believed when the exchange repeats it.
+        assert_eq!(t.on_packet(&eos, || 0, |_| true), PacketOutcome::Data);
+        assert_eq!(t.counters.suspect_sequence, 1);
         assert_eq!(
             t.on_packet(&eos, || 0, |_| true),
             PacketOutcome::EndOfSession
         );
         assert_eq!(t.counters.gap_messages, 2, "2 and 3 never came");
+        assert_eq!(t.counters.suspect_sequence, 0, "confirmed");
+    }
+
+    #[test]
+    fn an_end_of_session_at_the_next_number_ends_at_once_and_one_elsewhere_never() {
+        let mut t = trader();
+        feed(&mut t, &packet(1, &[&trade(1)]));
+        let eos = |n: u64| {
+            let mut e = packet(n, &[]);
+            e[18..20].copy_from_slice(&moldudp64::END_OF_SESSION.to_be_bytes());
+            e
+        };
+        for lie in [1, 7, 1 << 40] {
+            assert_eq!(t.on_packet(&eos(lie), || 0, |_| true), PacketOutcome::Data);
+        }
+        assert_eq!(t.counters.suspect_sequence, 3);
+        feed(&mut t, &packet(2, &[&trade(2)]));
+        assert_eq!(t.counters.ticks, 2, "the feed goes on");
+        assert_eq!(
+            t.on_packet(&eos(3), || 0, |_| true),
+            PacketOutcome::EndOfSession
+        );
+        assert_eq!(t.counters.gap_messages, 0);
     }
 }

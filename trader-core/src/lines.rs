@@ -22,6 +22,10 @@ use crate::SEEN_WINDOW;
 /// The lines a feed can come on: A and B.
 pub const LINES: usize = 2;
 
+/// The "line" of a packet that answers a re-request (it came from the exchange's re-request
+/// server, not from either line): its messages count as recovered and for neither line.
+pub const RECOVERY: usize = LINES;
+
 /// How long a packet past a gap waits for the other line to fill the gap, by default (ns).
 pub const DEFAULT_WAIT_NS: u64 = 1_000_000;
 

@@ -85,6 +85,7 @@ impl Recovery {
     }
 
     /// Whether `seq` is in a queued gap (a late message that was asked for, or is about to be).
+    #[cfg(test)]
     pub(crate) fn wanted(&self, seq: u64) -> bool {
         self.gaps.iter().any(|g| (g.first..g.end).contains(&seq))
     }

@@ -780,7 +780,8 @@ fn check_retransmission(tag: &str, run: &FaultRun) {
         served.answers, served.requests,
         "{tag}: every request answered: {served:?}"
     );
-    assert_eq!(served.served_messages, recoverable, "{tag}: {served:?}");
+    // A reply later than the trader's 20 ms retry is asked for (and served) again.
+    assert!(served.served_messages >= recoverable, "{tag}: {served:?}");
     assert_eq!(r.orders_received, k.orders, "{tag}");
     assert_eq!(r.orders_duplicate + r.orders_unknown_tick, 0, "{tag}");
     let p = &r.parity;

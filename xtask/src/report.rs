@@ -201,8 +201,10 @@ pub(crate) fn problems(row: &str, replay: &ReplayReport, trader: &TraderReport) 
     if let Some(x) = trader.xdp_counters.filter(|x| x.redirect_failed > 0) {
         p.push(format!(
             "{row}: {} frames the XDP program could not redirect to the AF_XDP socket \
-             (redirect_failed; only RX queue 0 is served)",
-            x.redirect_failed
+             (redirect_failed: they arrived on an RX queue with no socket; the trader serves {} \
+             of them)",
+            x.redirect_failed,
+            trader.rx_queue_frames.len()
         ));
     }
     p

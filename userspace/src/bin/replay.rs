@@ -238,6 +238,9 @@ fn real_main() -> anyhow::Result<()> {
         let server = server.as_ref().map(|sock| {
             s.spawn(|| retransmit::serve(&retransmitter, sock, &frontier, &serving_done))
         });
+        // The server stops when this scope's work ends, however it ends (a panic included:
+        // the scope joins the thread, which must not wait for a flag nobody sets).
+        let _stop_serving = SetOnDrop(&serving_done);
         let run = (|| {
             let span = send(&mut driver, &mut ex, rate, &label, progress, &stop)?;
             // Drain: until every expected order is in, or nothing came for drain_ms.
@@ -253,13 +256,19 @@ fn real_main() -> anyhow::Result<()> {
             anyhow::Ok(span)
         })();
         serving_done.store(true, Ordering::Relaxed);
-        let served = server
-            .map(|h| match h.join() {
-                Ok(r) => r.context("the re-request server"),
-                Err(_) => Err(anyhow::anyhow!("the re-request server panicked")),
-            })
-            .transpose();
-        anyhow::Ok((run?, ex.settle(), served?))
+        // A server that failed costs the re-request figures, not the run's report.
+        let served = server.and_then(|h| match h.join() {
+            Ok(Ok(r)) => Some(r),
+            Ok(Err(e)) => {
+                eprintln!("warning: the re-request server failed: {e}; its figures are missing");
+                None
+            }
+            Err(_) => {
+                eprintln!("warning: the re-request server panicked; its figures are missing");
+                None
+            }
+        });
+        anyhow::Ok((run?, ex.settle(), served))
     })?;
     let mut settled = settled;
     if let Some(r) = &served
@@ -479,6 +488,15 @@ fn report(asked: Asked, feed: &Feed, settled: &Settlement, span: SendSpan) -> Re
         parity: parity.clone(),
         retransmit: None,
         machine: results::Machine::read(),
+    }
+}
+
+/// Sets a flag when dropped.
+struct SetOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
     }
 }
 

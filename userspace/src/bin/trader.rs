@@ -280,6 +280,11 @@ fn real_main() -> anyhow::Result<()> {
             o.order_port
         );
     }
+    if o.retransmit_to.is_some() && o.path == TraderPath::Reflect {
+        bail!(
+            "--retransmit-to needs a trader (--path xdp or udp): the reflector keeps no sequence"
+        );
+    }
     if let Some(b) = o.port_b {
         if b == o.port {
             bail!("--port-b {b} is line A's port too: line B needs a port of its own");
@@ -356,6 +361,14 @@ fn run_xdp(
     };
     let have = rx_queues(o.iface());
     let serve = match o.queues {
+        Queues::All if have > xdp_common::MAX_QUEUES => bail!(
+            "{} has {have} RX queues; one trader serves at most {} (the XSKMAP's size): steer \
+             the feed to the first {} (`ethtool -N`/`-X`) and give --queues {}",
+            o.iface(),
+            xdp_common::MAX_QUEUES,
+            xdp_common::MAX_QUEUES,
+            xdp_common::MAX_QUEUES
+        ),
         Queues::All => have,
         Queues::First(n) if n > have => bail!(
             "--queues {n}: {} has {have} RX queue(s) (`ethtool -l {}` shows them)",
@@ -363,8 +376,7 @@ fn run_xdp(
             o.iface()
         ),
         Queues::First(n) => n,
-    }
-    .min(xdp_common::MAX_QUEUES);
+    };
     if serve < have {
         eprintln!(
             "warning: serving {serve} of {}'s {have} RX queues: feed frames that arrive on the \
@@ -442,6 +454,9 @@ fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
     if let Some(b) = o.port_b {
         io = io.with_line_b(b);
     }
+    if let Some(server) = o.retransmit_to {
+        io = io.with_retransmit_source(server);
+    }
     let end = trading::run(&mut io, trader, rx_to_tx, o.loop_config(), stop)
         .context("the AF_XDP socket")?;
     // The program's counters now, while the socket is still in its map: the exchange's
@@ -494,6 +509,9 @@ fn run_udp(
     let rss_start_kib = ready(o);
     let end = if o.recvmmsg > 1 {
         let mut io = MmsgIo::new(sock, o.order_port, usize::from(o.recvmmsg))?;
+        if let Some(server) = o.retransmit_to {
+            io = io.with_retransmit_source(server);
+        }
         trading::run(&mut io, trader, rx_to_tx, o.loop_config(), stop)
             .context("recvmmsg on the market-data socket")?
     } else {
@@ -502,8 +520,19 @@ fn run_udp(
             let sock_b = UdpSocket::bind(SocketAddrV4::new(o.addr, b))
                 .with_context(|| format!("failed to bind line B's {}:{b} (--port-b)", o.addr))?;
             sockopt::set_rcvbuf(sock_b.as_raw_fd(), o.rcvbuf)?;
+            if let Some(us) = o.busy_poll {
+                sockopt::set_busy_poll(
+                    sock_b.as_raw_fd(),
+                    us,
+                    o.prefer_busy_poll,
+                    o.busy_poll_budget,
+                )?;
+            }
             let block_ms = (o.wait == Wait::Block).then_some(100);
             io = io.with_line_b(sock_b, block_ms)?;
+        }
+        if let Some(server) = o.retransmit_to {
+            io = io.with_retransmit_source(server);
         }
         trading::run(&mut io, trader, rx_to_tx, o.loop_config(), stop)
             .context("recv on the market-data socket")?

@@ -1,8 +1,9 @@
 //! The exchange's MoldUDP64 re-request server: a request names a session, a first sequence
 //! number and a count; the answer is one ordinary downstream packet holding as many of those
 //! messages as fit (the MoldUDP64 spec's "Request Packet" and its response), sent to the
-//! requester. Only messages already put on the wire are served, and only the last `history` of
-//! them: a bounded history, as a real server keeps.
+//! requester. Only messages the send loop has reached are served (sent, or refused by our own
+//! socket: the session's numbers are used either way), and only the last `history` of them: a
+//! bounded history, as a real server keeps.
 //!
 //! [`Retransmitter`] is sans-IO (what to answer); [`serve`] is the thread that answers over a
 //! UDP socket while the send loop runs, told how far the feed has gone through an atomic.

@@ -37,10 +37,14 @@ impl Index {
         seqs.sort_unstable();
         seqs.dedup();
         match (seqs.first(), seqs.last()) {
-            (Some(&first), Some(&last)) if last - first + 1 == seqs.len() as u64 => Index::Dense {
-                first,
-                len: seqs.len(),
-            },
+            (Some(&first), Some(&last))
+                if (last - first).checked_add(1) == Some(seqs.len() as u64) =>
+            {
+                Index::Dense {
+                    first,
+                    len: seqs.len(),
+                }
+            }
             _ => Index::Sparse(seqs),
         }
     }

@@ -660,6 +660,23 @@ fn a_stray_huge_sequence_number_costs_one_entry_not_its_span() {
 }
 
 #[test]
+fn a_capture_spanning_every_sequence_number_is_indexed_without_overflow() {
+    let mut f = numbered(300, 0).unwrap();
+    let mut bytes = f.packet(0).to_vec();
+    moldudp64::Packet::new_unchecked(&mut bytes[..]).set_sequence(u64::MAX);
+    let start = f.bytes.len();
+    f.bytes.extend_from_slice(&bytes);
+    f.packets.push(crate::feed::PacketMeta {
+        start,
+        end: f.bytes.len(),
+        first_seq: u64::MAX,
+        messages: 1,
+    });
+    let ex = exchange(&f, Expect::Signals);
+    assert_eq!(ex.schedule.len(), 301, "0..300 and 2^64 - 1");
+}
+
+#[test]
 fn a_feed_without_trades_of_the_stock_has_nothing_to_check() {
     let mut f = feed(300, 1);
     f.ticks.clear();

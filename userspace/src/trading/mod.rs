@@ -79,6 +79,13 @@ pub trait TraderIo {
         let _ = (to, payload);
         Err(io::ErrorKind::Unsupported.into())
     }
+
+    /// Hands `f` a sink for orders to the last packet's sender, outside a receive: for packets
+    /// an A/B feed held for the other line whose wait ran out with no packet to carry them.
+    /// The default has none (`f` is not called).
+    fn with_sink(&mut self, f: &mut dyn FnMut(&mut dyn OrderSink)) {
+        let _ = f;
+    }
 }
 
 /// How [`run`] runs.
@@ -217,6 +224,24 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
             io.idle();
             if idle_exit_ns.is_some_and(|d| now_ns().saturating_sub(last_data) > d) {
                 break EndReason::IdleTimeout;
+            }
+        }
+        // An A/B wait that ran out with no packet to end it: its packets go now.
+        if let Some(due) = trader.waiting_due() {
+            let now = now_ns();
+            if now >= due {
+                io.with_sink(&mut |sink| {
+                    let mut sent_any = false;
+                    trader.release_due(now, |order| {
+                        let sent = sink.send(order);
+                        sent_any |= sent;
+                        sent
+                    });
+                    if sent_any && sink.flush().is_err() {
+                        trader.counters.tx_flush_failed += 1;
+                    }
+                });
+                trader.settle();
             }
         }
         // Between turns, after the orders: at most one re-request a turn, paced by the trader.

@@ -43,6 +43,8 @@ struct FakeIo<const QUEUE: bool> {
     tape: Option<std::collections::BTreeMap<u64, Vec<u8>>>,
     /// Re-requests sent: (sequence, count).
     requests: Vec<(u64, u16)>,
+    /// The server's answers, taken before the rest of the feed, from the server (not a line).
+    answers: VecDeque<Vec<u8>>,
 }
 
 struct FakeSink<'a, const QUEUE: bool> {
@@ -90,8 +92,12 @@ impl<const QUEUE: bool> TraderIo for FakeIo<QUEUE> {
     fn recv<H: PacketHandler>(&mut self, max: usize, handler: &mut H) -> io::Result<usize> {
         let mut n = 0;
         while n < max {
-            let Some(p) = self.incoming.pop_front() else {
-                break;
+            let (p, line) = match self.answers.pop_front() {
+                Some(a) => (a, crate::t2t::lines::RECOVERY),
+                None => match self.incoming.pop_front() {
+                    Some(p) => (p, 0),
+                    None => break,
+                },
             };
             let t_rx = if self.fake_clock {
                 log(Event::Rx);
@@ -101,7 +107,7 @@ impl<const QUEUE: bool> TraderIo for FakeIo<QUEUE> {
             };
             handler.on_packet(
                 &p,
-                0,
+                line,
                 t_rx,
                 &mut FakeSink::<QUEUE> {
                     sent: &mut self.sent,
@@ -124,6 +130,17 @@ impl<const QUEUE: bool> TraderIo for FakeIo<QUEUE> {
         self.idles += 1;
     }
 
+    fn with_sink(&mut self, f: &mut dyn FnMut(&mut dyn OrderSink)) {
+        f(&mut FakeSink::<QUEUE> {
+            sent: &mut self.sent,
+            queued: &mut self.queued,
+            refuse: &mut self.refuse,
+            fail_flush: self.fail_flush,
+            kicks: &mut self.kicks,
+            this_packet: 0,
+        });
+    }
+
     fn send_request(&mut self, to: std::net::SocketAddrV4, payload: &[u8]) -> io::Result<()> {
         assert_eq!(to, retransmit_server());
         let tape = self
@@ -143,7 +160,7 @@ impl<const QUEUE: bool> TraderIo for FakeIo<QUEUE> {
                 b.push(m.unwrap()).unwrap();
             }
         }
-        self.incoming.push_front(b.finish().to_vec());
+        self.answers.push_back(b.finish().to_vec());
         Ok(())
     }
 }
@@ -613,5 +630,31 @@ fn refused_orders_are_not_booked() {
         (account.trades, account.pnl),
         (all.trades, all.pnl),
         "the book holds what was sent, not what was decided"
+    );
+}
+
+#[test]
+fn an_a_b_wait_runs_out_on_time_with_no_packet_to_end_it() {
+    let (packets, _) = feed(6);
+    // 1, 2, 4 and no more (3 lost on both lines, no end of session): 4 waits for the other line.
+    let incoming: VecDeque<Vec<u8>> = [0usize, 1, 3].iter().map(|&i| packets[i].clone()).collect();
+    let mut io = FakeIo::<false> {
+        incoming,
+        ..FakeIo::default()
+    };
+    let mut t = trader().with_lines(2_000_000);
+    let mut h = Latency::new();
+    let cfg = LoopConfig {
+        idle_exit: Some(Duration::from_millis(300)),
+        ..config(1)
+    };
+    let end = run(&mut io, &mut t, &mut h, cfg, &AtomicBool::new(false)).unwrap();
+    assert_eq!(end.reason, EndReason::IdleTimeout);
+    t.finish();
+    let c = t.counters;
+    assert_eq!(
+        (c.ticks, c.gap_messages, c.unconfirmed_packets),
+        (3, 1, 0),
+        "4 was traded when its 2 ms wait ran out, long before the idle exit: {c:?}"
     );
 }

@@ -80,6 +80,8 @@ pub struct UdpIo {
     line_b: Option<(UdpSocket, Option<i32>)>,
     /// The line a two-line turn tries first: they take turns, so neither starves the other.
     first_line: usize,
+    /// The exchange's re-request server: what comes from it is an answer, not a line's copy.
+    retransmit_source: Option<SocketAddrV4>,
     orders: OrderLine,
     buf: Box<[u8; 2048]>,
 }
@@ -93,8 +95,17 @@ impl UdpIo {
             sock,
             line_b: None,
             first_line: 0,
+            retransmit_source: None,
             buf: Box::new([0; 2048]),
         })
+    }
+
+    /// Datagrams from `server` (the re-request server) are answers to re-requests: handed on
+    /// as [`crate::t2t::lines::RECOVERY`], not as a line's.
+    #[must_use]
+    pub fn with_retransmit_source(mut self, server: SocketAddrV4) -> Self {
+        self.retransmit_source = Some(server);
+        self
     }
 
     /// Takes line B of an A/B feed from `sock_b` too. Both sockets are made non-blocking; with
@@ -177,6 +188,11 @@ impl TraderIo for UdpIo {
             // An IPv4 socket only hears IPv4 senders.
             return Ok(1);
         };
+        let line = if self.retransmit_source == Some(from) {
+            crate::t2t::lines::RECOVERY
+        } else {
+            line
+        };
         // The order socket first (made once, on the first datagram), so its making is not in
         // that packet's RX→TX.
         let sock = self.orders.to(*from.ip());
@@ -189,6 +205,11 @@ impl TraderIo for UdpIo {
     fn send_request(&mut self, to: SocketAddrV4, payload: &[u8]) -> io::Result<()> {
         self.sock.send_to(payload, to).map(drop)
     }
+
+    fn with_sink(&mut self, f: &mut dyn FnMut(&mut dyn OrderSink)) {
+        let sock = self.orders.conn.as_ref().map(|(_, s)| s);
+        f(&mut UdpSink { sock });
+    }
 }
 
 /// A trader's I/O over a non-blocking kernel UDP socket, up to a batch of datagrams per
@@ -198,6 +219,8 @@ pub struct MmsgIo {
     sock: UdpSocket,
     orders: OrderLine,
     multi: MultiRecv,
+    /// As [`UdpIo::with_retransmit_source`].
+    retransmit_source: Option<SocketAddrV4>,
 }
 
 impl MmsgIo {
@@ -208,7 +231,15 @@ impl MmsgIo {
             orders: OrderLine::new(local_v4(&sock)?, order_port),
             sock,
             multi: MultiRecv::new(per_call),
+            retransmit_source: None,
         })
+    }
+
+    /// As [`UdpIo::with_retransmit_source`].
+    #[must_use]
+    pub fn with_retransmit_source(mut self, server: SocketAddrV4) -> Self {
+        self.retransmit_source = Some(server);
+        self
     }
 }
 
@@ -219,12 +250,18 @@ impl TraderIo for MmsgIo {
             sock,
             orders,
             multi,
+            retransmit_source,
         } = self;
         match multi.recv(sock.as_raw_fd(), |payload, from| {
+            let line = if *retransmit_source == Some(from) {
+                crate::t2t::lines::RECOVERY
+            } else {
+                0
+            };
             let sock = orders.to(*from.ip());
             let t_rx = now_ns();
             let mut sink = UdpSink { sock };
-            handler.on_packet(payload, 0, t_rx, &mut sink);
+            handler.on_packet(payload, line, t_rx, &mut sink);
         }) {
             Ok(n) => Ok(n),
             Err(e) if nothing_yet(&e) => Ok(0),
@@ -234,5 +271,10 @@ impl TraderIo for MmsgIo {
 
     fn send_request(&mut self, to: SocketAddrV4, payload: &[u8]) -> io::Result<()> {
         self.sock.send_to(payload, to).map(drop)
+    }
+
+    fn with_sink(&mut self, f: &mut dyn FnMut(&mut dyn OrderSink)) {
+        let sock = self.orders.conn.as_ref().map(|(_, s)| s);
+        f(&mut UdpSink { sock });
     }
 }

@@ -34,6 +34,8 @@ pub struct XdpIo<const BLOCK: bool, const BUSY_POLL: bool> {
     our: Endpoint,
     /// The same with line B's port, for an A/B feed.
     our_b: Option<Endpoint>,
+    /// The exchange's re-request server: what comes from it is an answer, not a line's copy.
+    retransmit_source: Option<std::net::SocketAddrV4>,
     /// The frame template for the last sender seen; rebuilt when a packet comes from another.
     builder: Option<(Endpoint, FrameBuilder)>,
     /// Frames on the socket that are not the feed, by reason.
@@ -70,6 +72,7 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
             order_port,
             our: frame::endpoint(our_mac, our_ip, md_port),
             our_b: None,
+            retransmit_source: None,
             builder: None,
             frames_not_ours: FrameCounts::default(),
         }
@@ -95,6 +98,7 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
             builder,
             frames_not_ours,
             frames_per_queue,
+            retransmit_source,
             ..
         } = self;
         let Some(xsk) = xsks.get_mut(q) else {
@@ -119,6 +123,11 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
                     return;
                 }
             };
+            let line = if *retransmit_source == Some(d.src) {
+                crate::t2t::lines::RECOVERY
+            } else {
+                line
+            };
             // Reply to this packet's sender, whoever sent the last one.
             let peer = frame::endpoint(d.src_mac, *d.src.ip(), *order_port);
             let b = builder_for(builder, *our, peer);
@@ -126,6 +135,14 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
         });
         frames_per_queue[q] += n as u64;
         n
+    }
+
+    /// Frames from `server` (the re-request server) are answers to re-requests: handed on as
+    /// [`crate::t2t::lines::RECOVERY`], not as a line's.
+    #[must_use]
+    pub fn with_retransmit_source(mut self, server: std::net::SocketAddrV4) -> Self {
+        self.retransmit_source = Some(server);
+        self
     }
 
     /// The sockets, one per queue, for their statistics at the end.
@@ -192,6 +209,16 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for XdpIo<BLOCK, BUSY_PO
                 let _ = x.rx.wait(0);
             }
         }
+    }
+
+    fn with_sink(&mut self, f: &mut dyn FnMut(&mut dyn OrderSink)) {
+        let (Some((_, builder)), Some(xsk)) = (&mut self.builder, self.xsks.first_mut()) else {
+            return;
+        };
+        f(&mut XdpSink {
+            tx: &mut xsk.tx,
+            builder,
+        });
     }
 
     /// Built as a frame to the feed's sender's MAC (the last one seen: the re-request server is
