@@ -155,10 +155,13 @@ impl Port for ExchangeIo {
             // as not sent rather than blaming the trader for it.
             ExchangeIo::Udp { feed, feed_b, .. } => {
                 let a = send_connected(feed, payload);
-                match feed_b {
+                let Some(b) = feed_b else { return a };
+                match (a, send_connected(b, payload)) {
+                    // A hard error on either line is the run's error, not hidden by the other.
+                    (Err(e), _) | (_, Err(e)) if e.kind() != ErrorKind::WouldBlock => Err(e),
                     // Sent if it went on either line.
-                    Some(b) => send_connected(b, payload).or(a),
-                    None => a,
+                    (Ok(()), _) | (_, Ok(())) => Ok(()),
+                    (Err(e), Err(_)) => Err(e),
                 }
             }
             ExchangeIo::Xsk(x) => {

@@ -335,10 +335,15 @@ fn trader_command(mut base: Command, o: &Options, lab: &LabConfig, ends: Ends) -
         .args(["--n", &o.n.to_string()])
         .args(["--xdp-mode", o.xdp_mode.as_str(), "--wait", o.wait.as_str()])
         .args(["--idle-exit", &TRADER_IDLE_EXIT_S.to_string(), "--ready"]);
-    if !matches!(o.source, Source::Pcap(_)) {
-        // The replay's own feed: the trader knows where it starts, so its first packet is
-        // traded at once rather than held until the second confirms it (which would put one
-        // packet interval into the first order's tick-to-trade).
+    let renumbered = o
+        .replay_args
+        .iter()
+        .any(|a| a.starts_with("--session") || a.starts_with("--first-seq"));
+    if !matches!(o.source, Source::Pcap(_)) && !renumbered {
+        // The replay's own feed (unless --replay-arg renumbers it): the trader knows where it
+        // starts, so its first packet is traded at once rather than held until the second
+        // confirms it (which would put one packet interval into the first order's
+        // tick-to-trade).
         base.args(["--session", lab::SESSION, "--first-seq", "1"]);
     }
     base.args(&o.trader_args);
