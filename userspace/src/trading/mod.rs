@@ -192,6 +192,12 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
     let mut first_packet = true;
     // The last packet's RX time (CLOCK_MONOTONIC, as `now_ns`): no clock read per turn.
     let mut last_data = now_ns();
+    // The idle timeout counts from the last packet that wasn't another session's: a stream of
+    // a foreign session (an exchange restarted under a new name with its end lost) doesn't
+    // keep a trader that trades none of it alive.
+    let mut last_feed = last_data;
+    let feed_packets = |t: &Trader| t.counters.packets - t.counters.wrong_session;
+    let mut fed = feed_packets(trader);
     let reason = loop {
         if stop.load(Ordering::Relaxed) {
             break EndReason::Stopped;
@@ -211,6 +217,12 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
         } = turn;
         if n > 0 {
             last_data = last_rx;
+            if feed_packets(trader) != fed {
+                fed = feed_packets(trader);
+                last_feed = last_rx;
+            } else if idle_exit_ns.is_some_and(|d| last_rx.saturating_sub(last_feed) > d) {
+                break EndReason::IdleTimeout;
+            }
             if first_packet {
                 // The report covers the feed (first packet to the end), as the replay's covers
                 // its sends, not the wait before it.
@@ -222,7 +234,7 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
             }
         } else {
             io.idle();
-            if idle_exit_ns.is_some_and(|d| now_ns().saturating_sub(last_data) > d) {
+            if idle_exit_ns.is_some_and(|d| now_ns().saturating_sub(last_feed) > d) {
                 break EndReason::IdleTimeout;
             }
         }

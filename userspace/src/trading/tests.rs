@@ -45,6 +45,8 @@ struct FakeIo<const QUEUE: bool> {
     requests: Vec<(u64, u16)>,
     /// The server's answers, taken before the rest of the feed, from the server (not a line).
     answers: VecDeque<Vec<u8>>,
+    /// Once `incoming` is empty, this packet again and again, forever.
+    endless: Option<Vec<u8>>,
 }
 
 struct FakeSink<'a, const QUEUE: bool> {
@@ -94,9 +96,10 @@ impl<const QUEUE: bool> TraderIo for FakeIo<QUEUE> {
         while n < max {
             let (p, line) = match self.answers.pop_front() {
                 Some(a) => (a, crate::t2t::lines::RECOVERY),
-                None => match self.incoming.pop_front() {
-                    Some(p) => (p, 0),
-                    None => break,
+                None => match (self.incoming.pop_front(), &self.endless) {
+                    (Some(p), _) => (p, 0),
+                    (None, Some(e)) => (e.clone(), 0),
+                    (None, None) => break,
                 },
             };
             let t_rx = if self.fake_clock {
@@ -657,4 +660,26 @@ fn an_a_b_wait_runs_out_on_time_with_no_packet_to_end_it() {
         (3, 1, 0),
         "4 was traded when its 2 ms wait ran out, long before the idle exit: {c:?}"
     );
+}
+
+#[test]
+fn a_stream_of_another_session_does_not_keep_the_trader_alive() {
+    let (packets, _) = feed(5);
+    let mut foreign = packets[0].clone();
+    foreign[..10].copy_from_slice(b"ELSEWHERE ");
+    let mut io = FakeIo::<false> {
+        incoming: packets[..4].to_vec().into(),
+        endless: Some(foreign),
+        ..FakeIo::default()
+    };
+    let mut t = trader();
+    let mut h = Latency::new();
+    let cfg = LoopConfig {
+        idle_exit: Some(Duration::from_millis(30)),
+        ..config(1)
+    };
+    let end = run(&mut io, &mut t, &mut h, cfg, &AtomicBool::new(false)).unwrap();
+    assert_eq!(end.reason, EndReason::IdleTimeout, "30 ms without the feed");
+    assert_eq!(t.counters.ticks, 4);
+    assert!(t.counters.wrong_session > 0);
 }
