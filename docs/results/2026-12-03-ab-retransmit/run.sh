@@ -3,13 +3,13 @@
 set -u
 P=$1
 B=/work/main/target/release
-O=/tmp/demo-$P
+O=/tmp/demo-$P-${WAIT:-1000}
 mkdir -p $O
 ip netns exec t2t-ex $B/inject relay --ready --seed 7 --listen 198.18.0.1:26410 --target 198.18.0.2:26400 --loss 0.05 --orders-listen 198.18.0.1:26411 --orders-to 198.18.0.1:26401 --json-out $O/a.json > /dev/null &
 RA=$!
 ip netns exec t2t-ex $B/inject relay --ready --seed 8 --listen 198.18.0.1:26412 --target 198.18.0.2:26403 --loss 0.05 --json-out $O/b.json > /dev/null &
 RB=$!
-ip netns exec t2t-tr $B/trader --path $P --wait block --cpu 1 --order-port 26411 --port-b 26403 --retransmit-to 198.18.0.1:26402 --stats-out $O/trader.json --idle-exit 10 2> $O/trader.err &
+ip netns exec t2t-tr $B/trader --path $P --wait block --cpu 1 --order-port 26411 --port-b 26403 --retransmit-to 198.18.0.1:26402 --ab-wait-us ${WAIT:-1000} --stats-out $O/trader.json --idle-exit 10 2> $O/trader.err &
 T=$!
 sleep 1.5
 ip netns exec t2t-ex $B/replay --source gbm:42:150000 --count 20000 --rate 10k --cpu 0 --target 198.18.0.1:26410 --target-b 198.18.0.1:26412 --retransmit --json-out $O/replay.json --drain-ms 300 --progress false 2> $O/replay.err
