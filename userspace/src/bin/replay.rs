@@ -340,7 +340,7 @@ fn build_feed(
         eprintln!(
             "note: {} packets of other sessions than {} in the capture are not sent",
             feed.other_sessions,
-            String::from_utf8_lossy(feed.session.trimmed())
+            feed.session.trimmed().escape_ascii()
         );
     }
     if let Some(c) = count

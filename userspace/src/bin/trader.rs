@@ -610,7 +610,8 @@ fn ready(o: &Options) -> u64 {
 
 /// Which feed the trader followed and what else it saw.
 fn feed_report(o: &Options, t: &Trader) -> FeedSeen {
-    let name = |s: Session| String::from_utf8_lossy(s.trimmed()).into_owned();
+    // Escaped: a capture's session can hold any bytes (NUL-filled in some).
+    let name = |s: Session| s.trimmed().escape_ascii().to_string();
     let foreign = t.foreign_sessions();
     FeedSeen {
         session: t.session().map(name),
