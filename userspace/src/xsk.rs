@@ -271,17 +271,24 @@ pub use results::XskStats;
 /// Blocks in `poll()` until one of `xsks` has a frame on its RX ring or `timeout_ms` passes
 /// (the sockets of every queue a trader serves).
 pub fn wait_any(xsks: &[Xsk], timeout_ms: i32) -> io::Result<()> {
-    let mut fds: Vec<libc::pollfd> = xsks
-        .iter()
-        .map(|x| libc::pollfd {
+    // On the stack: a blocking turn allocates nothing. One trader serves at most MAX_QUEUES.
+    const MAX: usize = xdp_common::MAX_QUEUES as usize;
+    let mut fds = [libc::pollfd {
+        fd: -1,
+        events: 0,
+        revents: 0,
+    }; MAX];
+    let n = xsks.len().min(MAX);
+    for (slot, x) in fds.iter_mut().zip(xsks) {
+        *slot = libc::pollfd {
             fd: x.fd,
             events: libc::POLLIN,
             revents: 0,
-        })
-        .collect();
-    // SAFETY: `fds` is a valid array of `fds.len()` pollfd entries for the duration of the
-    // call; the descriptors are the sockets' own, open while `xsks` is borrowed.
-    let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+        };
+    }
+    // SAFETY: `fds` holds at least `n` valid pollfd entries for the duration of the call; the
+    // descriptors are the sockets' own, open while `xsks` is borrowed.
+    let r = unsafe { libc::poll(fds.as_mut_ptr(), n as libc::nfds_t, timeout_ms) };
     if r < 0 {
         let e = io::Error::last_os_error();
         if e.kind() != io::ErrorKind::Interrupted {
