@@ -575,3 +575,21 @@ fn a_tick_lost_on_one_line_waits_for_the_other_lines_late_copy() {
     let (_, c, _) = run_ab(0, 1);
     assert_eq!(c.late_messages, lost, "{c:?}");
 }
+
+#[test]
+fn an_end_claim_the_feed_then_reaches_is_not_left_a_suspect() {
+    let mut feed = healthy(1, 10);
+    let eos = feed.pop().unwrap();
+    let last = feed.pop().unwrap();
+    // The end of session overtakes tick 10: a claim past the feed, then the feed reaches it.
+    feed.extend([eos.clone(), last, eos]);
+    let mut t = learner();
+    let (_, ended) = run(&mut t, &feed);
+    assert!(ended);
+    let c = t.counters;
+    assert_eq!(
+        (c.suspect_sequence, c.ticks, c.gap_messages),
+        (0, 10, 0),
+        "{c:?}"
+    );
+}

@@ -205,10 +205,27 @@ impl Trader {
         self.lines.as_ref().and_then(|l| l.head()).map(|w| w.due_ns)
     }
 
-    /// Trades the packets whose wait for the other line is over at `now_ns`, sending their
+    /// Trades the packets whose wait for the other line is over by `clock`, sending their
     /// orders through `emit`. Call [`Trader::settle`] after the orders are out.
-    pub fn release_due(&mut self, now_ns: u64, mut emit: impl FnMut(&OrderRepr) -> bool) {
-        self.release(&|| now_ns, &mut emit, false);
+    pub fn release_due(
+        &mut self,
+        clock: impl Fn() -> u64,
+        mut emit: impl FnMut(&OrderRepr) -> bool,
+    ) {
+        self.release(&clock, &mut emit, false);
+    }
+
+    /// Packets of the feed so far (messages taken in sequence, late or duplicate, or from
+    /// before the join, and heartbeats): what the loop's idle timeout watches, so neither
+    /// another session's stream nor garbage on the port keeps a trader alive.
+    #[inline]
+    pub fn feed_progress(&self) -> u64 {
+        let c = &self.counters;
+        c.messages
+            .wrapping_add(c.heartbeats)
+            .wrapping_add(c.duplicate_messages)
+            .wrapping_add(c.late_messages)
+            .wrapping_add(c.before_join_messages)
     }
 
     /// Per line of an A/B feed (A, then B) and the numbers neither delivered; settled by
@@ -462,8 +479,9 @@ impl Trader {
                 }
             });
         }
-        // A held jump that the end continues was real.
+        // A held jump that the end continues was real: what waits behind it goes first.
         if let Some(i) = self.holding.continued_by(session, end) {
+            self.release(clock, emit, true);
             self.counters.suspect_sequence = self.counters.suspect_sequence.saturating_sub(1);
             self.counters.jumps_confirmed += 1;
             self.trade_held(i, clock, emit);
@@ -473,14 +491,15 @@ impl Trader {
             self.counters.suspect_sequence += 1;
             return PacketOutcome::Data;
         }
-        if end > self.next_seq {
+        if end > self.next_seq && self.end_claim != Some(end) {
             // A lost tail, or a lie: believed when the exchange says it again (it repeats its
             // end of session), never on one datagram's word.
-            if self.end_claim != Some(end) {
-                self.end_claim = Some(end);
-                self.counters.suspect_sequence += 1;
-                return PacketOutcome::Data;
-            }
+            self.end_claim = Some(end);
+            self.counters.suspect_sequence += 1;
+            return PacketOutcome::Data;
+        }
+        if self.end_claim == Some(end) {
+            // The claim was true (repeated, or the feed reached it meanwhile).
             self.counters.suspect_sequence = self.counters.suspect_sequence.saturating_sub(1);
         }
         if let Some(l) = &mut self.lines {

@@ -80,7 +80,13 @@ pub trait TraderIo {
         Err(io::ErrorKind::Unsupported.into())
     }
 
-    /// Hands `f` a sink for orders to the last packet's sender, outside a receive: for packets
+    /// The next blocking wait for a packet lasts at most `ms` (an A/B wait runs out then).
+    /// The default ignores it (an I/O that doesn't block, or a test's).
+    fn cap_wait(&mut self, ms: i32) {
+        let _ = ms;
+    }
+
+    /// Hands `f` a sink for orders to the last feed packet's sender, outside a receive: for packets
     /// an A/B feed held for the other line whose wait ran out with no packet to carry them.
     /// The default has none (`f` is not called).
     fn with_sink(&mut self, f: &mut dyn FnMut(&mut dyn OrderSink)) {
@@ -196,11 +202,16 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
     // a foreign session (an exchange restarted under a new name with its end lost) doesn't
     // keep a trader that trades none of it alive.
     let mut last_feed = last_data;
-    let feed_packets = |t: &Trader| t.counters.packets - t.counters.wrong_session;
-    let mut fed = feed_packets(trader);
+    let mut fed = trader.feed_progress();
     let reason = loop {
         if stop.load(Ordering::Relaxed) {
             break EndReason::Stopped;
+        }
+        // A packet waiting for the other line of an A/B feed: a blocking receive waits no
+        // longer than its wait has left.
+        if let Some(due) = trader.waiting_due() {
+            let left_ns = due.saturating_sub(now_ns());
+            io.cap_wait(i32::try_from(left_ns.div_ceil(1_000_000)).unwrap_or(i32::MAX));
         }
         let mut turn = Turn {
             trader: &mut *trader,
@@ -217,10 +228,11 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
         } = turn;
         if n > 0 {
             last_data = last_rx;
-            if feed_packets(trader) != fed {
-                fed = feed_packets(trader);
+            if trader.feed_progress() != fed {
+                fed = trader.feed_progress();
                 last_feed = last_rx;
-            } else if idle_exit_ns.is_some_and(|d| last_rx.saturating_sub(last_feed) > d) {
+            } else if idle_exit_ns.is_some_and(|d| now_ns().saturating_sub(last_feed) > d) {
+                // A turn of nothing but others' datagrams (or frames that weren't ours).
                 break EndReason::IdleTimeout;
             }
             if first_packet {
@@ -244,7 +256,7 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
             if now >= due {
                 io.with_sink(&mut |sink| {
                     let mut sent_any = false;
-                    trader.release_due(now, |order| {
+                    trader.release_due(clock, |order| {
                         let sent = sink.send(order);
                         sent_any |= sent;
                         sent

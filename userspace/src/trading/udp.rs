@@ -63,6 +63,12 @@ impl OrderLine {
         self.conn.as_ref().map(|(_, s)| s)
     }
 
+    /// The socket orders went on last, if any.
+    #[inline]
+    fn current(&self) -> Option<&UdpSocket> {
+        self.conn.as_ref().map(|(_, s)| s)
+    }
+
     #[cold]
     fn connect(ours: Ipv4Addr, to: SocketAddrV4) -> Option<UdpSocket> {
         let sock = UdpSocket::bind(SocketAddrV4::new(ours, 0)).ok()?;
@@ -82,6 +88,8 @@ pub struct UdpIo {
     first_line: usize,
     /// The exchange's re-request server: what comes from it is an answer, not a line's copy.
     retransmit_source: Option<SocketAddrV4>,
+    /// The next blocking wait lasts at most this long (ms): an A/B wait runs out then.
+    wait_cap: Option<i32>,
     orders: OrderLine,
     buf: Box<[u8; 2048]>,
 }
@@ -96,6 +104,7 @@ impl UdpIo {
             line_b: None,
             first_line: 0,
             retransmit_source: None,
+            wait_cap: None,
             buf: Box::new([0; 2048]),
         })
     }
@@ -122,10 +131,11 @@ impl UdpIo {
         use std::os::fd::AsFd as _;
 
         use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        let cap = self.wait_cap.take();
         let Some((sock_b, block_ms)) = &self.line_b else {
             return Ok(None);
         };
-        if let Some(ms) = *block_ms {
+        if let Some(ms) = block_ms.map(|b| cap.map_or(b, |c| c.min(b))) {
             let mut fds = [
                 PollFd::new(self.sock.as_fd(), PollFlags::POLLIN),
                 PollFd::new(sock_b.as_fd(), PollFlags::POLLIN),
@@ -194,8 +204,13 @@ impl TraderIo for UdpIo {
             line
         };
         // The order socket first (made once, on the first datagram), so its making is not in
-        // that packet's RX→TX.
-        let sock = self.orders.to(*from.ip());
+        // that packet's RX→TX. An answer from the re-request server doesn't re-point it: orders
+        // go to the feed's sender.
+        let sock = if line == crate::t2t::lines::RECOVERY {
+            self.orders.current()
+        } else {
+            self.orders.to(*from.ip())
+        };
         let t_rx = now_ns();
         let mut sink = UdpSink { sock };
         handler.on_packet(&self.buf[..len], line, t_rx, &mut sink);
@@ -207,8 +222,13 @@ impl TraderIo for UdpIo {
     }
 
     fn with_sink(&mut self, f: &mut dyn FnMut(&mut dyn OrderSink)) {
-        let sock = self.orders.conn.as_ref().map(|(_, s)| s);
-        f(&mut UdpSink { sock });
+        f(&mut UdpSink {
+            sock: self.orders.current(),
+        });
+    }
+
+    fn cap_wait(&mut self, ms: i32) {
+        self.wait_cap = Some(ms);
     }
 }
 
@@ -258,7 +278,11 @@ impl TraderIo for MmsgIo {
             } else {
                 0
             };
-            let sock = orders.to(*from.ip());
+            let sock = if line == crate::t2t::lines::RECOVERY {
+                orders.current()
+            } else {
+                orders.to(*from.ip())
+            };
             let t_rx = now_ns();
             let mut sink = UdpSink { sock };
             handler.on_packet(payload, line, t_rx, &mut sink);
@@ -274,7 +298,8 @@ impl TraderIo for MmsgIo {
     }
 
     fn with_sink(&mut self, f: &mut dyn FnMut(&mut dyn OrderSink)) {
-        let sock = self.orders.conn.as_ref().map(|(_, s)| s);
-        f(&mut UdpSink { sock });
+        f(&mut UdpSink {
+            sock: self.orders.current(),
+        });
     }
 }

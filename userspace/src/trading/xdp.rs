@@ -36,6 +36,8 @@ pub struct XdpIo<const BLOCK: bool, const BUSY_POLL: bool> {
     our_b: Option<Endpoint>,
     /// The exchange's re-request server: what comes from it is an answer, not a line's copy.
     retransmit_source: Option<std::net::SocketAddrV4>,
+    /// The next blocking wait lasts at most this long (ms): an A/B wait runs out then.
+    wait_cap: Option<i32>,
     /// The frame template for the last sender seen; rebuilt when a packet comes from another.
     builder: Option<(Endpoint, FrameBuilder)>,
     /// Frames on the socket that are not the feed, by reason.
@@ -73,6 +75,7 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
             our: frame::endpoint(our_mac, our_ip, md_port),
             our_b: None,
             retransmit_source: None,
+            wait_cap: None,
             builder: None,
             frames_not_ours: FrameCounts::default(),
         }
@@ -128,9 +131,13 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
             } else {
                 line
             };
-            // Reply to this packet's sender, whoever sent the last one.
+            // Reply to this packet's sender, whoever sent the last one; an answer from the
+            // re-request server doesn't re-point the orders (they go to the feed's sender).
             let peer = frame::endpoint(d.src_mac, *d.src.ip(), *order_port);
-            let b = builder_for(builder, *our, peer);
+            let b = match builder {
+                Some((_, b)) if line == crate::t2t::lines::RECOVERY => b,
+                _ => builder_for(builder, *our, peer),
+            };
             handler.on_packet(d.payload, line, t_rx, &mut XdpSink { tx, builder: b });
         });
         frames_per_queue[q] += n as u64;
@@ -180,11 +187,15 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for XdpIo<BLOCK, BUSY_PO
     #[inline]
     fn recv<H: PacketHandler>(&mut self, max: usize, handler: &mut H) -> io::Result<usize> {
         if BLOCK {
+            let ms = self
+                .wait_cap
+                .take()
+                .map_or(BLOCK_POLL_MS, |c| c.min(BLOCK_POLL_MS));
             match self.xsks.as_mut_slice() {
                 [one] => {
-                    one.rx.wait(BLOCK_POLL_MS)?;
+                    one.rx.wait(ms)?;
                 }
-                all => crate::xsk::wait_any(all, BLOCK_POLL_MS)?,
+                all => crate::xsk::wait_any(all, ms)?,
             }
         }
         let queues = self.xsks.len();
@@ -209,6 +220,10 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for XdpIo<BLOCK, BUSY_PO
                 let _ = x.rx.wait(0);
             }
         }
+    }
+
+    fn cap_wait(&mut self, ms: i32) {
+        self.wait_cap = Some(ms);
     }
 
     fn with_sink(&mut self, f: &mut dyn FnMut(&mut dyn OrderSink)) {
