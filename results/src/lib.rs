@@ -20,7 +20,7 @@ mod trader;
 pub use enums::{EndReason, ExchangeIo, Expect, TraderPath, Wait, XdpMode};
 pub use feed::{Rate, Source};
 pub use floor::FloorReport;
-pub use replay::{Arrival, Parity, ParityVerdict, ReplayReport, RetransmitReport};
+pub use replay::{Arrival, LineSends, Parity, ParityVerdict, ReplayReport, RetransmitReport};
 pub use trader::{
     Account, FeedSeen, ForeignSession, FrameCounts, Knobs, LineCounts, Position, TraderCounters,
     TraderReport, XdpCounters, XskStats,

@@ -77,8 +77,21 @@ pub struct ReplayReport {
     /// What the re-request server did (`None`: not serving, no `--retransmit`).
     #[serde(default)]
     pub retransmit: Option<RetransmitReport>,
+    /// Per line of an A/B feed (A, then B): datagrams sent and refused (end of session
+    /// included); empty for one line.
+    #[serde(default)]
+    pub line_sends: Vec<LineSends>,
     /// Where it ran.
     pub machine: Machine,
+}
+
+/// What went out on one line of an A/B feed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LineSends {
+    /// Datagrams sent.
+    pub sent: u64,
+    /// Datagrams our own side refused (a full buffer, or the trader's port unreachable).
+    pub refused: u64,
 }
 
 /// What the replay's MoldUDP64 re-request server did.

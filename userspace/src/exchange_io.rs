@@ -29,6 +29,8 @@ pub enum ExchangeIo {
         feed: UdpSocket,
         /// Sends the same feed on line B (an A/B feed), after line A.
         feed_b: Option<UdpSocket>,
+        /// Per line (A, B): datagrams sent, and refused by our own side.
+        line_sends: [LineSends; 2],
         /// Takes the orders.
         orders: UdpSocket,
         /// Converts the stamps to the lab's clock.
@@ -105,6 +107,7 @@ impl ExchangeIo {
         Ok(ExchangeIo::Udp {
             feed,
             feed_b,
+            line_sends: [LineSends::default(); 2],
             orders,
             clock: RealToMono::default(),
         })
@@ -145,6 +148,22 @@ impl ExchangeIo {
     }
 }
 
+pub use results::LineSends;
+
+impl ExchangeIo {
+    /// Per line of an A/B feed (A, then B), what was sent and refused; empty for one line.
+    pub fn line_sends(&self) -> Vec<LineSends> {
+        match self {
+            ExchangeIo::Udp {
+                feed_b: Some(_),
+                line_sends,
+                ..
+            } => line_sends.to_vec(),
+            _ => Vec::new(),
+        }
+    }
+}
+
 impl Port for ExchangeIo {
     /// Sends one datagram now (AF_XDP: onto the TX ring and kicked). `WouldBlock` means it
     /// was not sent.
@@ -153,10 +172,22 @@ impl Port for ExchangeIo {
         match self {
             // WouldBlock (a full socket buffer) is returned: the caller counts the datagram
             // as not sent rather than blaming the trader for it.
-            ExchangeIo::Udp { feed, feed_b, .. } => {
+            ExchangeIo::Udp {
+                feed,
+                feed_b,
+                line_sends,
+                ..
+            } => {
                 let a = send_connected(feed, payload);
                 let Some(b) = feed_b else { return a };
-                match (a, send_connected(b, payload)) {
+                let b = send_connected(b, payload);
+                for (line, r) in line_sends.iter_mut().zip([&a, &b]) {
+                    match r {
+                        Ok(()) => line.sent += 1,
+                        Err(_) => line.refused += 1,
+                    }
+                }
+                match (a, b) {
                     // A hard error on either line is the run's error, not hidden by the other.
                     (Err(e), _) | (_, Err(e)) if e.kind() != ErrorKind::WouldBlock => Err(e),
                     // Sent if it went on either line.

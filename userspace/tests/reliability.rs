@@ -987,6 +987,13 @@ fn check_ab(tag: &str, run: &AbRun) {
         0,
         "{tag}: no double order"
     );
+    // Both lines carried every packet, and the three ends of session.
+    assert_eq!(r.line_sends.len(), 2, "{tag}: {:?}", r.line_sends);
+    for (line, relay) in r.line_sends.iter().zip([a, b]) {
+        assert_eq!(line.refused, 0, "{tag}: {:?}", r.line_sends);
+        assert_eq!(line.sent, n + 3, "{tag}: {:?}", r.line_sends);
+        assert_eq!(relay.received_packets, n + relay.end_of_session, "{tag}");
+    }
     if both == 0 {
         assert!(
             r.parity.ok(),

@@ -82,6 +82,7 @@ pub(crate) fn replay(base: f64) -> ReplayReport {
             explanation: "ok".into(),
         },
         retransmit: None,
+        line_sends: Vec::new(),
         machine: machine(),
     }
 }

@@ -293,6 +293,7 @@ fn real_main() -> anyhow::Result<()> {
     };
     let mut rep = report(asked, &feed, &settled, span);
     rep.retransmit = served;
+    rep.line_sends = driver.port().line_sends();
     results::write(json_out.as_deref(), &rep)?;
     if let Some(p) = &hgrm_out {
         settled.tick_to_trade.write_hgrm(p)?;
@@ -487,6 +488,7 @@ fn report(asked: Asked, feed: &Feed, settled: &Settlement, span: SendSpan) -> Re
         thread_time,
         parity: parity.clone(),
         retransmit: None,
+        line_sends: Vec::new(),
         machine: results::Machine::read(),
     }
 }

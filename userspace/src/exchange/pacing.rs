@@ -90,6 +90,11 @@ pub struct Driver<P, C> {
 }
 
 impl<P: Port, C: Clock> Driver<P, C> {
+    /// The port driven (for what it counted, after the run).
+    pub fn port(&self) -> &P {
+        &self.port
+    }
+
     /// Drives `port`, timed by `clock`.
     pub fn new(port: P, clock: C) -> Self {
         Driver {
