@@ -395,10 +395,7 @@ impl Trader {
                 self.trade_packet_cold(payload, &clock, &mut emit);
             } else if let Some(i) = self.holding.find(session, first) {
                 // Another copy of a held jump (the other line's, or a duplicate).
-                self.counters.duplicate_messages += u64::from(packet.block_count());
-                if self.line < lines::LINES {
-                    self.holding.slots[i].also |= 1 << self.line;
-                }
+                self.copy_of_held(i, packet.block_count());
             } else {
                 // Held (or, too large to hold, dropped): a suspect either way, until confirmed.
                 self.counters.suspect_sequence += 1;
@@ -410,28 +407,12 @@ impl Trader {
         }
         // Learning: a packet that continues a held one confirms both.
         if let Some(i) = self.holding.continued_by(session, first) {
-            self.lock(session, self.holding.slots[i].first);
-            self.trade_held(i, &clock, &mut emit);
-            // Whatever else was held was not the feed.
-            let (c, foreign) = (&mut self.counters, &mut self.foreign);
-            self.holding.clear(|s| {
-                if s == session {
-                    c.suspect_sequence += 1;
-                } else {
-                    c.wrong_session += 1;
-                    foreign.count(s);
-                }
-            });
+            self.confirm_feed(session, i, &clock, &mut emit);
             self.trade_packet_cold(payload, &clock, &mut emit);
             return PacketOutcome::Data;
         }
         if let Some(i) = self.holding.find(session, first) {
-            // A second copy of a held packet: its messages are duplicates either way (on an
-            // A/B feed, the other line's copy: counted for that line once the feed is known).
-            self.counters.duplicate_messages += u64::from(packet.block_count());
-            if self.line < lines::LINES {
-                self.holding.slots[i].also |= 1 << self.line;
-            }
+            self.copy_of_held(i, packet.block_count());
             return PacketOutcome::Data;
         }
         let itch_like = |b: &[u8]| b.first().and_then(|&k| itch::message_len(k)) == Some(b.len());
@@ -467,17 +448,7 @@ impl Trader {
                 self.counters.unconfirmed_packets += 1;
                 return PacketOutcome::Data;
             };
-            self.lock(session, self.holding.slots[i].first);
-            self.trade_held(i, clock, emit);
-            let (c, foreign) = (&mut self.counters, &mut self.foreign);
-            self.holding.clear(|s| {
-                if s == session {
-                    c.suspect_sequence += 1;
-                } else {
-                    c.wrong_session += 1;
-                    foreign.count(s);
-                }
-            });
+            self.confirm_feed(session, i, clock, emit);
         }
         // A held jump that the end continues was real: what waits behind it goes first.
         if let Some(i) = self.holding.continued_by(session, end) {
@@ -574,6 +545,39 @@ impl Trader {
             if let Some(l) = &mut self.lines {
                 l.recycle(w.bytes);
             }
+        }
+    }
+
+    /// Held packet `i` of `session` is confirmed as the start of the feed: the trader locks on
+    /// to it and trades it; whatever else was held was not the feed (another session's, or a
+    /// wild number of this one) and is counted so.
+    fn confirm_feed(
+        &mut self,
+        session: moldudp64::Session,
+        i: usize,
+        clock: &impl Fn() -> u64,
+        emit: &mut impl FnMut(&OrderRepr) -> bool,
+    ) {
+        self.lock(session, self.holding.slots[i].first);
+        self.trade_held(i, clock, emit);
+        let (c, foreign) = (&mut self.counters, &mut self.foreign);
+        self.holding.clear(|s| {
+            if s == session {
+                c.suspect_sequence += 1;
+            } else {
+                c.wrong_session += 1;
+                foreign.count(s);
+            }
+        });
+    }
+
+    /// Another copy of held packet `i` (`count` messages): its messages are duplicates either
+    /// way; on an A/B feed it is the other line's copy, counted for that line when the held
+    /// packet is traded.
+    fn copy_of_held(&mut self, i: usize, count: u16) {
+        self.counters.duplicate_messages += u64::from(count);
+        if self.line < lines::LINES {
+            self.holding.slots[i].also |= 1 << self.line;
         }
     }
 
