@@ -10,8 +10,8 @@ use results::{ReplayReport, TraderReport};
 mod common;
 
 use common::{
-    in_ns, inject_report::RelayReport, lab_or_skip, lab_with_or_skip, read_report, replay,
-    start_trader, tmp, trader_md, wait_exit, wait_ready,
+    inject_report::RelayReport, lab_or_skip, lab_with_or_skip, read_report, replay, start_relay,
+    start_trader, tmp, trader_md, wait_exit,
 };
 
 const TICKS: u64 = 2_000;
@@ -200,18 +200,7 @@ fn a_feed_arriving_on_rx_queue_1_of_a_two_queue_veth_is_traded() {
     );
     let relay_port = lab::MD_PORT + 10;
     let mut trader = start_trader(&c, "xdp", &tj, &["--wait", "block"]);
-    let mut relay = ChildGuard::new(
-        in_ns(&c.exchange_ns(), "taskset")
-            .args(["-c", "1", env!("CARGO_BIN_EXE_inject"), "relay", "--ready"])
-            .args(["--listen", &format!("{}:{relay_port}", c.exchange_ip)])
-            .args(["--target", &trader_md(&c)])
-            .arg("--json-out")
-            .arg(&xj)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("relay starts"),
-    );
-    wait_ready(&mut relay, "relay");
+    let mut relay = start_relay(&c, relay_port, &trader_md(&c), "1", &xj, &[], Some(1));
     let st = replay(
         &c,
         &format!("gbm:42:{TICKS}"),

@@ -13,7 +13,7 @@
 use std::{
     net::UdpSocket,
     path::Path,
-    process::{Command, Stdio},
+    process::Command,
     sync::{
         Arc,
         atomic::{AtomicBool, Ordering},
@@ -30,7 +30,7 @@ mod common;
 use common::{
     in_ns,
     inject_report::{FramesReport, RelayReport},
-    lab_or_skip, read_report, start_trader, tmp, trader_md, wait_exit, wait_ready,
+    lab_or_skip, read_report, start_relay, start_trader, tmp, trader_md, wait_exit,
 };
 
 /// A port the tests listen on in the trader namespace: what should reach the kernel, not the
@@ -453,6 +453,17 @@ struct FaultRun {
 
 const FAULT_TICKS: u64 = 3_000;
 
+/// The relay options that pass the trader's orders (sent to `RELAY_PORT + 1`) on to the
+/// replay, from the relay's own socket.
+fn orders_through(c: &LabConfig) -> [String; 4] {
+    [
+        "--orders-listen".into(),
+        format!("{}:{}", c.exchange_ip, RELAY_PORT + 1),
+        "--orders-to".into(),
+        format!("{}:{}", c.exchange_ip, lab::ORDER_PORT),
+    ]
+}
+
 /// One replay of `FAULT_TICKS` ticks through `inject relay` with the given faults, or `None`
 /// when skipped.
 fn through_relay(path: TraderPath, tag: &str, faults: &[&str]) -> Option<FaultRun> {
@@ -480,27 +491,18 @@ fn through_relay_with(
     trader_args.push(&relay_orders_arg);
     trader_args.extend(trader_extra);
     let mut trader = start_trader(&c, path.as_str(), &trader_json, &trader_args);
-    let mut relay = ChildGuard::new(
-        in_ns(&c.exchange_ns(), env!("CARGO_BIN_EXE_inject"))
-            .args(["relay", "--ready", "--seed", "7"])
-            .args(["--listen", &format!("{}:{RELAY_PORT}", c.exchange_ip)])
-            .args(["--target", &trader_md(&c)])
-            .args([
-                "--orders-listen",
-                &format!("{}:{relay_orders}", c.exchange_ip),
-            ])
-            .args([
-                "--orders-to",
-                &format!("{}:{}", c.exchange_ip, lab::ORDER_PORT),
-            ])
-            .arg("--json-out")
-            .arg(&relay_json)
-            .args(faults)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("relay starts"),
+    let orders = orders_through(&c);
+    let mut extra: Vec<&str> = faults.to_vec();
+    extra.extend(orders.iter().map(String::as_str));
+    let mut relay = start_relay(
+        &c,
+        RELAY_PORT,
+        &trader_md(&c),
+        "7",
+        &relay_json,
+        &extra,
+        None,
     );
-    wait_ready(&mut relay, "relay");
     let st = replay(
         &c,
         "gbm:42:150000",
@@ -858,38 +860,19 @@ fn ab_through_relays(
             "50000",
         ],
     );
-    let relay =
-        |listen: u16, target: String, seed: &str, json: &Path, faults: &[&str], orders: bool| {
-            let mut cmd = in_ns(&c.exchange_ns(), env!("CARGO_BIN_EXE_inject"));
-            cmd.args(["relay", "--ready", "--seed", seed])
-                .args(["--listen", &format!("{}:{listen}", c.exchange_ip)])
-                .args(["--target", &target])
-                .arg("--json-out")
-                .arg(json)
-                .args(faults)
-                .stdout(Stdio::piped());
-            if orders {
-                cmd.args([
-                    "--orders-listen",
-                    &format!("{}:{relay_orders}", c.exchange_ip),
-                ])
-                .args([
-                    "--orders-to",
-                    &format!("{}:{}", c.exchange_ip, lab::ORDER_PORT),
-                ]);
-            }
-            let mut g = ChildGuard::new(cmd.spawn().expect("relay starts"));
-            wait_ready(&mut g, "relay");
-            g
-        };
-    let mut relay_a = relay(RELAY_PORT, trader_md(&c), "7", &a_json, faults_a, true);
-    let mut relay_b = relay(
+    let orders = orders_through(&c);
+    let mut extra_a: Vec<&str> = faults_a.to_vec();
+    extra_a.extend(orders.iter().map(String::as_str));
+    let mut relay_a = start_relay(&c, RELAY_PORT, &trader_md(&c), "7", &a_json, &extra_a, None);
+    let line_b_target = format!("{}:{LINE_B_PORT}", c.trader_ip);
+    let mut relay_b = start_relay(
+        &c,
         RELAY_PORT + 2,
-        format!("{}:{LINE_B_PORT}", c.trader_ip),
+        &line_b_target,
         "8",
         &b_json,
         faults_b,
-        false,
+        None,
     );
     let st = replay(
         &c,

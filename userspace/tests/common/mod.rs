@@ -88,6 +88,40 @@ pub(crate) fn replay(c: &LabConfig, source: &str, target: &str, json: &Path) -> 
     r
 }
 
+/// `inject relay` in the exchange namespace of `c`, listening on `listen` (a port of the
+/// exchange's address) and relaying to `target`, seeded with `seed`, its log to `json`, with
+/// `extra` options (faults, lies, order forwarding); pinned to `cpu` if given (with `taskset`).
+/// Returns once it is ready.
+pub(crate) fn start_relay(
+    c: &LabConfig,
+    listen: u16,
+    target: &str,
+    seed: &str,
+    json: &Path,
+    extra: &[&str],
+    cpu: Option<usize>,
+) -> ChildGuard {
+    let inject = env!("CARGO_BIN_EXE_inject");
+    let mut cmd = match cpu {
+        Some(cpu) => {
+            let mut t = in_ns(&c.exchange_ns(), "taskset");
+            t.args(["-c", &cpu.to_string(), inject]);
+            t
+        }
+        None => in_ns(&c.exchange_ns(), inject),
+    };
+    cmd.args(["relay", "--ready", "--seed", seed])
+        .args(["--listen", &format!("{}:{listen}", c.exchange_ip)])
+        .args(["--target", target])
+        .arg("--json-out")
+        .arg(json)
+        .args(extra)
+        .stdout(Stdio::piped());
+    let mut relay = ChildGuard::new(cmd.spawn().expect("relay starts"));
+    wait_ready(&mut relay, "relay");
+    relay
+}
+
 /// The trader's market-data address in the lab `c`, as the replay's `--target`.
 pub(crate) fn trader_md(c: &LabConfig) -> String {
     format!("{}:{}", c.trader_ip, lab::MD_PORT)
