@@ -7,7 +7,8 @@
 //!   allocated for a frame before its length and counts have been checked.
 //! - [`server`]: serves the protocol over a Unix socket (mode 0600) and TCP (loopback unless
 //!   told otherwise), a thread per connection; and one request on stdin, one reply on stdout
-//!   ([`server::serve_stdio`], the spawn-per-call mode).
+//!   ([`server::serve_stdio`], the spawn-per-call mode); or the same on a tokio runtime, a
+//!   task per connection ([`server::Runtime`]).
 //! - [`client`]: the Rust client for all three.
 //! - [`check`]: the gate every measured mode passes before its time is reported.
 #![forbid(unsafe_code)]
@@ -17,6 +18,7 @@ pub mod client;
 pub mod proto;
 pub mod server;
 mod spin;
+mod tokio_server;
 
 pub use affinity::pin_current_thread;
 

@@ -598,6 +598,87 @@ pub fn decode_sweep_reply(body: &[u8], n: usize) -> Result<Vec<ComboResult>, Str
         .collect()
 }
 
+// ---- Framing a request: the checks, without I/O ----
+
+/// What the first bytes of a request frame say, for a reader that has `buf` of it so far
+/// (length word first). The blocking reader ([`read_request`]) and the async server ask this
+/// at each step, so both apply the same checks in the same order and reply alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// Nothing can be decided before this many bytes of the frame (length word included).
+    Need(usize),
+    /// A whole, checked request: its body is `buf[LEN_BYTES..LEN_BYTES + len]`.
+    Request {
+        /// The body's length.
+        len: usize,
+    },
+    /// A bad frame. Unless [`FrameError::is_fatal`], the stream goes on after `skip` bytes
+    /// from the frame's start (which may be more than have arrived: drain the rest).
+    Bad {
+        /// What is wrong.
+        error: FrameError,
+        /// The whole frame's length, length word included.
+        skip: u64,
+    },
+}
+
+/// Checks, in order, as far as `buf` (a frame's first bytes) allows: the length word against
+/// `max`, the opcode, the header's counts against the length. Nothing past the header is
+/// looked at, so a reader need not hold a body before it knows the body is wanted.
+#[must_use]
+pub fn frame_request(buf: &[u8], max: u32) -> Framing {
+    let Some(word) = buf.first_chunk::<LEN_BYTES>() else {
+        return Framing::Need(LEN_BYTES);
+    };
+    let len = u32::from_le_bytes(*word);
+    let len64 = u64::from(len);
+    let skip = LEN_BYTES as u64 + len64;
+    if len > max {
+        let error = FrameError::TooLarge { len: len64, max };
+        return Framing::Bad { error, skip };
+    }
+    if len == 0 {
+        let error = FrameError::BadLength {
+            opcode: 0,
+            len: 0,
+            implied: 1,
+        };
+        return Framing::Bad { error, skip };
+    }
+    let Some(&opcode) = buf.get(LEN_BYTES) else {
+        return Framing::Need(LEN_BYTES + 1);
+    };
+    let Some(op) = Opcode::from_u8(opcode) else {
+        let error = FrameError::UnknownOpcode { opcode };
+        return Framing::Bad { error, skip };
+    };
+    let hlen = op.header_len();
+    if (len as usize) < hlen {
+        let error = FrameError::BadLength {
+            opcode,
+            len: len64,
+            implied: hlen as u64,
+        };
+        return Framing::Bad { error, skip };
+    }
+    let Some(header) = buf.get(LEN_BYTES..LEN_BYTES + hlen) else {
+        return Framing::Need(LEN_BYTES + hlen);
+    };
+    let implied = op.implied_len(header);
+    if implied != len64 {
+        let error = FrameError::BadLength {
+            opcode,
+            len: len64,
+            implied,
+        };
+        return Framing::Bad { error, skip };
+    }
+    if buf.len() < LEN_BYTES + len as usize {
+        return Framing::Need(LEN_BYTES + len as usize);
+    }
+    Framing::Request { len: len as usize }
+}
+
 // ---- Reading frames from a stream ----
 
 /// Why reading a frame stopped.
@@ -661,9 +742,8 @@ fn read_growing(r: &mut impl Read, buf: &mut Vec<u8>, at: usize, len: usize) -> 
 /// Reads one request frame into `body` (which it reuses: on `Ok(Some(len))` the body is
 /// `body[..len]`). `Ok(None)`: the stream ended cleanly between frames.
 ///
-/// Checks, in order, before anything is stored: the length word against `max`, the opcode,
-/// the header's counts against the length. A frame that fails a non-fatal check has been
-/// drained from the stream, so the next frame can be read.
+/// The checks are [`frame_request`]'s, made before anything is stored. A frame that fails a
+/// non-fatal check has been drained from the stream, so the next frame can be read.
 ///
 /// # Errors
 /// [`ReadError::Frame`] for a bad frame, [`ReadError::Io`] when the stream fails.
@@ -675,83 +755,72 @@ pub fn read_request(
     if r.fill_buf()?.is_empty() {
         return Ok(None);
     }
-    let mut word = [0; LEN_BYTES];
-    let got = read_full(r, &mut word)?;
-    let truncated = |got: usize| {
-        ReadError::Frame(FrameError::Truncated {
-            expected: LEN_BYTES as u64 + u64::from(u32::from_le_bytes(word)),
-            got: got as u64,
-        })
-    };
-    if got < LEN_BYTES {
-        return Err(ReadError::Frame(FrameError::Truncated {
-            expected: LEN_BYTES as u64,
-            got: got as u64,
-        }));
-    }
-    let len = u32::from_le_bytes(word);
-    if len > max {
-        return Err(ReadError::Frame(FrameError::TooLarge {
-            len: u64::from(len),
-            max,
-        }));
-    }
-    let len64 = u64::from(len);
-    if len == 0 {
-        return Err(ReadError::Frame(FrameError::BadLength {
-            opcode: 0,
-            len: 0,
-            implied: 1,
-        }));
-    }
-    let mut header = [0_u8; field::HANDLE_PAYLOAD];
-    if read_full(r, &mut header[..1])? < 1 {
-        return Err(truncated(LEN_BYTES));
-    }
-    // Skips the rest of a frame that failed a check, then reports `e`.
-    let skip = |r: &mut _, read: usize, e: FrameError| -> ReadError {
-        let rest = len64 - read as u64;
-        match drain(r, rest) {
-            Ok(n) if n == rest => ReadError::Frame(e),
-            Ok(n) => truncated(LEN_BYTES + read + n as usize),
-            Err(io) => ReadError::Io(io),
+    // The length word and the longest header, read step by step as the checks ask for them.
+    let mut head = [0_u8; LEN_BYTES + field::HANDLE_PAYLOAD];
+    let mut have = 0;
+    loop {
+        match frame_request(&head[..have], max) {
+            Framing::Need(n) if n <= head.len() => {
+                let got = read_full(r, &mut head[have..n])?;
+                have += got;
+                if have < n {
+                    return Err(truncated(&head[..have]));
+                }
+            }
+            Framing::Need(n) => {
+                // The header is checked; what is left is the body.
+                let hlen = have - LEN_BYTES;
+                if body.len() < hlen {
+                    body.resize(hlen, 0);
+                }
+                body[..hlen].copy_from_slice(&head[LEN_BYTES..have]);
+                let rest = n - have;
+                let got = read_growing(r, body, hlen, rest)?;
+                if got < rest {
+                    return Err(truncated_at(&head[..have], have + got));
+                }
+                return Ok(Some(n - LEN_BYTES));
+            }
+            Framing::Request { len } => {
+                // A frame that is all header (FREE, or no bars and no combos).
+                if body.len() < len {
+                    body.resize(len, 0);
+                }
+                body[..len].copy_from_slice(&head[LEN_BYTES..LEN_BYTES + len]);
+                return Ok(Some(len));
+            }
+            Framing::Bad { error, .. } if error.is_fatal() => {
+                return Err(ReadError::Frame(error));
+            }
+            Framing::Bad { error, skip } => {
+                let rest = skip - have as u64;
+                return match drain(r, rest) {
+                    Ok(n) if n == rest => Err(ReadError::Frame(error)),
+                    Ok(n) => Err(truncated_at(&head[..have], have + n as usize)),
+                    Err(io) => Err(ReadError::Io(io)),
+                };
+            }
         }
-    };
-    let Some(op) = Opcode::from_u8(header[0]) else {
-        return Err(skip(r, 1, FrameError::UnknownOpcode { opcode: header[0] }));
-    };
-    let hlen = op.header_len();
-    if (len as usize) < hlen {
-        let e = FrameError::BadLength {
-            opcode: header[0],
-            len: len64,
-            implied: hlen as u64,
-        };
-        return Err(skip(r, 1, e));
     }
-    let got = read_full(r, &mut header[1..hlen])?;
-    if got < hlen - 1 {
-        return Err(truncated(LEN_BYTES + 1 + got));
-    }
-    let implied = op.implied_len(&header[..hlen]);
-    if implied != len64 {
-        let e = FrameError::BadLength {
-            opcode: header[0],
-            len: len64,
-            implied,
-        };
-        return Err(skip(r, hlen, e));
-    }
-    if body.len() < hlen {
-        body.resize(hlen, 0);
-    }
-    body[..hlen].copy_from_slice(&header[..hlen]);
-    let rest = len as usize - hlen;
-    let got = read_growing(r, body, hlen, rest)?;
-    if got < rest {
-        return Err(truncated(LEN_BYTES + hlen + got));
-    }
-    Ok(Some(len as usize))
+}
+
+/// The error for a stream that ended inside a frame after `got` bytes, `head` being its start.
+#[must_use]
+pub fn frame_truncated(head: &[u8], got: u64) -> FrameError {
+    let expected = head
+        .first_chunk::<LEN_BYTES>()
+        .map_or(LEN_BYTES as u64, |w| {
+            LEN_BYTES as u64 + u64::from(u32::from_le_bytes(*w))
+        });
+    FrameError::Truncated { expected, got }
+}
+
+fn truncated(head: &[u8]) -> ReadError {
+    truncated_at(head, head.len())
+}
+
+fn truncated_at(head: &[u8], got: usize) -> ReadError {
+    ReadError::Frame(frame_truncated(head, got as u64))
 }
 
 /// Reads one reply frame into `buf` (reused like [`read_request`]'s body).

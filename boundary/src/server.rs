@@ -42,8 +42,50 @@ pub struct Config {
     /// How long a connection's thread spins on an empty socket before it blocks (zero: it
     /// blocks at once). Spinning saves the wake-up on a small request; see `spin.rs`.
     pub spin: std::time::Duration,
-    /// Pin every connection's thread to this CPU (with `spin`: the latency setting).
+    /// Pin every connection's thread to this CPU (with `spin`: the latency setting); with a
+    /// tokio runtime, every thread of the runtime.
     pub cpu: Option<usize>,
+    /// How connections are served: a thread each, or tasks on a tokio runtime.
+    pub runtime: Runtime,
+}
+
+/// How a server waits on its connections. The protocol, the answers and the limits are the
+/// same in each; only the waiting differs (what the boundary study measures).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Runtime {
+    /// A thread per connection, blocking in `read` (or spinning first, see [`Config::spin`]).
+    #[default]
+    Threads,
+    /// One tokio task per connection on a current-thread runtime: one thread polls every
+    /// connection; sweeps run on the runtime's blocking pool.
+    TokioCurrentThread,
+    /// One tokio task per connection on a multi-thread (work-stealing) runtime of `workers`
+    /// threads; sweeps run on the runtime's blocking pool.
+    TokioMultiThread {
+        /// Worker threads (at least 1).
+        workers: usize,
+    },
+}
+
+impl Runtime {
+    /// Its name on the command line and in results.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Threads => "threads",
+            Self::TokioCurrentThread => "tokio-current",
+            Self::TokioMultiThread { .. } => "tokio-multi",
+        }
+    }
+}
+
+impl std::fmt::Display for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::TokioMultiThread { workers } => write!(f, "{} ({workers} workers)", self.name()),
+            _ => f.write_str(self.name()),
+        }
+    }
 }
 
 impl Default for Config {
@@ -56,6 +98,7 @@ impl Default for Config {
             max_connections: 256,
             spin: std::time::Duration::ZERO,
             cpu: None,
+            runtime: Runtime::Threads,
         }
     }
 }
@@ -217,7 +260,7 @@ pub fn serve_connection<S: Read + Write>(stream: S, config: Config) -> io::Resul
     }
 }
 
-fn is_disconnect(e: &io::Error) -> bool {
+pub(crate) fn is_disconnect(e: &io::Error) -> bool {
     matches!(
         e.kind(),
         io::ErrorKind::BrokenPipe
@@ -370,25 +413,34 @@ pub struct Stats {
 }
 
 #[derive(Debug, Default)]
-struct Counters {
-    accepted: AtomicU64,
-    refused: AtomicU64,
-    io_errors: AtomicU64,
-    pin_errors: AtomicU64,
+pub(crate) struct Counters {
+    pub(crate) accepted: AtomicU64,
+    pub(crate) refused: AtomicU64,
+    pub(crate) io_errors: AtomicU64,
+    pub(crate) pin_errors: AtomicU64,
 }
 
-/// A listening server: accepts on a background thread, a thread per connection. Dropping it
-/// (or [`Server::shutdown`]) stops accepting, closes every connection, waits for their
-/// threads and removes its socket file.
+/// A listening server: accepts on a background thread, a thread per connection (or a tokio
+/// runtime on a thread of its own, [`Config::runtime`]). Dropping it (or
+/// [`Server::shutdown`]) stops accepting, closes every connection, waits for them and removes
+/// its socket file.
 #[derive(Debug)]
 pub struct Server {
     endpoint: Endpoint,
     /// The socket file's (device, inode), so shutdown removes only our own.
     uds_id: Option<(u64, u64)>,
-    stop: Arc<AtomicBool>,
-    conns: Arc<Connections>,
     counters: Arc<Counters>,
-    accept: Option<JoinHandle<()>>,
+    backend: Backend,
+}
+
+#[derive(Debug)]
+enum Backend {
+    Threads {
+        stop: Arc<AtomicBool>,
+        conns: Arc<Connections>,
+        accept: Option<JoinHandle<()>>,
+    },
+    Tokio(crate::tokio_server::Handle),
 }
 
 /// Temp directories made by [`bind_uds`] in this process.
@@ -449,12 +501,12 @@ impl Server {
     pub fn bind_uds(path: impl AsRef<Path>, config: Config) -> Result<Self, Error> {
         let path = path.as_ref();
         let (l, id) = bind_uds(path)?;
-        Ok(Self::start(
+        Self::start(
             Listener::Unix(l),
             Endpoint::Uds(path.to_owned()),
             Some(id),
             config,
-        ))
+        )
     }
 
     /// Listens on TCP at `addr`. Pass a loopback address unless the server should be
@@ -467,12 +519,7 @@ impl Server {
         let local = l
             .local_addr()
             .map_err(Error::io(format!("read the address bound for {addr}")))?;
-        Ok(Self::start(
-            Listener::Tcp(l),
-            Endpoint::Tcp(local),
-            None,
-            config,
-        ))
+        Self::start(Listener::Tcp(l), Endpoint::Tcp(local), None, config)
     }
 
     fn start(
@@ -480,25 +527,40 @@ impl Server {
         endpoint: Endpoint,
         uds_id: Option<(u64, u64)>,
         config: Config,
-    ) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        let conns = Arc::new(Connections::default());
+    ) -> Result<Self, Error> {
         let counters = Arc::new(Counters::default());
-        let accept = {
-            let (stop, conns, counters) = (stop.clone(), conns.clone(), counters.clone());
-            std::thread::Builder::new()
-                .name("boundary-accept".into())
-                .spawn(move || accept_loop(&listener, &stop, &conns, &counters, config))
-                .ok()
+        let backend = match config.runtime {
+            Runtime::Threads => {
+                let stop = Arc::new(AtomicBool::new(false));
+                let conns = Arc::new(Connections::default());
+                let (st, c, k) = (stop.clone(), conns.clone(), counters.clone());
+                let accept = std::thread::Builder::new()
+                    .name("boundary-accept".into())
+                    .spawn(move || accept_loop(&listener, &st, &c, &k, config))
+                    .map_err(Error::io("start the accept thread"))?;
+                Backend::Threads {
+                    stop,
+                    conns,
+                    accept: Some(accept),
+                }
+            }
+            flavor => {
+                let l = match listener {
+                    Listener::Unix(l) => crate::tokio_server::StdListener::Unix(l),
+                    Listener::Tcp(l) => crate::tokio_server::StdListener::Tcp(l),
+                };
+                let h = crate::tokio_server::start(l, flavor, config, counters.clone())
+                    .map_err(Error::io(format!("start the {flavor} runtime")))?;
+                Backend::Tokio(h)
+            }
         };
-        Self {
+        let server = Self {
             endpoint,
             uds_id,
-            stop,
-            conns,
             counters,
-            accept,
-        }
+            backend,
+        };
+        Ok(server)
     }
 
     /// Where it listens.
@@ -525,23 +587,32 @@ impl Server {
     }
 
     fn stop_now(&mut self) {
-        let Some(accept) = self.accept.take() else {
-            return;
-        };
-        self.stop.store(true, Ordering::SeqCst);
-        // Wake the blocking accept with a connection of our own.
-        let _ = match &self.endpoint {
-            Endpoint::Uds(p) => UnixStream::connect(p).map(drop),
-            Endpoint::Tcp(a) => TcpStream::connect(wake_addr(*a)).map(drop),
-        };
-        let _ = accept.join();
-        for s in lock(&self.conns.streams).values() {
-            s.shutdown();
+        match &mut self.backend {
+            Backend::Threads {
+                stop,
+                conns,
+                accept,
+            } => {
+                let Some(accept) = accept.take() else {
+                    return;
+                };
+                stop.store(true, Ordering::SeqCst);
+                // Wake the blocking accept with a connection of our own.
+                let _ = match &self.endpoint {
+                    Endpoint::Uds(p) => UnixStream::connect(p).map(drop),
+                    Endpoint::Tcp(a) => TcpStream::connect(wake_addr(*a)).map(drop),
+                };
+                let _ = accept.join();
+                for s in lock(&conns.streams).values() {
+                    s.shutdown();
+                }
+                for t in std::mem::take(&mut *lock(&conns.threads)) {
+                    let _ = t.join();
+                }
+            }
+            Backend::Tokio(h) => h.stop(),
         }
-        for t in std::mem::take(&mut *lock(&self.conns.threads)) {
-            let _ = t.join();
-        }
-        if let (Endpoint::Uds(p), Some(id)) = (&self.endpoint, self.uds_id)
+        if let (Endpoint::Uds(p), Some(id)) = (&self.endpoint, self.uds_id.take())
             && fs::symlink_metadata(p).is_ok_and(|md| (md.dev(), md.ino()) == id)
         {
             let _ = fs::remove_file(p);

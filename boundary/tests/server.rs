@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use boundary::client::{Client, Handle, spawn_sweep};
 use boundary::proto::{self, ErrorCode, Opcode};
-use boundary::server::{Config, Endpoint, Server};
+use boundary::server::{Config, Endpoint, Runtime, Server};
 use engine::{ComboResult, Params};
 
 /// A fresh directory under the system temp dir, removed on drop (also after a panic).
@@ -47,17 +47,51 @@ fn expected(close: &[f64], grid: &[Params]) -> Vec<ComboResult> {
     engine::sweep::sweep(close, grid, 1).expect("in-process sweep")
 }
 
-fn uds_server(dir: &TempDir) -> Server {
-    Server::bind_uds(dir.sock(), Config::default()).expect("bind the socket")
+/// The default server configuration on runtime `rt`.
+fn cfg(rt: Runtime) -> Config {
+    Config {
+        runtime: rt,
+        ..Config::default()
+    }
 }
 
-fn tcp_server() -> Server {
-    Server::bind_tcp(
-        SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
-        Config::default(),
-    )
-    .expect("bind tcp")
+fn uds_server(dir: &TempDir, rt: Runtime) -> Server {
+    Server::bind_uds(dir.sock(), cfg(rt)).expect("bind the socket")
 }
+
+fn tcp_server(rt: Runtime) -> Server {
+    Server::bind_tcp(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), cfg(rt)).expect("bind tcp")
+}
+
+/// Every test of a server, once on each way of serving it: the same protocol, the same
+/// answers, the same error replies, whatever waits on the connections.
+macro_rules! on_every_runtime {
+    ($($name:ident),* $(,)?) => {
+        mod threads {
+            $(#[test] fn $name() { super::$name(boundary::server::Runtime::Threads) })*
+        }
+        mod tokio_current_thread {
+            $(#[test] fn $name() { super::$name(boundary::server::Runtime::TokioCurrentThread) })*
+        }
+        mod tokio_multi_thread {
+            $(#[test] fn $name() {
+                super::$name(boundary::server::Runtime::TokioMultiThread { workers: 2 })
+            })*
+        }
+    };
+}
+
+on_every_runtime!(
+    every_opcode_over_uds,
+    every_opcode_over_tcp_on_loopback,
+    socket_is_owner_only_and_removed_on_shutdown,
+    stale_socket_is_replaced_and_a_live_one_is_not,
+    bad_frames_get_error_replies_and_others_stay_served,
+    thirty_two_concurrent_clients_get_correct_answers,
+    busy_server_refuses_with_an_error_reply,
+    spinning_ends_give_the_same_answers,
+    serve_removes_its_socket_on_sigterm_and_sigint,
+);
 
 fn code_of(e: &boundary::Error) -> Option<ErrorCode> {
     e.remote_code()
@@ -81,17 +115,15 @@ fn every_opcode(client: &mut Client) {
     assert_eq!(client.sweep(&close, &[]).expect("no combos"), []);
 }
 
-#[test]
-fn every_opcode_over_uds() {
+fn every_opcode_over_uds(rt: Runtime) {
     let dir = TempDir::new("ops");
-    let server = uds_server(&dir);
+    let server = uds_server(&dir, rt);
     every_opcode(&mut Client::connect_uds(dir.sock()).expect("connect"));
     server.shutdown();
 }
 
-#[test]
-fn every_opcode_over_tcp_on_loopback() {
-    let server = tcp_server();
+fn every_opcode_over_tcp_on_loopback(rt: Runtime) {
+    let server = tcp_server(rt);
     let Endpoint::Tcp(addr) = *server.endpoint() else {
         panic!("not tcp")
     };
@@ -99,10 +131,9 @@ fn every_opcode_over_tcp_on_loopback() {
     every_opcode(&mut Client::connect_tcp(addr).expect("connect"));
 }
 
-#[test]
-fn socket_is_owner_only_and_removed_on_shutdown() {
+fn socket_is_owner_only_and_removed_on_shutdown(rt: Runtime) {
     let dir = TempDir::new("mode");
-    let server = uds_server(&dir);
+    let server = uds_server(&dir, rt);
     let md = std::fs::symlink_metadata(dir.sock()).expect("socket exists");
     assert!(md.file_type().is_socket());
     assert_eq!(md.permissions().mode() & 0o777, 0o600);
@@ -116,26 +147,25 @@ fn socket_is_owner_only_and_removed_on_shutdown() {
     assert!(!dir.sock().exists(), "socket removed on shutdown");
 }
 
-#[test]
-fn stale_socket_is_replaced_and_a_live_one_is_not() {
+fn stale_socket_is_replaced_and_a_live_one_is_not(rt: Runtime) {
     let dir = TempDir::new("stale");
-    let live = uds_server(&dir);
+    let live = uds_server(&dir, rt);
     assert!(matches!(
-        Server::bind_uds(dir.sock(), Config::default()),
+        Server::bind_uds(dir.sock(), cfg(rt)),
         Err(boundary::Error::PathInUse { .. })
     ));
     drop(live);
     // A stale socket: bound, then its listener dropped without removing the file.
     drop(std::os::unix::net::UnixListener::bind(dir.sock()).expect("bind"));
     assert!(dir.sock().exists());
-    let server = uds_server(&dir);
+    let server = uds_server(&dir, rt);
     let mut c = Client::connect_uds(dir.sock()).expect("connect");
     assert_eq!(c.echo(&[1.0]).expect("echo"), [1.0]);
     server.shutdown();
     // A regular file is never removed.
     std::fs::write(dir.sock(), b"not a socket").expect("write");
     assert!(matches!(
-        Server::bind_uds(dir.sock(), Config::default()),
+        Server::bind_uds(dir.sock(), cfg(rt)),
         Err(boundary::Error::PathInUse { .. })
     ));
 }
@@ -156,10 +186,9 @@ fn series_header(op: u8, len: u32, n_bars: u32, n_combos: u32) -> Vec<u8> {
     b
 }
 
-#[test]
-fn bad_frames_get_error_replies_and_others_stay_served() {
+fn bad_frames_get_error_replies_and_others_stay_served(rt: Runtime) {
     let dir = TempDir::new("bad");
-    let server = uds_server(&dir);
+    let server = uds_server(&dir, rt);
     let connect = || Client::connect_uds(dir.sock()).expect("connect");
     // A bystander connected before any garbage, and one that stalls mid-frame throughout.
     let mut bystander = connect();
@@ -241,11 +270,10 @@ fn bad_frames_get_error_replies_and_others_stay_served() {
     assert!(staller.is_closed_by_server());
 }
 
-#[test]
-fn thirty_two_concurrent_clients_get_correct_answers() {
+fn thirty_two_concurrent_clients_get_correct_answers(rt: Runtime) {
     let dir = TempDir::new("many");
-    let server = uds_server(&dir);
-    let tcp = tcp_server();
+    let server = uds_server(&dir, rt);
+    let tcp = tcp_server(rt);
     let Endpoint::Tcp(addr) = *tcp.endpoint() else {
         panic!("not tcp")
     };
@@ -280,14 +308,13 @@ fn thirty_two_concurrent_clients_get_correct_answers() {
     server.shutdown();
 }
 
-#[test]
-fn busy_server_refuses_with_an_error_reply() {
+fn busy_server_refuses_with_an_error_reply(rt: Runtime) {
     let dir = TempDir::new("busy");
     let server = Server::bind_uds(
         dir.sock(),
         Config {
             max_connections: 1,
-            ..Config::default()
+            ..cfg(rt)
         },
     )
     .expect("bind");
@@ -339,15 +366,14 @@ fn a_frame_cap_of_two_gib_or_more_is_refused() {
     }
 }
 
-#[test]
-fn spinning_ends_give_the_same_answers() {
+fn spinning_ends_give_the_same_answers(rt: Runtime) {
     let dir = TempDir::new("spin");
     let spin = std::time::Duration::from_micros(100);
     let server = Server::bind_uds(
         dir.sock(),
         Config {
             spin,
-            ..Config::default()
+            ..cfg(rt)
         },
     )
     .expect("bind");
@@ -362,4 +388,39 @@ fn spinning_ends_give_the_same_answers() {
     c.set_spin(std::time::Duration::ZERO).expect("block");
     assert_served(&mut c);
     server.shutdown();
+}
+
+/// `boundary serve` on each runtime: ready, serving, and on SIGTERM or SIGINT gone with its
+/// socket removed and a zero exit.
+fn serve_removes_its_socket_on_sigterm_and_sigint(rt: Runtime) {
+    use std::io::BufRead as _;
+    for signal in ["TERM", "INT"] {
+        let dir = TempDir::new("sig");
+        let mut child = std::process::Command::new(exe())
+            .args(["serve", "--runtime", rt.name(), "--uds"])
+            .arg(dir.sock())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("start boundary serve");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = std::io::BufReader::new(stdout).lines();
+        let ready = lines
+            .by_ref()
+            .map(|l| l.expect("a line"))
+            .find(|l| l.starts_with("ready"));
+        assert!(ready.is_some_and(|l| l.contains(rt.name())), "{rt}: no ready line");
+        let mut c = Client::connect_uds(dir.sock()).expect("connect");
+        assert_eq!(c.echo(&[1.5]).expect("echo"), [1.5]);
+        // An open connection must not hold the shutdown up.
+        let killed = std::process::Command::new("kill")
+            .args([format!("-{signal}"), child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(killed.success());
+        let status = child.wait().expect("wait");
+        assert!(status.success(), "{rt} SIG{signal}: {status}");
+        assert!(c.is_closed_by_server(), "{rt} SIG{signal}");
+        assert!(!dir.sock().exists(), "{rt} SIG{signal}: socket left behind");
+    }
 }

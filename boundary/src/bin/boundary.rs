@@ -67,16 +67,43 @@ struct ServeOptions {
     /// Cuts a small round trip's wake-up, at the price of a busy core meanwhile.
     #[arg(long, default_value_t = 0)]
     spin_us: u64,
-    /// Pin every connection's thread to this CPU.
+    /// Pin every connection's thread to this CPU (with a tokio runtime: its every thread).
     #[arg(long)]
     cpu: Option<usize>,
+    /// How connections are served: `threads` (a thread each, blocking reads),
+    /// `tokio-current` (a task each, one thread polls them all) or `tokio-multi` (a task each
+    /// on a work-stealing runtime of --workers threads). Sweeps run on tokio's blocking pool.
+    #[arg(long, value_enum, default_value_t = RuntimeArg::Threads)]
+    runtime: RuntimeArg,
+    /// Worker threads of `--runtime tokio-multi` (default: one per CPU).
+    #[arg(long, requires = "runtime")]
+    workers: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum RuntimeArg {
+    Threads,
+    TokioCurrent,
+    TokioMulti,
 }
 
 impl ServeOptions {
     fn config(&self) -> anyhow::Result<Config> {
+        let runtime = match (self.runtime, self.workers) {
+            (RuntimeArg::TokioMulti, Some(0)) => bail!("--workers must be at least 1"),
+            (RuntimeArg::TokioMulti, w) => server::Runtime::TokioMultiThread {
+                workers: w.unwrap_or_else(|| {
+                    std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+                }),
+            },
+            (_, Some(_)) => bail!("--workers is for --runtime tokio-multi"),
+            (RuntimeArg::Threads, None) => server::Runtime::Threads,
+            (RuntimeArg::TokioCurrent, None) => server::Runtime::TokioCurrentThread,
+        };
         Ok(Config {
             spin: Duration::from_micros(self.spin_us),
             cpu: self.cpu,
+            runtime,
             ..self.compute.config()?
         })
     }
@@ -176,7 +203,8 @@ fn serve(
     }
     writeln!(
         out,
-        "ready threads={} spin_us={}",
+        "ready runtime={} threads={} spin_us={}",
+        config.runtime.name(),
         config.threads,
         config.spin.as_micros()
     )?;
