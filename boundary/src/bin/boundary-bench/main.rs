@@ -12,6 +12,8 @@
 //! Writes `results.json`, `report.md` and `echo.svg` to `--out`.
 #![forbid(unsafe_code)]
 
+mod runtimes;
+
 use std::fmt::Write as _;
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::net::SocketAddr;
@@ -76,12 +78,13 @@ struct ServerProcess {
 impl ServerProcess {
     fn start(
         exe: &Path,
+        runtime: &str,
         threads: usize,
         spin: Duration,
         cpu: Option<usize>,
     ) -> anyhow::Result<Self> {
         let dir = std::env::temp_dir().join(format!(
-            "bnd-bench-{}-{}",
+            "bnd-bench-{}-{runtime}-{}",
             std::process::id(),
             spin.as_micros()
         ));
@@ -102,6 +105,7 @@ impl ServerProcess {
             .arg(&uds)
             .arg("--spin-us")
             .arg(spin.as_micros().to_string())
+            .args(["--runtime", runtime])
             .args(cpu.map(|c| format!("--cpu={c}")))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -202,6 +206,7 @@ fn echo_sizes(max: usize, k: usize) -> Vec<usize> {
     v
 }
 
+#[derive(Clone)]
 struct EchoPoint {
     floats: usize,
     calls: usize,
@@ -302,8 +307,15 @@ fn main() -> anyhow::Result<()> {
         grid.len()
     );
 
-    let srv = ServerProcess::start(&exe, threads, Duration::ZERO, None)?;
-    let (sweeps, load_s) = run_sweeps(&srv, &exe, &close, &grid, threads, reps, &expected)?;
+    // One server per runtime, all started now (an idle one costs nothing).
+    let servers = runtimes::RUNTIMES
+        .iter()
+        .map(|&rt| Ok((rt, ServerProcess::start(&exe, rt, threads, Duration::ZERO, None)?)))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let by_name: Vec<(&'static str, &ServerProcess)> =
+        servers.iter().map(|(rt, s)| (*rt, s)).collect();
+    let srv = by_name[0].1;
+    let (sweeps, load_s) = run_sweeps(&by_name, &exe, &close, &grid, threads, reps, &expected)?;
 
     // Echo curves: fresh connections, nothing else in flight.
     let sizes = echo_sizes(bars.min(150_000), 14);
@@ -312,7 +324,15 @@ fn main() -> anyhow::Result<()> {
     let mut c_tcp = Client::connect_tcp(srv.tcp)?;
     let echo_tcp = echo_curve(&mut c_tcp, &close, &sizes, echo_calls)?;
     drop((c_uds, c_tcp));
-    drop(srv);
+    let mut rt_block = Vec::new();
+    for &(rt, s) in &by_name[1..] {
+        let mut c = Client::connect_uds(&s.uds)?;
+        rt_block.push((rt, echo_curve(&mut c, &close, &sizes, echo_calls)?));
+        eprintln!("{rt}: echo curve done");
+    }
+    let conc = runtimes::concurrency(&by_name, &CLIENTS, CONC_ROUNDS, CONC_SECS)?;
+    drop(by_name);
+    drop(servers);
     // The same over a server and a client that spin before they block, each pinned to a
     // core of its own (server CPU 0, client the last CPU) when there are two.
     let (server_cpu, client_cpu) = if cores >= 2 {
@@ -323,7 +343,7 @@ fn main() -> anyhow::Result<()> {
     if let Some(cpu) = client_cpu {
         boundary::pin_current_thread(cpu)?;
     }
-    let srv = ServerProcess::start(&exe, threads, SPIN, server_cpu)?;
+    let srv = ServerProcess::start(&exe, "threads", threads, SPIN, server_cpu)?;
     let mut c = Client::connect_uds(&srv.uds)?;
     c.set_spin(SPIN)?;
     let echo_uds_spin = echo_curve(&mut c, &close, &sizes, echo_calls)?;
@@ -332,6 +352,23 @@ fn main() -> anyhow::Result<()> {
     let echo_tcp_spin = echo_curve(&mut c, &close, &sizes, echo_calls)?;
     drop(c);
     drop(srv);
+    let mut runtime_echo = vec![runtimes::RuntimeEcho {
+        runtime: "threads",
+        block: echo_uds.clone(),
+        spin: echo_uds_spin.clone(),
+    }];
+    for (rt, block) in rt_block {
+        let srv = ServerProcess::start(&exe, rt, threads, SPIN, server_cpu)?;
+        let mut c = Client::connect_uds(&srv.uds)?;
+        c.set_spin(SPIN)?;
+        let spin = echo_curve(&mut c, &close, &sizes, echo_calls)?;
+        eprintln!("{rt}: spinning echo curve done");
+        runtime_echo.push(runtimes::RuntimeEcho {
+            runtime: rt,
+            block,
+            spin,
+        });
+    }
 
     let encoding = measure_encoding(&close)?;
 
@@ -350,6 +387,8 @@ fn main() -> anyhow::Result<()> {
         echo_tcp,
         echo_uds_spin,
         echo_tcp_spin,
+        runtime_echo,
+        conc,
         encoding,
         total: started.elapsed(),
         combo0: expected[0],
@@ -359,7 +398,7 @@ fn main() -> anyhow::Result<()> {
 /// The sweep modes, each checked against the in-process result in a warm-up call, then timed
 /// in `reps` interleaved rounds; also the median time to LOAD the series once.
 fn run_sweeps(
-    srv: &ServerProcess,
+    servers: &[(&'static str, &ServerProcess)],
     exe: &Path,
     close: &[f64],
     grid: &[engine::Params],
@@ -367,16 +406,15 @@ fn run_sweeps(
     reps: usize,
     expected: &[engine::ComboResult],
 ) -> anyhow::Result<(Vec<ModeResult>, f64)> {
-    let mut uds = Client::connect_uds(&srv.uds)?;
-    let mut chatty = Client::connect_uds(&srv.uds)?;
-    let mut stateful = Client::connect_uds(&srv.uds)?;
+    let srv = servers.first().context("no server")?.1;
     let mut tcp = Client::connect_tcp(srv.tcp)?;
+    let mut probe = Client::connect_uds(&srv.uds)?;
     let load_s = time_median(5, || {
-        if let Ok(h) = stateful.load(close) {
-            let _ = stateful.free(h);
+        if let Ok(h) = probe.load(close) {
+            let _ = probe.free(h);
         }
     });
-    let handle = stateful.load(close)?;
+    drop(probe);
 
     let (c, g) = (close, grid);
     let mut modes = vec![
@@ -385,13 +423,6 @@ fn run_sweeps(
             what: "engine::sweep::sweep, 80 combos in one call",
             calls: 1,
             run: Box::new(move || Ok(engine::sweep::sweep(c, g, threads)?)),
-            secs: Vec::new(),
-        },
-        Mode {
-            name: "uds-batched",
-            what: "one SWEEP over a Unix socket (1.2 MB up, 1.3 KB back)",
-            calls: 1,
-            run: Box::new(move || uds.sweep(c, g)),
             secs: Vec::new(),
         },
         Mode {
@@ -415,21 +446,36 @@ fn run_sweeps(
             run: Box::new(move || per_combo(g, |p| Ok(engine::sweep::sweep(c, p, threads)?))),
             secs: Vec::new(),
         },
-        Mode {
-            name: "uds-chatty",
+    ];
+    // The batched, chatty and stateful modes on every runtime's server.
+    for &(rt, srv) in servers {
+        let [batched, chatty_name, stateful_name] = runtimes::mode_names(rt);
+        let mut uds = Client::connect_uds(&srv.uds)?;
+        let mut chatty = Client::connect_uds(&srv.uds)?;
+        let mut stateful = Client::connect_uds(&srv.uds)?;
+        let handle = stateful.load(close)?;
+        modes.push(Mode {
+            name: batched,
+            what: "one SWEEP over a Unix socket (1.2 MB up, 1.3 KB back)",
+            calls: 1,
+            run: Box::new(move || uds.sweep(c, g)),
+            secs: Vec::new(),
+        });
+        modes.push(Mode {
+            name: chatty_name,
             what: "one SWEEP per combo over a Unix socket, series re-sent each time",
             calls: g.len(),
             run: Box::new(move || per_combo(g, |p| chatty.sweep(c, p))),
             secs: Vec::new(),
-        },
-        Mode {
-            name: "uds-stateful",
+        });
+        modes.push(Mode {
+            name: stateful_name,
             what: "one SWEEP_HANDLE per combo (65-byte request) against a preloaded series",
             calls: g.len(),
             run: Box::new(move || per_combo(g, |p| stateful.sweep_handle(handle, p))),
             secs: Vec::new(),
-        },
-    ];
+        });
+    }
 
     // Warm-up call, checked, then rounds of one checked, timed call per mode.
     for m in &mut modes {
@@ -510,6 +556,11 @@ fn measure_encoding(close: &[f64]) -> anyhow::Result<Encoding> {
 /// that an idle connection gives its core back quickly.
 const SPIN: Duration = Duration::from_micros(200);
 
+/// Concurrent clients of the many-clients runs, its rounds, and seconds per round.
+const CLIENTS: [usize; 2] = [32, 128];
+const CONC_ROUNDS: usize = 3;
+const CONC_SECS: f64 = 1.0;
+
 struct ModeResult {
     name: &'static str,
     what: &'static str,
@@ -543,6 +594,8 @@ struct Report<'a> {
     echo_tcp: Vec<EchoPoint>,
     echo_uds_spin: Vec<EchoPoint>,
     echo_tcp_spin: Vec<EchoPoint>,
+    runtime_echo: Vec<runtimes::RuntimeEcho>,
+    conc: Vec<runtimes::Concurrency>,
     encoding: Encoding,
     total: Duration,
     combo0: ComboResult,
@@ -563,7 +616,9 @@ fn study_secs(name: &str) -> Option<f64> {
 /// the same engine work (per-combo calls lose the WMA sharing of a batched sweep).
 fn baseline_of(name: &str) -> &'static str {
     match name {
-        "uds-chatty" | "uds-stateful" | "in-process-per-combo" => "in-process-per-combo",
+        n if n == "in-process-per-combo" || n.ends_with("-chatty") || n.ends_with("-stateful") => {
+            "in-process-per-combo"
+        }
         _ => "in-process",
     }
 }
@@ -628,6 +683,14 @@ fn report(r: &Report<'_>) -> anyhow::Result<()> {
         1e6 * load_s
     )?;
     echo_section(&mut md, r)?;
+    let runtimes_json = runtimes::section(
+        &mut md,
+        sweeps,
+        *combos,
+        &r.runtime_echo,
+        &r.conc,
+        SPIN.as_micros(),
+    )?;
     encoding_section(&mut md, *bars, encoding)?;
     let targets = targets(r);
     writeln!(md, "## Targets\n")?;
@@ -640,7 +703,8 @@ fn report(r: &Report<'_>) -> anyhow::Result<()> {
     }
     writeln!(md, "\nTotal bench time {:.1} s.", total.as_secs_f64())?;
 
-    let results = results_json(r, &rows, &targets, &model, &kernel, &clocksource);
+    let mut results = results_json(r, &rows, &targets, &model, &kernel, &clocksource);
+    results["runtimes"] = runtimes_json;
     let write = |name: &str, body: &[u8]| -> anyhow::Result<()> {
         let p = out.join(name);
         std::fs::write(&p, body).with_context(|| format!("failed to write {}", p.display()))
@@ -654,10 +718,15 @@ fn report(r: &Report<'_>) -> anyhow::Result<()> {
         "echo.svg",
         echo_svg(
             &[
-                (echo_uds, "#1f77b4", "UDS"),
-                (echo_tcp, "#d62728", "TCP loopback"),
-                (echo_uds_spin, "#9467bd", "UDS, spinning"),
-            ],
+                (&echo_uds[..], "#1f77b4", "UDS"),
+                (&echo_tcp[..], "#d62728", "TCP loopback"),
+                (&echo_uds_spin[..], "#9467bd", "UDS, spinning"),
+            ]
+            .into_iter()
+            .chain(r.runtime_echo.iter().skip(1).zip(["#ff7f0e", "#8c564b"]).map(
+                |(e, color)| (&e.block[..], color, e.runtime),
+            ))
+            .collect::<Vec<_>>()[..],
             &conditions,
         )
         .as_bytes(),
