@@ -41,8 +41,16 @@ pub(crate) fn run(opts: Options) -> anyhow::Result<()> {
             .current_dir(&root)
             .args(["build", "--release", "-p", "boundary", "--bins"]),
     )?;
-    // Results stay under the workspace's target/ even where the build goes elsewhere.
+    // serde_json's default (inexact) float parsing needs a build of its own: the workspace
+    // turns on `float_roundtrip`, and cargo unifies features within a build.
     let target = target_dir();
+    let json_target = target.join("json-default");
+    exec(cargo().current_dir(&root).args(["build", "--release", "--locked"]).args([
+        "--manifest-path",
+        "boundary/json-default/Cargo.toml",
+        "--target-dir",
+    ]).arg(&json_target))?;
+    // Results stay under the workspace's target/ even where the build goes elsewhere.
     let out = out.unwrap_or_else(|| root.join("target/bench-boundary").join(utc_stamp()));
     exec(
         Command::new(target.join("release/boundary-bench"))
@@ -50,6 +58,8 @@ pub(crate) fn run(opts: Options) -> anyhow::Result<()> {
             .arg(&out)
             .args(["--reps", &reps.to_string()])
             .args(["--threads", &threads.to_string()])
-            .args(["--echo-calls", &echo_calls.to_string()]),
+            .args(["--echo-calls", &echo_calls.to_string()])
+            .arg("--json-default")
+            .arg(json_target.join("release/json-default")),
     )
 }

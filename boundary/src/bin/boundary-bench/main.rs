@@ -64,6 +64,10 @@ struct Options {
     /// The server binary (default: `boundary` beside this one).
     #[arg(long)]
     server: Option<PathBuf>,
+    /// The `json-default` binary (boundary/json-default: serde_json's default, inexact float
+    /// parsing, built on its own); without it that row is left out.
+    #[arg(long)]
+    json_default: Option<PathBuf>,
 }
 
 /// A running `boundary serve`, stopped (socket removed) when dropped: closing its stdin
@@ -271,6 +275,7 @@ fn main() -> anyhow::Result<()> {
         bars,
         echo_calls,
         server,
+        json_default,
     } = Options::parse();
     if reps == 0 || threads == 0 || bars == 0 {
         bail!("--reps, --threads and --bars must be at least 1");
@@ -370,7 +375,7 @@ fn main() -> anyhow::Result<()> {
         });
     }
 
-    let encoding = measure_encoding(&close)?;
+    let encoding = measure_encoding(&close, json_default.as_deref(), &out)?;
 
     report(&Report {
         out: &out,
@@ -509,8 +514,43 @@ fn run_sweeps(
     Ok((sweeps, load_s))
 }
 
-/// Encoding the series: raw little-endian bytes versus JSON, each way.
-fn measure_encoding(close: &[f64]) -> anyhow::Result<Encoding> {
+/// serde_json's default float parsing on the same series, from its own build.
+#[derive(serde::Deserialize)]
+struct JsonDefault {
+    json_bytes: usize,
+    encode_s: f64,
+    decode_s: f64,
+    values_inexact: usize,
+}
+
+fn json_default(exe: &Path, close: &[f64], out: &Path) -> anyhow::Result<JsonDefault> {
+    let series = out.join("series.bin");
+    std::fs::write(&series, engine::data::to_le_bytes(close))
+        .with_context(|| format!("failed to write {}", series.display()))?;
+    let run = Command::new(exe)
+        .arg(&series)
+        .output()
+        .with_context(|| format!("failed to run {}", exe.display()));
+    let _ = std::fs::remove_file(&series);
+    let run = run?;
+    if !run.status.success() {
+        bail!(
+            "{} failed: {}",
+            exe.display(),
+            String::from_utf8_lossy(&run.stderr)
+        );
+    }
+    serde_json::from_slice(&run.stdout)
+        .with_context(|| format!("{} printed no report", exe.display()))
+}
+
+/// Encoding the series: raw little-endian bytes versus JSON, each way; JSON parsed exactly
+/// (`float_roundtrip`) here and with serde_json's default by `json_default_exe`.
+fn measure_encoding(
+    close: &[f64],
+    json_default_exe: Option<&Path>,
+    out: &Path,
+) -> anyhow::Result<Encoding> {
     let raw_encode_s = time_median(200, || {
         std::hint::black_box(engine::data::to_le_bytes(std::hint::black_box(close)));
     });
@@ -540,7 +580,11 @@ fn measure_encoding(close: &[f64]) -> anyhow::Result<Encoding> {
         .zip(close)
         .filter(|(a, b)| a.to_bits() != b.to_bits())
         .count();
+    let inexact = json_default_exe
+        .map(|exe| json_default(exe, close, out))
+        .transpose()?;
     Ok(Encoding {
+        inexact,
         raw_encode_s,
         raw_decode_s,
         raw_exact: decode_raw(&raw) == close,
@@ -569,6 +613,8 @@ struct ModeResult {
 }
 
 struct Encoding {
+    /// serde_json's default parsing, if its binary was given.
+    inexact: Option<JsonDefault>,
     raw_encode_s: f64,
     raw_decode_s: f64,
     raw_exact: bool,
@@ -869,28 +915,58 @@ fn encoding_section(md: &mut String, bars: usize, e: &Encoding) -> anyhow::Resul
         1e6 * e.raw_decode_s,
         if e.raw_exact { "yes" } else { "NO" }
     )?;
+    let exact = |n: usize| {
+        if n == 0 {
+            "yes".to_owned()
+        } else {
+            format!("no: {n} values differ in the last bits")
+        }
+    };
     writeln!(
         md,
-        "| JSON (serde_json) | {} | {:.1} ms | {:.1} ms | {} |",
+        "| JSON (serde_json, `float_roundtrip`: exact parsing) | {} | {:.1} ms | {:.1} ms | {} |",
         e.json_bytes,
         1e3 * e.json_encode_s,
         1e3 * e.json_decode_s,
-        if e.json_inexact == 0 {
-            "yes".to_owned()
-        } else {
-            format!("no: {} values differ in the last bits", e.json_inexact)
-        }
+        exact(e.json_inexact)
     )?;
+    if let Some(d) = &e.inexact {
+        writeln!(
+            md,
+            "| JSON (serde_json default parsing, its own build) | {} | {:.1} ms | {:.1} ms | {} |",
+            d.json_bytes,
+            1e3 * d.encode_s,
+            1e3 * d.decode_s,
+            exact(d.values_inexact)
+        )?;
+    }
     writeln!(
         md,
-        "\nJSON / raw: {:.0}x to encode, {:.0}x to decode. Study: raw {} us vs JSON {} ms to encode ({:.0}x).\n",
+        "\nJSON (exact) / raw: {:.0}x to encode, {:.0}x to decode. Study: raw {} us vs JSON {} ms to encode ({:.0}x).",
         e.json_encode_s / e.raw_encode_s,
         e.json_decode_s / e.raw_decode_s,
         study::RAW_ENCODE_US,
         study::JSON_ENCODE_US / 1e3,
         study::JSON_ENCODE_US / study::RAW_ENCODE_US
     )?;
+    if let Some(d) = &e.inexact {
+        writeln!(
+            md,
+            "Exact parsing costs {:+.0}% decode time over the default ({:.1} vs {:.1} ms); the \
+             default saves that and returns {} of the {} values different.",
+            100.0 * (e.json_decode_s / d.decode_s - 1.0),
+            1e3 * e.json_decode_s,
+            1e3 * d.decode_s,
+            d.values_inexact,
+            raw_values(e.raw_bytes)
+        )?;
+    }
+    writeln!(md)?;
     Ok(())
+}
+
+const fn raw_values(bytes: usize) -> usize {
+    bytes / 8
 }
 
 /// The study's targets: (what, met, how it was measured).
@@ -1006,6 +1082,11 @@ fn results_json(
             "raw_bytes": e.raw_bytes, "raw_encode_s": e.raw_encode_s, "raw_decode_s": e.raw_decode_s,
             "raw_exact": e.raw_exact, "json_bytes": e.json_bytes, "json_encode_s": e.json_encode_s,
             "json_decode_s": e.json_decode_s, "json_values_inexact": e.json_inexact,
+            "json_parsing": "float_roundtrip",
+            "json_default": e.inexact.as_ref().map(|d| json!({
+                "json_bytes": d.json_bytes, "encode_s": d.encode_s, "decode_s": d.decode_s,
+                "values_inexact": d.values_inexact,
+            })),
         },
         "targets": targets.iter().map(|(what, met, how)| json!({"target": what, "met": met, "measured": how})).collect::<Vec<_>>(),
         "study": {
