@@ -274,10 +274,8 @@ async fn serve_connection(mut conn: Conn, config: Config) -> io::Result<()> {
                     Ok(Fill::More) => continue,
                     Ok(Fill::Eof) if input.filled == 0 => return Ok(()),
                     Ok(Fill::Eof) => {
-                        let e = proto::frame_truncated(
-                            &input.buf[..input.filled],
-                            input.filled as u64,
-                        );
+                        let e =
+                            proto::frame_truncated(&input.buf[..input.filled], input.filled as u64);
                         proto::encode_error(&mut out, e.code(), &e.to_string());
                     }
                     Err(e) if is_disconnect(&e) => return Ok(()),
@@ -328,11 +326,7 @@ async fn serve_connection(mut conn: Conn, config: Config) -> io::Result<()> {
                         None => false,
                         Some(truncated) => {
                             out.clear();
-                            proto::encode_error(
-                                &mut out,
-                                truncated.code(),
-                                &truncated.to_string(),
-                            );
+                            proto::encode_error(&mut out, truncated.code(), &truncated.to_string());
                             true
                         }
                     }

@@ -369,14 +369,7 @@ fn a_frame_cap_of_two_gib_or_more_is_refused() {
 fn spinning_ends_give_the_same_answers(rt: Runtime) {
     let dir = TempDir::new("spin");
     let spin = std::time::Duration::from_micros(100);
-    let server = Server::bind_uds(
-        dir.sock(),
-        Config {
-            spin,
-            ..cfg(rt)
-        },
-    )
-    .expect("bind");
+    let server = Server::bind_uds(dir.sock(), Config { spin, ..cfg(rt) }).expect("bind");
     let mut c = Client::connect_uds(dir.sock()).expect("connect");
     c.set_spin(spin).expect("spin");
     // Big enough that both ends' non-blocking writes fill the socket buffer and wait.
@@ -409,7 +402,10 @@ fn serve_removes_its_socket_on_sigterm_and_sigint(rt: Runtime) {
             .by_ref()
             .map(|l| l.expect("a line"))
             .find(|l| l.starts_with("ready"));
-        assert!(ready.is_some_and(|l| l.contains(rt.name())), "{rt}: no ready line");
+        assert!(
+            ready.is_some_and(|l| l.contains(rt.name())),
+            "{rt}: no ready line"
+        );
         let mut c = Client::connect_uds(dir.sock()).expect("connect");
         assert_eq!(c.echo(&[1.5]).expect("echo"), [1.5]);
         // An open connection must not hold the shutdown up.

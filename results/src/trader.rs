@@ -278,6 +278,12 @@ pub struct XdpCounters {
     pub malformed: u64,
     pub reflected: u64,
     pub reflect_failed: u64,
+    /// Log records written (`trader --xdp-log`); absent from reports made before logging.
+    #[serde(default)]
+    pub logged: u64,
+    /// Log records over the rate limit, not written.
+    #[serde(default)]
+    pub log_suppressed: u64,
 }
 
 /// The AF_XDP socket's statistics (`XDP_STATISTICS`, the kernel's `struct xdp_statistics`

@@ -5,8 +5,8 @@ use aya::{
     programs::{ProgramError, Xdp, XdpMode as AyaXdpMode, xdp::XdpLinkId},
 };
 use xdp_common::{
-    Action, Counter, GLOBAL_ACTION, GLOBAL_MD_PORT, GLOBAL_MD_PORT_B, MAP_COUNTERS, MAP_XSKS,
-    PROG_NAME,
+    Action, Counter, GLOBAL_ACTION, GLOBAL_MD_PORT, GLOBAL_MD_PORT_B, GLOBAL_XDP_LOG, MAP_COUNTERS,
+    MAP_XSKS, PROG_NAME,
 };
 
 /// The XDP program, built by `build.rs` and embedded here. Empty when the eBPF toolchain was
@@ -65,6 +65,9 @@ pub enum XdpError {
 pub struct XdpProgram {
     ebpf: Ebpf,
     _link: XdpLinkId,
+    /// The log reader, if started; last, so it is dropped after the program is detached and
+    /// reads what the program logged to the end.
+    log: Option<XdpLog>,
 }
 
 /// The OS error number at the bottom of an error's chain, if there is one.
@@ -88,17 +91,19 @@ impl XdpProgram {
         mode: XdpMode,
         action: Action,
     ) -> Result<XdpProgram, XdpError> {
-        Self::attach_lines(iface, port, None, mode, action)
+        Self::attach_lines(iface, port, None, mode, action, false)
     }
 
     /// [`XdpProgram::attach`] for an A/B feed: market data on `port` (line A) and on `port_b`
-    /// (line B, if any) alike.
+    /// (line B, if any) alike. With `log`, the program logs its rare events (see
+    /// [`XdpProgram::start_log`], which must follow to read them).
     pub fn attach_lines(
         iface: &str,
         port: u16,
         port_b: Option<u16>,
         mode: XdpMode,
         action: Action,
+        log: bool,
     ) -> Result<XdpProgram, XdpError> {
         let port_b = port_b.unwrap_or(0);
         if OBJECT.is_empty() {
@@ -106,10 +111,12 @@ impl XdpProgram {
         }
         netns::check_capabilities(&[netns::Capability::NetAdmin, netns::Capability::Bpf])?;
         let action = action as u8;
+        let log = u8::from(log);
         let mut ebpf = EbpfLoader::new()
             .override_global(GLOBAL_MD_PORT, &port, true)
             .override_global(GLOBAL_MD_PORT_B, &port_b, true)
             .override_global(GLOBAL_ACTION, &action, true)
+            .override_global(GLOBAL_XDP_LOG, &log, true)
             .load(OBJECT)
             .map_err(XdpError::Load)?;
         let prog: &mut Xdp = ebpf
@@ -147,7 +154,41 @@ impl XdpProgram {
                 },
                 source,
             })?;
-        Ok(XdpProgram { ebpf, _link: link })
+        Ok(XdpProgram {
+            ebpf,
+            _link: link,
+            log: None,
+        })
+    }
+
+    /// Starts printing the program's log records (aya-log) through the `log` crate's logger,
+    /// from a thread that sleeps until a record arrives, until the program is dropped (then a
+    /// last read, after the detach). Records only come when the program was attached with `log`.
+    pub fn start_log(&mut self) -> Result<(), XdpError> {
+        let logger = aya_log::EbpfLogger::init(&mut self.ebpf).map_err(|e| XdpError::Map {
+            what: format!("failed to open the XDP program's log ring: {e}"),
+            source: aya::maps::MapError::InvalidName {
+                name: "AYA_LOGS".into(),
+            },
+        })?;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let thread = {
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name("xdp-log".into())
+                .spawn(move || log_loop(logger, &stop))
+                .map_err(|e| XdpError::Map {
+                    what: format!("failed to start the XDP log thread: {e}"),
+                    source: aya::maps::MapError::InvalidName {
+                        name: "AYA_LOGS".into(),
+                    },
+                })?
+        };
+        self.log = Some(XdpLog {
+            stop,
+            thread: Some(thread),
+        });
+        Ok(())
     }
 
     /// Puts an AF_XDP socket into the XSKMAP slot of `queue`.
@@ -205,6 +246,51 @@ impl std::os::fd::AsRawFd for BorrowedRaw {
     }
 }
 
+/// The thread printing the XDP program's log records; stopped (after a last read) on drop.
+#[derive(Debug)]
+struct XdpLog {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for XdpLog {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// How long the log thread sleeps in `poll` before it looks at its stop flag.
+const LOG_POLL_MS: i32 = 100;
+
+fn log_loop(
+    mut logger: aya_log::EbpfLogger<&'static dyn log::Log>,
+    stop: &std::sync::atomic::AtomicBool,
+) {
+    use std::os::fd::AsRawFd as _;
+    let fd = logger.as_raw_fd();
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd on the stack; the ring buffer's fd lives as long as `logger`.
+        #[expect(
+            unsafe_code,
+            reason = "poll(2) on the log ring's fd: no safe wrapper here"
+        )]
+        let ready = unsafe { libc::poll(&mut pfd, 1, LOG_POLL_MS) };
+        if ready > 0 {
+            logger.flush();
+        }
+    }
+    logger.flush();
+    log::logger().flush();
+}
+
 /// The program's counters, summed over CPUs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counters(pub [u64; Counter::COUNT as usize]);
@@ -231,6 +317,8 @@ impl Counters {
                 Counter::Malformed => &mut r.malformed,
                 Counter::Reflected => &mut r.reflected,
                 Counter::ReflectFailed => &mut r.reflect_failed,
+                Counter::Logged => &mut r.logged,
+                Counter::LogSuppressed => &mut r.log_suppressed,
             };
             *slot = self.get(c);
         }

@@ -22,6 +22,21 @@ pub const GLOBAL_MD_PORT_B: &str = "MD_PORT_B";
 /// (see [`Action`]).
 pub const GLOBAL_ACTION: &str = "MD_ACTION";
 
+/// The load-time global that turns the program's logging on (1) or off (0, the default): with
+/// it off the verifier sees the logging code as dead and removes it.
+pub const GLOBAL_XDP_LOG: &str = "XDP_LOG";
+
+/// The per-CPU array holding each CPU's log rate-limit state: `[window start ns, records in
+/// the window]`.
+pub const MAP_LOG_LIMIT: &str = "LOG_LIMIT";
+
+/// Log records one CPU may write per [`LOG_WINDOW_NS`]; the rest are counted
+/// ([`Counter::LogSuppressed`]), so a flood of bad frames can't flood the log.
+pub const LOG_BURST: u64 = 20;
+
+/// The rate limit's window: one second.
+pub const LOG_WINDOW_NS: u64 = 1_000_000_000;
+
 /// Name of the per-CPU counter array.
 pub const MAP_COUNTERS: &str = "COUNTERS";
 
@@ -130,11 +145,15 @@ pub enum Counter {
     /// Market-data frames the reflector could not turn into an order (not a single ITCH
     /// trade, or the tail adjustment failed); passed.
     ReflectFailed,
+    /// Log records written (only with the `XDP_LOG` global on).
+    Logged,
+    /// Log records not written: over the rate limit.
+    LogSuppressed,
 }
 
 impl Counter {
     /// Number of counters; the map's `max_entries`.
-    pub const COUNT: u32 = 11;
+    pub const COUNT: u32 = 13;
 
     /// Every counter, in index order.
     pub const ALL: [Counter; Self::COUNT as usize] = [
@@ -149,6 +168,8 @@ impl Counter {
         Counter::Malformed,
         Counter::Reflected,
         Counter::ReflectFailed,
+        Counter::Logged,
+        Counter::LogSuppressed,
     ];
 
     /// The counter's slot in the map.
@@ -170,6 +191,8 @@ impl Counter {
             Counter::Malformed => "malformed",
             Counter::Reflected => "reflected",
             Counter::ReflectFailed => "reflect_failed",
+            Counter::Logged => "logged",
+            Counter::LogSuppressed => "log_suppressed",
         }
     }
 }

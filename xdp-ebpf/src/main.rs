@@ -4,6 +4,12 @@
 //! the configured destination port) go to the AF_XDP socket bound to the frame's RX queue;
 //! everything else (ARP above all, or the kernel never resolves the trader's address) is passed
 //! to the kernel untouched. Each decision is counted in a per-CPU array.
+//!
+//! Logging (aya-log): off unless userspace sets the `XDP_LOG` global at load time, and then
+//! only for rare events a user debugging a feed wants to see: a failed redirect, a frame
+//! counted as malformed (its reason and the header fields at fault), a failed reflection.
+//! Never per healthy packet. Each CPU writes at most `LOG_BURST` records a second; the rest
+//! are counted, not written. With the global off the verifier prunes the logging code.
 #![no_std]
 #![no_main]
 #![expect(
@@ -18,8 +24,9 @@ use aya_ebpf::{
     maps::{PerCpuArray, XskMap},
     programs::XdpContext,
 };
+use aya_log_ebpf::{error, warn};
 use xdp_common::{
-    Action, Counter, MAX_QUEUES, checksum,
+    Action, Counter, LOG_BURST, LOG_WINDOW_NS, MAX_QUEUES, checksum,
     layout::{
         Field, UDP_PAYLOAD_OFFSET, at, ethernet, ipv4,
         itch::{self, trade},
@@ -45,6 +52,14 @@ static MD_PORT_B: u16 = 0;
 #[unsafe(no_mangle)]
 static MD_ACTION: u8 = 0;
 
+/// Logging on (1) or off (0); set by userspace at load time (`trader --xdp-log`).
+#[unsafe(no_mangle)]
+static XDP_LOG: u8 = 0;
+
+/// Each CPU's log rate limit: `[window start ns, records written in the window]`.
+#[map(name = "LOG_LIMIT")]
+static LOG_LIMIT: PerCpuArray<[u64; 2]> = PerCpuArray::with_max_entries(1, 0);
+
 #[map(name = "XSKS")]
 static XSKS: XskMap = XskMap::with_max_entries(MAX_QUEUES, 0);
 
@@ -65,11 +80,26 @@ fn md_redirect(ctx: XdpContext) -> u32 {
             Action::Pass => (Counter::PassedMarketData, XDP_PASS),
             Action::Reflect => match reflect(&ctx) {
                 Ok(()) => (Counter::Reflected, XDP_TX),
-                Err(()) => (Counter::ReflectFailed, XDP_PASS),
+                Err(()) => {
+                    if log_allowed() {
+                        let len = ctx.data_end() - ctx.data();
+                        warn!(
+                            &ctx,
+                            "reflect failed: frame of {} bytes is no MoldUDP64 packet led by an ITCH trade; passed to the kernel",
+                            len
+                        );
+                    }
+                    (Counter::ReflectFailed, XDP_PASS)
+                }
             },
         },
         Ok(Verdict::Pass(counter)) => (counter, XDP_PASS),
-        Err(()) => (Counter::Malformed, XDP_PASS),
+        Err(why) => {
+            if log_allowed() {
+                log_malformed(&ctx, why);
+            }
+            (Counter::Malformed, XDP_PASS)
+        }
     };
     count(counter);
     action
@@ -77,11 +107,138 @@ fn md_redirect(ctx: XdpContext) -> u32 {
 
 #[inline(always)]
 fn redirect(ctx: &XdpContext) -> (Counter, u32) {
-    match XSKS.redirect(ctx.rx_queue_index(), 0) {
+    let queue = ctx.rx_queue_index();
+    match XSKS.redirect(queue, 0) {
         Ok(action) => (Counter::Redirected, action),
         // No socket on this queue: let the kernel have it rather than lose it.
-        Err(_) => (Counter::RedirectFailed, XDP_PASS),
+        Err(_) => {
+            if log_allowed() {
+                warn!(
+                    ctx,
+                    "redirect failed: no AF_XDP socket on RX queue {}; market-data frame passed to the kernel",
+                    queue
+                );
+            }
+            (Counter::RedirectFailed, XDP_PASS)
+        }
     }
+}
+
+/// Why a frame was counted as malformed, with the header fields at fault. A plain struct with
+/// every field always written, not an enum with payloads: LLVM leaves a payload register the
+/// variant lacks undefined, and the verifier refuses to read an uninitialised register.
+#[derive(Clone, Copy)]
+struct Malformed {
+    reason: Reason,
+    /// The field at fault (see [`Reason`]).
+    field: u16,
+    /// A second field, where the reason compares two.
+    other: u16,
+}
+
+#[derive(Clone, Copy)]
+enum Reason {
+    /// The frame ends inside a header the checks had to read.
+    Truncated,
+    /// `field`: the IPv4 version/IHL byte (not version 4, or a header under 20 bytes).
+    VersionIhl,
+    /// `field`: IPv4 total length, shorter than `other`, the header's own length.
+    TotalUnderHeader,
+    /// `field`: IPv4 total length, too short to hold a UDP header.
+    TotalUnderUdp,
+    /// `field`: the UDP length field, under the UDP header's 8 bytes.
+    UdpLength,
+}
+
+impl Malformed {
+    const TRUNCATED: Self = Self::new(Reason::Truncated, 0, 0);
+
+    const fn new(reason: Reason, field: u16, other: u16) -> Self {
+        Self {
+            reason,
+            field,
+            other,
+        }
+    }
+}
+
+/// Writes the record for a malformed frame (the caller checked [`log_allowed`]). Inlined: a
+/// BPF subprogram can't take the context apart (the verifier forbids arithmetic on packet
+/// pointers it receives as arguments).
+#[inline(always)]
+fn log_malformed(ctx: &XdpContext, why: Malformed) {
+    let len = ctx.data_end() - ctx.data();
+    let Malformed {
+        reason,
+        field,
+        other,
+    } = why;
+    match reason {
+        Reason::Truncated => {
+            error!(
+                ctx,
+                "malformed frame: {} bytes end inside the Ethernet/IPv4/UDP headers", len
+            );
+        }
+        Reason::VersionIhl => {
+            error!(
+                ctx,
+                "malformed frame: IPv4 version/IHL byte {:x} (want version 4, IHL >= 5), frame {} bytes",
+                field,
+                len
+            );
+        }
+        Reason::TotalUnderHeader => {
+            error!(
+                ctx,
+                "malformed frame: IPv4 total length {} under its header length {}, frame {} bytes",
+                field,
+                other,
+                len
+            );
+        }
+        Reason::TotalUnderUdp => {
+            error!(
+                ctx,
+                "malformed frame: IPv4 total length {} too short for a UDP header, frame {} bytes",
+                field,
+                len
+            );
+        }
+        Reason::UdpLength => {
+            error!(
+                ctx,
+                "malformed frame: UDP length {} under 8, frame {} bytes", field, len
+            );
+        }
+    }
+}
+
+/// True when logging is on and this CPU is under its rate limit; counts the record as written
+/// or suppressed. Reads the clock only here, on the rare paths that log.
+#[inline(always)]
+fn log_allowed() -> bool {
+    if read_global(&XDP_LOG) == 0 {
+        return false;
+    }
+    let Some(state) = LOG_LIMIT.get_ptr_mut(0) else {
+        return false;
+    };
+    // SAFETY: a helper with no arguments; it only reads the clock.
+    let now = unsafe { bpf_ktime_get_ns() };
+    // SAFETY: the map returned a valid pointer to this CPU's slot; per-CPU, and XDP runs with
+    // preemption disabled, so nothing else writes it meanwhile.
+    let state = unsafe { &mut *state };
+    if now.wrapping_sub(state[0]) >= LOG_WINDOW_NS {
+        *state = [now, 0];
+    }
+    if state[1] >= LOG_BURST {
+        count(Counter::LogSuppressed);
+        return false;
+    }
+    state[1] += 1;
+    count(Counter::Logged);
+    true
 }
 
 /// The largest frame the stamp is written into: the lab's MTU and then some. A bound the
@@ -117,29 +274,35 @@ enum Verdict {
     Pass(Counter),
 }
 
+/// Reads a header field for [`classify`]: a frame too short for it is [`Reason::Truncated`].
 #[inline(always)]
-fn classify(ctx: &XdpContext) -> Result<Verdict, ()> {
-    let ethertype = u16::from_be_bytes(read_field(ctx, ethernet::ETHERTYPE)?);
+fn header<const N: usize>(ctx: &XdpContext, field: Field) -> Result<[u8; N], Malformed> {
+    read_field(ctx, field).map_err(|()| Malformed::TRUNCATED)
+}
+
+#[inline(always)]
+fn classify(ctx: &XdpContext) -> Result<Verdict, Malformed> {
+    let ethertype = u16::from_be_bytes(header(ctx, ethernet::ETHERTYPE)?);
     if ethertype != ethernet::ETHERTYPE_IPV4 {
         return Ok(Verdict::Pass(Counter::PassedNotIpv4));
     }
-    let ver_ihl = read::<u8>(ctx, IP + ipv4::VER_IHL)?;
+    let ver_ihl = read::<u8>(ctx, IP + ipv4::VER_IHL).map_err(|()| Malformed::TRUNCATED)?;
     let ihl = usize::from(ver_ihl & 0x0f) * 4;
     if ver_ihl >> 4 != 4 || ihl < ipv4::HEADER_LEN {
-        return Err(());
+        return Err(Malformed::new(Reason::VersionIhl, u16::from(ver_ihl), 0));
     }
-    let total_len = usize::from(u16::from_be_bytes(read_field(
-        ctx,
-        at(IP, ipv4::TOTAL_LEN),
-    )?));
+    let total = u16::from_be_bytes(header(ctx, at(IP, ipv4::TOTAL_LEN))?);
+    let total_len = usize::from(total);
     if total_len < ihl {
-        return Err(());
+        return Err(Malformed::new(Reason::TotalUnderHeader, total, ihl as u16));
     }
-    if read::<u8>(ctx, IP + ipv4::PROTOCOL)? != ipv4::PROTOCOL_UDP {
+    if read::<u8>(ctx, IP + ipv4::PROTOCOL).map_err(|()| Malformed::TRUNCATED)?
+        != ipv4::PROTOCOL_UDP
+    {
         return Ok(Verdict::Pass(Counter::PassedNotUdp));
     }
     // Anything but "don't fragment" (more fragments, or an offset) means a fragment.
-    let frag = u16::from_be_bytes(read_field(ctx, at(IP, ipv4::FLAGS_FRAG))?);
+    let frag = u16::from_be_bytes(header(ctx, at(IP, ipv4::FLAGS_FRAG))?);
     if frag & (ipv4::FLAG_MORE_FRAGMENTS | ipv4::FRAG_OFFSET_MASK) != 0 {
         return Ok(Verdict::Pass(Counter::PassedFragment));
     }
@@ -147,12 +310,12 @@ fn classify(ctx: &XdpContext) -> Result<Verdict, ()> {
         return Ok(Verdict::Pass(Counter::PassedIpOptions));
     }
     if total_len < ipv4::HEADER_LEN + udp::HEADER_LEN {
-        return Err(());
+        return Err(Malformed::new(Reason::TotalUnderUdp, total, 0));
     }
-    let dst_port = u16::from_be_bytes(read_field(ctx, at(UDP, udp::DST_PORT))?);
-    let udp_len = usize::from(u16::from_be_bytes(read_field(ctx, at(UDP, udp::LENGTH))?));
-    if udp_len < udp::HEADER_LEN {
-        return Err(());
+    let dst_port = u16::from_be_bytes(header(ctx, at(UDP, udp::DST_PORT))?);
+    let udp_len = u16::from_be_bytes(header(ctx, at(UDP, udp::LENGTH))?);
+    if usize::from(udp_len) < udp::HEADER_LEN {
+        return Err(Malformed::new(Reason::UdpLength, udp_len, 0));
     }
     let port_b = read_global(&MD_PORT_B);
     if dst_port != read_global(&MD_PORT) && (port_b == 0 || dst_port != port_b) {

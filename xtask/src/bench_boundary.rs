@@ -45,11 +45,17 @@ pub(crate) fn run(opts: Options) -> anyhow::Result<()> {
     // turns on `float_roundtrip`, and cargo unifies features within a build.
     let target = target_dir();
     let json_target = target.join("json-default");
-    exec(cargo().current_dir(&root).args(["build", "--release", "--locked"]).args([
-        "--manifest-path",
-        "boundary/json-default/Cargo.toml",
-        "--target-dir",
-    ]).arg(&json_target))?;
+    exec(
+        cargo()
+            .current_dir(&root)
+            .args(["build", "--release", "--locked"])
+            .args([
+                "--manifest-path",
+                "boundary/json-default/Cargo.toml",
+                "--target-dir",
+            ])
+            .arg(&json_target),
+    )?;
     // Results stay under the workspace's target/ even where the build goes elsewhere.
     let out = out.unwrap_or_else(|| root.join("target/bench-boundary").join(utc_stamp()));
     exec(

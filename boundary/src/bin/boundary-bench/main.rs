@@ -315,7 +315,12 @@ fn main() -> anyhow::Result<()> {
     // One server per runtime, all started now (an idle one costs nothing).
     let servers = runtimes::RUNTIMES
         .iter()
-        .map(|&rt| Ok((rt, ServerProcess::start(&exe, rt, threads, Duration::ZERO, None)?)))
+        .map(|&rt| {
+            Ok((
+                rt,
+                ServerProcess::start(&exe, rt, threads, Duration::ZERO, None)?,
+            ))
+        })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let by_name: Vec<(&'static str, &ServerProcess)> =
         servers.iter().map(|(rt, s)| (*rt, s)).collect();
@@ -769,9 +774,13 @@ fn report(r: &Report<'_>) -> anyhow::Result<()> {
                 (&echo_uds_spin[..], "#9467bd", "UDS, spinning"),
             ]
             .into_iter()
-            .chain(r.runtime_echo.iter().skip(1).zip(["#ff7f0e", "#8c564b"]).map(
-                |(e, color)| (&e.block[..], color, e.runtime),
-            ))
+            .chain(
+                r.runtime_echo
+                    .iter()
+                    .skip(1)
+                    .zip(["#ff7f0e", "#8c564b"])
+                    .map(|(e, color)| (&e.block[..], color, e.runtime)),
+            )
             .collect::<Vec<_>>()[..],
             &conditions,
         )

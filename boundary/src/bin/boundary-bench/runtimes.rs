@@ -181,7 +181,10 @@ pub(crate) fn section(
     let mut rows = Vec::new();
     for e in echo {
         let [b, c, s] = mode_names(e.runtime);
-        let first = |v: &[EchoPoint]| v.first().map_or((f64::NAN, f64::NAN), |p| (p.median_us, p.p99_us));
+        let first = |v: &[EchoPoint]| {
+            v.first()
+                .map_or((f64::NAN, f64::NAN), |p| (p.median_us, p.p99_us))
+        };
         let (m, p99) = first(&e.block);
         let (sm, sp99) = first(&e.spin);
         let big = e.block.last().map_or(f64::NAN, |p| p.median_us);
