@@ -214,6 +214,10 @@ pub(crate) struct Options {
     /// restores it from /run/t2t-isolate.json). Compare with the matrix's `isolate` knob.
     #[arg(long)]
     pub(crate) isolate: bool,
+    /// A stream of malformed frames at the trader during each run (the matrix's
+    /// `malformed-stream` knobs): not an option of its own.
+    #[arg(skip)]
+    pub(crate) malformed_stream: bool,
 }
 
 impl Options {
@@ -248,6 +252,7 @@ impl Options {
             strict: false,
             no_setup,
             isolate: false,
+            malformed_stream: false,
         }
     }
 

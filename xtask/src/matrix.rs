@@ -65,6 +65,15 @@ pub(crate) enum Knob {
     /// of the other CPUs, unbound workqueues and IRQs off it; restored exactly after the run.
     #[value(name = "isolate")]
     Isolate,
+    /// The XDP program's log on (`trader --xdp-log`), no events to log (AF_XDP only).
+    #[value(name = "xdp-log")]
+    XdpLog,
+    /// 1,000 malformed frames a second at the trader, the log off (AF_XDP only).
+    #[value(name = "malformed-stream")]
+    MalformedStream,
+    /// The log on, with the same stream of malformed frames (AF_XDP only).
+    #[value(name = "xdp-log-malformed")]
+    XdpLogMalformed,
 }
 
 const BOTH: &[TraderPath] = &[TraderPath::Xdp, TraderPath::Udp];
@@ -88,6 +97,9 @@ impl Knob {
             Knob::SmallRcvbuf => "small-rcvbuf",
             Knob::MoldBatch4 => "mold-batch-4",
             Knob::Isolate => "isolate",
+            Knob::XdpLog => "xdp-log",
+            Knob::MalformedStream => "malformed-stream",
+            Knob::XdpLogMalformed => "xdp-log-malformed",
         }
     }
 
@@ -107,13 +119,22 @@ impl Knob {
             Knob::SmallRcvbuf => "default 208 KiB UDP receive buffer (not 4 MiB)",
             Knob::MoldBatch4 => "4 ITCH messages per MoldUDP64 packet",
             Knob::Isolate => "trader's CPU isolated at runtime: tasks, workqueues, IRQs moved off",
+            Knob::XdpLog => "XDP program's log on (--xdp-log), nothing to log",
+            Knob::MalformedStream => "1,000 malformed frames/s at the trader, log off",
+            Knob::XdpLogMalformed => "log on, 1,000 malformed frames/s (20 logged/s, rest counted)",
         }
     }
 
     /// The trader paths it applies to.
     fn paths(self) -> &'static [TraderPath] {
         match self {
-            Knob::HugePages | Knob::RxBatch1 | Knob::NoNeedWakeup | Knob::Skb => XDP,
+            Knob::HugePages
+            | Knob::RxBatch1
+            | Knob::NoNeedWakeup
+            | Knob::Skb
+            | Knob::XdpLog
+            | Knob::MalformedStream
+            | Knob::XdpLogMalformed => XDP,
             Knob::Recvmmsg | Knob::SmallRcvbuf => UDP,
             Knob::Block
             | Knob::BusyPoll
@@ -155,6 +176,15 @@ impl Knob {
             }
             // Not an option of the run: `measure` isolates the CPU around it.
             Knob::Isolate => &[],
+            Knob::XdpLog => &["--xdp-log"],
+            Knob::MalformedStream => {
+                o.malformed_stream = true;
+                &[]
+            }
+            Knob::XdpLogMalformed => {
+                o.malformed_stream = true;
+                &["--xdp-log"]
+            }
         };
         o.trader_args = trader.iter().map(|s| s.to_string()).collect();
         o
@@ -183,7 +213,7 @@ fn parse_selection(s: &str) -> Result<Selection, String> {
 pub(crate) struct Options {
     /// Knobs to run (comma-separated), or `all`. Known: block, busy-poll, unpinned, fifo,
     /// mlock, huge-pages, rx-batch-1, no-need-wakeup, skb, recvmmsg, small-rcvbuf,
-    /// mold-batch-4, isolate.
+    /// mold-batch-4, isolate, xdp-log, malformed-stream, xdp-log-malformed.
     #[arg(long, value_delimiter = ',', default_value = "all", value_parser = parse_selection)]
     pub(crate) knobs: Vec<Selection>,
     /// Paths (comma-separated): xdp, udp.

@@ -162,6 +162,12 @@ impl Session {
         // Stopped (SIGTERM, then SIGKILL) when dropped, so no error path leaves a trader
         // attached to XDP.
         let mut trader = start_trader(trader, &run)?;
+        // Stopped when dropped, after the replay (and on any error).
+        let _stream = if o.malformed_stream {
+            Some(self.malformed_stream(o, tag)?)
+        } else {
+            None
+        };
         let mut replay = replay_command(in_ns(&lab.exchange_ns(), &self.bins.replay), o, lab, ends);
         replay.args(["--label", tag]);
         run.replay_outputs(&mut replay);
@@ -182,12 +188,45 @@ impl Session {
     }
 }
 
+/// Malformed frames a second in the matrix's malformed-stream runs: four kinds the XDP program
+/// counts as malformed, one round of them every [`MALFORMED_ROUND_US`].
+const MALFORMED_KINDS: &str = "truncated_ethernet,truncated_ipv4,truncated_udp,ihl_below_5";
+const MALFORMED_ROUND_US: u64 = 4_000;
+
+impl Session {
+    /// `inject frames` in the exchange namespace sending [`MALFORMED_KINDS`] at the trader,
+    /// 1,000 frames a second, for the run's length and two seconds more (bounded: it ends by
+    /// itself, and is stopped with the run).
+    fn malformed_stream(&self, o: &Options, tag: &str) -> anyhow::Result<ChildGuard> {
+        let lab = self.lab.config();
+        let secs = match (o.count, o.rate.per_sec()) {
+            (Some(n), Some(r)) => n as f64 / r,
+            _ => 10.0,
+        } + 2.0;
+        let rounds = (secs * 1e6 / MALFORMED_ROUND_US as f64).ceil() as u64;
+        let mut c = in_ns(&lab.exchange_ns(), &self.bins.inject);
+        c.args(["frames", "--iface", &lab.exchange_if])
+            .args(["--dst-mac", &lab.trader_mac.to_string()])
+            .args(["--src-ip", &lab.exchange_ip.to_string()])
+            .args(["--dst-ip", &lab.trader_ip.to_string()])
+            .args(["--sink-port", "9", "--lie-seq", "0", "--kinds", MALFORMED_KINDS])
+            .args(["--rounds", &rounds.to_string()])
+            .args(["--interval-us", &MALFORMED_ROUND_US.to_string()])
+            .arg("--json-out")
+            .arg(self.out.join(format!("{tag}-malformed.json")));
+        eprintln!("+ {}", shown(&c));
+        let child = c.spawn().context("starting the malformed stream (inject frames)")?;
+        Ok(ChildGuard::new(child).with_grace(TERM_GRACE))
+    }
+}
+
 /// Paths of the release binaries.
 #[derive(Debug)]
 pub(crate) struct Binaries {
     pub(crate) trader: PathBuf,
     pub(crate) replay: PathBuf,
     pub(crate) floor: PathBuf,
+    pub(crate) inject: PathBuf,
 }
 
 fn build_binaries() -> anyhow::Result<Binaries> {
@@ -203,6 +242,7 @@ fn build_binaries() -> anyhow::Result<Binaries> {
         trader: dir.join("trader"),
         replay: dir.join("replay"),
         floor: dir.join("floor"),
+        inject: dir.join("inject"),
     })
 }
 

@@ -84,6 +84,7 @@ pub(crate) fn run(o: FramesOptions) -> anyhow::Result<()> {
         lie_seq,
         rounds,
         interval_us,
+        kinds: only,
         json_out,
     } = o;
     let flow = Flow {
@@ -102,6 +103,13 @@ pub(crate) fn run(o: FramesOptions) -> anyhow::Result<()> {
         &mold_packet(session, lie_seq, 1)?,
     ));
     kinds.extend(mold_lies(session, lie_seq)?);
+    if !only.is_empty() {
+        if let Some(bad) = only.iter().find(|n| !kinds.iter().any(|k| k.name == *n)) {
+            let names: Vec<&str> = kinds.iter().map(|k| k.name).collect();
+            anyhow::bail!("--kinds: no kind {bad:?}; the kinds are {}", names.join(","));
+        }
+        kinds.retain(|k| only.iter().any(|n| n == k.name));
+    }
     let frames = PacketSocket::open(&iface)?;
     let datagrams = UdpSocket::bind((src_ip, 0)).context("binding the UDP socket")?;
     let md = SocketAddrV4::new(dst_ip, port);

@@ -83,6 +83,11 @@ struct FramesOptions {
     /// Pause between rounds, in microseconds.
     #[arg(long, default_value_t = 10_000)]
     interval_us: u64,
+    /// Send only these kinds (comma-separated names, as the JSON report names them; default:
+    /// every kind). `truncated_ethernet,truncated_ipv4,truncated_udp,ihl_below_5` are the
+    /// frames the XDP program counts as malformed.
+    #[arg(long, value_delimiter = ',')]
+    kinds: Vec<String>,
     /// Write what was sent here as JSON.
     #[arg(long)]
     json_out: PathBuf,
