@@ -191,6 +191,15 @@ impl XdpProgram {
         Ok(())
     }
 
+    /// The loaded program's size after the verifier (translated eBPF bytes) and as JIT-compiled
+    /// machine code, when the kernel says: with the log global off the verifier has removed
+    /// the logging code, which these show.
+    pub fn loaded_size(&self) -> Option<(u32, u32)> {
+        let prog: &Xdp = self.ebpf.program(PROG_NAME)?.try_into().ok()?;
+        let info = prog.info().ok()?;
+        Some((info.size_translated()?, info.size_jitted()))
+    }
+
     /// Puts an AF_XDP socket into the XSKMAP slot of `queue`.
     pub fn register_socket(&mut self, queue: u32, fd: std::os::fd::RawFd) -> Result<(), XdpError> {
         let map = self.ebpf.map_mut(MAP_XSKS).ok_or_else(|| XdpError::Map {

@@ -209,13 +209,22 @@ impl Session {
             .args(["--dst-mac", &lab.trader_mac.to_string()])
             .args(["--src-ip", &lab.exchange_ip.to_string()])
             .args(["--dst-ip", &lab.trader_ip.to_string()])
-            .args(["--sink-port", "9", "--lie-seq", "0", "--kinds", MALFORMED_KINDS])
+            .args([
+                "--sink-port",
+                "9",
+                "--lie-seq",
+                "0",
+                "--kinds",
+                MALFORMED_KINDS,
+            ])
             .args(["--rounds", &rounds.to_string()])
             .args(["--interval-us", &MALFORMED_ROUND_US.to_string()])
             .arg("--json-out")
             .arg(self.out.join(format!("{tag}-malformed.json")));
         eprintln!("+ {}", shown(&c));
-        let child = c.spawn().context("starting the malformed stream (inject frames)")?;
+        let child = c
+            .spawn()
+            .context("starting the malformed stream (inject frames)")?;
         Ok(ChildGuard::new(child).with_grace(TERM_GRACE))
     }
 }

@@ -376,6 +376,7 @@ fn run_xdp(
     if o.xdp_log {
         prog.start_log()?;
     }
+    say_loaded(o, &prog);
     let config = XskConfig {
         need_wakeup: !o.no_need_wakeup,
         huge_pages: o.huge_pages,
@@ -584,6 +585,7 @@ fn run_reflect(o: &Options, stop: &AtomicBool) -> anyhow::Result<PathEnd> {
     if o.xdp_log {
         prog.start_log()?;
     }
+    say_loaded(o, &prog);
     let sock = UdpSocket::bind(SocketAddrV4::new(o.addr, o.port))
         .with_context(|| format!("failed to bind {}:{}", o.addr, o.port))?;
     sock.set_read_timeout(Some(Duration::from_millis(50)))?;
@@ -622,6 +624,17 @@ fn run_reflect(o: &Options, stop: &AtomicBool) -> anyhow::Result<PathEnd> {
         xsk_stats: None,
         rss_start_kib,
     })
+}
+
+/// Says how large the loaded XDP program is, and whether it logs.
+fn say_loaded(o: &Options, prog: &XdpProgram) {
+    if let Some((xlated, jited)) = prog.loaded_size() {
+        eprintln!(
+            "xdp: program loaded, {xlated} B of eBPF after the verifier, {jited} B JIT-compiled; \
+             log {}",
+            if o.xdp_log { "on (--xdp-log)" } else { "off" }
+        );
+    }
 }
 
 /// Says the trader is ready (on stdout with --ready, for scripts); returns the RSS now (KiB).

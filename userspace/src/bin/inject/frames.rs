@@ -106,7 +106,10 @@ pub(crate) fn run(o: FramesOptions) -> anyhow::Result<()> {
     if !only.is_empty() {
         if let Some(bad) = only.iter().find(|n| !kinds.iter().any(|k| k.name == *n)) {
             let names: Vec<&str> = kinds.iter().map(|k| k.name).collect();
-            anyhow::bail!("--kinds: no kind {bad:?}; the kinds are {}", names.join(","));
+            anyhow::bail!(
+                "--kinds: no kind {bad:?}; the kinds are {}",
+                names.join(",")
+            );
         }
         kinds.retain(|k| only.iter().any(|n| n == k.name));
     }
