@@ -289,20 +289,22 @@ async fn serve_connection(mut conn: Conn, config: Config) -> io::Result<()> {
                     proto::Opcode::from_u8(body[0]),
                     Some(proto::Opcode::Sweep | proto::Opcode::SweepHandle)
                 ) {
-                    // The engine's work goes to the blocking pool with what it needs, and
-                    // comes back with the session.
-                    let body = body.to_vec();
+                    // The engine's work goes to the blocking pool with the session and the
+                    // input buffer (moved, not copied: a chatty SWEEP carries 1.2 MB), and
+                    // both come back with the reply.
                     let s = session.take().expect("the session is here");
+                    let buf = std::mem::take(&mut input.buf);
                     let r = tokio::task::spawn_blocking(move || {
-                        let mut s = s;
+                        let (mut s, buf) = (s, buf);
                         let mut out = Vec::new();
-                        s.handle(&body, &mut out);
-                        (s, out)
+                        s.handle(&buf[LEN_BYTES..LEN_BYTES + len], &mut out);
+                        (s, buf, out)
                     })
                     .await;
                     match r {
-                        Ok((s, o)) => {
+                        Ok((s, buf, o)) => {
                             session = Some(s);
+                            input.buf = buf;
                             out = o;
                         }
                         // `handle` catches the engine's panics; anything else is a bug.

@@ -142,6 +142,12 @@ impl ServerProcess {
     }
 }
 
+impl ServerProcess {
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
 impl Drop for ServerProcess {
     fn drop(&mut self) {
         drop(self.child.stdin.take());
@@ -341,6 +347,7 @@ fn main() -> anyhow::Result<()> {
         eprintln!("{rt}: echo curve done");
     }
     let conc = runtimes::concurrency(&by_name, &CLIENTS, CONC_ROUNDS, CONC_SECS)?;
+    let idle = runtimes::idle(&by_name, IDLE_CONNECTIONS)?;
     drop(by_name);
     drop(servers);
     // The same over a server and a client that spin before they block, each pinned to a
@@ -399,6 +406,7 @@ fn main() -> anyhow::Result<()> {
         echo_tcp_spin,
         runtime_echo,
         conc,
+        idle,
         encoding,
         total: started.elapsed(),
         combo0: expected[0],
@@ -609,6 +617,8 @@ const SPIN: Duration = Duration::from_micros(200);
 const CLIENTS: [usize; 2] = [32, 128];
 const CONC_ROUNDS: usize = 3;
 const CONC_SECS: f64 = 1.0;
+/// Idle connections opened to each server (under its 256-connection limit).
+const IDLE_CONNECTIONS: usize = 200;
 
 struct ModeResult {
     name: &'static str,
@@ -647,6 +657,7 @@ struct Report<'a> {
     echo_tcp_spin: Vec<EchoPoint>,
     runtime_echo: Vec<runtimes::RuntimeEcho>,
     conc: Vec<runtimes::Concurrency>,
+    idle: Vec<runtimes::Idle>,
     encoding: Encoding,
     total: Duration,
     combo0: ComboResult,
@@ -740,6 +751,7 @@ fn report(r: &Report<'_>) -> anyhow::Result<()> {
         *combos,
         &r.runtime_echo,
         &r.conc,
+        &r.idle,
         SPIN.as_micros(),
     )?;
     encoding_section(&mut md, *bars, encoding)?;

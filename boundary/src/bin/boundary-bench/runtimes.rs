@@ -94,6 +94,59 @@ pub(crate) fn concurrency(
     Ok(out)
 }
 
+/// What a runtime's server holds for idle connections: its resident memory and threads with
+/// none, and with `conns` open (each has answered one echo, so it is accepted and served).
+pub(crate) struct Idle {
+    pub(crate) runtime: &'static str,
+    pub(crate) conns: usize,
+    pub(crate) before: (u64, u64),
+    pub(crate) open: (u64, u64),
+}
+
+/// (VmRSS in KiB, threads) of process `pid`, from /proc.
+fn rss_threads(pid: u32) -> anyhow::Result<(u64, u64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .with_context(|| format!("failed to read /proc/{pid}/status"))?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            .with_context(|| format!("no {name} in /proc/{pid}/status"))
+    };
+    Ok((field("VmRSS:")?, field("Threads:")?))
+}
+
+/// Opens `conns` connections to each server, one echo on each, and reads what the server
+/// holds with them open; then closes them.
+pub(crate) fn idle(
+    servers: &[(&'static str, &ServerProcess)],
+    conns: usize,
+) -> anyhow::Result<Vec<Idle>> {
+    let mut out = Vec::new();
+    for &(runtime, srv) in servers {
+        let pid = srv.pid();
+        let before = rss_threads(pid)?;
+        let mut open = Vec::with_capacity(conns);
+        for i in 0..conns {
+            let mut c = Client::connect_uds(&srv.uds)?;
+            let x = [i as f64];
+            anyhow::ensure!(c.echo(&x)? == x, "{runtime}: echo {i} came back different");
+            open.push(c);
+        }
+        // The connection threads (or tasks) are all up: each answered its echo.
+        let with = rss_threads(pid)?;
+        drop(open);
+        out.push(Idle {
+            runtime,
+            conns,
+            before,
+            open: with,
+        });
+    }
+    Ok(out)
+}
+
 /// `clients` threads, each with its own connection, echoing one float back to back for
 /// `dur`; every reply checked. Returns the round trips and the seconds from the common start
 /// to the last client's end.
@@ -159,6 +212,7 @@ pub(crate) fn section(
     combos: usize,
     echo: &[RuntimeEcho],
     conc: &[Concurrency],
+    idle: &[Idle],
     spin_us: u128,
 ) -> anyhow::Result<serde_json::Value> {
     writeln!(md, "## Runtimes: a thread per connection vs tokio\n")?;
@@ -268,6 +322,32 @@ pub(crate) fn section(
             "p9999_us": q(0.9999), "max_us": us(h.max()),
         }));
     }
+    writeln!(
+        md,
+        "\n### Idle connections\n\nEach server with no connection, then with {} open (each has \
+         answered one 8-byte echo, then sits idle): resident memory (VmRSS) and threads of the \
+         server process, from /proc.\n",
+        idle.first().map_or(0, |i| i.conns)
+    )?;
+    writeln!(
+        md,
+        "| runtime | connections | RSS before | RSS with them | per connection | threads before | threads with them |"
+    )?;
+    writeln!(md, "|---|---:|---:|---:|---:|---:|---:|")?;
+    let mut irow = Vec::new();
+    for i in idle {
+        let per = (i.open.0 as f64 - i.before.0 as f64) / i.conns.max(1) as f64;
+        writeln!(
+            md,
+            "| {} | {} | {} KiB | {} KiB | {per:.1} KiB | {} | {} |",
+            i.runtime, i.conns, i.before.0, i.open.0, i.before.1, i.open.1
+        )?;
+        irow.push(json!({
+            "runtime": i.runtime, "connections": i.conns, "rss_before_kib": i.before.0,
+            "rss_open_kib": i.open.0, "rss_per_connection_kib": per,
+            "threads_before": i.before.1, "threads_open": i.open.1,
+        }));
+    }
     writeln!(md)?;
-    Ok(json!({ "runtimes": rows, "concurrency": crow }))
+    Ok(json!({ "runtimes": rows, "concurrency": crow, "idle": irow }))
 }
