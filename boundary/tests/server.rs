@@ -420,3 +420,154 @@ fn serve_removes_its_socket_on_sigterm_and_sigint(rt: Runtime) {
         assert!(!dir.sock().exists(), "{rt} SIG{signal}: socket left behind");
     }
 }
+
+/// A small deterministic generator (xorshift64*), so a failing stream can be rebuilt from its
+/// seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// A stream of frames, good and bad, as a client might send them: echoes, sweeps, loads,
+/// handle sweeps and frees, and every kind of lie the protocol names, ending (sometimes) in a
+/// frame cut short.
+fn mixed_stream(seed: u64) -> Vec<u8> {
+    let mut r = Rng(seed | 1);
+    let close = engine::data::gbm(seed, 40);
+    let p = [Params::from_n(6).expect("valid")];
+    let mut s = Vec::new();
+    for _ in 0..(4 + r.below(12)) {
+        let n = r.below(12) as usize;
+        match r.below(11) {
+            0 => proto::encode_series(&mut s, Opcode::Echo, &close[..n], &[]),
+            1 => proto::encode_series(&mut s, Opcode::Sweep, &close[..10 + n], &p),
+            2 => proto::encode_series(&mut s, Opcode::Load, &close[..n], &[]),
+            3 => proto::encode_sweep_handle(&mut s, r.below(3), &p),
+            4 => proto::encode_free(&mut s, r.below(3)),
+            // Counts that disagree with the length.
+            5 => {
+                let mut f = series_header(0, 9 + 8 * n as u32, n as u32 + 1, 0);
+                f.extend(std::iter::repeat_n(0x3f, 8 * n));
+                s.extend(f);
+            }
+            // An unknown opcode with a body of its own.
+            6 => {
+                s.extend((1 + n as u32).to_le_bytes());
+                s.push(5 + r.below(250) as u8);
+                s.extend(std::iter::repeat_n(0xAB, n));
+            }
+            // A zero length word.
+            7 => s.extend(0_u32.to_le_bytes()),
+            // A window of 0.
+            8 => {
+                let at = s.len() + 4 + 9 + 16;
+                proto::encode_series(&mut s, Opcode::Sweep, &close[..2], &p);
+                s[at..at + 8].copy_from_slice(&0_i64.to_le_bytes());
+            }
+            // LOAD with combos.
+            9 => proto::encode_series(&mut s, Opcode::Load, &close[..n], &p),
+            // A header too short for its opcode.
+            _ => {
+                s.extend(5_u32.to_le_bytes());
+                s.extend([3, 0, 0, 0, 0]);
+            }
+        }
+    }
+    match r.below(3) {
+        // Cut inside a frame: the server must say TRUNCATED.
+        0 => {
+            let mut f = Vec::new();
+            proto::encode_series(&mut f, Opcode::Echo, &close[..8], &[]);
+            s.extend(&f[..1 + r.below(f.len() as u64 - 1) as usize]);
+        }
+        // Over the cap: FRAME_TOO_LARGE, then the server closes.
+        1 => s.extend(u32::MAX.to_le_bytes()),
+        _ => {}
+    }
+    s
+}
+
+/// Sends `stream` on a fresh connection to `sock`, ends the writing side, and returns every
+/// byte the server answered until it closed.
+fn replies(sock: &Path, stream: &[u8]) -> Vec<u8> {
+    use std::io::{Read as _, Write as _};
+    let mut c = std::os::unix::net::UnixStream::connect(sock).expect("connect");
+    let mut w = c.try_clone().expect("clone");
+    let stream = stream.to_vec();
+    let writer = std::thread::spawn(move || {
+        // The server may close first (a fatal frame): what it did not read is not an error.
+        let _ = w.write_all(&stream);
+        let _ = w.shutdown(std::net::Shutdown::Write);
+    });
+    let mut out = Vec::new();
+    c.read_to_end(&mut out).expect("read the replies");
+    writer.join().expect("writer");
+    out
+}
+
+/// The three runtimes answer the same byte streams, good and bad frames mixed, with the same
+/// bytes, error replies included, and close at the same point.
+#[test]
+fn every_runtime_answers_the_same_streams_byte_for_byte() {
+    let runtimes = [
+        Runtime::Threads,
+        Runtime::TokioCurrentThread,
+        Runtime::TokioMultiThread { workers: 2 },
+    ];
+    let dirs: Vec<TempDir> = runtimes.iter().map(|_| TempDir::new("same")).collect();
+    let servers: Vec<Server> = runtimes
+        .iter()
+        .zip(&dirs)
+        .map(|(&rt, d)| uds_server(d, rt))
+        .collect();
+    let mut codes = std::collections::BTreeSet::new();
+    for seed in 1..=64_u64 {
+        let stream = mixed_stream(seed);
+        let want = replies(&dirs[0].sock(), &stream);
+        assert!(!want.is_empty(), "seed {seed}: no reply at all");
+        codes.extend(error_codes(&want));
+        for (rt, d) in runtimes.iter().zip(&dirs).skip(1) {
+            assert_eq!(replies(&d.sock(), &stream), want, "seed {seed}: {rt}");
+        }
+    }
+    // The streams exercised every error reply a request can earn on its own connection.
+    let want_codes = [
+        ErrorCode::FrameTooLarge,
+        ErrorCode::Truncated,
+        ErrorCode::BadLength,
+        ErrorCode::UnknownOpcode,
+        ErrorCode::UnknownHandle,
+        ErrorCode::InvalidParams,
+    ];
+    for c in want_codes {
+        assert!(
+            codes.contains(&(c as u16)),
+            "{c:?} never came up: {codes:?}"
+        );
+    }
+    drop(servers);
+}
+
+/// The codes of the error replies in a stream of replies.
+fn error_codes(mut replies: &[u8]) -> Vec<u16> {
+    let mut codes = Vec::new();
+    while let Some(word) = replies.first_chunk::<4>() {
+        let raw = u32::from_le_bytes(*word);
+        let len = (raw & 0x7FFF_FFFF) as usize;
+        let body = &replies[4..4 + len];
+        if raw & 0x8000_0000 != 0 {
+            codes.push(u16::from_le_bytes([body[0], body[1]]));
+        }
+        replies = &replies[4 + len..];
+    }
+    codes
+}
