@@ -32,6 +32,10 @@ pub struct TraderReport {
     pub engine: Summary,
     /// The XDP program's counters, summed over CPUs (XDP and reflect paths).
     pub xdp_counters: Option<XdpCounters>,
+    /// The loaded XDP program: its size, whether it logs, and (with `--xdp-stats`) the
+    /// kernel's count and total time of its runs. Absent from reports made before it.
+    #[serde(default)]
+    pub xdp_program: Option<XdpProgramStats>,
     /// The AF_XDP socket's own statistics (XDP path).
     pub xsk_stats: Option<XskStats>,
     /// Why the loop ended.
@@ -284,6 +288,31 @@ pub struct XdpCounters {
     /// Log records over the rate limit, not written.
     #[serde(default)]
     pub log_suppressed: u64,
+}
+
+/// The loaded XDP program, as the kernel describes it (`bpf_prog_info`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct XdpProgramStats {
+    /// Bytes of eBPF after the verifier (which removes code a load-time global turns off).
+    pub translated_bytes: u32,
+    /// Bytes of JIT-compiled machine code.
+    pub jited_bytes: u32,
+    /// Loaded with its log on (`--xdp-log`).
+    pub log: bool,
+    /// Program runs counted while `--xdp-stats` held the kernel's run-time statistics on.
+    pub runs: Option<u64>,
+    /// Their total run time, ns (the kernel's clock read around each run).
+    pub run_ns: Option<u64>,
+}
+
+impl XdpProgramStats {
+    /// Mean nanoseconds per run, when counted.
+    pub fn mean_run_ns(&self) -> Option<f64> {
+        match (self.runs, self.run_ns) {
+            (Some(n), Some(t)) if n > 0 => Some(t as f64 / n as f64),
+            _ => None,
+        }
+    }
 }
 
 /// The AF_XDP socket's statistics (`XDP_STATISTICS`, the kernel's `struct xdp_statistics`

@@ -65,6 +65,11 @@ pub enum XdpError {
 pub struct XdpProgram {
     ebpf: Ebpf,
     _link: XdpLinkId,
+    /// The kernel's run-time statistics, held on while this is (see
+    /// [`XdpProgram::enable_run_stats`]).
+    run_stats: Option<std::os::fd::OwnedFd>,
+    /// Whether the program was loaded with its log on.
+    logs: bool,
     /// The log reader, if started; last, so it is dropped after the program is detached and
     /// reads what the program logged to the end.
     log: Option<XdpLog>,
@@ -157,6 +162,8 @@ impl XdpProgram {
         Ok(XdpProgram {
             ebpf,
             _link: link,
+            run_stats: None,
+            logs: log != 0,
             log: None,
         })
     }
@@ -191,13 +198,37 @@ impl XdpProgram {
         Ok(())
     }
 
-    /// The loaded program's size after the verifier (translated eBPF bytes) and as JIT-compiled
-    /// machine code, when the kernel says: with the log global off the verifier has removed
-    /// the logging code, which these show.
-    pub fn loaded_size(&self) -> Option<(u32, u32)> {
+    /// Turns on the kernel's BPF run-time statistics (`BPF_ENABLE_STATS`: a count and a
+    /// clock read around every BPF program run, system-wide) for as long as this program is
+    /// loaded: the kernel turns them off again when the last holder's descriptor closes, also
+    /// if the process dies, so nothing is left changed. They cost two clock reads per run.
+    pub fn enable_run_stats(&mut self) -> Result<(), XdpError> {
+        let fd = aya::sys::enable_stats(aya::sys::Stats::RunTime).map_err(|e| XdpError::Map {
+            what: format!(
+                "failed to enable BPF run-time statistics (kernel 5.8+, CAP_SYS_ADMIN): {e}"
+            ),
+            source: aya::maps::MapError::InvalidName {
+                name: "BPF_ENABLE_STATS".into(),
+            },
+        })?;
+        self.run_stats = Some(fd);
+        Ok(())
+    }
+
+    /// What the kernel says of the loaded program: its size after the verifier (which has
+    /// removed the logging code when the log global is off) and JIT-compiled, and, with
+    /// [`XdpProgram::enable_run_stats`], its runs and their total time so far.
+    pub fn program_stats(&self) -> Option<results::XdpProgramStats> {
         let prog: &Xdp = self.ebpf.program(PROG_NAME)?.try_into().ok()?;
         let info = prog.info().ok()?;
-        Some((info.size_translated()?, info.size_jitted()))
+        let counted = self.run_stats.is_some();
+        Some(results::XdpProgramStats {
+            translated_bytes: info.size_translated()?,
+            jited_bytes: info.size_jitted(),
+            log: self.logs,
+            runs: counted.then(|| info.run_count()),
+            run_ns: counted.then(|| u64::try_from(info.run_time().as_nanos()).unwrap_or(u64::MAX)),
+        })
     }
 
     /// Puts an AF_XDP socket into the XSKMAP slot of `queue`.

@@ -218,6 +218,9 @@ pub(crate) struct Options {
     /// `malformed-stream` knobs): not an option of its own.
     #[arg(skip)]
     pub(crate) malformed_stream: bool,
+    /// `trader --xdp-stats` on the XDP and reflect paths (the matrix's `--xdp-stats`).
+    #[arg(skip)]
+    pub(crate) xdp_stats: bool,
 }
 
 impl Options {
@@ -253,6 +256,7 @@ impl Options {
             no_setup,
             isolate: false,
             malformed_stream: false,
+            xdp_stats: false,
         }
     }
 

@@ -130,6 +130,7 @@ pub(crate) fn trader(path: TraderPath) -> TraderReport {
         rx_to_tx: summary(40, 0.5),
         engine: summary(1000, 0.01),
         xdp_counters: None,
+        xdp_program: None,
         xsk_stats: None,
         end: EndReason::EndOfSession,
         rss_start_kib: 4000,

@@ -186,7 +186,7 @@ impl Knob {
                 &["--xdp-log"]
             }
         };
-        o.trader_args = trader.iter().map(|s| s.to_string()).collect();
+        o.trader_args.extend(trader.iter().map(|s| s.to_string()));
         o
     }
 }
@@ -234,6 +234,12 @@ pub(crate) struct Options {
     /// Fail if any run fails or breaks parity (CI).
     #[arg(long)]
     pub(crate) strict: bool,
+    /// Count the XDP program's runs and their time in every AF_XDP run alike (`trader
+    /// --xdp-stats`: the kernel's BPF run-time statistics, two clock reads a run) and show
+    /// the program's mean ns per run: what a knob costs inside the program, apart from the
+    /// noise of the whole path.
+    #[arg(long)]
+    pub(crate) xdp_stats: bool,
     /// Don't install missing dependencies first.
     #[arg(long)]
     pub(crate) no_setup: bool,
@@ -314,6 +320,8 @@ struct MatrixRow {
     late_sends: u64,
     /// Frames the XDP program could not redirect (AF_XDP path).
     redirect_failed: u64,
+    /// The XDP program's size and (with `--xdp-stats`) runs and their time.
+    xdp_program: Option<results::XdpProgramStats>,
 }
 
 pub(crate) fn run(o: Options) -> anyhow::Result<()> {
@@ -323,6 +331,7 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
     };
     let b = bench::Options {
         rate: o.rate,
+        xdp_stats: o.xdp_stats,
         ..bench::Options::trial(o.count, &o.lab, o.out.clone(), o.no_setup)
     };
     let session = Session::start(&b, "matrix", Ends::kernel_exchange(first))?;
@@ -361,6 +370,7 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
                 orders: r.replay.orders_received,
                 late_sends: r.replay.late_sends,
                 redirect_failed: r.trader.xdp_counters.map_or(0, |x| x.redirect_failed),
+                xdp_program: r.trader.xdp_program,
             })
             .collect(),
         skipped: skipped.iter().map(|s| s.text.clone()).collect(),
@@ -597,10 +607,67 @@ fn render(rows: &[Row], o: &Options) -> String {
             tr.thread_time.minor_faults,
         );
     }
+    if rows.iter().any(|r| {
+        r.trader
+            .xdp_program
+            .is_some_and(|p| p.mean_run_ns().is_some())
+    }) {
+        program_cost(&mut t, rows);
+    }
     if o.rounds > 1 {
         medians(&mut t, rows);
     }
     t
+}
+
+/// With `--xdp-stats`: the XDP program's own cost per run, from the kernel's statistics: the
+/// baseline's runs are the feed's frames; a knob that adds frames (a malformed stream) adds
+/// runs of its own, cheap or not, to the mean.
+fn program_cost(t: &mut String, rows: &[Row]) {
+    let _ = writeln!(
+        t,
+        "
+the XDP program itself (kernel BPF run-time statistics, `--xdp-stats`): runs, mean ns \
+         per run, size after the verifier; the median over rounds of each variant's mean:\n\n\
+         | knob | path | rounds | runs (last round) | mean ns per run (median) | min | max | translated bytes | JIT bytes | log |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---|"
+    );
+    let mut seen: Vec<(Option<Knob>, TraderPath)> = Vec::new();
+    for r in rows {
+        if !seen.contains(&(r.knob, r.path)) {
+            seen.push((r.knob, r.path));
+        }
+    }
+    for (knob, path) in seen {
+        let mine: Vec<&Row> = rows
+            .iter()
+            .filter(|r| r.knob == knob && r.path == path)
+            .collect();
+        let Some(last) = mine.last().and_then(|r| r.trader.xdp_program) else {
+            continue;
+        };
+        let mut means: Vec<f64> = mine
+            .iter()
+            .filter_map(|r| r.trader.xdp_program?.mean_run_ns())
+            .collect();
+        if means.is_empty() {
+            continue;
+        }
+        means.sort_by(f64::total_cmp);
+        let _ = writeln!(
+            t,
+            "| {} | {path} | {} | {} | {:.1} | {:.1} | {:.1} | {} | {} | {} |",
+            knob.map_or("baseline", Knob::as_str),
+            means.len(),
+            last.runs.unwrap_or(0),
+            means[means.len() / 2],
+            means[0],
+            means[means.len() - 1],
+            last.translated_bytes,
+            last.jited_bytes,
+            if last.log { "on" } else { "off" },
+        );
+    }
 }
 
 /// With `--rounds`: each knob's median change over the rounds against its round's baseline.
@@ -746,6 +813,7 @@ mod tests {
             lab: netns::PREFIX.into(),
             out: None,
             strict: false,
+            xdp_stats: false,
             no_setup: true,
             rounds: 1,
         };
@@ -825,6 +893,7 @@ mod tests {
             lab: netns::PREFIX.into(),
             out: None,
             strict: false,
+            xdp_stats: false,
             no_setup: true,
             rounds: 3,
         };

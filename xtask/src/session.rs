@@ -396,6 +396,9 @@ fn trader_command(mut base: Command, o: &Options, lab: &LabConfig, ends: Ends) -
         base.args(["--session", lab::SESSION, "--first-seq", "1"]);
     }
     base.args(&o.trader_args);
+    if o.xdp_stats && ends.trader != TraderPath::Udp {
+        base.arg("--xdp-stats");
+    }
     if !o.no_pin {
         base.args(["--cpu", &o.trader_cpu.to_string()]);
     }

@@ -15,7 +15,7 @@ use clap::Parser;
 use netns::lab;
 use results::{
     EndReason, FeedSeen, ForeignSession, FrameCounts, Knobs, TraderPath, TraderReport, Wait,
-    XdpCounters, XdpMode, XskStats,
+    XdpCounters, XdpMode, XdpProgramStats, XskStats,
 };
 use userspace::{
     cli, host, process, sockopt,
@@ -96,6 +96,12 @@ struct Options {
     /// `info`). Off, the program's logging code is removed by the verifier.
     #[arg(long)]
     xdp_log: bool,
+    /// Count the XDP program's runs and their time (the kernel's BPF run-time statistics, on
+    /// while the trader runs and off again when it exits, however it exits); the report's
+    /// `xdp_program` gets the mean ns per run. Costs two clock reads per run, so compare runs
+    /// that all have it (XDP and reflect paths).
+    #[arg(long)]
+    xdp_stats: bool,
     /// RX queues to serve (XDP path): one AF_XDP socket per queue, 0 to N-1, all read by the
     /// one loop. `all` (the default) serves every RX queue the interface has, so no feed frame
     /// can land on a queue without a socket.
@@ -251,6 +257,7 @@ struct PathEnd {
     /// Feed frames taken per RX queue (XDP path).
     rx_queue_frames: Vec<u64>,
     xdp_counters: Option<XdpCounters>,
+    xdp_program: Option<XdpProgramStats>,
     xsk_stats: Option<XskStats>,
     rss_start_kib: u64,
 }
@@ -300,8 +307,8 @@ fn real_main() -> anyhow::Result<()> {
             bail!("--port-b (an A/B feed) needs --path xdp or --path udp without --recvmmsg");
         }
     }
-    if o.xdp_log && o.path == TraderPath::Udp {
-        bail!("--xdp-log needs an XDP program: --path xdp or --path reflect");
+    if (o.xdp_log || o.xdp_stats) && o.path == TraderPath::Udp {
+        bail!("--xdp-log and --xdp-stats need an XDP program: --path xdp or --path reflect");
     }
     if o.check {
         return Ok(());
@@ -342,6 +349,7 @@ fn real_main() -> anyhow::Result<()> {
         rx_to_tx: rx_to_tx.summary(),
         engine: trader.engine.summary(),
         xdp_counters: run.xdp_counters,
+        xdp_program: run.xdp_program,
         xsk_stats: run.xsk_stats,
         end: run.end.reason,
         rss_start_kib: run.rss_start_kib,
@@ -375,6 +383,9 @@ fn run_xdp(
     .with_context(|| format!("failed to set up XDP on {}", o.iface()))?;
     if o.xdp_log {
         prog.start_log()?;
+    }
+    if o.xdp_stats {
+        prog.enable_run_stats()?;
     }
     say_loaded(o, &prog);
     let config = XskConfig {
@@ -449,6 +460,7 @@ fn run_xdp(
         frames_not_ours,
         rx_queue_frames,
         xdp_counters,
+        xdp_program: prog.program_stats(),
         xsk_stats,
         rss_start_kib,
     })
@@ -565,6 +577,7 @@ fn run_udp(
         frames_not_ours: FrameCounts::default(),
         rx_queue_frames: Vec::new(),
         xdp_counters: None,
+        xdp_program: None,
         xsk_stats: None,
         rss_start_kib,
     })
@@ -584,6 +597,9 @@ fn run_reflect(o: &Options, stop: &AtomicBool) -> anyhow::Result<PathEnd> {
     .with_context(|| format!("failed to set up the XDP reflector on {}", o.iface()))?;
     if o.xdp_log {
         prog.start_log()?;
+    }
+    if o.xdp_stats {
+        prog.enable_run_stats()?;
     }
     say_loaded(o, &prog);
     let sock = UdpSocket::bind(SocketAddrV4::new(o.addr, o.port))
@@ -621,6 +637,7 @@ fn run_reflect(o: &Options, stop: &AtomicBool) -> anyhow::Result<PathEnd> {
         frames_not_ours: FrameCounts::default(),
         rx_queue_frames: Vec::new(),
         xdp_counters: prog.counters().ok().map(|c| c.to_report()),
+        xdp_program: prog.program_stats(),
         xsk_stats: None,
         rss_start_kib,
     })
@@ -628,10 +645,11 @@ fn run_reflect(o: &Options, stop: &AtomicBool) -> anyhow::Result<PathEnd> {
 
 /// Says how large the loaded XDP program is, and whether it logs.
 fn say_loaded(o: &Options, prog: &XdpProgram) {
-    if let Some((xlated, jited)) = prog.loaded_size() {
+    if let Some(p) = prog.program_stats() {
         eprintln!(
-            "xdp: program loaded, {xlated} B of eBPF after the verifier, {jited} B JIT-compiled; \
-             log {}",
+            "xdp: program loaded, {} B of eBPF after the verifier, {} B JIT-compiled; log {}",
+            p.translated_bytes,
+            p.jited_bytes,
             if o.xdp_log { "on (--xdp-log)" } else { "off" }
         );
     }
