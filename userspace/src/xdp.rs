@@ -303,27 +303,23 @@ impl Drop for XdpLog {
 }
 
 /// How long the log thread sleeps in `poll` before it looks at its stop flag.
-const LOG_POLL_MS: i32 = 100;
+const LOG_POLL_MS: u16 = 100;
 
 fn log_loop(
     mut logger: aya_log::EbpfLogger<&'static dyn log::Log>,
     stop: &std::sync::atomic::AtomicBool,
 ) {
-    use std::os::fd::AsRawFd as _;
-    let fd = logger.as_raw_fd();
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd as _;
+    // Off the trader's core: a pinned trader's threads inherit its one CPU, and this thread's
+    // wake-ups must not preempt the trading loop there.
+    let _ = affinity::move_off_current_cpus();
     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-        let mut pfd = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
+        let ready = {
+            let mut fds = [PollFd::new(logger.as_fd(), PollFlags::POLLIN)];
+            poll(&mut fds, PollTimeout::from(LOG_POLL_MS))
         };
-        // SAFETY: one valid pollfd on the stack; the ring buffer's fd lives as long as `logger`.
-        #[expect(
-            unsafe_code,
-            reason = "poll(2) on the log ring's fd: no safe wrapper here"
-        )]
-        let ready = unsafe { libc::poll(&mut pfd, 1, LOG_POLL_MS) };
-        if ready > 0 {
+        if ready.is_ok_and(|n| n > 0) {
             logger.flush();
         }
     }
