@@ -19,17 +19,26 @@ pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
     })
 }
 
-/// Moves the calling thread off the CPUs it is allowed now, onto every other CPU: for a
-/// housekeeping thread spawned by a pinned thread (which inherits its pinning), so it never
-/// shares the pinned thread's core. Returns `false`, changing nothing, when the thread may
-/// already run anywhere or there is no other CPU.
-pub fn move_off_current_cpus() -> io::Result<bool> {
+/// The CPUs the calling thread may run on now, in order.
+pub fn allowed_cpus() -> io::Result<Vec<usize>> {
+    let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))?;
+    Ok((0..nix::sched::CpuSet::count())
+        .filter(|&c| set.is_set(c).unwrap_or(false))
+        .collect())
+}
+
+/// Moves the calling thread off the CPUs it may run on now, onto the rest of `allowed` (the
+/// process's CPUs before anything was pinned, from [`allowed_cpus`]): for a housekeeping
+/// thread spawned by a pinned thread, which inherits its pinning, so it never shares the
+/// pinned thread's core and never leaves the user's `taskset` or cpuset. Returns `false`,
+/// changing nothing, when no CPU of `allowed` is left over, or the kernel allows none of them
+/// here.
+pub fn move_off_current_cpus(allowed: &[usize]) -> io::Result<bool> {
     let me = nix::unistd::Pid::from_raw(0);
     let now = nix::sched::sched_getaffinity(me)?;
     let mut other = nix::sched::CpuSet::new();
     let mut any = false;
-    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
-    for cpu in parse_cpu_list(online.trim()) {
+    for &cpu in allowed {
         if cpu < nix::sched::CpuSet::count() && !now.is_set(cpu).unwrap_or(true) {
             other.set(cpu).map_err(io::Error::from)?;
             any = true;
@@ -38,22 +47,12 @@ pub fn move_off_current_cpus() -> io::Result<bool> {
     if !any {
         return Ok(false);
     }
-    nix::sched::sched_setaffinity(me, &other)?;
-    Ok(true)
-}
-
-/// A kernel CPU list (`0-3,8,10-11`) as CPU numbers; malformed parts are skipped.
-fn parse_cpu_list(list: &str) -> Vec<usize> {
-    let mut cpus = Vec::new();
-    for part in list.split(',').filter(|p| !p.is_empty()) {
-        let mut ends = part.splitn(2, '-').map(|n| n.trim().parse::<usize>());
-        match (ends.next(), ends.next()) {
-            (Some(Ok(a)), None) => cpus.push(a),
-            (Some(Ok(a)), Some(Ok(b))) if a <= b => cpus.extend(a..=b),
-            _ => {}
-        }
+    match nix::sched::sched_setaffinity(me, &other) {
+        Ok(()) => Ok(true),
+        // None of them is in this task's cpuset.
+        Err(nix::errno::Errno::EINVAL) => Ok(false),
+        Err(e) => Err(e.into()),
     }
-    cpus
 }
 
 fn out_of_range(cpu: usize) -> io::Error {
@@ -78,31 +77,23 @@ mod tests {
     }
 
     #[test]
-    fn cpu_lists_parse_as_the_kernel_writes_them() {
-        assert_eq!(parse_cpu_list("0-3,8,10-11"), [0, 1, 2, 3, 8, 10, 11]);
-        assert_eq!(parse_cpu_list("0"), [0]);
-        assert_eq!(parse_cpu_list(""), Vec::<usize>::new());
-        assert_eq!(parse_cpu_list("3-1,x,5"), [5]);
-    }
-
-    #[test]
-    fn a_thread_moved_off_its_cpu_runs_elsewhere_or_stays_when_it_must() {
-        let online = std::fs::read_to_string("/sys/devices/system/cpu/online").expect("online");
-        let cpus = parse_cpu_list(online.trim());
-        let allowed = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).expect("get");
-        let first = *cpus
-            .iter()
-            .find(|&&c| allowed.is_set(c).unwrap_or(false))
-            .expect("an allowed CPU");
-        let others = cpus
-            .iter()
-            .any(|&c| c != first && allowed.is_set(c).unwrap_or(false));
+    fn a_thread_moved_off_its_cpu_runs_on_the_rest_of_the_allowed_ones() {
+        let allowed = allowed_cpus().expect("allowed");
+        let first = *allowed.first().expect("an allowed CPU");
         std::thread::spawn(move || {
             pin_current_thread(first).expect("pin");
-            let moved = move_off_current_cpus().expect("move");
-            let now = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).expect("get");
-            assert_eq!(moved, others);
-            assert_eq!(now.is_set(first).expect("in range"), !others);
+            let moved = move_off_current_cpus(&allowed).expect("move");
+            let now = allowed_cpus().expect("allowed now");
+            if moved {
+                assert_eq!(now, allowed[1..], "every allowed CPU but the first");
+            } else {
+                assert_eq!(allowed.len(), 1, "only one CPU allowed, so it stays");
+                assert_eq!(now, [first]);
+            }
+            // Nothing left over: it stays where it is.
+            pin_current_thread(first).expect("pin");
+            assert!(!move_off_current_cpus(&[first]).expect("move"));
+            assert_eq!(allowed_cpus().expect("allowed now"), [first]);
         })
         .join()
         .expect("the thread");

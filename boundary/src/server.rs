@@ -422,8 +422,9 @@ pub(crate) struct Counters {
 
 /// A listening server: accepts on a background thread, a thread per connection (or a tokio
 /// runtime on a thread of its own, [`Config::runtime`]). Dropping it (or
-/// [`Server::shutdown`]) stops accepting, closes every connection, waits for them and removes
-/// its socket file.
+/// [`Server::shutdown`]) stops accepting, removes its socket file, closes every connection
+/// and waits for them: a connection in the middle of a sweep finishes that sweep first (a
+/// sweep can't be interrupted), so shutdown takes as long as the longest sweep in flight.
 #[derive(Debug)]
 pub struct Server {
     endpoint: Endpoint,
@@ -501,12 +502,18 @@ impl Server {
     pub fn bind_uds(path: impl AsRef<Path>, config: Config) -> Result<Self, Error> {
         let path = path.as_ref();
         let (l, id) = bind_uds(path)?;
-        Self::start(
+        let started = Self::start(
             Listener::Unix(l),
             Endpoint::Uds(path.to_owned()),
             Some(id),
             config,
-        )
+        );
+        if started.is_err() && fs::symlink_metadata(path).is_ok_and(|md| (md.dev(), md.ino()) == id)
+        {
+            // Bound and renamed into place, then no server: leave nothing behind.
+            let _ = fs::remove_file(path);
+        }
+        started
     }
 
     /// Listens on TCP at `addr`. Pass a loopback address unless the server should be
@@ -587,6 +594,8 @@ impl Server {
     }
 
     fn stop_now(&mut self) {
+        // Gone before any wait below (a connection mid-sweep finishes its sweep first); the
+        // threads backend still needs its path for the wake-up connection.
         match &mut self.backend {
             Backend::Threads {
                 stop,
@@ -603,6 +612,7 @@ impl Server {
                     Endpoint::Tcp(a) => TcpStream::connect(wake_addr(*a)).map(drop),
                 };
                 let _ = accept.join();
+                remove_socket(&self.endpoint, &mut self.uds_id);
                 for s in lock(&conns.streams).values() {
                     s.shutdown();
                 }
@@ -610,13 +620,22 @@ impl Server {
                     let _ = t.join();
                 }
             }
-            Backend::Tokio(h) => h.stop(),
+            Backend::Tokio(h) => {
+                h.signal_stop();
+                remove_socket(&self.endpoint, &mut self.uds_id);
+                h.stop();
+            }
         }
-        if let (Endpoint::Uds(p), Some(id)) = (&self.endpoint, self.uds_id.take())
-            && fs::symlink_metadata(p).is_ok_and(|md| (md.dev(), md.ino()) == id)
-        {
-            let _ = fs::remove_file(p);
-        }
+        remove_socket(&self.endpoint, &mut self.uds_id);
+    }
+}
+
+/// Removes a server's socket file if it is still its own (same device and inode); once.
+fn remove_socket(endpoint: &Endpoint, uds_id: &mut Option<(u64, u64)>) {
+    if let (Endpoint::Uds(p), Some(id)) = (endpoint, uds_id.take())
+        && fs::symlink_metadata(p).is_ok_and(|md| (md.dev(), md.ino()) == id)
+    {
+        let _ = fs::remove_file(p);
     }
 }
 

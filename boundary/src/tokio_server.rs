@@ -3,9 +3,10 @@
 //! What changes from the blocking server is only how a connection waits: the protocol, its
 //! checks ([`proto::frame_request`]), the answers ([`Session::handle`]), the limits and the
 //! socket's binding are the blocking server's own. A request that runs the engine (SWEEP,
-//! SWEEP_HANDLE: milliseconds to seconds of CPU) is handed to the runtime's blocking pool, so
-//! it never stalls the other connections of a runtime's thread; the rest (ECHO, LOAD, FREE:
-//! microseconds) are answered on the task.
+//! SWEEP_HANDLE: milliseconds to seconds of CPU), or carries more than 64 KiB (a LOAD or an
+//! ECHO of a long series), is handed to the runtime's blocking pool, so it never stalls the
+//! other connections of a runtime's thread; the rest (small ECHO, LOAD, FREE: microseconds)
+//! are answered on the task.
 //!
 //! Spinning (`Config::spin`): a read that finds an empty socket yields to the runtime and
 //! tries again for up to the budget, then waits for readiness, so one runtime thread busy-polls
@@ -38,10 +39,15 @@ pub(crate) struct Handle {
 }
 
 impl Handle {
-    /// Stops accepting, closes every connection (after the request it is answering), waits
-    /// for them and for the runtime to end.
-    pub(crate) fn stop(&mut self) {
+    /// Tells the runtime to stop accepting and to close every connection; returns at once.
+    pub(crate) fn signal_stop(&self) {
         let _ = self.stop.send(true);
+    }
+
+    /// Stops accepting, closes every connection and waits for them and for the runtime to
+    /// end (a sweep in flight on the blocking pool finishes first).
+    pub(crate) fn stop(&mut self) {
+        self.signal_stop();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -202,14 +208,18 @@ async fn accept_loop(
     while tasks.join_next().await.is_some() {}
 }
 
-/// A connection's input: bytes that arrived, `buf[..filled]`, the frame at the front.
+/// A connection's input: bytes that arrived and are not yet consumed, `buf[start..filled]`,
+/// the frame being read at the front.
 struct Input {
     buf: Vec<u8>,
+    start: usize,
     filled: usize,
 }
 
 /// First size of a connection's buffer (a whole small request and the next one's length
-/// word in one read), and the least step it grows by.
+/// word in one read), and the least step it grows by. Requests with a longer body go to the
+/// blocking pool: decoding or copying them is more than a runtime thread should hold up its
+/// other connections for.
 const GROW_STEP: usize = 64 << 10;
 
 enum Fill {
@@ -218,15 +228,36 @@ enum Fill {
 }
 
 impl Input {
-    /// Reads what is there (at least one byte, or the end of the stream), growing the buffer
-    /// only toward `want` bytes and by at most what has arrived (plus [`GROW_STEP`]), so a
-    /// peer that claims a large frame and sends little costs little.
+    fn new() -> Self {
+        Self {
+            buf: vec![0; GROW_STEP],
+            start: 0,
+            filled: 0,
+        }
+    }
+
+    /// The bytes that arrived and are not consumed: the current frame's start first.
+    fn pending(&self) -> &[u8] {
+        &self.buf[self.start..self.filled]
+    }
+
+    /// Reads what is there (at least one byte, or the end of the stream), making room first:
+    /// the consumed bytes in front go, and the buffer grows only toward `want` bytes of the
+    /// current frame and by at most what has arrived of it (plus [`GROW_STEP`]), so a peer that
+    /// claims a large frame and sends little costs little.
     async fn fill(&mut self, conn: &Conn, want: usize, config: &Config) -> io::Result<Fill> {
         if self.filled == self.buf.len() {
-            let step = want
-                .saturating_sub(self.filled)
-                .clamp(1, self.filled.max(GROW_STEP));
-            self.buf.resize(self.filled + step, 0);
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.filled, 0);
+                self.filled -= self.start;
+                self.start = 0;
+            }
+            if self.filled == self.buf.len() {
+                let step = want
+                    .saturating_sub(self.filled)
+                    .clamp(1, self.filled.max(GROW_STEP));
+                self.buf.resize(self.filled + step, 0);
+            }
         }
         let spin_until = (!config.spin.is_zero()).then(|| Instant::now() + config.spin);
         loop {
@@ -249,33 +280,33 @@ impl Input {
         }
     }
 
-    /// Drops the first `n` buffered bytes.
+    /// Drops the first `n` pending bytes (no copy: the buffer is compacted only when full).
     fn consume(&mut self, n: usize) {
-        self.buf.copy_within(n..self.filled, 0);
-        self.filled -= n;
+        self.start += n;
+        if self.start == self.filled {
+            self.start = 0;
+            self.filled = 0;
+        }
     }
 }
 
 /// Serves one connection as [`crate::server::serve_connection`] does: the same replies to
 /// the same frames, the same frames closing the connection.
 async fn serve_connection(mut conn: Conn, config: Config) -> io::Result<()> {
-    let mut input = Input {
-        buf: vec![0; GROW_STEP],
-        filled: 0,
-    };
+    let mut input = Input::new();
     let mut session = Some(Session::new(config));
     let mut out = Vec::new();
     loop {
         out.clear();
-        let framing = proto::frame_request(&input.buf[..input.filled], config.max_frame);
+        let framing = proto::frame_request(input.pending(), config.max_frame);
         let fatal = match framing {
             Framing::Need(n) => {
                 match input.fill(&conn, n, &config).await {
                     Ok(Fill::More) => continue,
-                    Ok(Fill::Eof) if input.filled == 0 => return Ok(()),
+                    Ok(Fill::Eof) if input.pending().is_empty() => return Ok(()),
                     Ok(Fill::Eof) => {
-                        let e =
-                            proto::frame_truncated(&input.buf[..input.filled], input.filled as u64);
+                        let got = input.pending().len() as u64;
+                        let e = proto::frame_truncated(input.pending(), got);
                         proto::encode_error(&mut out, e.code(), &e.to_string());
                     }
                     Err(e) if is_disconnect(&e) => return Ok(()),
@@ -284,20 +315,24 @@ async fn serve_connection(mut conn: Conn, config: Config) -> io::Result<()> {
                 true
             }
             Framing::Request { len } => {
-                let body = &input.buf[LEN_BYTES..LEN_BYTES + len];
-                if matches!(
-                    proto::Opcode::from_u8(body[0]),
-                    Some(proto::Opcode::Sweep | proto::Opcode::SweepHandle)
-                ) {
-                    // The engine's work goes to the blocking pool with the session and the
-                    // input buffer (moved, not copied: a chatty SWEEP carries 1.2 MB), and
-                    // both come back with the reply.
+                let at = input.start + LEN_BYTES;
+                let body = &input.buf[at..at + len];
+                if len > GROW_STEP
+                    || matches!(
+                        proto::Opcode::from_u8(body[0]),
+                        Some(proto::Opcode::Sweep | proto::Opcode::SweepHandle)
+                    )
+                {
+                    // The engine's work, and any long body (a LOAD or ECHO of a large series),
+                    // goes to the blocking pool with the session and the input buffer (moved,
+                    // not copied: a chatty SWEEP carries 1.2 MB); both come back with the
+                    // reply.
                     let s = session.take().expect("the session is here");
                     let buf = std::mem::take(&mut input.buf);
                     let r = tokio::task::spawn_blocking(move || {
                         let (mut s, buf) = (s, buf);
                         let mut out = Vec::new();
-                        s.handle(&buf[LEN_BYTES..LEN_BYTES + len], &mut out);
+                        s.handle(&buf[at..at + len], &mut out);
                         (s, buf, out)
                     })
                     .await;
@@ -354,10 +389,11 @@ async fn drain(
     skip: u64,
     config: &Config,
 ) -> io::Result<Option<proto::FrameError>> {
-    let head: Vec<u8> = input.buf[..input.filled.min(LEN_BYTES)].to_vec();
+    let pending = input.pending();
+    let head: Vec<u8> = pending[..pending.len().min(LEN_BYTES)].to_vec();
     let mut gone = 0_u64;
     loop {
-        let here = (skip - gone).min(input.filled as u64) as usize;
+        let here = (skip - gone).min(input.pending().len() as u64) as usize;
         input.consume(here);
         gone += here as u64;
         if gone == skip {

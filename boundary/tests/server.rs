@@ -447,7 +447,7 @@ fn mixed_stream(seed: u64) -> Vec<u8> {
     let mut s = Vec::new();
     for _ in 0..(4 + r.below(12)) {
         let n = r.below(12) as usize;
-        match r.below(11) {
+        match r.below(12) {
             0 => proto::encode_series(&mut s, Opcode::Echo, &close[..n], &[]),
             1 => proto::encode_series(&mut s, Opcode::Sweep, &close[..10 + n], &p),
             2 => proto::encode_series(&mut s, Opcode::Load, &close[..n], &[]),
@@ -475,6 +475,20 @@ fn mixed_stream(seed: u64) -> Vec<u8> {
             }
             // LOAD with combos.
             9 => proto::encode_series(&mut s, Opcode::Load, &close[..n], &p),
+            // Long bad frames, skipped across many reads: an unknown opcode with a 100 KB
+            // body, and counts that disagree with a 150 KB length.
+            10 if r.below(2) == 0 => {
+                let body = 100_000 + r.below(1_000) as u32;
+                s.extend(body.to_le_bytes());
+                s.push(200);
+                s.extend(std::iter::repeat_n(0x5A, body as usize - 1));
+            }
+            10 => {
+                let bars = 150_000 / 8;
+                let mut f = series_header(1, 9 + 8 * bars, bars + 7, 0);
+                f.extend(std::iter::repeat_n(0x3f, 8 * bars as usize));
+                s.extend(f);
+            }
             // A header too short for its opcode.
             _ => {
                 s.extend(5_u32.to_le_bytes());
@@ -482,34 +496,61 @@ fn mixed_stream(seed: u64) -> Vec<u8> {
             }
         }
     }
-    match r.below(3) {
+    match r.below(4) {
         // Cut inside a frame: the server must say TRUNCATED.
         0 => {
             let mut f = Vec::new();
             proto::encode_series(&mut f, Opcode::Echo, &close[..8], &[]);
             s.extend(&f[..1 + r.below(f.len() as u64 - 1) as usize]);
         }
-        // Over the cap: FRAME_TOO_LARGE, then the server closes.
-        1 => s.extend(u32::MAX.to_le_bytes()),
+        // Cut while a long bad frame is being skipped: TRUNCATED too.
+        1 => {
+            s.extend(200_000_u32.to_le_bytes());
+            s.push(77);
+            s.extend(std::iter::repeat_n(0, 70_000 + r.below(10_000) as usize));
+        }
+        // Over the cap: FRAME_TOO_LARGE, then the server closes and answers nothing after it
+        // (a long frame follows, more than one read can take with the fatal word).
+        2 => {
+            s.extend(u32::MAX.to_le_bytes());
+            let long = engine::data::gbm(seed, 20_000);
+            proto::encode_series(&mut s, Opcode::Echo, &long, &[]);
+        }
         _ => {}
     }
     s
 }
 
-/// Sends `stream` on a fresh connection to `sock`, ends the writing side, and returns every
+/// Sends `stream` on a fresh connection to `sock` in chunks of `seed`-chosen sizes (1 byte to
+/// 8 KiB, so frames arrive split at every place), ends the writing side, and returns every
 /// byte the server answered until it closed.
-fn replies(sock: &Path, stream: &[u8]) -> Vec<u8> {
+fn replies(sock: &Path, stream: &[u8], seed: u64) -> Vec<u8> {
     use std::io::{Read as _, Write as _};
     let mut c = std::os::unix::net::UnixStream::connect(sock).expect("connect");
     let mut w = c.try_clone().expect("clone");
     let stream = stream.to_vec();
     let writer = std::thread::spawn(move || {
-        // The server may close first (a fatal frame): what it did not read is not an error.
-        let _ = w.write_all(&stream);
+        let mut r = Rng(seed.wrapping_mul(31) | 1);
+        let mut at = 0;
+        while at < stream.len() {
+            let n = (1 + r.below(8_192) as usize).min(stream.len() - at);
+            // The server may close first (a fatal frame): what it did not read is not an error.
+            if w.write_all(&stream[at..at + n]).is_err() {
+                break;
+            }
+            at += n;
+            std::thread::yield_now();
+        }
         let _ = w.shutdown(std::net::Shutdown::Write);
     });
     let mut out = Vec::new();
-    c.read_to_end(&mut out).expect("read the replies");
+    match c.read_to_end(&mut out) {
+        Ok(_) => {}
+        // The server closed with bytes of ours unread (after a fatal frame): a Unix socket
+        // delivers what it sent before that, then the reset instead of the end of the stream.
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+        Err(e) => panic!("read the replies: {e}"),
+    }
     writer.join().expect("writer");
     out
 }
@@ -532,11 +573,25 @@ fn every_runtime_answers_the_same_streams_byte_for_byte() {
     let mut codes = std::collections::BTreeSet::new();
     for seed in 1..=64_u64 {
         let stream = mixed_stream(seed);
-        let want = replies(&dirs[0].sock(), &stream);
+        let want = replies(&dirs[0].sock(), &stream, seed);
         assert!(!want.is_empty(), "seed {seed}: no reply at all");
-        codes.extend(error_codes(&want));
+        let got = error_codes(&want);
+        // Nothing is answered after a reply that closes the connection.
+        if let Some(k) = got
+            .iter()
+            .position(|&c| c == ErrorCode::FrameTooLarge as u16 || c == ErrorCode::Truncated as u16)
+        {
+            assert_eq!(k, got.len() - 1, "seed {seed}: replies after a fatal frame");
+            assert!(
+                want_closes_last(&want),
+                "seed {seed}: the fatal reply is not the last"
+            );
+        }
+        codes.extend(got);
         for (rt, d) in runtimes.iter().zip(&dirs).skip(1) {
-            assert_eq!(replies(&d.sock(), &stream), want, "seed {seed}: {rt}");
+            // Chunked differently for each server: the answers must not depend on it.
+            let other = replies(&d.sock(), &stream, seed ^ 0xA5A5);
+            assert_eq!(other, want, "seed {seed}: {rt}");
         }
     }
     // The streams exercised every error reply a request can earn on its own connection.
@@ -557,16 +612,31 @@ fn every_runtime_answers_the_same_streams_byte_for_byte() {
     drop(servers);
 }
 
-/// The codes of the error replies in a stream of replies.
+/// Whether the last reply in a stream of replies is an error reply.
+fn want_closes_last(mut replies: &[u8]) -> bool {
+    let mut last_is_error = false;
+    while let Some(word) = replies.first_chunk::<4>() {
+        let raw = u32::from_le_bytes(*word);
+        let len = (raw & 0x7FFF_FFFF) as usize;
+        last_is_error = raw & 0x8000_0000 != 0;
+        replies = &replies[4 + len..];
+    }
+    last_is_error
+}
+
+/// The codes of the error replies (every reply's code, successes as 0) in a stream of
+/// replies.
 fn error_codes(mut replies: &[u8]) -> Vec<u16> {
     let mut codes = Vec::new();
     while let Some(word) = replies.first_chunk::<4>() {
         let raw = u32::from_le_bytes(*word);
         let len = (raw & 0x7FFF_FFFF) as usize;
         let body = &replies[4..4 + len];
-        if raw & 0x8000_0000 != 0 {
-            codes.push(u16::from_le_bytes([body[0], body[1]]));
-        }
+        codes.push(if raw & 0x8000_0000 != 0 {
+            u16::from_le_bytes([body[0], body[1]])
+        } else {
+            0
+        });
         replies = &replies[4 + len..];
     }
     codes

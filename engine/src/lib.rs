@@ -7,6 +7,8 @@
 //! - [`sweep`]: the fast parameter sweep, bit-identical to the reference on every combo.
 //! - [`Strategy`]: the streaming strategy for the live loop, one tick at a time, bit-identical
 //!   to the batch kernel fed the same series.
+//! - [`trigger`]: for the next tick, the exact set of prices at which [`Strategy::on_tick`]
+//!   would send an order, and the order: what a pre-armed trigger in the driver fires on.
 //! - [`Ledger`]: the one place where fills become trades and PnL. The reference, the fast sweep,
 //!   the streaming strategy and the exchange side of the lab all book through it, so their PnL
 //!   agrees by construction (the same floating-point operations in the same order).
@@ -25,6 +27,7 @@ pub mod reference;
 mod signal;
 mod strategy;
 pub mod sweep;
+pub mod trigger;
 mod wma;
 
 pub use error::Error;

@@ -51,6 +51,11 @@ impl Events {
         }
     }
 
+    /// The previous bar's (HMA, HMA3).
+    pub(crate) const fn prev(&self) -> (f64, f64) {
+        (self.prev_hma, self.prev_hma3)
+    }
+
     /// One bar: decide on this bar's indicators against the previous bar's, fill at `price`.
     /// The first bar never signals (its "previous" indicators are NaN).
     #[inline(always)]

@@ -16,6 +16,7 @@
 //! decision latency; `prepare` (O(n) dependent additions) is the rest of the per-tick work.
 
 use crate::signal::Events;
+use crate::trigger::Arith;
 use crate::wma::{denom, weighted_sum};
 use crate::{ComboResult, Ledger, Params, Side, Signal};
 
@@ -80,15 +81,25 @@ impl Window {
         self.partial = weighted_sum(ring.last(self.w - 1));
     }
 
-    /// The window's WMA at tick index `t` (0-based) with newest value `x`.
+    /// The window's WMA at tick index `t` (0-based) with newest value `x`:
+    /// `(partial + x * weight) / den`, on one price or on a range of them ([`Arith`]).
     #[inline(always)]
-    fn complete(&self, t: u64, x: f64) -> f64 {
+    fn complete<A: Arith>(&self, t: u64, x: A) -> A {
         if t + 1 >= self.w as u64 {
-            (self.partial + x * self.weight) / self.den
+            x.mul(self.weight).add(self.partial).div(self.den)
         } else {
-            f64::NAN
+            A::nan()
         }
     }
+}
+
+/// One tick's indicators: the derived values and the two averages.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Indicators<A> {
+    pub(crate) diff: A,
+    pub(crate) der: A,
+    pub(crate) hma: A,
+    pub(crate) hma3: A,
 }
 
 /// The stop-and-reverse strategy of one combo, fed one price at a time.
@@ -181,12 +192,12 @@ impl Strategy {
         let t = self.ticks;
         self.ticks += 1;
 
-        let diff = 2.0 * self.half.complete(t, price) - self.n.complete(t, price);
-        let der = 3.0 * self.p3.complete(t, price)
-            - self.p2.complete(t, price)
-            - self.p.complete(t, price);
-        let hma = self.sq_outer.complete(t, diff);
-        let hma3 = self.p_outer.complete(t, der);
+        let Indicators {
+            diff,
+            der,
+            hma,
+            hma3,
+        } = self.indicators(t, price);
         let signal = self.events.step(price, hma, hma3);
 
         self.closes.push(price);
@@ -194,6 +205,36 @@ impl Strategy {
         self.ders.push(der);
         self.last_price = price;
         signal
+    }
+
+    /// Tick `t`'s indicators for the price `x` with the prepared partial sums: the only place
+    /// they are computed, for [`Strategy::on_tick`] (on one price) and for
+    /// [`Strategy::trigger`] (on a range of prices, whose ends then bound every price's
+    /// result: each operation is monotone in its inputs and so is rounding).
+    #[inline(always)]
+    pub(crate) fn indicators<A: Arith>(&self, t: u64, x: A) -> Indicators<A> {
+        let diff = self.half.complete(t, x).mul(2.0).sub(self.n.complete(t, x));
+        let der = self
+            .p3
+            .complete(t, x)
+            .mul(3.0)
+            .sub(self.p2.complete(t, x))
+            .sub(self.p.complete(t, x));
+        let hma = self.sq_outer.complete(t, diff);
+        let hma3 = self.p_outer.complete(t, der);
+        Indicators {
+            diff,
+            der,
+            hma,
+            hma3,
+        }
+    }
+
+    /// The previous bar's indicators and the position: what the next tick's decision is
+    /// taken against.
+    pub(crate) fn decision_state(&self) -> (f64, f64, Option<Side>) {
+        let (hma, hma3) = self.events.prev();
+        (hma, hma3, self.events.ledger.position())
     }
 
     /// Closes an open position at the last price seen (the batch kernel's forced close).

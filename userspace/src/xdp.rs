@@ -48,6 +48,15 @@ pub enum XdpError {
         /// What to try.
         hint: &'static str,
     },
+    /// The program's log could not be read (aya-log: its ring map, or the reader thread).
+    #[error("{0}")]
+    Log(String),
+    /// The kernel's BPF run-time statistics could not be turned on.
+    #[error(
+        "failed to enable BPF run-time statistics (BPF_ENABLE_STATS: kernel 5.8+ and \
+         CAP_SYS_ADMIN): {0}"
+    )]
+    Stats(#[source] aya::sys::SyscallError),
     /// Map access failed.
     #[error("{what}: {source}")]
     Map {
@@ -171,25 +180,21 @@ impl XdpProgram {
     /// Starts printing the program's log records (aya-log) through the `log` crate's logger,
     /// from a thread that sleeps until a record arrives, until the program is dropped (then a
     /// last read, after the detach). Records only come when the program was attached with `log`.
-    pub fn start_log(&mut self) -> Result<(), XdpError> {
-        let logger = aya_log::EbpfLogger::init(&mut self.ebpf).map_err(|e| XdpError::Map {
-            what: format!("failed to open the XDP program's log ring: {e}"),
-            source: aya::maps::MapError::InvalidName {
-                name: "AYA_LOGS".into(),
-            },
+    /// `housekeeping`: the CPUs the process may use (before the trader pinned itself); the
+    /// thread moves onto those the caller is not pinned to, if any.
+    pub fn start_log(&mut self, housekeeping: Vec<usize>) -> Result<(), XdpError> {
+        let logger = aya_log::EbpfLogger::init(&mut self.ebpf).map_err(|e| {
+            XdpError::Log(format!(
+                "failed to open the XDP program's log ring (AYA_LOGS): {e}"
+            ))
         })?;
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let thread = {
             let stop = stop.clone();
             std::thread::Builder::new()
                 .name("xdp-log".into())
-                .spawn(move || log_loop(logger, &stop))
-                .map_err(|e| XdpError::Map {
-                    what: format!("failed to start the XDP log thread: {e}"),
-                    source: aya::maps::MapError::InvalidName {
-                        name: "AYA_LOGS".into(),
-                    },
-                })?
+                .spawn(move || log_loop(logger, &stop, &housekeeping))
+                .map_err(|e| XdpError::Log(format!("failed to start the XDP log thread: {e}")))?
         };
         self.log = Some(XdpLog {
             stop,
@@ -308,12 +313,13 @@ const LOG_POLL_MS: u16 = 100;
 fn log_loop(
     mut logger: aya_log::EbpfLogger<&'static dyn log::Log>,
     stop: &std::sync::atomic::AtomicBool,
+    housekeeping: &[usize],
 ) {
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
     use std::os::fd::AsFd as _;
     // Off the trader's core: a pinned trader's threads inherit its one CPU, and this thread's
     // wake-ups must not preempt the trading loop there.
-    let _ = affinity::move_off_current_cpus();
+    let _ = affinity::move_off_current_cpus(housekeeping);
     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
         let ready = {
             let mut fds = [PollFd::new(logger.as_fd(), PollFlags::POLLIN)];

@@ -1,7 +1,11 @@
 //! The XDP program's log (aya-log, `trader --xdp-log`), through real frames in the lab: crafted
-//! malformed frames are logged with their reason and header fields and reach the trader's
-//! stderr through `log`; a flood is cut at the rate limit and the rest counted; with logging off
-//! nothing is written. Privileged: skipped (with a note) where the lab can't be built.
+//! malformed frames (each kind `inject frames` sends: cut inside the headers, half a UDP
+//! header, IHL 4) are logged with their reason and header fields and reach the trader's stderr
+//! through `log`; a flood is cut at the rate limit and the rest counted; with logging off
+//! nothing is written and the logging code is not even in the verified program. Not covered
+//! here: the reasons no injected frame has (an IPv4 total length under its header, a UDP length
+//! under 8) and the reflector's failures. Privileged: skipped (with a note) where the lab can't
+//! be built.
 use std::{fs::File, process::Stdio, time::Duration};
 
 use netns::{ChildGuard, LabConfig, lab};
@@ -144,15 +148,23 @@ fn a_flood_of_malformed_frames_is_cut_at_the_rate_limit_and_counted() {
     let (report, stderr) = run(&c, "xlog-flood", true, rounds, 1000);
     let x = report.xdp_counters.expect("XDP counters in the report");
     assert_eq!(x.malformed, MALFORMED_PER_ROUND * rounds, "{x:?}");
-    // The budget went to the first 20 malformed frames; the rest, and any failed redirect at
-    // the end (same CPU, same window), were counted, not written.
-    assert_eq!(x.logged, xdp_common::LOG_BURST, "{x:?}");
+    // CPU 0's budget went to the first 20 malformed frames; the other 40 were counted, not
+    // written. (A failed redirect at the end, from the unpinned replay, may be logged on the
+    // other CPU's budget, or suppressed on CPU 0's.)
+    assert_eq!(
+        malformed_lines(&stderr).len() as u64,
+        xdp_common::LOG_BURST,
+        "{stderr}"
+    );
+    assert!(
+        (xdp_common::LOG_BURST..=xdp_common::LOG_BURST + x.redirect_failed).contains(&x.logged),
+        "{x:?}"
+    );
     assert_eq!(
         x.log_suppressed,
         x.malformed + x.redirect_failed - x.logged,
         "{x:?}"
     );
-    assert_eq!(malformed_lines(&stderr).len() as u64, x.logged, "{stderr}");
 }
 
 #[test]
@@ -166,5 +178,17 @@ fn with_logging_off_nothing_is_written() {
     assert_eq!(x.malformed, MALFORMED_PER_ROUND, "{x:?}");
     assert_eq!((x.logged, x.log_suppressed), (0, 0), "{x:?}");
     assert!(malformed_lines(&stderr).is_empty(), "{stderr}");
-    assert!(!stderr.contains("xdp_ebpf"), "{stderr}");
+    // Off, the verifier removed the logging code: the program is a fraction of its size with
+    // the log on (1.5 KB against 22 KB of eBPF here).
+    let off = report
+        .xdp_program
+        .expect("the program's size in the report");
+    assert!(!off.log);
+    let (on, _) = run(&c, "xlog-size", true, 1, 1000);
+    let on = on.xdp_program.expect("the program's size in the report");
+    assert!(on.log);
+    assert!(
+        off.translated_bytes * 4 < on.translated_bytes,
+        "log off {off:?}, on {on:?}"
+    );
 }

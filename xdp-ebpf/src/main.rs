@@ -85,7 +85,7 @@ fn md_redirect(ctx: XdpContext) -> u32 {
                         let len = ctx.data_end() - ctx.data();
                         warn!(
                             &ctx,
-                            "reflect failed: frame of {} bytes is no MoldUDP64 packet led by an ITCH trade; passed to the kernel",
+                            "reflect failed: frame of {} bytes not turned into an order (no ITCH trade first, an IPv4 length past the frame, or the tail adjustment failed); passed to the kernel",
                             len
                         );
                     }

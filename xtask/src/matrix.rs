@@ -121,7 +121,9 @@ impl Knob {
             Knob::Isolate => "trader's CPU isolated at runtime: tasks, workqueues, IRQs moved off",
             Knob::XdpLog => "XDP program's log on (--xdp-log), nothing to log",
             Knob::MalformedStream => "1,000 malformed frames/s at the trader, log off",
-            Knob::XdpLogMalformed => "log on, 1,000 malformed frames/s (20 logged/s, rest counted)",
+            Knob::XdpLogMalformed => {
+                "log on, 1,000 malformed frames/s (≤ 20 logged/s per CPU, rest counted)"
+            }
         }
     }
 

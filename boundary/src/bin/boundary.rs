@@ -75,8 +75,8 @@ struct ServeOptions {
     /// on a work-stealing runtime of --workers threads). Sweeps run on tokio's blocking pool.
     #[arg(long, value_enum, default_value_t = RuntimeArg::Threads)]
     runtime: RuntimeArg,
-    /// Worker threads of `--runtime tokio-multi` (default: one per CPU).
-    #[arg(long, requires = "runtime")]
+    /// Worker threads of `--runtime tokio-multi` (default: one per CPU this process may use).
+    #[arg(long)]
     workers: Option<usize>,
 }
 
@@ -177,6 +177,10 @@ fn serve(
     }
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // A second signal while shutting down (waiting for a sweep in flight) exits at once;
+        // the first one's shutdown has removed the socket by then.
+        signal_hook::flag::register_conditional_shutdown(sig, 1, stop.clone())
+            .with_context(|| format!("failed to handle signal {sig}"))?;
         signal_hook::flag::register(sig, stop.clone())
             .with_context(|| format!("failed to handle signal {sig}"))?;
     }

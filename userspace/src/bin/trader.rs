@@ -102,6 +102,10 @@ struct Options {
     /// that all have it (XDP and reflect paths).
     #[arg(long)]
     xdp_stats: bool,
+    /// The CPUs this process may use, read before it pins itself: where housekeeping threads
+    /// (the XDP log reader) go. Not an option.
+    #[arg(skip)]
+    housekeeping: Vec<usize>,
     /// RX queues to serve (XDP path): one AF_XDP socket per queue, 0 to N-1, all read by the
     /// one loop. `all` (the default) serves every RX queue the interface has, so no feed frame
     /// can land on a queue without a socket.
@@ -267,13 +271,16 @@ fn main() -> std::process::ExitCode {
 }
 
 fn real_main() -> anyhow::Result<()> {
-    let o = Options::parse();
+    let mut o = Options::parse();
     let stop = process::stop_flag()?;
     for (what, path) in [("--stats-out", &o.stats_out), ("--hgrm-out", &o.hgrm_out)] {
         if let Some(p) = path {
             cli::check_writable(what, p)?;
         }
     }
+    // Before pinning: where housekeeping threads (the XDP log reader) may go.
+    o.housekeeping = affinity::allowed_cpus().unwrap_or_default();
+    let o = o;
     if let Some(cpu) = o.cpu {
         process::pin_to_cpu(cpu)?;
     }
@@ -382,7 +389,7 @@ fn run_xdp(
     )
     .with_context(|| format!("failed to set up XDP on {}", o.iface()))?;
     if o.xdp_log {
-        prog.start_log()?;
+        prog.start_log(o.housekeeping.clone())?;
     }
     if o.xdp_stats {
         prog.enable_run_stats()?;
@@ -596,7 +603,7 @@ fn run_reflect(o: &Options, stop: &AtomicBool) -> anyhow::Result<PathEnd> {
     )
     .with_context(|| format!("failed to set up the XDP reflector on {}", o.iface()))?;
     if o.xdp_log {
-        prog.start_log()?;
+        prog.start_log(o.housekeeping.clone())?;
     }
     if o.xdp_stats {
         prog.enable_run_stats()?;

@@ -80,9 +80,12 @@ struct ServerProcess {
 }
 
 impl ServerProcess {
+    /// `workers`: tokio-multi's worker threads, given explicitly (a server started by a pinned
+    /// bench would otherwise count only the one CPU it inherits).
     fn start(
         exe: &Path,
         runtime: &str,
+        workers: usize,
         threads: usize,
         spin: Duration,
         cpu: Option<usize>,
@@ -110,6 +113,12 @@ impl ServerProcess {
             .arg("--spin-us")
             .arg(spin.as_micros().to_string())
             .args(["--runtime", runtime])
+            .args(
+                (runtime == "tokio-multi")
+                    .then(|| ["--workers".to_owned(), workers.to_string()])
+                    .into_iter()
+                    .flatten(),
+            )
             .args(cpu.map(|c| format!("--cpu={c}")))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -324,7 +333,7 @@ fn main() -> anyhow::Result<()> {
         .map(|&rt| {
             Ok((
                 rt,
-                ServerProcess::start(&exe, rt, threads, Duration::ZERO, None)?,
+                ServerProcess::start(&exe, rt, cores, threads, Duration::ZERO, None)?,
             ))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
@@ -360,7 +369,7 @@ fn main() -> anyhow::Result<()> {
     if let Some(cpu) = client_cpu {
         boundary::pin_current_thread(cpu)?;
     }
-    let srv = ServerProcess::start(&exe, "threads", threads, SPIN, server_cpu)?;
+    let srv = ServerProcess::start(&exe, "threads", cores, threads, SPIN, server_cpu)?;
     let mut c = Client::connect_uds(&srv.uds)?;
     c.set_spin(SPIN)?;
     let echo_uds_spin = echo_curve(&mut c, &close, &sizes, echo_calls)?;
@@ -375,7 +384,7 @@ fn main() -> anyhow::Result<()> {
         spin: echo_uds_spin.clone(),
     }];
     for (rt, block) in rt_block {
-        let srv = ServerProcess::start(&exe, rt, threads, SPIN, server_cpu)?;
+        let srv = ServerProcess::start(&exe, rt, cores, threads, SPIN, server_cpu)?;
         let mut c = Client::connect_uds(&srv.uds)?;
         c.set_spin(SPIN)?;
         let spin = echo_curve(&mut c, &close, &sizes, echo_calls)?;

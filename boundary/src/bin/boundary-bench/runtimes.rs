@@ -221,11 +221,12 @@ pub(crate) fn section(
         "The same server (`boundary serve --runtime`), protocol, checks and engine, three ways of \
          waiting on connections: `threads` (a thread per connection, blocking reads), \
          `tokio-current` (a task per connection, one thread polls all of them), `tokio-multi` \
-         (a task per connection on a work-stealing runtime, one worker per core). On both tokio \
+         (a task per connection on a work-stealing runtime, one worker per core, given with \
+         `--workers`). On both tokio \
          runtimes a SWEEP or SWEEP_HANDLE runs on tokio's blocking pool (a thread hop each way); \
          ECHO, LOAD and FREE are answered on the task. Spin: both ends spin up to {spin_us} us \
          before blocking, every server thread pinned to CPU 0, the client to the last CPU (a \
-         tokio task spins by yielding to its runtime).\n"
+         tokio task spins by yielding to its runtime). The sweep modes run blocking only.\n"
     )?;
     writeln!(
         md,

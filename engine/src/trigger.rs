@@ -1,0 +1,454 @@
+//! The next tick's trigger: the exact set of prices at which [`Strategy::on_tick`] would send an
+//! order, and the order, computed between ticks so that something faster than the strategy (an
+//! XDP program, a NIC) can fire it when such a price arrives.
+//!
+//! # Why a set of prices is enough
+//! With [`Strategy::prepare`] done, every sum in `on_tick` is a prepared partial sum plus one
+//! product with the new price, so both averages are affine in the price, and the decision
+//! depends on the previous bar's averages (fixed), the position (fixed) and one comparison of
+//! the new HMA3 with the new HMA. If HMA3 was below HMA, only a cross up can fire (a buy, unless
+//! already long); if above, only a cross down (a sell, unless already short); if equal or not yet
+//! defined, nothing fires. So the order is known before the price, and the prices that fire it
+//! are one side of a threshold.
+//!
+//! # Why "exact"
+//! In real numbers the threshold is where two lines cross. `on_tick` computes in `f64`, and
+//! rounding could in principle make the computed comparison disagree with the real one near the
+//! crossing, or even flip back and forth there. So the set is not solved for; it is found by
+//! evaluating `on_tick`'s own arithmetic ([`Strategy`]'s `indicators`, the one place it is
+//! written) on whole ranges of prices at once: every operation is monotone in its inputs (a
+//! window's constants are positive) and so is round-to-nearest, so the results at a range's
+//! ends bound the result at every price in it, bit for bit as `on_tick` computes it. Ranges
+//! whose bounds decide the comparison are settled whole; the rest are halved, and ranges of a
+//! few prices are evaluated price by price, exactly as `on_tick` would. The search covers every
+//! Price(4) value (`u32`, ten-thousandths of a dollar, converted as `p as f64 / 10_000.0`, the
+//! lab's one conversion). The result is armed only if the firing prices form one half-line
+//! (`>= T` or `<= T`); otherwise, or during warm-up, or when nothing can fire, there is no
+//! trigger and the tick is left to the strategy.
+use crate::{Side, Signal, Strategy};
+
+/// The arithmetic of one tick's indicators, on one price (`f64`) or on a range of prices
+/// ([`Bounds`]). Constants are positive (window weights and denominators, 2, 3).
+pub(crate) trait Arith: Copy {
+    fn nan() -> Self;
+    /// `self * c`, `c > 0`.
+    fn mul(self, c: f64) -> Self;
+    /// `self + c` (IEEE addition is commutative: `c + self` is the same value).
+    fn add(self, c: f64) -> Self;
+    /// `self / d`, `d > 0`.
+    fn div(self, d: f64) -> Self;
+    /// `self - other`.
+    fn sub(self, other: Self) -> Self;
+}
+
+impl Arith for f64 {
+    #[inline(always)]
+    fn nan() -> Self {
+        f64::NAN
+    }
+    #[inline(always)]
+    fn mul(self, c: f64) -> Self {
+        self * c
+    }
+    #[inline(always)]
+    fn add(self, c: f64) -> Self {
+        self + c
+    }
+    #[inline(always)]
+    fn div(self, d: f64) -> Self {
+        self / d
+    }
+    #[inline(always)]
+    fn sub(self, other: Self) -> Self {
+        self - other
+    }
+}
+
+/// The smallest and largest value an `f64` computation takes over a range of inputs, each
+/// computed with the same `f64` operation on the ends that give them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Bounds {
+    lo: f64,
+    hi: f64,
+}
+
+impl Arith for Bounds {
+    fn nan() -> Self {
+        Self {
+            lo: f64::NAN,
+            hi: f64::NAN,
+        }
+    }
+    fn mul(self, c: f64) -> Self {
+        Self {
+            lo: self.lo * c,
+            hi: self.hi * c,
+        }
+    }
+    fn add(self, c: f64) -> Self {
+        Self {
+            lo: self.lo + c,
+            hi: self.hi + c,
+        }
+    }
+    fn div(self, d: f64) -> Self {
+        Self {
+            lo: self.lo / d,
+            hi: self.hi / d,
+        }
+    }
+    fn sub(self, other: Self) -> Self {
+        Self {
+            lo: self.lo - other.hi,
+            hi: self.hi - other.lo,
+        }
+    }
+}
+
+impl Bounds {
+    fn is_nan(self) -> bool {
+        self.lo.is_nan() || self.hi.is_nan()
+    }
+}
+
+/// A Price(4) value (ten-thousandths of a dollar) as the strategy sees it: the lab's one
+/// conversion (`wire::itch::Price4::to_f64`).
+#[inline(always)]
+#[must_use]
+pub fn price_f64(p: u32) -> f64 {
+    f64::from(p) / 10_000.0
+}
+
+/// The Price(4) values that fire a trigger: one side of a threshold, the threshold included.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Prices {
+    /// `p >= t`.
+    AtOrAbove(u32),
+    /// `p <= t`.
+    AtOrBelow(u32),
+}
+
+impl Prices {
+    /// Whether `p` fires.
+    #[inline]
+    #[must_use]
+    pub const fn contains(self, p: u32) -> bool {
+        match self {
+            Self::AtOrAbove(t) => p >= t,
+            Self::AtOrBelow(t) => p <= t,
+        }
+    }
+}
+
+/// The next tick's trigger: at these prices [`Strategy::on_tick`] returns this signal; at any
+/// other, none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Trigger {
+    /// What `on_tick` returns at a firing price.
+    pub signal: Signal,
+    /// The prices that fire.
+    pub prices: Prices,
+}
+
+/// Why there is no trigger for the next tick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Unarmed {
+    /// The indicators are not all defined yet (warm-up), or are NaN.
+    WarmingUp,
+    /// The previous bar's lines were equal: no cross is possible on this tick.
+    Level,
+    /// The only possible cross is to the side already held: no price fires.
+    Held,
+    /// No Price(4) value fires (the lines can't cross within the price range).
+    Never,
+    /// The firing prices are not one half-line (rounding near the crossing): not armed.
+    NotOneSide,
+    /// The search did not settle within its budget (lines nearly parallel in the price).
+    Budget,
+}
+
+/// Ranges of this many prices or fewer are evaluated price by price.
+const POINTWISE: u32 = 16;
+/// Most range evaluations one search may make (each is a few dozen flops).
+const BUDGET: u32 = 20_000;
+
+impl Strategy {
+    /// The exact trigger of the next tick (see the [module](self) documentation), or why
+    /// there is none. Prepares the next tick first ([`Strategy::prepare`]), which `on_tick`
+    /// would do anyway; changes nothing else.
+    ///
+    /// # Errors
+    /// [`Unarmed`] says why the next tick can't be armed; the strategy then decides it as
+    /// usual.
+    pub fn trigger(&mut self) -> Result<Trigger, Unarmed> {
+        self.prepare();
+        let (prev_hma, prev_hma3, position) = self.decision_state();
+        if prev_hma.is_nan() || prev_hma3.is_nan() {
+            return Err(Unarmed::WarmingUp);
+        }
+        let side = if prev_hma3 < prev_hma {
+            Side::Long
+        } else if prev_hma < prev_hma3 {
+            Side::Short
+        } else {
+            return Err(Unarmed::Level);
+        };
+        if position == Some(side) {
+            return Err(Unarmed::Held);
+        }
+        let search = Search {
+            strategy: &*self,
+            t: self.ticks(),
+            side,
+        };
+        let mut runs = Runs::default();
+        let mut budget = BUDGET;
+        search.scan(0, u32::MAX, &mut runs, &mut budget)?;
+        let signal = Signal {
+            side,
+            reverse: position.is_some(),
+        };
+        let prices = match runs.runs.as_slice() {
+            [(_, _, true)] => Prices::AtOrAbove(0),
+            [(_, _, false)] => return Err(Unarmed::Never),
+            [(_, _, false), (lo, _, true)] => Prices::AtOrAbove(*lo),
+            [(_, hi, true), (_, _, false)] => Prices::AtOrBelow(*hi),
+            _ => return Err(Unarmed::NotOneSide),
+        };
+        Ok(Trigger { signal, prices })
+    }
+}
+
+/// Consecutive price ranges with the same answer, in price order; the search stops at a third
+/// (three runs can't be one half-line).
+#[derive(Debug, Default)]
+struct Runs {
+    runs: Vec<(u32, u32, bool)>,
+}
+
+impl Runs {
+    fn push(&mut self, lo: u32, hi: u32, fires: bool) {
+        match self.runs.last_mut() {
+            Some(last) if last.2 == fires => last.1 = hi,
+            _ => self.runs.push((lo, hi, fires)),
+        }
+    }
+}
+
+struct Search<'a> {
+    strategy: &'a Strategy,
+    t: u64,
+    side: Side,
+}
+
+impl Search<'_> {
+    /// Whether a price fires: `on_tick`'s own arithmetic and comparison.
+    fn fires(&self, p: u32) -> Result<bool, Unarmed> {
+        let i = self.strategy.indicators(self.t, price_f64(p));
+        if i.hma.is_nan() || i.hma3.is_nan() {
+            return Err(Unarmed::WarmingUp);
+        }
+        Ok(match self.side {
+            Side::Long => i.hma3 > i.hma,
+            Side::Short => i.hma > i.hma3,
+        })
+    }
+
+    /// Whether every price of `lo..=hi` fires (`Some(true)`), none does (`Some(false)`), or
+    /// the bounds can't tell (`None`).
+    fn settles(&self, lo: u32, hi: u32) -> Result<Option<bool>, Unarmed> {
+        let x = Bounds {
+            lo: price_f64(lo),
+            hi: price_f64(hi),
+        };
+        let i = self.strategy.indicators(self.t, x);
+        if i.hma.is_nan() || i.hma3.is_nan() {
+            return Err(Unarmed::WarmingUp);
+        }
+        // Fires when `a > b`.
+        let (a, b) = match self.side {
+            Side::Long => (i.hma3, i.hma),
+            Side::Short => (i.hma, i.hma3),
+        };
+        Ok(if a.lo > b.hi {
+            Some(true)
+        } else if a.hi <= b.lo {
+            Some(false)
+        } else {
+            None
+        })
+    }
+
+    fn scan(&self, lo: u32, hi: u32, runs: &mut Runs, budget: &mut u32) -> Result<(), Unarmed> {
+        if runs.runs.len() > 2 {
+            return Err(Unarmed::NotOneSide);
+        }
+        *budget = budget.checked_sub(1).ok_or(Unarmed::Budget)?;
+        if let Some(all) = self.settles(lo, hi)? {
+            runs.push(lo, hi, all);
+            return Ok(());
+        }
+        if hi - lo < POINTWISE {
+            for p in lo..=hi {
+                runs.push(p, p, self.fires(p)?);
+            }
+            return Ok(());
+        }
+        let mid = lo + (hi - lo) / 2;
+        self.scan(lo, mid, runs, budget)?;
+        self.scan(mid + 1, hi, runs, budget)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Prices, Search, Trigger, Unarmed, price_f64};
+    use crate::Side;
+    use crate::{Params, Strategy};
+    use proptest::prelude::{ProptestConfig, TestCaseError, any, prop_assert_eq, proptest};
+
+    /// A strategy fed the first `k` prices of a seeded GBM series.
+    fn fed(n: i64, seed: u64, k: usize) -> Strategy {
+        let mut s = Strategy::new(Params::from_n(n).expect("valid n"));
+        for &p in &crate::data::gbm(seed, k) {
+            // The lab's prices arrive as Price(4): round the series to them, as the feed does.
+            let p4 = (p * 10_000.0).round() as u32;
+            let _ = s.on_tick(price_f64(p4));
+        }
+        s
+    }
+
+    /// Checks the trigger of `s` against `on_tick` at price `p`.
+    fn agrees(s: &Strategy, armed: Result<Trigger, Unarmed>, p: u32) -> Result<(), String> {
+        let got = s.clone().on_tick(price_f64(p));
+        match armed {
+            Ok(t) => {
+                let want = t.prices.contains(p).then_some(t.signal);
+                if got != want {
+                    return Err(format!("price {p}: on_tick {got:?}, trigger {t:?}"));
+                }
+            }
+            Err(Unarmed::NotOneSide | Unarmed::Budget) => {}
+            Err(why) => {
+                if got.is_some() {
+                    return Err(format!("price {p}: on_tick {got:?}, unarmed {why:?}"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn warm_up_is_never_armed_and_a_trade_run_is() {
+        let mut s = Strategy::new(Params::from_n(6).expect("valid"));
+        assert_eq!(s.trigger(), Err(Unarmed::WarmingUp));
+        let mut armed = 0;
+        let mut fired = 0;
+        for &p in &crate::data::gbm(7, 3_000) {
+            let p4 = (p * 10_000.0).round() as u32;
+            let t = s.trigger();
+            armed += usize::from(t.is_ok());
+            let got = s.on_tick(price_f64(p4));
+            if let Ok(t) = t {
+                assert_eq!(got, t.prices.contains(p4).then_some(t.signal), "{t:?} {p4}");
+            } else {
+                assert_eq!(got, None, "unarmed {t:?} but on_tick fired at {p4}");
+            }
+            fired += usize::from(got.is_some());
+        }
+        assert!(fired > 50, "the series trades: {fired}");
+        // Armed whenever a cross is possible: about half the ticks (the side not held).
+        assert!(armed > 1_000, "armed on {armed} of 3,000 ticks");
+    }
+
+    #[test]
+    fn the_threshold_is_exact_at_its_neighbours() {
+        let mut checked = 0;
+        for seed in 0..40 {
+            let mut s = fed(6 + (seed as i64 % 20), seed, 400);
+            let Ok(t) = s.trigger() else { continue };
+            let edge = match t.prices {
+                Prices::AtOrAbove(e) | Prices::AtOrBelow(e) => e,
+            };
+            for p in edge.saturating_sub(3)..=edge.saturating_add(3) {
+                agrees(&s, Ok(t), p).unwrap();
+            }
+            checked += 1;
+        }
+        assert!(checked > 10, "{checked} thresholds checked");
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// The search's one claim about ranges: when the bounds say every price of a range
+        /// fires (or none does), each price of it, evaluated as `on_tick` does, agrees.
+        #[test]
+        fn a_settled_range_is_settled_at_every_price(
+            n in 4_i64..80,
+            seed in 0_u64..1_000,
+            k in 30_usize..400,
+            long in any::<bool>(),
+            offset in -20_000_i64..20_000,
+            width in 0_u32..3_000,
+        ) {
+            let mut s = fed(n, seed, k);
+            // Around where the lines cross, if they do, else around the last price.
+            let centre = match s.trigger() {
+                Ok(Trigger { prices: Prices::AtOrAbove(e) | Prices::AtOrBelow(e), .. }) => {
+                    i64::from(e)
+                }
+                Err(_) => {
+                    let last = crate::data::gbm(seed, k).last().copied().unwrap_or(100.0);
+                    (last * 10_000.0) as i64
+                }
+            };
+            let side = if long { Side::Long } else { Side::Short };
+            let search = Search { strategy: &s, t: s.ticks(), side };
+            let lo = u32::try_from((centre + offset / 8).max(0)).unwrap();
+            let hi = lo.saturating_add(width);
+            if let Ok(Some(all)) = search.settles(lo, hi) {
+                for p in lo..=hi {
+                    prop_assert_eq!(search.fires(p), Ok(all), "price {} in {}..={}", p, lo, hi);
+                }
+            }
+        }
+
+        /// For random prepared states and random prices: "price in the armed set" equals
+        /// "`on_tick` emits", and the armed signal is the emitted one; unarmed ticks emit
+        /// nothing (but where the set is not one half-line, which is reported and not armed).
+        #[test]
+        fn the_armed_set_is_exactly_where_on_tick_emits(
+            n in 4_i64..80,
+            seed in 0_u64..1_000,
+            k in 0_usize..600,
+            offsets in proptest::collection::vec(-5_000_i64..5_000, 1..24),
+            anywhere in proptest::collection::vec(any::<u32>(), 1..8),
+        ) {
+            let mut s = fed(n, seed, k);
+            let armed = s.trigger();
+            let last = crate::data::gbm(seed, k.max(1)).last().copied().unwrap_or(100.0);
+            let mut prices: Vec<u32> = anywhere;
+            let centres = [
+                Some((last * 10_000.0) as i64),
+                armed.ok().map(|t| match t.prices {
+                    Prices::AtOrAbove(e) | Prices::AtOrBelow(e) => i64::from(e),
+                }),
+            ];
+            let at = |c: i64| u32::try_from(c.clamp(0, i64::from(u32::MAX))).unwrap();
+            for c in centres.into_iter().flatten() {
+                for &o in &offsets {
+                    prices.push(at(c + o));
+                }
+            }
+            // Every price next to the threshold.
+            if let Some(Prices::AtOrAbove(e) | Prices::AtOrBelow(e)) = armed.ok().map(|t| t.prices) {
+                let e = i64::from(e);
+                prices.extend((e - 40..=e + 40).map(at));
+            }
+            for p in prices {
+                agrees(&s, armed, p).map_err(TestCaseError::fail)?;
+            }
+        }
+    }
+}
