@@ -5,6 +5,9 @@
 //! - `on_tick_decision/n`: price in to decision out, with `prepare` done before the timed call
 //!   (what the live loop sees when it prepares after sending its order).
 //! - `per_tick_total/n`: `on_tick` + `prepare`, the whole per-tick work.
+//! - `trigger/n`: the next tick's exact trigger (`Strategy::trigger`), on a prepared strategy:
+//!   the arm computation of a pre-armed trigger path, done between ticks. Before it, the share
+//!   of the spec series' ticks that can be armed, and why the others can't, is printed.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -86,5 +89,42 @@ fn ticks(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, ticks, sweeps);
+fn triggers(c: &mut Criterion) {
+    let close = spec_series();
+    let warm = 10_000;
+    for n in [6, 200] {
+        // How often a tick can be armed, over the whole series, fed as Price(4) prices.
+        let mut s = Strategy::new(Params::from_n(n).unwrap_or_else(|e| panic!("n = {n}: {e}")));
+        let mut why = std::collections::BTreeMap::<String, u64>::new();
+        for &x in &close {
+            let key = match s.trigger() {
+                Ok(_) => "armed".to_owned(),
+                Err(e) => format!("{e:?}"),
+            };
+            *why.entry(key).or_default() += 1;
+            s.on_tick(engine::trigger::price_f64((x * 10_000.0).round() as u32));
+        }
+        eprintln!("trigger/n={n}: ticks of the spec series by arm outcome: {why:?}");
+    }
+    let mut g = c.benchmark_group("trigger");
+    g.warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    for n in [6, 200] {
+        let base = warmed(&close, n, warm);
+        g.bench_function(format!("n={n}"), |b| {
+            b.iter_batched_ref(
+                || {
+                    let mut s = base.clone();
+                    s.prepare();
+                    s
+                },
+                |s| s.trigger(),
+                BatchSize::SmallInput,
+            );
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, ticks, triggers, sweeps);
 criterion_main!(benches);

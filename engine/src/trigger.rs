@@ -13,22 +13,22 @@
 //!
 //! # Why "exact"
 //! In real numbers the threshold is where two lines cross. `on_tick` computes in `f64`, and
-//! rounding could in principle make the computed comparison disagree with the real one near the
-//! crossing, or even flip back and forth there. So the set is not solved for; it is found by
-//! evaluating `on_tick`'s own arithmetic ([`Strategy`]'s `indicators`, the one place it is
-//! written) on whole ranges of prices at once: every operation is monotone in its inputs (a
-//! window's constants are positive) and so is round-to-nearest, so the results at a range's
-//! ends bound the result at every price in it, bit for bit as `on_tick` computes it. Ranges
-//! whose bounds decide the comparison are settled whole; the rest are halved, and ranges of a
-//! few prices are evaluated price by price, exactly as `on_tick` would. The search covers every
-//! Price(4) value (`u32`, ten-thousandths of a dollar, converted as `p as f64 / 10_000.0`, the
-//! lab's one conversion). The result is armed only if the firing prices form one half-line
-//! (`>= T` or `<= T`); otherwise, or during warm-up, or when nothing can fire, there is no
-//! trigger and the tick is left to the strategy.
+//! rounding could make the computed comparison disagree with the real one near the crossing,
+//! or even flip back and forth there. So the threshold is not simply solved for. `on_tick`'s
+//! arithmetic is written once ([`Strategy`]'s `indicators`), generic over its number type, and
+//! is run once more on affine forms: each value as `a + b·x` (x the price in dollars) with a
+//! bound `e` on how far the `f64` value `on_tick` computes can be from it, for every price,
+//! every rounding included. The comparison's two sides then differ by `A + B·x ± E`, which
+//! settles every price farther than `E / |B|` from the crossing `−A / B` (a few millionths of a
+//! Price(4) unit here); the prices next to it are evaluated one by one, exactly as `on_tick`
+//! would. The search covers every Price(4) value (`u32`, ten-thousandths of a dollar, converted
+//! as `p as f64 / 10_000.0`, the lab's one conversion). The result is armed only if the firing
+//! prices form one half-line (`>= T` or `<= T`); otherwise, or during warm-up, or when nothing
+//! can fire, there is no trigger and the tick is left to the strategy.
 use crate::{Side, Signal, Strategy};
 
-/// The arithmetic of one tick's indicators, on one price (`f64`) or on a range of prices
-/// ([`Bounds`]). Constants are positive (window weights and denominators, 2, 3).
+/// The arithmetic of one tick's indicators, on one price (`f64`) or on every price at once
+/// ([`Affine`]). Constants are positive (window weights and denominators, 2, 3).
 pub(crate) trait Arith: Copy {
     fn nan() -> Self;
     /// `self * c`, `c > 0`.
@@ -64,50 +64,107 @@ impl Arith for f64 {
     }
 }
 
-/// The smallest and largest value an `f64` computation takes over a range of inputs, each
-/// computed with the same `f64` operation on the ends that give them.
+/// Twice the unit roundoff of `f64`: a generous bound on one rounding's relative error.
+const EPS: f64 = f64::EPSILON;
+/// Margin on every error bound, for the rounding in computing the bound itself (a few
+/// operations, each within `EPS`).
+const MARGIN: f64 = 1.0 + 64.0 * f64::EPSILON;
+/// The largest price, in dollars: `u32::MAX` Price(4) units.
+const X_MAX: f64 = u32::MAX as f64 / 10_000.0;
+
+/// A value as an affine form of the price `x` in dollars (as `on_tick` gets it:
+/// [`price_f64`]), for every `x` in `0..=X_MAX`: the `f64` value `on_tick`'s arithmetic
+/// computes from `x` is within `e` of `a + b·x`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Bounds {
-    lo: f64,
-    hi: f64,
+pub(crate) struct Affine {
+    a: f64,
+    b: f64,
+    e: f64,
 }
 
-impl Arith for Bounds {
+impl Affine {
+    /// The price itself, exactly.
+    const fn price() -> Self {
+        Self {
+            a: 0.0,
+            b: 1.0,
+            e: 0.0,
+        }
+    }
+
+    /// A bound on the absolute value of the computed value, for every price.
+    fn magnitude(self) -> f64 {
+        (self.a.abs() + self.b.abs() * X_MAX + self.e) * MARGIN
+    }
+
+    /// How far the form's coefficients, computed in `f64`, can be from the exact ones, as a
+    /// bound on the form's value: one rounding each.
+    fn coefficient_error(self) -> f64 {
+        EPS * (self.a.abs() + self.b.abs() * X_MAX)
+    }
+
+    fn with_error(a: f64, b: f64, e: f64) -> Self {
+        let f = Self { a, b, e: 0.0 };
+        Self {
+            a,
+            b,
+            e: (e + f.coefficient_error()) * MARGIN,
+        }
+    }
+
+    fn is_nan(self) -> bool {
+        self.a.is_nan() || self.b.is_nan() || self.e.is_nan()
+    }
+
+    /// Bounds on the computed value over the prices whose `x` is in `xlo..=xhi` (for Price(4)
+    /// values `lo..=hi`, `price_f64(lo)..=price_f64(hi)`: the conversion is monotone).
+    fn range(self, xlo: f64, xhi: f64) -> (f64, f64) {
+        let (ends_lo, ends_hi) = {
+            let (u, v) = (self.a + self.b * xlo, self.a + self.b * xhi);
+            (u.min(v), u.max(v))
+        };
+        // The two evaluations above round too: a relative EPS of each term, and more margin.
+        let slack = (self.e + 2.0 * self.coefficient_error()) * MARGIN;
+        (ends_lo - slack, ends_hi + slack)
+    }
+}
+
+impl Arith for Affine {
     fn nan() -> Self {
         Self {
-            lo: f64::NAN,
-            hi: f64::NAN,
+            a: f64::NAN,
+            b: f64::NAN,
+            e: f64::NAN,
         }
     }
     fn mul(self, c: f64) -> Self {
-        Self {
-            lo: self.lo * c,
-            hi: self.hi * c,
-        }
+        // |v·c rounded − v·c| <= EPS·|v·c|, and |v·c − (a + b x)·c| <= e·c.
+        Self::with_error(
+            self.a * c,
+            self.b * c,
+            self.e * c + EPS * self.magnitude() * c,
+        )
     }
     fn add(self, c: f64) -> Self {
-        Self {
-            lo: self.lo + c,
-            hi: self.hi + c,
-        }
+        Self::with_error(
+            self.a + c,
+            self.b,
+            self.e + EPS * (self.magnitude() + c.abs()),
+        )
     }
     fn div(self, d: f64) -> Self {
-        Self {
-            lo: self.lo / d,
-            hi: self.hi / d,
-        }
+        Self::with_error(
+            self.a / d,
+            self.b / d,
+            self.e / d + EPS * self.magnitude() / d,
+        )
     }
     fn sub(self, other: Self) -> Self {
-        Self {
-            lo: self.lo - other.hi,
-            hi: self.hi - other.lo,
-        }
-    }
-}
-
-impl Bounds {
-    fn is_nan(self) -> bool {
-        self.lo.is_nan() || self.hi.is_nan()
+        Self::with_error(
+            self.a - other.a,
+            self.b - other.b,
+            self.e + other.e + EPS * (self.magnitude() + other.magnitude()),
+        )
     }
 }
 
@@ -163,14 +220,14 @@ pub enum Unarmed {
     Never,
     /// The firing prices are not one half-line (rounding near the crossing): not armed.
     NotOneSide,
-    /// The search did not settle within its budget (lines nearly parallel in the price).
+    /// The band of prices the affine bounds can't settle is wider than [`BAND`] (the lines
+    /// nearly parallel in the price): not armed.
     Budget,
 }
 
-/// Ranges of this many prices or fewer are evaluated price by price.
-const POINTWISE: u32 = 16;
-/// Most range evaluations one search may make (each is a few dozen flops).
-const BUDGET: u32 = 20_000;
+/// The most prices next to the crossing evaluated one by one; a wider band (lines nearly
+/// parallel in the price) is not armed.
+const BAND: u32 = 4_096;
 
 impl Strategy {
     /// The exact trigger of the next tick (see the [module](self) documentation), or why
@@ -201,9 +258,7 @@ impl Strategy {
             t: self.ticks(),
             side,
         };
-        let mut runs = Runs::default();
-        let mut budget = BUDGET;
-        search.scan(0, u32::MAX, &mut runs, &mut budget)?;
+        let runs = search.runs()?;
         let signal = Signal {
             side,
             reverse: position.is_some(),
@@ -219,8 +274,7 @@ impl Strategy {
     }
 }
 
-/// Consecutive price ranges with the same answer, in price order; the search stops at a third
-/// (three runs can't be one half-line).
+/// Consecutive price ranges with the same answer, in price order.
 #[derive(Debug, Default)]
 struct Runs {
     runs: Vec<(u32, u32, bool)>,
@@ -254,49 +308,67 @@ impl Search<'_> {
         })
     }
 
-    /// Whether every price of `lo..=hi` fires (`Some(true)`), none does (`Some(false)`), or
-    /// the bounds can't tell (`None`).
-    fn settles(&self, lo: u32, hi: u32) -> Result<Option<bool>, Unarmed> {
-        let x = Bounds {
-            lo: price_f64(lo),
-            hi: price_f64(hi),
-        };
-        let i = self.strategy.indicators(self.t, x);
-        if i.hma.is_nan() || i.hma3.is_nan() {
-            return Err(Unarmed::WarmingUp);
-        }
-        // Fires when `a > b`.
+    /// `a − b` as an affine form, where the tick fires when the computed `a` exceeds the
+    /// computed `b`.
+    fn margin(&self) -> Result<Affine, Unarmed> {
+        let i = self.strategy.indicators(self.t, Affine::price());
         let (a, b) = match self.side {
             Side::Long => (i.hma3, i.hma),
             Side::Short => (i.hma, i.hma3),
         };
-        Ok(if a.lo > b.hi {
+        let g = a.sub(b);
+        if g.is_nan() {
+            return Err(Unarmed::WarmingUp);
+        }
+        Ok(g)
+    }
+
+    /// Whether every price of `lo..=hi` fires (`Some(true)`), none does (`Some(false)`), or
+    /// the form can't tell (`None`).
+    fn settles(g: Affine, lo: u32, hi: u32) -> Option<bool> {
+        let (min, max) = g.range(price_f64(lo), price_f64(hi));
+        if min > 0.0 {
             Some(true)
-        } else if a.hi <= b.lo {
+        } else if max <= 0.0 {
             Some(false)
         } else {
             None
-        })
+        }
     }
 
-    fn scan(&self, lo: u32, hi: u32, runs: &mut Runs, budget: &mut u32) -> Result<(), Unarmed> {
-        if runs.runs.len() > 2 {
-            return Err(Unarmed::NotOneSide);
+    /// The firing prices as runs: the two sides of the crossing settled by the form, the band
+    /// around it price by price.
+    fn runs(&self) -> Result<Runs, Unarmed> {
+        let g = self.margin()?;
+        let mut runs = Runs::default();
+        // Where the form crosses zero, in Price(4) units, and how far from it the form can't
+        // tell the sign.
+        let cross = -g.a / g.b * 10_000.0;
+        let half = (g.e + 2.0 * g.coefficient_error()) * MARGIN / g.b.abs() * 10_000.0 + 2.0;
+        if g.b == 0.0 || !cross.is_finite() || !half.is_finite() {
+            // Level lines: one range, settled whole or not at all.
+            let all = Self::settles(g, 0, u32::MAX).ok_or(Unarmed::Budget)?;
+            runs.push(0, u32::MAX, all);
+            return Ok(runs);
         }
-        *budget = budget.checked_sub(1).ok_or(Unarmed::Budget)?;
-        if let Some(all) = self.settles(lo, hi)? {
-            runs.push(lo, hi, all);
-            return Ok(());
+        if half > f64::from(BAND) / 2.0 {
+            return Err(Unarmed::Budget);
         }
-        if hi - lo < POINTWISE {
-            for p in lo..=hi {
-                runs.push(p, p, self.fires(p)?);
-            }
-            return Ok(());
+        let clamp = |v: f64| v.clamp(0.0, f64::from(u32::MAX)) as u32;
+        let band_lo = clamp((cross - half).floor());
+        let band_hi = clamp((cross + half).ceil());
+        if band_lo > 0 {
+            let all = Self::settles(g, 0, band_lo - 1).ok_or(Unarmed::Budget)?;
+            runs.push(0, band_lo - 1, all);
         }
-        let mid = lo + (hi - lo) / 2;
-        self.scan(lo, mid, runs, budget)?;
-        self.scan(mid + 1, hi, runs, budget)
+        for p in band_lo..=band_hi {
+            runs.push(p, p, self.fires(p)?);
+        }
+        if band_hi < u32::MAX {
+            let all = Self::settles(g, band_hi + 1, u32::MAX).ok_or(Unarmed::Budget)?;
+            runs.push(band_hi + 1, u32::MAX, all);
+        }
+        Ok(runs)
     }
 }
 
@@ -381,8 +453,8 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(256))]
 
-        /// The search's one claim about ranges: when the bounds say every price of a range
-        /// fires (or none does), each price of it, evaluated as `on_tick` does, agrees.
+        /// The search's one claim about ranges: when the affine form says every price of a
+        /// range fires (or none does), each price of it, evaluated as `on_tick` does, agrees.
         #[test]
         fn a_settled_range_is_settled_at_every_price(
             n in 4_i64..80,
@@ -407,7 +479,9 @@ mod tests {
             let search = Search { strategy: &s, t: s.ticks(), side };
             let lo = u32::try_from((centre + offset / 8).max(0)).unwrap();
             let hi = lo.saturating_add(width);
-            if let Ok(Some(all)) = search.settles(lo, hi) {
+            if let Ok(g) = search.margin()
+                && let Some(all) = Search::settles(g, lo, hi)
+            {
                 for p in lo..=hi {
                     prop_assert_eq!(search.fires(p), Ok(all), "price {} in {}..={}", p, lo, hi);
                 }

@@ -1,0 +1,27 @@
+//! `cargo run --release -p engine --example ticks -- N [trigger]`: feeds the spec series to one
+//! strategy (`prepare` + `on_tick` per tick, as the live loop does), and with `trigger` also
+//! computes each tick's trigger first. A fixed workload for `valgrind --tool=callgrind`, whose
+//! instruction counts (unlike times on a shared VM) repeat: the difference between the two
+//! modes is the arm computation's cost per tick.
+use engine::{Params, Strategy};
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let n: i64 = args
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("usage: ticks N [trigger]"));
+    let trigger = args.next().is_some_and(|a| a == "trigger");
+    let close = engine::data::gbm(engine::data::SPEC_SEED, engine::data::SPEC_BARS);
+    let mut s = Strategy::new(Params::from_n(n).unwrap_or_else(|e| panic!("n = {n}: {e}")));
+    let (mut armed, mut orders) = (0_u64, 0_u64);
+    for &x in &close {
+        let p = engine::trigger::price_f64((x * 10_000.0).round() as u32);
+        if trigger {
+            armed += u64::from(s.trigger().is_ok());
+        }
+        orders += u64::from(s.on_tick(std::hint::black_box(p)).is_some());
+        s.prepare();
+    }
+    println!("n={n} ticks={} orders={orders} armed={armed}", close.len());
+}
