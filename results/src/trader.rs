@@ -288,6 +288,12 @@ pub struct XdpCounters {
     /// Log records over the rate limit, not written.
     #[serde(default)]
     pub log_suppressed: u64,
+    /// Trigger path: armed orders fired.
+    #[serde(default)]
+    pub trigger_fired: u64,
+    /// Trigger path: the armed tick arrived at a price outside the armed set.
+    #[serde(default)]
+    pub trigger_not_in_set: u64,
 }
 
 /// The loaded XDP program, as the kernel describes it (`bpf_prog_info`).

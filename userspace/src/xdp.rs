@@ -1,12 +1,12 @@
 //! Loading and attaching the lab's XDP program, and reading its counters.
 use aya::{
     Ebpf, EbpfLoader,
-    maps::{MapData, PerCpuArray, XskMap},
+    maps::{Array, MapData, PerCpuArray, RingBuf, XskMap},
     programs::{ProgramError, Xdp, XdpMode as AyaXdpMode, xdp::XdpLinkId},
 };
 use xdp_common::{
-    Action, Counter, GLOBAL_ACTION, GLOBAL_MD_PORT, GLOBAL_MD_PORT_B, GLOBAL_XDP_LOG, MAP_COUNTERS,
-    MAP_XSKS, PROG_NAME,
+    Action, Arm, Counter, Fired, GLOBAL_ACTION, GLOBAL_MD_PORT, GLOBAL_MD_PORT_B, GLOBAL_XDP_LOG,
+    MAP_ARM, MAP_COUNTERS, MAP_FIRED, MAP_XSKS, PROG_NAME,
 };
 
 /// The XDP program, built by `build.rs` and embedded here. Empty when the eBPF toolchain was
@@ -236,6 +236,43 @@ impl XdpProgram {
         })
     }
 
+    /// Writes the arm of the trigger path ([`Action::Trigger`]): the order the program fires
+    /// for the tick `arm.seq` if its price is in the armed set. One map update (a syscall).
+    pub fn set_arm(&mut self, arm: &Arm) -> Result<(), XdpError> {
+        let map = self.ebpf.map_mut(MAP_ARM).ok_or_else(|| XdpError::Map {
+            what: format!("map {MAP_ARM} missing"),
+            source: aya::maps::MapError::InvalidName {
+                name: MAP_ARM.into(),
+            },
+        })?;
+        let mut array: Array<&mut MapData, ArmValue> =
+            Array::try_from(map).map_err(|source| XdpError::Map {
+                what: format!("map {MAP_ARM} is not the arm array"),
+                source,
+            })?;
+        array
+            .set(0, ArmValue(*arm), 0)
+            .map_err(|source| XdpError::Map {
+                what: "failed to write the arm".into(),
+                source,
+            })
+    }
+
+    /// The trigger's record of what it fired (once: the ring moves to the caller).
+    pub fn take_fired(&mut self) -> Result<FiredRing, XdpError> {
+        let map = self.ebpf.take_map(MAP_FIRED).ok_or_else(|| XdpError::Map {
+            what: format!("map {MAP_FIRED} missing (or already taken)"),
+            source: aya::maps::MapError::InvalidName {
+                name: MAP_FIRED.into(),
+            },
+        })?;
+        let ring = RingBuf::try_from(map).map_err(|source| XdpError::Map {
+            what: format!("map {MAP_FIRED} is not a ring buffer"),
+            source,
+        })?;
+        Ok(FiredRing(ring))
+    }
+
     /// Puts an AF_XDP socket into the XSKMAP slot of `queue`.
     pub fn register_socket(&mut self, queue: u32, fd: std::os::fd::RawFd) -> Result<(), XdpError> {
         let map = self.ebpf.map_mut(MAP_XSKS).ok_or_else(|| XdpError::Map {
@@ -288,6 +325,46 @@ struct BorrowedRaw(std::os::fd::RawFd);
 impl std::os::fd::AsRawFd for BorrowedRaw {
     fn as_raw_fd(&self) -> std::os::fd::RawFd {
         self.0
+    }
+}
+
+/// An [`Arm`] as aya stores it in the map.
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+struct ArmValue(Arm);
+
+mod pod {
+    #![expect(
+        unsafe_code,
+        reason = "aya's Pod marker for a map value is an unsafe trait"
+    )]
+
+    // SAFETY: `Arm` is `repr(C)` of integers and byte arrays, 56 bytes with no padding (its
+    // size is tested in xdp-common), so every bit pattern is a valid value and none is
+    // uninitialised.
+    unsafe impl aya::Pod for super::ArmValue {}
+}
+
+/// The ring of [`Fired`] records the trigger writes.
+pub struct FiredRing(RingBuf<MapData>);
+
+impl std::fmt::Debug for FiredRing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FiredRing")
+    }
+}
+
+impl FiredRing {
+    /// The next record, if one is waiting.
+    pub fn next_fired(&mut self) -> Option<Fired> {
+        let item = self.0.next()?;
+        Fired::from_bytes(&item)
+    }
+}
+
+impl std::os::fd::AsFd for FiredRing {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.0.as_fd()
     }
 }
 
@@ -361,6 +438,8 @@ impl Counters {
                 Counter::ReflectFailed => &mut r.reflect_failed,
                 Counter::Logged => &mut r.logged,
                 Counter::LogSuppressed => &mut r.log_suppressed,
+                Counter::TriggerFired => &mut r.trigger_fired,
+                Counter::TriggerNotInSet => &mut r.trigger_not_in_set,
             };
             *slot = self.get(c);
         }

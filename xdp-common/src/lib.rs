@@ -73,6 +73,115 @@ pub enum Action {
     /// little-endian u64, CLOCK_MONOTONIC) after the frame's last byte. For the exchange side,
     /// whose measurement must not wait for its own loop to read the frame.
     RedirectStamped = 3,
+    /// The pre-armed trigger: a single-trade MoldUDP64 packet of the armed session and
+    /// sequence number whose price is in the armed set is rewritten into the armed order and
+    /// sent back with `XDP_TX`, the arm consumed and a [`Fired`] record written to
+    /// [`MAP_FIRED`]; every other market-data frame is redirected as [`Action::Redirect`].
+    Trigger = 4,
+}
+
+/// The array map (one entry) holding the [`Arm`].
+pub const MAP_ARM: &str = "ARM";
+/// The ring buffer of [`Fired`] records.
+pub const MAP_FIRED: &str = "FIRED";
+
+/// The order armed for one tick (the [`Action::Trigger`] path), written by userspace between
+/// ticks, read by the program. Keyed by sequence number, so an arm can only fire on the tick
+/// it was computed for; consumed (`armed = 0`) when it fires. Byte arrays and integers only,
+/// no padding the compiler could leave undefined: 56 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Arm {
+    /// The MoldUDP64 sequence number of the tick it may fire on.
+    pub seq: u64,
+    /// The order's token.
+    pub token: u64,
+    /// The price threshold, Price(4), included in the set.
+    pub threshold: u32,
+    /// The order's shares.
+    pub shares: u32,
+    /// The MoldUDP64 session the packet must carry.
+    pub session: [u8; 10],
+    /// The stock the trade must be of (the order's stock).
+    pub stock: [u8; 8],
+    /// 1: armed; 0: nothing armed (or consumed).
+    pub armed: u8,
+    /// [`ARM_AT_OR_ABOVE`] or [`ARM_AT_OR_BELOW`].
+    pub direction: u8,
+    /// The order's side, `b'B'` or `b'S'`.
+    pub side: u8,
+    /// The order's flags, big-endian as on the wire.
+    pub flags: [u8; 2],
+    /// Zero.
+    pub pad: [u8; 9],
+}
+
+/// [`Arm::direction`]: fire when the price is at or above the threshold.
+pub const ARM_AT_OR_ABOVE: u8 = 0;
+/// [`Arm::direction`]: fire when the price is at or below the threshold.
+pub const ARM_AT_OR_BELOW: u8 = 1;
+
+impl Arm {
+    /// Whether `price` (Price(4)) is in the armed set.
+    #[must_use]
+    pub const fn contains(&self, price: u32) -> bool {
+        if self.direction == ARM_AT_OR_BELOW {
+            price <= self.threshold
+        } else {
+            price >= self.threshold
+        }
+    }
+}
+
+/// What the program did on [`Action::Trigger`]'s path: one record per fired order, the
+/// order's fields as it wrote them and the tick's sequence number and price. 32 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Fired {
+    /// The tick's (and the arm's) sequence number.
+    pub seq: u64,
+    /// The order's token.
+    pub token: u64,
+    /// The tick's price, Price(4).
+    pub price: u32,
+    /// The order's shares.
+    pub shares: u32,
+    /// The order's side.
+    pub side: u8,
+    /// The order's flags, big-endian.
+    pub flags: [u8; 2],
+    /// Zero.
+    pub pad: [u8; 5],
+}
+
+impl Fired {
+    /// Its size, as the ring buffer carries it.
+    pub const LEN: usize = 32;
+
+    /// Reads a record from the ring buffer's bytes (native endian, as the program wrote it).
+    #[must_use]
+    pub fn from_bytes(b: &[u8]) -> Option<Self> {
+        let b: &[u8; Self::LEN] = b.get(..Self::LEN)?.try_into().ok()?;
+        let u64_at = |i: usize| {
+            let mut w = [0; 8];
+            w.copy_from_slice(&b[i..i + 8]);
+            u64::from_ne_bytes(w)
+        };
+        let u32_at = |i: usize| {
+            let mut w = [0; 4];
+            w.copy_from_slice(&b[i..i + 4]);
+            u32::from_ne_bytes(w)
+        };
+        Some(Self {
+            seq: u64_at(0),
+            token: u64_at(8),
+            price: u32_at(16),
+            shares: u32_at(20),
+            side: b[24],
+            flags: [b[25], b[26]],
+            pad: [0; 5],
+        })
+    }
 }
 
 /// The arrival stamp's length: magic, then nanoseconds.
@@ -111,6 +220,7 @@ impl Action {
             0 => Action::Redirect,
             2 => Action::Reflect,
             3 => Action::RedirectStamped,
+            4 => Action::Trigger,
             _ => Action::Pass,
         }
     }
@@ -149,11 +259,16 @@ pub enum Counter {
     Logged,
     /// Log records not written: over the rate limit.
     LogSuppressed,
+    /// Trigger path: armed orders fired (`XDP_TX`).
+    TriggerFired,
+    /// Trigger path: packets of the armed tick whose price was not in the armed set
+    /// (redirected to the trader, which decides them).
+    TriggerNotInSet,
 }
 
 impl Counter {
     /// Number of counters; the map's `max_entries`.
-    pub const COUNT: u32 = 13;
+    pub const COUNT: u32 = 15;
 
     /// Every counter, in index order.
     pub const ALL: [Counter; Self::COUNT as usize] = [
@@ -170,6 +285,8 @@ impl Counter {
         Counter::ReflectFailed,
         Counter::Logged,
         Counter::LogSuppressed,
+        Counter::TriggerFired,
+        Counter::TriggerNotInSet,
     ];
 
     /// The counter's slot in the map.
@@ -193,6 +310,8 @@ impl Counter {
             Counter::ReflectFailed => "reflect_failed",
             Counter::Logged => "logged",
             Counter::LogSuppressed => "log_suppressed",
+            Counter::TriggerFired => "trigger_fired",
+            Counter::TriggerNotInSet => "trigger_not_in_set",
         }
     }
 }
@@ -218,6 +337,45 @@ mod tests {
     }
 
     #[test]
+    fn the_shared_records_have_no_hidden_padding() {
+        assert_eq!(core::mem::size_of::<Arm>(), 56);
+        assert_eq!(core::mem::size_of::<Fired>(), Fired::LEN);
+        // A record as the program writes it (native endian, repr(C)), read back.
+        let mut b = [0u8; Fired::LEN];
+        b[..8].copy_from_slice(&7u64.to_ne_bytes());
+        b[8..16].copy_from_slice(&9u64.to_ne_bytes());
+        b[16..20].copy_from_slice(&1_000_000u32.to_ne_bytes());
+        b[20..24].copy_from_slice(&200u32.to_ne_bytes());
+        b[24] = b'S';
+        b[25..27].copy_from_slice(&1u16.to_be_bytes());
+        let f = Fired::from_bytes(&b).unwrap();
+        assert_eq!(
+            f,
+            Fired {
+                seq: 7,
+                token: 9,
+                price: 1_000_000,
+                shares: 200,
+                side: b'S',
+                flags: [0, 1],
+                pad: [0; 5]
+            }
+        );
+        assert_eq!(Fired::from_bytes(&b[..31]), None);
+    }
+
+    #[test]
+    fn an_arm_contains_one_side_of_its_threshold() {
+        let mut a = Arm {
+            threshold: 100,
+            ..Arm::default()
+        };
+        assert!(a.contains(100) && a.contains(101) && !a.contains(99));
+        a.direction = ARM_AT_OR_BELOW;
+        assert!(a.contains(100) && !a.contains(101) && a.contains(99));
+    }
+
+    #[test]
     fn counter_indices_are_dense_and_in_order() {
         for (i, c) in Counter::ALL.iter().enumerate() {
             assert_eq!(c.index() as usize, i, "{c:?}");
@@ -229,6 +387,7 @@ mod tests {
         assert_eq!(Action::from_u8(0), Action::Redirect);
         assert_eq!(Action::from_u8(1), Action::Pass);
         assert_eq!(Action::from_u8(2), Action::Reflect);
+        assert_eq!(Action::from_u8(4), Action::Trigger);
         assert_eq!(Action::from_u8(200), Action::Pass);
     }
 }

@@ -21,12 +21,12 @@ use aya_ebpf::{
     bindings::xdp_action::{XDP_PASS, XDP_TX},
     helpers::{bpf_ktime_get_ns, bpf_xdp_adjust_tail},
     macros::{map, xdp},
-    maps::{PerCpuArray, XskMap},
+    maps::{Array, PerCpuArray, RingBuf, XskMap},
     programs::XdpContext,
 };
 use aya_log_ebpf::{error, warn};
 use xdp_common::{
-    Action, Counter, LOG_BURST, LOG_WINDOW_NS, MAX_QUEUES, checksum,
+    Action, Arm, Counter, Fired, LOG_BURST, LOG_WINDOW_NS, MAX_QUEUES, checksum,
     layout::{
         Field, UDP_PAYLOAD_OFFSET, at, ethernet, ipv4,
         itch::{self, trade},
@@ -60,6 +60,14 @@ static XDP_LOG: u8 = 0;
 #[map(name = "LOG_LIMIT")]
 static LOG_LIMIT: PerCpuArray<[u64; 2]> = PerCpuArray::with_max_entries(1, 0);
 
+/// The armed order (`Action::Trigger`), written by userspace between ticks.
+#[map(name = "ARM")]
+static ARM: Array<Arm> = Array::with_max_entries(1, 0);
+
+/// What the trigger fired, for userspace: one `Fired` record per order sent.
+#[map(name = "FIRED")]
+static FIRED: RingBuf = RingBuf::with_byte_size(1 << 16, 0);
+
 #[map(name = "XSKS")]
 static XSKS: XskMap = XskMap::with_max_entries(MAX_QUEUES, 0);
 
@@ -78,6 +86,20 @@ fn md_redirect(ctx: XdpContext) -> u32 {
                 redirect(&ctx)
             }
             Action::Pass => (Counter::PassedMarketData, XDP_PASS),
+            Action::Trigger => match trigger(&ctx) {
+                Shot::Fired(fired) => {
+                    // A full ring loses the record, never the order: userspace then sees the
+                    // tick missing and reports it.
+                    let _ = FIRED.output::<Fired>(&fired, 0);
+                    (Counter::TriggerFired, XDP_TX)
+                }
+                Shot::Miss => redirect(&ctx),
+                Shot::NotInSet => {
+                    count(Counter::TriggerNotInSet);
+                    redirect(&ctx)
+                }
+                Shot::Failed => (Counter::ReflectFailed, XDP_PASS),
+            },
             Action::Reflect => match reflect(&ctx) {
                 Ok(()) => (Counter::Reflected, XDP_TX),
                 Err(()) => {
@@ -333,12 +355,121 @@ const ORDER: usize = UDP_PAYLOAD_OFFSET;
 /// The reflector's order buys one lot, as the trader's opening orders do.
 const REFLECT_SHARES: u32 = xdp_common::LOT;
 
+/// The order fields the reflector and the trigger write; the rest come from the tick.
+struct OrderFields {
+    side: u8,
+    flags: [u8; 2],
+    shares: u32,
+    token: [u8; 8],
+}
+
 /// Turns a MoldUDP64 packet whose first message is an ITCH trade into an order for that tick
 /// (type 'O', buy 100, token = tick_seq = the packet's sequence number, the trade's price and
 /// stock), addressed back to the sender, and trims the frame to it. UDP checksum 0 (none:
 /// allowed for IPv4), IPv4 header checksum recomputed.
 #[inline(always)]
 fn reflect(ctx: &XdpContext) -> Result<(), ()> {
+    let seq: [u8; 8] = read_field(ctx, at(MOLD, moldudp64::field::SEQUENCE))?;
+    if read::<u8>(ctx, ITCH + trade::field::KIND)? != trade::KIND {
+        return Err(());
+    }
+    write_order(
+        ctx,
+        &OrderFields {
+            side: itch::SIDE_BUY,
+            flags: [0; 2],
+            shares: REFLECT_SHARES,
+            token: seq,
+        },
+    )
+}
+
+/// What the trigger did with a market-data frame.
+enum Shot {
+    /// The armed tick at a price in the set: the frame is the armed order now.
+    Fired(Fired),
+    /// Not the armed tick, or nothing armed.
+    Miss,
+    /// The armed tick, its price outside the set.
+    NotInSet,
+    /// Armed and matched, but the frame could not be rewritten (the arm is consumed).
+    Failed,
+}
+
+/// The trigger: fires when the packet is the armed tick at a price in the armed set, the arm
+/// consumed first. Only a MoldUDP64 packet of exactly one message, an ITCH trade of the armed
+/// stock in the armed session, can fire.
+#[inline(always)]
+fn trigger(ctx: &XdpContext) -> Shot {
+    let Some(arm) = ARM.get_ptr_mut(0) else {
+        return Shot::Miss;
+    };
+    // SAFETY: the map returned a valid pointer to its one entry; userspace rewrites it with
+    // map updates between ticks (the sequence key keeps a late arm from firing a later tick).
+    let a = unsafe { core::ptr::read_volatile(arm) };
+    if a.armed == 0 {
+        return Shot::Miss;
+    }
+    let Ok(seq) = read_field::<8>(ctx, at(MOLD, moldudp64::field::SEQUENCE)) else {
+        return Shot::Miss;
+    };
+    if u64::from_be_bytes(seq) != a.seq {
+        return Shot::Miss;
+    }
+    let (Ok(session), Ok(count), Ok(block), Ok(kind), Ok(stock), Ok(price)) = (
+        read_field::<10>(ctx, at(MOLD, moldudp64::field::SESSION)),
+        read_field::<2>(ctx, at(MOLD, moldudp64::field::COUNT)),
+        read_field::<2>(
+            ctx,
+            at(MOLD + moldudp64::HEADER_LEN, moldudp64::field::BLOCK_LEN),
+        ),
+        read::<u8>(ctx, ITCH + trade::field::KIND),
+        read_field::<8>(ctx, at(ITCH, trade::field::STOCK)),
+        read_field::<4>(ctx, at(ITCH, trade::field::PRICE)),
+    ) else {
+        return Shot::Miss;
+    };
+    if session != a.session
+        || u16::from_be_bytes(count) != 1
+        || usize::from(u16::from_be_bytes(block)) != trade::LEN
+        || kind != trade::KIND
+        || stock != a.stock
+    {
+        return Shot::Miss;
+    }
+    let price = u32::from_be_bytes(price);
+    if !a.contains(price) {
+        return Shot::NotInSet;
+    }
+    // Consumed before the frame is touched: a second copy of the tick can't fire again.
+    // SAFETY: as above; one byte.
+    unsafe { core::ptr::write_volatile(core::ptr::addr_of_mut!((*arm).armed), 0) };
+    let fields = OrderFields {
+        side: a.side,
+        flags: a.flags,
+        shares: a.shares,
+        token: a.token.to_be_bytes(),
+    };
+    if write_order(ctx, &fields).is_err() {
+        return Shot::Failed;
+    }
+    Shot::Fired(Fired {
+        seq: a.seq,
+        token: a.token,
+        price,
+        shares: a.shares,
+        side: a.side,
+        flags: a.flags,
+        pad: [0; 5],
+    })
+}
+
+/// Rewrites the frame, whose first message is an ITCH trade, into the order for that tick
+/// (`fields`, and the tick's sequence number, price and stock), addressed back to the
+/// sender, and trims it to the order. UDP checksum 0 (none: allowed for IPv4), IPv4 header
+/// checksum recomputed.
+#[inline(always)]
+fn write_order(ctx: &XdpContext, fields: &OrderFields) -> Result<(), ()> {
     // The frame's length from its IPv4 total length (the verifier forbids arithmetic on the
     // packet end pointer); checked against the real frame just below.
     let frame_len = IP
@@ -352,9 +483,6 @@ fn reflect(ctx: &XdpContext) -> Result<(), ()> {
         return Err(());
     }
     let seq: [u8; 8] = read_field(ctx, at(MOLD, moldudp64::field::SEQUENCE))?;
-    if read::<u8>(ctx, ITCH + trade::field::KIND)? != trade::KIND {
-        return Err(());
-    }
     let stock: [u8; 8] = read_field(ctx, at(ITCH, trade::field::STOCK))?;
     let price: [u8; 4] = read_field(ctx, at(ITCH, trade::field::PRICE))?;
     swap::<6>(ctx, ethernet::DST, ethernet::SRC)?;
@@ -373,14 +501,14 @@ fn reflect(ctx: &XdpContext) -> Result<(), ()> {
     write_field(ctx, at(UDP, udp::CHECKSUM), [0u8; 2])?;
     // The order, over the start of the MoldUDP64 payload (the frame is longer; trimmed below).
     write(ctx, ORDER + order::field::KIND, order::KIND)?;
-    write(ctx, ORDER + order::field::SIDE, itch::SIDE_BUY)?;
-    write_field(ctx, at(ORDER, order::field::FLAGS), [0u8; 2])?;
+    write(ctx, ORDER + order::field::SIDE, fields.side)?;
+    write_field(ctx, at(ORDER, order::field::FLAGS), fields.flags)?;
     write_field(
         ctx,
         at(ORDER, order::field::SHARES),
-        REFLECT_SHARES.to_be_bytes(),
+        fields.shares.to_be_bytes(),
     )?;
-    write_field(ctx, at(ORDER, order::field::TOKEN), seq)?;
+    write_field(ctx, at(ORDER, order::field::TOKEN), fields.token)?;
     write_field(ctx, at(ORDER, order::field::TICK_SEQ), seq)?;
     write_field(ctx, at(ORDER, order::field::PRICE), price)?;
     write_field(ctx, at(ORDER, order::field::STOCK), stock)?;

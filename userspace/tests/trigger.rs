@@ -1,0 +1,238 @@
+//! The XDP program's pre-armed trigger (`Action::Trigger`), through real frames in the lab: an
+//! armed order fires only on its tick (session, sequence number, one trade of its stock) at a
+//! price in its set, comes back to the exchange as exactly the armed order, is recorded in the
+//! ring, and is consumed; everything else goes on to the trader (here: passed to the kernel,
+//! as no AF_XDP socket is bound, and read from a UDP socket). Privileged: skipped (with a note)
+//! where the lab can't be built.
+use std::{net::UdpSocket, sync::mpsc, time::Duration};
+
+use netns::{in_netns, lab};
+use userspace::xdp::{XdpMode, XdpProgram};
+use wire::{
+    itch::{self, Price4, Side, Stock},
+    moldudp64::{PacketBuilder, Session},
+    order::{FLAG_REVERSE, OrderRepr},
+};
+use xdp_common::{ARM_AT_OR_ABOVE, ARM_AT_OR_BELOW, Action, Arm, Counter, Fired};
+
+mod common;
+
+use common::lab_or_skip;
+
+/// What the exchange side does, one step at a time.
+enum Step {
+    /// Send the tick (session, seq, stock, price) and say whether an order must come back.
+    Send(&'static str, u64, &'static str, u32, bool),
+    /// Send a packet of two trades with this sequence number (never fires).
+    SendTwo(u64, u32),
+}
+
+fn trade(seq: u64, stock: &str, price: u32) -> [u8; itch::trade::LEN] {
+    let mut t = [0u8; itch::trade::LEN];
+    userspace::t2t::trade_message(
+        seq,
+        Stock::new(stock).expect("stock"),
+        Price4(price),
+        seq * 1_000,
+    )
+    .emit_into(&mut t)
+    .expect("trade");
+    t
+}
+
+#[test]
+fn an_armed_order_fires_once_on_its_tick_at_a_price_in_its_set() {
+    let Some(lab) = lab_or_skip("trig") else {
+        return;
+    };
+    let c = lab.config().clone();
+    let arm_a = Arm {
+        seq: 3,
+        token: 77,
+        threshold: 1_000_000,
+        shares: 200,
+        session: *b"T2TLAB0001",
+        stock: *b"SYNTH   ",
+        armed: 1,
+        direction: ARM_AT_OR_ABOVE,
+        side: xdp_common::layout::itch::SIDE_SELL,
+        flags: FLAG_REVERSE.to_be_bytes(),
+        pad: [0; 9],
+    };
+    let arm_b = Arm {
+        seq: 9,
+        token: 78,
+        threshold: 500_000,
+        shares: 100,
+        direction: ARM_AT_OR_BELOW,
+        side: xdp_common::layout::itch::SIDE_BUY,
+        flags: [0; 2],
+        ..arm_a
+    };
+    // (step, arm to write before it, if any)
+    let steps: Vec<(Option<Arm>, Step)> = vec![
+        (
+            Some(arm_a),
+            Step::Send(lab::SESSION, 2, "SYNTH", 2_000_000, false),
+        ), // not its tick
+        (None, Step::Send(lab::SESSION, 3, "SYNTH", 999_999, false)), // price outside the set
+        (None, Step::Send("OTHERSESS1", 3, "SYNTH", 1_500_000, false)), // another session
+        (None, Step::Send(lab::SESSION, 3, "OTHER", 1_500_000, false)), // another stock
+        (None, Step::SendTwo(3, 1_500_000)),                          // two messages
+        (None, Step::Send(lab::SESSION, 3, "SYNTH", 1_000_000, true)), // fires (threshold included)
+        (None, Step::Send(lab::SESSION, 3, "SYNTH", 1_000_000, false)), // consumed
+        (
+            Some(arm_b),
+            Step::Send(lab::SESSION, 9, "SYNTH", 500_001, false),
+        ), // outside, below
+        (None, Step::Send(lab::SESSION, 9, "SYNTH", 12_345, true)),   // fires
+    ];
+    let n_steps = steps.len();
+
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let (step_tx, step_rx) = mpsc::channel::<Option<Arm>>();
+    let (ack_tx, ack_rx) = mpsc::channel::<()>();
+    let trader = {
+        let c = c.clone();
+        std::thread::spawn(move || {
+            in_netns(&c.trader_ns(), move || {
+                let mut prog = XdpProgram::attach(
+                    &c.trader_if,
+                    lab::MD_PORT,
+                    XdpMode::Native,
+                    Action::Trigger,
+                )
+                .expect("attach the trigger");
+                let mut fired = prog.take_fired().expect("the fired ring");
+                // No AF_XDP socket: what the trigger does not fire is passed to the kernel.
+                let md = UdpSocket::bind((c.trader_ip, lab::MD_PORT)).expect("bind md");
+                md.set_read_timeout(Some(Duration::from_millis(300)))
+                    .unwrap();
+                ready_tx.send(()).unwrap();
+                let mut passed = Vec::new();
+                // One message per step: the arm to write first, then an ack.
+                while let Ok(arm) = step_rx.recv_timeout(Duration::from_secs(20)) {
+                    if let Some(a) = arm {
+                        prog.set_arm(&a).expect("arm");
+                    }
+                    ack_tx.send(()).unwrap();
+                }
+                let mut buf = [0u8; 2048];
+                while let Ok(n) = md.recv(&mut buf) {
+                    passed.push(n);
+                }
+                let mut records = Vec::new();
+                while let Some(f) = fired.next_fired() {
+                    records.push(f);
+                }
+                (prog.counters().unwrap(), records, passed)
+            })
+            .unwrap()
+        })
+    };
+    ready_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    let orders = {
+        let c = c.clone();
+        in_netns(&c.exchange_ns(), move || {
+            // XDP_TX into a veth needs an XDP program on the receiving end: one that passes.
+            let _pass =
+                XdpProgram::attach(&c.exchange_if, lab::MD_PORT, XdpMode::Native, Action::Pass)
+                    .expect("attach the pass program");
+            let s = UdpSocket::bind((c.exchange_ip, lab::ORDER_PORT)).unwrap();
+            s.set_read_timeout(Some(Duration::from_millis(500)))
+                .unwrap();
+            let mut orders = Vec::new();
+            for (arm, step) in &steps {
+                let want_order = matches!(step, Step::Send(.., true));
+                step_tx.send(*arm).unwrap();
+                ack_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+                let mut buf = [0u8; 256];
+                let packet = match step {
+                    Step::Send(session, seq, stock, price, _) => {
+                        let mut b =
+                            PacketBuilder::new(&mut buf, Session::new(session).unwrap(), *seq)
+                                .unwrap();
+                        b.push(&trade(*seq, stock, *price)).unwrap();
+                        b.finish().to_vec()
+                    }
+                    Step::SendTwo(seq, price) => {
+                        let session = Session::new(lab::SESSION).unwrap();
+                        let mut b = PacketBuilder::new(&mut buf, session, *seq).unwrap();
+                        b.push(&trade(*seq, "SYNTH", *price)).unwrap();
+                        b.push(&trade(*seq + 1, "SYNTH", *price)).unwrap();
+                        b.finish().to_vec()
+                    }
+                };
+                s.send_to(&packet, (c.trader_ip, lab::MD_PORT)).unwrap();
+                let mut reply = [0u8; 256];
+                match s.recv_from(&mut reply) {
+                    Ok((n, _)) => {
+                        assert!(
+                            want_order,
+                            "an order came back for a step that must not fire"
+                        );
+                        let p = wire::order::Packet::new_checked(&reply[..n]).unwrap();
+                        orders.push((n, OrderRepr::parse(&p).unwrap()));
+                    }
+                    Err(e) => assert!(!want_order, "no order came back: {e}"),
+                }
+            }
+            drop(step_tx);
+            orders
+        })
+        .unwrap()
+    };
+    let (k, records, passed) = trader.join().expect("trader thread");
+    let want = [
+        OrderRepr {
+            side: Side::Sell,
+            reverse: true,
+            shares: 200,
+            token: 77,
+            tick_seq: 3,
+            price: Price4(1_000_000),
+            stock: Stock::new("SYNTH").unwrap(),
+        },
+        OrderRepr {
+            side: Side::Buy,
+            reverse: false,
+            shares: 100,
+            token: 78,
+            tick_seq: 9,
+            price: Price4(12_345),
+            stock: Stock::new("SYNTH").unwrap(),
+        },
+    ];
+    assert_eq!(orders.len(), 2);
+    for ((len, got), want) in orders.iter().zip(&want) {
+        assert_eq!(*len, wire::order::LEN, "the frame was trimmed to the order");
+        assert_eq!(got, want);
+    }
+    assert_eq!(
+        records,
+        [
+            Fired {
+                seq: 3,
+                token: 77,
+                price: 1_000_000,
+                shares: 200,
+                side: b'S',
+                flags: FLAG_REVERSE.to_be_bytes(),
+                pad: [0; 5],
+            },
+            Fired {
+                seq: 9,
+                token: 78,
+                price: 12_345,
+                shares: 100,
+                side: b'B',
+                flags: [0; 2],
+                pad: [0; 5],
+            },
+        ]
+    );
+    assert_eq!(k.get(Counter::TriggerFired), 2, "{k}");
+    assert_eq!(k.get(Counter::TriggerNotInSet), 2, "{k}");
+    // Every step that did not fire reached the trader's side (the kernel, here) whole.
+    assert_eq!(passed.len(), n_steps - 2, "{passed:?} {k}");
+}
