@@ -260,6 +260,14 @@ pub fn serve_connection<S: Read + Write>(stream: S, config: Config) -> io::Resul
     }
 }
 
+/// The `Busy` error reply to a connection over the limit (it is closed after).
+pub(crate) fn busy_reply(config: &Config) -> Vec<u8> {
+    let mut out = Vec::new();
+    let msg = format!("serving {} connections already", config.max_connections);
+    proto::encode_error(&mut out, ErrorCode::Busy, &msg);
+    out
+}
+
 pub(crate) fn is_disconnect(e: &io::Error) -> bool {
     matches!(
         e.kind(),
@@ -681,10 +689,7 @@ fn accept_loop(
         lock(&conns.threads).retain(|t| !t.is_finished());
         if conns.active.load(Ordering::SeqCst) >= config.max_connections {
             counters.refused.fetch_add(1, Ordering::Relaxed);
-            let mut out = Vec::new();
-            let msg = format!("serving {} connections already", config.max_connections);
-            proto::encode_error(&mut out, ErrorCode::Busy, &msg);
-            let _ = stream.write_all(&out);
+            let _ = stream.write_all(&busy_reply(&config));
             continue;
         }
         counters.accepted.fetch_add(1, Ordering::Relaxed);

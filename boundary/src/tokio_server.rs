@@ -13,7 +13,7 @@
 //! all its connections; with no budget it waits for readiness at once.
 use std::io;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
@@ -21,8 +21,8 @@ use tokio::io::AsyncWriteExt as _;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::proto::{self, ErrorCode, Framing, LEN_BYTES};
-use crate::server::{Config, Counters, Runtime, Session, is_disconnect};
+use crate::proto::{self, Framing, LEN_BYTES};
+use crate::server::{Config, Counters, Runtime, Session, busy_reply, is_disconnect};
 
 /// A listener of either kind, still std's: it is handed to the runtime on its own thread.
 #[derive(Debug)]
@@ -163,7 +163,6 @@ async fn accept_loop(
         counters.io_errors.fetch_add(1, Ordering::Relaxed);
         return;
     };
-    let active = Arc::new(AtomicUsize::new(0));
     let mut tasks = JoinSet::new();
     loop {
         let accepted = tokio::select! {
@@ -180,17 +179,14 @@ async fn accept_loop(
                 continue;
             }
         };
-        if active.load(Ordering::SeqCst) >= config.max_connections {
+        // Every finished connection was reaped just above: the set holds the open ones.
+        if tasks.len() >= config.max_connections {
             counters.refused.fetch_add(1, Ordering::Relaxed);
-            let mut out = Vec::new();
-            let msg = format!("serving {} connections already", config.max_connections);
-            proto::encode_error(&mut out, ErrorCode::Busy, &msg);
-            let _ = conn.write_all(&out).await;
+            let _ = conn.write_all(&busy_reply(&config)).await;
             continue;
         }
         counters.accepted.fetch_add(1, Ordering::Relaxed);
-        active.fetch_add(1, Ordering::SeqCst);
-        let (active, counters, mut stopped) = (active.clone(), counters.clone(), stopped.clone());
+        let (counters, mut stopped) = (counters.clone(), stopped.clone());
         tasks.spawn(async move {
             let served = tokio::select! {
                 r = serve_connection(conn, config) => r,
@@ -201,7 +197,6 @@ async fn accept_loop(
             if served.is_err() {
                 counters.io_errors.fetch_add(1, Ordering::Relaxed);
             }
-            active.fetch_sub(1, Ordering::SeqCst);
         });
     }
     drop(listener);

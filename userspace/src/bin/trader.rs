@@ -379,22 +379,8 @@ fn run_xdp(
     rx_to_tx: &mut Latency,
     stop: &AtomicBool,
 ) -> anyhow::Result<PathEnd> {
-    let mut prog = XdpProgram::attach_lines(
-        o.iface(),
-        o.port,
-        o.port_b,
-        o.xdp_mode,
-        Action::Redirect,
-        o.xdp_log,
-    )
-    .with_context(|| format!("failed to set up XDP on {}", o.iface()))?;
-    if o.xdp_log {
-        prog.start_log(o.housekeeping.clone())?;
-    }
-    if o.xdp_stats {
-        prog.enable_run_stats()?;
-    }
-    say_loaded(o, &prog);
+    let mut prog = attach(o, o.port_b, Action::Redirect)
+        .with_context(|| format!("failed to set up XDP on {}", o.iface()))?;
     let config = XskConfig {
         need_wakeup: !o.no_need_wakeup,
         huge_pages: o.huge_pages,
@@ -593,22 +579,8 @@ fn run_udp(
 /// The reflector: attach in reflect mode and wait. The end-of-session packet is not a trade,
 /// so the program passes it to the kernel, where a UDP socket on the feed port sees it.
 fn run_reflect(o: &Options, stop: &AtomicBool) -> anyhow::Result<PathEnd> {
-    let mut prog = XdpProgram::attach_lines(
-        o.iface(),
-        o.port,
-        None,
-        o.xdp_mode,
-        Action::Reflect,
-        o.xdp_log,
-    )
-    .with_context(|| format!("failed to set up the XDP reflector on {}", o.iface()))?;
-    if o.xdp_log {
-        prog.start_log(o.housekeeping.clone())?;
-    }
-    if o.xdp_stats {
-        prog.enable_run_stats()?;
-    }
-    say_loaded(o, &prog);
+    let prog = attach(o, None, Action::Reflect)
+        .with_context(|| format!("failed to set up the XDP reflector on {}", o.iface()))?;
     let sock = UdpSocket::bind(SocketAddrV4::new(o.addr, o.port))
         .with_context(|| format!("failed to bind {}:{}", o.addr, o.port))?;
     sock.set_read_timeout(Some(Duration::from_millis(50)))?;
@@ -648,6 +620,21 @@ fn run_reflect(o: &Options, stop: &AtomicBool) -> anyhow::Result<PathEnd> {
         xsk_stats: None,
         rss_start_kib,
     })
+}
+
+/// Loads and attaches the XDP program for `action`, with its log (`--xdp-log`) and run-time
+/// statistics (`--xdp-stats`) if asked, and says what was loaded.
+fn attach(o: &Options, port_b: Option<u16>, action: Action) -> anyhow::Result<XdpProgram> {
+    let mut prog =
+        XdpProgram::attach_lines(o.iface(), o.port, port_b, o.xdp_mode, action, o.xdp_log)?;
+    if o.xdp_log {
+        prog.start_log(o.housekeeping.clone())?;
+    }
+    if o.xdp_stats {
+        prog.enable_run_stats()?;
+    }
+    say_loaded(o, &prog);
+    Ok(prog)
 }
 
 /// Says how large the loaded XDP program is, and whether it logs.
