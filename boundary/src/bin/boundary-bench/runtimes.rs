@@ -16,14 +16,14 @@ pub(crate) const RUNTIMES: [&str; 3] = ["threads", "tokio-current", "tokio-multi
 
 /// The sweep modes' names on a runtime: (batched, chatty, stateful). The threads server keeps
 /// the study's names.
-pub(crate) const fn mode_names(runtime: &str) -> [&'static str; 3] {
-    match runtime.as_bytes() {
-        b"tokio-current" => [
+pub(crate) fn mode_names(runtime: &str) -> [&'static str; 3] {
+    match runtime {
+        "tokio-current" => [
             "tokio-current-batched",
             "tokio-current-chatty",
             "tokio-current-stateful",
         ],
-        b"tokio-multi" => [
+        "tokio-multi" => [
             "tokio-multi-batched",
             "tokio-multi-chatty",
             "tokio-multi-stateful",
