@@ -53,6 +53,19 @@ arg_enum! {
         /// order-shaped reply and sends it back with XDP_TX. (The exchange end needs an XDP
         /// program too for XDP_TX into a veth: `replay --xdp-pass-on ex0`.)
         Reflect = "reflect",
+        /// AF_XDP with the decision in the driver: between ticks the trader arms the XDP
+        /// program with the next tick's firing prices and order; the program sends that order
+        /// itself (XDP_TX) when such a price arrives, and passes every other packet to the
+        /// trader, which checks and re-arms.
+        Trigger = "trigger",
+    }
+}
+
+impl TraderPath {
+    /// The XDP program sends from the trader's end with XDP_TX (the reflector's answers, the
+    /// trigger's orders): on a veth the other end needs an XDP program for them to arrive.
+    pub const fn xdp_tx(self) -> bool {
+        matches!(self, TraderPath::Reflect | TraderPath::Trigger)
     }
 }
 

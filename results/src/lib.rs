@@ -23,7 +23,7 @@ pub use floor::FloorReport;
 pub use replay::{Arrival, LineSends, Parity, ParityVerdict, ReplayReport, RetransmitReport};
 pub use trader::{
     Account, FeedSeen, ForeignSession, FrameCounts, Knobs, LineCounts, Position, TraderCounters,
-    TraderReport, XdpCounters, XdpProgramStats, XskStats,
+    TraderReport, TriggerReport, Unarmed, XdpCounters, XdpProgramStats, XskStats,
 };
 
 /// Percentiles of one latency histogram, in microseconds.

@@ -50,6 +50,59 @@ pub struct TraderReport {
     pub thread_time: ThreadTime,
     /// The trader's own account of what it traded (its ledger, not the exchange's).
     pub account: Account,
+    /// The trigger path's arms, fired orders and checks (`--path trigger` only).
+    #[serde(default)]
+    pub trigger: Option<TriggerReport>,
+}
+
+/// What the trigger path (`--path trigger`) armed, what the XDP program fired, and whether
+/// each fired order was the one the trader would have sent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct TriggerReport {
+    /// Arms written (one per tick the engine could arm, after the tick before it).
+    pub arms: u64,
+    /// Arm writes the kernel refused.
+    pub arm_failed: u64,
+    /// Orders the XDP program fired (records read from its ring).
+    pub fired: u64,
+    /// Orders the trader sent itself, for ticks that came through the AF_XDP socket: it
+    /// decided not to arm them (`unarmed_orders`), or their arm was not in place when they
+    /// reached the program (`arm_late`).
+    pub software_orders: u64,
+    /// Of those, ticks the trader had decided not to arm (see `unarmed`).
+    pub unarmed_orders: u64,
+    /// Of those, ticks whose arm was written after they reached the program, or never
+    /// (they came right behind the tick before, in the same turn), or that came in a packet
+    /// of more than one message (the program fires only one-trade packets).
+    pub arm_late: u64,
+    /// Fired orders that were not what the trader would have sent for their tick (or fired
+    /// where it would have sent none): must be 0. A nonzero count is reported at exit.
+    pub mismatch: u64,
+    /// `fired / (fired + software_orders)`: the share of orders decided in the driver.
+    pub hit_rate: f64,
+    /// Decisions not to arm, by reason: warm-up (indicators undefined), level (no cross
+    /// possible), held (the only cross is to the side held), never (no price fires), not one
+    /// side / band (rounding the engine can't settle), other (feed not known, sequence end).
+    pub unarmed: Unarmed,
+    /// Computing and writing one arm, after the tick before it (µs): off the critical path.
+    pub arm_cost: Summary,
+}
+
+/// [`TriggerReport::unarmed`]: decisions not to arm, by reason.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unarmed {
+    /// The indicators are not all defined yet.
+    pub warming_up: u64,
+    /// The last bar's lines were equal.
+    pub level: u64,
+    /// The only cross is to the side already held.
+    pub held: u64,
+    /// No Price(4) value fires.
+    pub never: u64,
+    /// Rounding near the crossing the engine can't settle (not one side, band too wide).
+    pub unsettled: u64,
+    /// Anything else (feed not known yet, sequence numbers exhausted).
+    pub other: u64,
 }
 
 /// Which MoldUDP64 feed the trader followed.

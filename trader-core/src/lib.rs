@@ -9,6 +9,7 @@
 //! What can wait until the orders are out does: the engine-time samples and the trader's own
 //! ledger bookings of a packet are kept aside by [`Trader::on_packet`] and recorded by
 //! [`Trader::settle`], which the loop calls after the packet's orders left.
+pub mod arm;
 pub mod gate;
 pub mod lines;
 pub mod recovery;
@@ -16,6 +17,8 @@ pub mod stats;
 pub mod workload;
 
 use engine::{Ledger, Params, Side as EngineSide, Strategy};
+
+pub use crate::arm::NotArmed;
 use results::{Account, Position};
 use wire::{
     itch::{self, Message, Price4, Side, Stock},
@@ -257,6 +260,12 @@ impl Trader {
     /// The feed's session, once known.
     pub fn session(&self) -> Option<moldudp64::Session> {
         self.session.filter(|_| self.base.is_some())
+    }
+
+    /// The sequence number the trader expects next (meaningful once the feed is known).
+    #[inline]
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
     }
 
     /// The first sequence number the trader took, once known.
@@ -689,10 +698,7 @@ impl Trader {
                     if let Some(signal) = signal {
                         self.token += 1;
                         let order = OrderRepr {
-                            side: match signal.side {
-                                EngineSide::Long => Side::Buy,
-                                EngineSide::Short => Side::Sell,
-                            },
+                            side: arm::order_side(signal.side),
                             reverse: signal.reverse,
                             shares: if signal.reverse { 2 * LOT } else { LOT },
                             token: self.token,

@@ -5,8 +5,8 @@ use aya::{
     programs::{ProgramError, Xdp, XdpMode as AyaXdpMode, xdp::XdpLinkId},
 };
 use xdp_common::{
-    Action, Arm, Counter, Fired, GLOBAL_ACTION, GLOBAL_MD_PORT, GLOBAL_MD_PORT_B, GLOBAL_XDP_LOG,
-    MAP_ARM, MAP_COUNTERS, MAP_FIRED, MAP_XSKS, PROG_NAME,
+    Action, Arm, Counter, Fired, GLOBAL_ACTION, GLOBAL_FIRED_WAKEUP, GLOBAL_MD_PORT,
+    GLOBAL_MD_PORT_B, GLOBAL_XDP_LOG, MAP_ARM, MAP_COUNTERS, MAP_FIRED, MAP_XSKS, PROG_NAME,
 };
 
 /// The XDP program, built by `build.rs` and embedded here. Empty when the eBPF toolchain was
@@ -68,6 +68,17 @@ pub enum XdpError {
     },
 }
 
+/// How the program is loaded: its load-time globals besides the port and the action.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Load {
+    /// The program logs its rare events (see [`XdpProgram::start_log`], which must follow to
+    /// read them); off, the verifier removes the logging code.
+    pub log: bool,
+    /// The trigger wakes a reader sleeping on its ring of fired orders (a trader that blocks);
+    /// off, a reader must poll the ring (a spinning trader), and firing raises no interrupt.
+    pub fired_wakeup: bool,
+}
+
 /// The XDP program, loaded and attached to one interface. Dropping it detaches the program
 /// (it is attached through a BPF link owned by this process, so even `kill -9` detaches it).
 #[derive(Debug)]
@@ -105,19 +116,18 @@ impl XdpProgram {
         mode: XdpMode,
         action: Action,
     ) -> Result<XdpProgram, XdpError> {
-        Self::attach_lines(iface, port, None, mode, action, false)
+        Self::attach_lines(iface, port, None, mode, action, Load::default())
     }
 
     /// [`XdpProgram::attach`] for an A/B feed: market data on `port` (line A) and on `port_b`
-    /// (line B, if any) alike. With `log`, the program logs its rare events (see
-    /// [`XdpProgram::start_log`], which must follow to read them).
+    /// (line B, if any) alike, loaded with `load`'s options.
     pub fn attach_lines(
         iface: &str,
         port: u16,
         port_b: Option<u16>,
         mode: XdpMode,
         action: Action,
-        log: bool,
+        load: Load,
     ) -> Result<XdpProgram, XdpError> {
         let port_b = port_b.unwrap_or(0);
         if OBJECT.is_empty() {
@@ -125,12 +135,14 @@ impl XdpProgram {
         }
         netns::check_capabilities(&[netns::Capability::NetAdmin, netns::Capability::Bpf])?;
         let action = action as u8;
-        let log = u8::from(log);
+        let log = u8::from(load.log);
+        let wakeup = u8::from(load.fired_wakeup);
         let mut ebpf = EbpfLoader::new()
             .override_global(GLOBAL_MD_PORT, &port, true)
             .override_global(GLOBAL_MD_PORT_B, &port_b, true)
             .override_global(GLOBAL_ACTION, &action, true)
             .override_global(GLOBAL_XDP_LOG, &log, true)
+            .override_global(GLOBAL_FIRED_WAKEUP, &wakeup, true)
             .load(OBJECT)
             .map_err(XdpError::Load)?;
         let prog: &mut Xdp = ebpf
@@ -236,26 +248,20 @@ impl XdpProgram {
         })
     }
 
-    /// Writes the arm of the trigger path ([`Action::Trigger`]): the order the program fires
-    /// for the tick `arm.seq` if its price is in the armed set. One map update (a syscall).
-    pub fn set_arm(&mut self, arm: &Arm) -> Result<(), XdpError> {
-        let map = self.ebpf.map_mut(MAP_ARM).ok_or_else(|| XdpError::Map {
-            what: format!("map {MAP_ARM} missing"),
+    /// The trigger path's arm ([`Action::Trigger`]), to write between ticks (once: the map
+    /// moves to the caller, so writing an arm looks nothing up).
+    pub fn take_arm(&mut self) -> Result<ArmMap, XdpError> {
+        let map = self.ebpf.take_map(MAP_ARM).ok_or_else(|| XdpError::Map {
+            what: format!("map {MAP_ARM} missing (or already taken)"),
             source: aya::maps::MapError::InvalidName {
                 name: MAP_ARM.into(),
             },
         })?;
-        let mut array: Array<&mut MapData, ArmValue> =
-            Array::try_from(map).map_err(|source| XdpError::Map {
-                what: format!("map {MAP_ARM} is not the arm array"),
-                source,
-            })?;
-        array
-            .set(0, ArmValue(*arm), 0)
-            .map_err(|source| XdpError::Map {
-                what: "failed to write the arm".into(),
-                source,
-            })
+        let array = Array::try_from(map).map_err(|source| XdpError::Map {
+            what: format!("map {MAP_ARM} is not the arm array"),
+            source,
+        })?;
+        Ok(ArmMap(array))
     }
 
     /// The trigger's record of what it fired (once: the ring moves to the caller).
@@ -343,6 +349,34 @@ mod pod {
     // size is tested in xdp-common), so every bit pattern is a valid value and none is
     // uninitialised.
     unsafe impl aya::Pod for super::ArmValue {}
+}
+
+/// The trigger's arm ([`XdpProgram::take_arm`]).
+pub struct ArmMap(Array<MapData, ArmValue>);
+
+impl std::fmt::Debug for ArmMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ArmMap")
+    }
+}
+
+impl ArmMap {
+    /// Writes `arm`: the program fires its order on the tick `arm.seq` if that tick's price is
+    /// in its set (`armed = 0`: nothing fires). One map update, a system call. Not atomic
+    /// against a program run reading it at the same moment (an array map's update is a copy):
+    /// a tick arriving while its own arm is written can see part of it, which the trader's
+    /// check of every fired order would report as a mismatch.
+    ///
+    /// # Errors
+    /// The kernel refused the update.
+    pub fn set(&mut self, arm: &Arm) -> Result<(), XdpError> {
+        self.0
+            .set(0, ArmValue(*arm), 0)
+            .map_err(|source| XdpError::Map {
+                what: "failed to write the arm".into(),
+                source,
+            })
+    }
 }
 
 /// The ring of [`Fired`] records the trigger writes.

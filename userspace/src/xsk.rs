@@ -271,14 +271,24 @@ pub use results::XskStats;
 /// Blocks in `poll()` until one of `xsks` has a frame on its RX ring or `timeout_ms` passes
 /// (the sockets of every queue a trader serves).
 pub fn wait_any(xsks: &[Xsk], timeout_ms: i32) -> io::Result<()> {
+    wait_any_or(xsks, None, timeout_ms)
+}
+
+/// [`wait_any`], also woken when `other` is readable (the trigger's ring of fired orders).
+pub fn wait_any_or(
+    xsks: &[Xsk],
+    other: Option<std::os::fd::BorrowedFd<'_>>,
+    timeout_ms: i32,
+) -> io::Result<()> {
+    use std::os::fd::AsRawFd as _;
     // On the stack: a blocking turn allocates nothing. One trader serves at most MAX_QUEUES.
     const MAX: usize = xdp_common::MAX_QUEUES as usize;
     let mut fds = [libc::pollfd {
         fd: -1,
         events: 0,
         revents: 0,
-    }; MAX];
-    let n = xsks.len().min(MAX);
+    }; MAX + 1];
+    let mut n = xsks.len().min(MAX);
     for (slot, x) in fds.iter_mut().zip(xsks) {
         *slot = libc::pollfd {
             fd: x.fd,
@@ -286,8 +296,17 @@ pub fn wait_any(xsks: &[Xsk], timeout_ms: i32) -> io::Result<()> {
             revents: 0,
         };
     }
+    if let Some(fd) = other {
+        fds[n] = libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        n += 1;
+    }
     // SAFETY: `fds` holds at least `n` valid pollfd entries for the duration of the call; the
-    // descriptors are the sockets' own, open while `xsks` is borrowed.
+    // descriptors are the sockets' own, open while `xsks` is borrowed, and `other`, borrowed
+    // for the call.
     let r = unsafe { libc::poll(fds.as_mut_ptr(), n as libc::nfds_t, timeout_ms) };
     if r < 0 {
         let e = io::Error::last_os_error();

@@ -104,6 +104,7 @@ fn an_armed_order_fires_once_on_its_tick_at_a_price_in_its_set() {
                 )
                 .expect("attach the trigger");
                 let mut fired = prog.take_fired().expect("the fired ring");
+                let mut arm_map = prog.take_arm().expect("the arm map");
                 // No AF_XDP socket: what the trigger does not fire is passed to the kernel.
                 let md = UdpSocket::bind((c.trader_ip, lab::MD_PORT)).expect("bind md");
                 md.set_read_timeout(Some(Duration::from_millis(300)))
@@ -113,7 +114,7 @@ fn an_armed_order_fires_once_on_its_tick_at_a_price_in_its_set() {
                 // One message per step: the arm to write first, then an ack.
                 while let Ok(arm) = step_rx.recv_timeout(Duration::from_secs(20)) {
                     if let Some(a) = arm {
-                        prog.set_arm(&a).expect("arm");
+                        arm_map.set(&a).expect("arm");
                     }
                     ack_tx.send(()).unwrap();
                 }

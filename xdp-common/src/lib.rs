@@ -26,6 +26,14 @@ pub const GLOBAL_ACTION: &str = "MD_ACTION";
 /// it off the verifier sees the logging code as dead and removes it.
 pub const GLOBAL_XDP_LOG: &str = "XDP_LOG";
 
+/// The load-time global that makes the trigger wake a reader sleeping on its ring of fired
+/// orders (1), or not (0, the default: a spinning reader needs no wakeup, and the wakeup is an
+/// interrupt raised inside the program's run, before the order leaves).
+pub const GLOBAL_FIRED_WAKEUP: &str = "FIRED_WAKEUP";
+
+/// `bpf_ringbuf_output`'s flag: don't wake the reader.
+pub const BPF_RB_NO_WAKEUP: u64 = 1;
+
 /// The per-CPU array holding each CPU's log rate-limit state: `[window start ns, records in
 /// the window]`.
 pub const MAP_LOG_LIMIT: &str = "LOG_LIMIT";

@@ -26,7 +26,7 @@ use aya_ebpf::{
 };
 use aya_log_ebpf::{error, warn};
 use xdp_common::{
-    Action, Arm, Counter, Fired, LOG_BURST, LOG_WINDOW_NS, MAX_QUEUES, checksum,
+    Action, Arm, BPF_RB_NO_WAKEUP, Counter, Fired, LOG_BURST, LOG_WINDOW_NS, MAX_QUEUES, checksum,
     layout::{
         Field, UDP_PAYLOAD_OFFSET, at, ethernet, ipv4,
         itch::{self, trade},
@@ -55,6 +55,11 @@ static MD_ACTION: u8 = 0;
 /// Logging on (1) or off (0); set by userspace at load time (`trader --xdp-log`).
 #[unsafe(no_mangle)]
 static XDP_LOG: u8 = 0;
+
+/// The trigger wakes a reader sleeping on `FIRED` (1) or not (0); set by userspace at load
+/// time (`trader --path trigger --wait block` sets it).
+#[unsafe(no_mangle)]
+static FIRED_WAKEUP: u8 = 0;
 
 /// Each CPU's log rate limit: `[window start ns, records written in the window]`.
 #[map(name = "LOG_LIMIT")]
@@ -90,7 +95,14 @@ fn md_redirect(ctx: XdpContext) -> u32 {
                 Shot::Fired(fired) => {
                     // A full ring loses the record, never the order: userspace then sees the
                     // tick missing and reports it.
-                    let _ = FIRED.output::<Fired>(&fired, 0);
+                    // Without a sleeping reader to wake, no wakeup: it would raise an
+                    // interrupt (irq_work) inside this run, before the order leaves.
+                    let flags = if read_global(&FIRED_WAKEUP) == 0 {
+                        BPF_RB_NO_WAKEUP
+                    } else {
+                        0
+                    };
+                    let _ = FIRED.output::<Fired>(&fired, flags);
                     (Counter::TriggerFired, XDP_TX)
                 }
                 Shot::Miss => redirect(&ctx),

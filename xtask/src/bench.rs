@@ -34,15 +34,25 @@ pub(crate) enum PathChoice {
     Xdp,
     /// The kernel UDP stack.
     Udp,
-    /// Both, one after the other in the same lab and run, reported side by side.
+    /// The decision in the driver: the trader arms the XDP program with the next tick's
+    /// order, the program fires it (XDP_TX); measured with the trader waiting as --wait says
+    /// and again with it blocking (`trigger-block`).
+    Trigger,
+    /// The trigger path with the trader blocking in poll() only.
+    TriggerBlock,
+    /// xdp and udp, one after the other in the same lab and run, reported side by side.
     Both,
 }
 
 impl PathChoice {
-    fn rows(self) -> &'static [Row] {
+    fn rows(self, wait: Wait) -> &'static [Row] {
         match self {
             PathChoice::Xdp => &[Row::Xdp],
             PathChoice::Udp => &[Row::Udp],
+            // Blocking already: the second row would be the first again.
+            PathChoice::Trigger if wait == Wait::Block => &[Row::TriggerBlock],
+            PathChoice::Trigger => &[Row::Trigger, Row::TriggerBlock],
+            PathChoice::TriggerBlock => &[Row::TriggerBlock],
             PathChoice::Both => &[Row::Xdp, Row::Udp],
         }
     }
@@ -58,6 +68,13 @@ pub(crate) enum Row {
     /// The trader on kernel UDP, the replay too.
     #[serde(rename = "udp")]
     Udp,
+    /// The trigger path (AF_XDP, orders fired by the XDP program), the trader waiting as
+    /// `--wait` says; the replay on kernel UDP.
+    #[serde(rename = "trigger")]
+    Trigger,
+    /// The trigger path with the trader blocking in poll().
+    #[serde(rename = "trigger-block")]
+    TriggerBlock,
     /// The XDP_TX reflector: the lab and harness without any userspace trader.
     #[serde(rename = "reflect")]
     Reflect,
@@ -79,9 +96,11 @@ pub(crate) enum Row {
 impl Row {
     /// Every row, in the report's order.
     #[cfg(test)]
-    const ALL: [Row; 7] = [
+    const ALL: [Row; 9] = [
         Row::Xdp,
         Row::Udp,
+        Row::Trigger,
+        Row::TriggerBlock,
         Row::Reflect,
         Row::XdpBypass,
         Row::ReflectBypass,
@@ -94,6 +113,8 @@ impl Row {
         match self {
             Row::Xdp => "xdp",
             Row::Udp => "udp",
+            Row::Trigger => "trigger",
+            Row::TriggerBlock => "trigger-block",
             Row::Reflect => "reflect",
             Row::XdpBypass => "xdp-bypass",
             Row::ReflectBypass => "reflect-bypass",
@@ -107,14 +128,21 @@ impl Row {
         match self {
             Row::Xdp => Some(Ends::kernel_exchange(TraderPath::Xdp)),
             Row::Udp => Some(Ends::kernel_exchange(TraderPath::Udp)),
+            Row::Trigger => Some(Ends::kernel_exchange(TraderPath::Trigger)),
+            Row::TriggerBlock => Some(Ends {
+                wait: Some(Wait::Block),
+                ..Ends::kernel_exchange(TraderPath::Trigger)
+            }),
             Row::Reflect => Some(Ends::kernel_exchange(TraderPath::Reflect)),
             Row::XdpBypass => Some(Ends {
                 trader: TraderPath::Xdp,
                 exchange: ExchangeIo::Xdp,
+                wait: None,
             }),
             Row::ReflectBypass => Some(Ends {
                 trader: TraderPath::Reflect,
                 exchange: ExchangeIo::Xdp,
+                wait: None,
             }),
             Row::CpuFloor | Row::Sockperf => None,
         }
@@ -125,6 +153,8 @@ impl Row {
         match self {
             Row::Xdp => "the xdp run",
             Row::Udp => "the udp run",
+            Row::Trigger => "the trigger run",
+            Row::TriggerBlock => "the trigger run with the trader blocking",
             Row::Reflect => "the reflector run",
             Row::XdpBypass => "the bypass-harness run",
             Row::ReflectBypass => "the reflector run against the AF_XDP exchange",
@@ -143,9 +173,15 @@ impl std::fmt::Display for Row {
 /// Options of a tick-to-trade benchmark.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct Options {
-    /// Trader I/O path.
-    #[arg(long, value_enum, default_value_t = PathChoice::Both)]
-    pub(crate) path: PathChoice,
+    /// Trader I/O paths, comma-separated, measured one after the other in the same lab and
+    /// reported side by side (e.g. `xdp,udp,trigger`).
+    #[arg(
+        long = "path",
+        value_enum,
+        value_delimiter = ',',
+        default_value = "both"
+    )]
+    pub(crate) paths: Vec<PathChoice>,
     /// Market data: gbm[:SEED[:BARS]], closes:PATH, itch:PATH, pcap:PATH.
     #[arg(long, default_value_t = SOURCE)]
     pub(crate) source: Source,
@@ -229,7 +265,7 @@ impl Options {
     /// trader on cpu1 and replay on cpu0, no sockperf.
     pub(crate) fn trial(count: u64, lab: &str, out: Option<PathBuf>, no_setup: bool) -> Options {
         Options {
-            path: PathChoice::Both,
+            paths: vec![PathChoice::Both],
             source: Source::Gbm {
                 seed: Source::GBM_SEED,
                 bars: usize::try_from(count)
@@ -267,9 +303,15 @@ impl Options {
         } else {
             &[]
         };
-        self.path
-            .rows()
-            .iter()
+        let mut rows: Vec<Row> = Vec::new();
+        for p in &self.paths {
+            for &row in p.rows(self.wait) {
+                if !rows.contains(&row) {
+                    rows.push(row);
+                }
+            }
+        }
+        rows.iter()
             .chain(floors)
             .filter_map(|&row| Some((row, row.ends()?)))
             .collect()
@@ -440,10 +482,43 @@ mod tests {
             (ends.trader, ends.exchange, ends.expect()),
             (TraderPath::Reflect, ExchangeIo::Xdp, results::Expect::Every)
         );
-        o.path = PathChoice::Udp;
+        o.paths = vec![PathChoice::Udp];
         o.floors = false;
         let rows: Vec<Row> = o.lab_rows().into_iter().map(|(r, _)| r).collect();
         assert_eq!(rows, [Row::Udp]);
+    }
+
+    #[test]
+    fn paths_come_in_the_order_given_once_each_and_trigger_adds_its_blocking_row() {
+        use clap::Parser as _;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            o: Options,
+        }
+        let rows = |line: &[&str]| -> Vec<Row> {
+            let cli =
+                Cli::try_parse_from(std::iter::once("bench").chain(line.iter().copied())).unwrap();
+            cli.o.lab_rows().into_iter().map(|(r, _)| r).collect()
+        };
+        assert_eq!(rows(&[]), [Row::Xdp, Row::Udp]);
+        assert_eq!(
+            rows(&["--path", "xdp,udp,trigger"]),
+            [Row::Xdp, Row::Udp, Row::Trigger, Row::TriggerBlock]
+        );
+        assert_eq!(
+            rows(&["--path", "trigger,both,xdp"]),
+            [Row::Trigger, Row::TriggerBlock, Row::Xdp, Row::Udp]
+        );
+        assert_eq!(
+            rows(&["--path", "trigger", "--wait", "block"]),
+            [Row::TriggerBlock]
+        );
+        assert_eq!(
+            Row::TriggerBlock.ends().and_then(|e| e.wait),
+            Some(Wait::Block)
+        );
+        assert!(Cli::try_parse_from(["bench", "--path", "xdp,bogus"]).is_err());
     }
 
     #[test]

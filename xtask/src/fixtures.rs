@@ -152,6 +152,7 @@ pub(crate) fn trader(path: TraderPath) -> TraderReport {
             pnl: 1.23456,
             position: None,
         },
+        trigger: None,
     }
 }
 

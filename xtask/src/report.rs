@@ -64,10 +64,13 @@ const COLUMNS: [Column; 8] = [
 /// compares rows against the same exchange side (the kernel-UDP exchange for xdp, udp and
 /// reflect; the AF_XDP exchange for xdp-bypass and reflect-bypass), so the harness's own cost
 /// is the same on both sides of the ratio.
-const RATIOS: [(Row, Row); 4] = [
+const RATIOS: [(Row, Row); 7] = [
     (Row::Xdp, Row::Udp),
     (Row::Xdp, Row::Reflect),
     (Row::Udp, Row::Reflect),
+    (Row::Xdp, Row::Trigger),
+    (Row::Trigger, Row::Reflect),
+    (Row::TriggerBlock, Row::Reflect),
     (Row::XdpBypass, Row::ReflectBypass),
 ];
 
@@ -196,6 +199,12 @@ pub(crate) fn problems(row: &str, replay: &ReplayReport, trader: &TraderReport) 
             "{row}: {} order datagrams came without an arrival stamp (counted from the \
              replay's read)",
             replay.unstamped_datagrams
+        ));
+    }
+    if let Some(t) = trader.trigger.filter(|t| t.mismatch > 0) {
+        p.push(format!(
+            "{row}: {} of {} fired orders were not the trader's (trigger.mismatch)",
+            t.mismatch, t.fired
         ));
     }
     if let Some(x) = trader.xdp_counters.filter(|x| x.redirect_failed > 0) {
@@ -371,6 +380,7 @@ fn markdown(
     conditions(&mut t, o, machine);
     latency_table(&mut t, measured, sockperf, cpu_floor);
     counts_table(&mut t, measured);
+    trigger_table(&mut t, measured);
     machine_table(&mut t, measured);
     ratios(&mut t, measured);
     verdict(&mut t, measured);
@@ -559,7 +569,7 @@ fn counts_table(t: &mut String, measured: &[Measured]) {
         // served); none on the UDP path.
         let redirect_failed = trader
             .xdp_counters
-            .filter(|_| trader.path == TraderPath::Xdp)
+            .filter(|_| matches!(trader.path, TraderPath::Xdp | TraderPath::Trigger))
             .map_or("-".to_owned(), |x| {
                 if x.redirect_failed > 0 {
                     format!("{LOSS_MARK} {}", x.redirect_failed)
@@ -585,6 +595,50 @@ fn counts_table(t: &mut String, measured: &[Measured]) {
                 + c.suspect_sequence
                 + c.unconfirmed_packets,
             replay.late_sends,
+        );
+    }
+}
+
+/// The trigger path's rows: which orders the XDP program fired and which the trader sent
+/// itself (and why), whether every fired order was the trader's, and what arming cost.
+fn trigger_table(t: &mut String, measured: &[Measured]) {
+    let rows: Vec<(&Measured, &results::TriggerReport)> = measured
+        .iter()
+        .filter_map(|m| Some((m, m.trader.trigger.as_ref()?)))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(t);
+    let _ = writeln!(
+        t,
+        "| path | wait | armed-hit rate | fired | sent by the trader | of which unarmed | of which arm late | mismatch | arms | not armed | arm cost p50 µs | arm cost p99 µs |"
+    );
+    let _ = writeln!(
+        t,
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    for (m, r) in rows {
+        let u = &r.unarmed;
+        let not_armed = u.warming_up + u.level + u.held + u.never + u.unsettled + u.other;
+        let mismatch = if r.mismatch > 0 {
+            format!("{LOSS_MARK} {}", r.mismatch)
+        } else {
+            "0".to_owned()
+        };
+        let _ = writeln!(
+            t,
+            "| {} | {} | {:.2} % | {} | {} | {} | {} | {mismatch} | {} | {not_armed} | {:.2} | {:.2} |",
+            m.row,
+            m.trader.wait,
+            r.hit_rate * 100.0,
+            r.fired,
+            r.software_orders,
+            r.unarmed_orders,
+            r.arm_late,
+            r.arms,
+            r.arm_cost.p50_us,
+            r.arm_cost.p99_us,
         );
     }
 }

@@ -15,7 +15,7 @@ use std::{
 
 use anyhow::{Context as _, bail};
 use netns::{ChildGuard, Found, Lab, LabConfig, lab};
-use results::{ExchangeIo, Expect, ReplayReport, Source, TraderPath, TraderReport};
+use results::{ExchangeIo, Expect, ReplayReport, Source, TraderPath, TraderReport, Wait};
 
 use crate::{
     bench::Options,
@@ -36,7 +36,7 @@ const TRADER_IDLE_EXIT_S: u64 = 60;
 /// reflector has none to measure), with their help.
 pub(crate) fn trader_paths() -> impl clap::builder::TypedValueParser<Value = TraderPath> {
     use clap::{ValueEnum as _, builder::TypedValueParser as _};
-    let traders = [TraderPath::Xdp, TraderPath::Udp];
+    let traders = [TraderPath::Xdp, TraderPath::Udp, TraderPath::Trigger];
     clap::builder::PossibleValuesParser::new(
         traders.into_iter().filter_map(|p| p.to_possible_value()),
     )
@@ -50,6 +50,8 @@ pub(crate) struct Ends {
     pub(crate) trader: TraderPath,
     /// The exchange side's (the replay's) I/O.
     pub(crate) exchange: ExchangeIo,
+    /// How the trader waits, if not as the options say (the trigger path's blocking row).
+    pub(crate) wait: Option<Wait>,
 }
 
 impl Ends {
@@ -58,6 +60,7 @@ impl Ends {
         Ends {
             trader,
             exchange: ExchangeIo::Udp,
+            wait: None,
         }
     }
 
@@ -65,7 +68,7 @@ impl Ends {
     pub(crate) const fn expect(self) -> Expect {
         match self.trader {
             TraderPath::Reflect => Expect::Every,
-            TraderPath::Xdp | TraderPath::Udp => Expect::Signals,
+            TraderPath::Xdp | TraderPath::Udp | TraderPath::Trigger => Expect::Signals,
         }
     }
 }
@@ -382,7 +385,8 @@ fn trader_command(mut base: Command, o: &Options, lab: &LabConfig, ends: Ends) -
         .args(["--port", &lab::MD_PORT.to_string()])
         .args(["--order-port", &lab::ORDER_PORT.to_string()])
         .args(["--n", &o.n.to_string()])
-        .args(["--xdp-mode", o.xdp_mode.as_str(), "--wait", o.wait.as_str()])
+        .args(["--xdp-mode", o.xdp_mode.as_str()])
+        .args(["--wait", ends.wait.unwrap_or(o.wait).as_str()])
         .args(["--idle-exit", &TRADER_IDLE_EXIT_S.to_string(), "--ready"]);
     let renumbered = o
         .replay_args
@@ -423,9 +427,9 @@ fn replay_command(mut base: Command, o: &Options, lab: &LabConfig, ends: Ends) -
     if ends.exchange == ExchangeIo::Xdp {
         base.args(["--iface", &lab.exchange_if]);
     }
-    if ends.trader == TraderPath::Reflect && ends.exchange == ExchangeIo::Udp {
-        // XDP_TX from the trader's end into a veth needs an XDP program on this end too (the
-        // AF_XDP exchange has its own there).
+    if ends.trader.xdp_tx() && ends.exchange == ExchangeIo::Udp {
+        // XDP_TX from the trader's end (the reflector's answers, the trigger's orders) into a
+        // veth needs an XDP program on this end too (the AF_XDP exchange has its own there).
         base.args(["--xdp-pass-on", &lab.exchange_if]);
     }
     if let Some(c) = o.count {
@@ -542,6 +546,7 @@ mod tests {
         let bypass = Ends {
             trader: TraderPath::Xdp,
             exchange: ExchangeIo::Xdp,
+            wait: None,
         };
         let t = args(&trader_command(Command::new("trader"), &o, &lab, bypass));
         assert_eq!(value_of(&t, "--path"), Some("xdp"));
@@ -570,6 +575,7 @@ mod tests {
         let reflect_bypass = Ends {
             trader: TraderPath::Reflect,
             exchange: ExchangeIo::Xdp,
+            wait: None,
         };
         let r = args(&replay_command(
             Command::new("replay"),
@@ -581,5 +587,27 @@ mod tests {
         assert_eq!(value_of(&r, "--io"), Some("xdp"));
         assert_eq!(value_of(&r, "--iface"), Some(lab.exchange_if.as_str()));
         assert_eq!(value_of(&r, "--xdp-pass-on"), None);
+    }
+
+    /// The trigger's orders leave with XDP_TX like the reflector's (the exchange's end needs a
+    /// program for them), and its blocking row blocks whatever the options say.
+    #[test]
+    fn the_trigger_rows_command_lines() {
+        let lab = LabConfig::default_lab();
+        let o = Options::trial(1000, netns::PREFIX, None, true);
+        let block = Ends {
+            wait: Some(Wait::Block),
+            ..Ends::kernel_exchange(TraderPath::Trigger)
+        };
+        let t = args(&trader_command(Command::new("trader"), &o, &lab, block));
+        assert_eq!(value_of(&t, "--path"), Some("trigger"));
+        assert_eq!(value_of(&t, "--wait"), Some("block"));
+        assert_eq!(value_of(&t, "--session"), Some(lab::SESSION));
+        let r = args(&replay_command(Command::new("replay"), &o, &lab, block));
+        assert_eq!(value_of(&r, "--expect"), Some("signals"));
+        assert_eq!(
+            value_of(&r, "--xdp-pass-on"),
+            Some(lab.exchange_if.as_str())
+        );
     }
 }

@@ -159,6 +159,7 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
         Ends {
             trader: first,
             exchange: o.exchange_io,
+            wait: None,
         },
     )?;
     let mut searcher = Searcher {
@@ -252,6 +253,7 @@ impl Searcher<'_> {
         let ends = Ends {
             trader: path,
             exchange: self.o.exchange_io,
+            wait: None,
         };
         let run = self.session.run(&self.base, ends, &tag)?;
         let (replay, trader) = (run.replay()?, run.trader()?);

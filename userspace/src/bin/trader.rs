@@ -1,7 +1,9 @@
 //! The trader: market data in, orders out, over AF_XDP (`--path xdp`) or a kernel UDP socket
 //! (`--path udp`). Same decode, same engine, same encode, same loop on both
-//! ([`userspace::trading::run`]); only the I/O differs. `--path reflect` runs no trader at all:
-//! the XDP program answers each tick itself (the lab's floor).
+//! ([`userspace::trading::run`]); only the I/O differs. `--path trigger` is the AF_XDP path with
+//! the decision in the driver: the trader arms the XDP program with the next tick's order and
+//! the program fires it. `--path reflect` runs no trader at all: the XDP program answers each
+//! tick itself (the lab's floor).
 use std::{
     net::{Ipv4Addr, SocketAddrV4, UdpSocket},
     os::fd::AsRawFd as _,
@@ -14,15 +16,15 @@ use anyhow::{Context as _, bail};
 use clap::Parser;
 use netns::lab;
 use results::{
-    EndReason, FeedSeen, ForeignSession, FrameCounts, Knobs, TraderPath, TraderReport, Wait,
-    XdpCounters, XdpMode, XdpProgramStats, XskStats,
+    EndReason, FeedSeen, ForeignSession, FrameCounts, Knobs, TraderPath, TraderReport,
+    TriggerReport, Wait, XdpCounters, XdpMode, XdpProgramStats, XskStats,
 };
 use userspace::{
     cli, host, process, sockopt,
     stats::Latency,
     t2t::{FeedRules, Trader},
-    trading::{self, LoopConfig, LoopEnd, MAX_BATCH, MmsgIo, UdpIo, XdpIo},
-    xdp::XdpProgram,
+    trading::{self, LoopConfig, LoopEnd, MAX_BATCH, MmsgIo, TriggerIo, UdpIo, XdpIo},
+    xdp::{Load, XdpProgram},
     xsk::{Xsk, XskConfig},
 };
 use wire::{itch::Stock, moldudp64::Session};
@@ -166,6 +168,11 @@ struct Options {
     /// Print `ready` on stdout once the socket is receiving (for scripts).
     #[arg(long)]
     ready: bool,
+    /// Testing only: corrupt the first N arms the trigger path writes (their side flipped), to
+    /// show that the check of every fired order catches it (`trigger.mismatch`, an error at
+    /// exit). Never for trading: the corrupted orders reach the exchange.
+    #[arg(long, hide = true, default_value_t = 0)]
+    corrupt_arms: u64,
     /// Check the options (CPU, scheduling, output paths), then exit without touching a
     /// socket or an interface: what `cargo xtask bench` runs before it builds the lab.
     #[arg(long)]
@@ -264,6 +271,8 @@ struct PathEnd {
     xdp_program: Option<XdpProgramStats>,
     xsk_stats: Option<XskStats>,
     rss_start_kib: u64,
+    /// The trigger path's arms and checks.
+    trigger: Option<TriggerReport>,
 }
 
 fn main() -> std::process::ExitCode {
@@ -314,6 +323,14 @@ fn real_main() -> anyhow::Result<()> {
             bail!("--port-b (an A/B feed) needs --path xdp or --path udp without --recvmmsg");
         }
     }
+    if o.path == TraderPath::Trigger && (o.port_b.is_some() || o.recvmmsg > 1) {
+        bail!(
+            "--path trigger takes the feed on one line through AF_XDP: no --port-b (an A/B feed              is arbitrated in userspace, so no copy can be fired in the driver) or --recvmmsg"
+        );
+    }
+    if o.corrupt_arms > 0 && o.path != TraderPath::Trigger {
+        bail!("--corrupt-arms is a test of --path trigger");
+    }
     if (o.xdp_log || o.xdp_stats) && o.path == TraderPath::Udp {
         bail!("--xdp-log and --xdp-stats need an XDP program: --path xdp or --path reflect");
     }
@@ -338,7 +355,7 @@ fn real_main() -> anyhow::Result<()> {
     }
     let mut rx_to_tx = Latency::new();
     let run = match o.path {
-        TraderPath::Xdp => run_xdp(&o, &mut trader, &mut rx_to_tx, &stop)?,
+        TraderPath::Xdp | TraderPath::Trigger => run_xdp(&o, &mut trader, &mut rx_to_tx, &stop)?,
         TraderPath::Udp => run_udp(&o, &mut trader, &mut rx_to_tx, &stop)?,
         TraderPath::Reflect => run_reflect(&o, &stop)?,
     };
@@ -364,11 +381,21 @@ fn real_main() -> anyhow::Result<()> {
         context_switches: run.end.context_switches,
         thread_time: run.end.thread_time,
         account: trader.account(),
+        trigger: run.trigger,
     };
     results::write(o.stats_out.as_deref(), &report)?;
     warn_at_exit(&o, &report);
     if let Some(p) = &o.hgrm_out {
         rx_to_tx.write_hgrm(p)?;
+    }
+    if let Some(t) = &report.trigger
+        && t.mismatch > 0
+    {
+        bail!(
+            "{} of the {} orders the XDP program fired were not the order this trader would have              sent for their tick (trigger.mismatch in the report): the arm it fired was wrong              (corrupted, or torn by a write during the tick), and the exchange got that order",
+            t.mismatch,
+            t.fired
+        );
     }
     Ok(())
 }
@@ -379,7 +406,12 @@ fn run_xdp(
     rx_to_tx: &mut Latency,
     stop: &AtomicBool,
 ) -> anyhow::Result<PathEnd> {
-    let mut prog = attach(o, o.port_b, Action::Redirect)
+    let action = if o.path == TraderPath::Trigger {
+        Action::Trigger
+    } else {
+        Action::Redirect
+    };
+    let mut prog = attach(o, o.port_b, action)
         .with_context(|| format!("failed to set up XDP on {}", o.iface()))?;
     let config = XskConfig {
         need_wakeup: !o.no_need_wakeup,
@@ -404,6 +436,12 @@ fn run_xdp(
         ),
         Queues::First(n) => n,
     };
+    if o.path == TraderPath::Trigger && serve != 1 {
+        bail!(
+            "--path trigger serves one RX queue ({} has {have}; give --queues 1 and steer the              feed to queue 0): the fired ticks and the socket's are merged in sequence order,              which only one queue guarantees",
+            o.iface()
+        );
+    }
     if serve < have {
         eprintln!(
             "warning: serving {serve} of {}'s {have} RX queues: feed frames that arrive on the \
@@ -432,52 +470,42 @@ fn run_xdp(
     }
     let rss_start_kib = ready(o);
     // How the loop waits is fixed for the run: a type, not a test per turn.
-    let p = &prog;
-    let (end, frames_not_ours, xsk_stats, rx_queue_frames, xdp_counters) =
-        match (o.wait, o.busy_poll.is_some()) {
-            (Wait::Spin, false) => {
-                run_xsk::<false, false>(o, p, xsks, our_mac, trader, rx_to_tx, stop)
-            }
-            (Wait::Spin, true) => {
-                run_xsk::<false, true>(o, p, xsks, our_mac, trader, rx_to_tx, stop)
-            }
-            (Wait::Block, false) => {
-                run_xsk::<true, false>(o, p, xsks, our_mac, trader, rx_to_tx, stop)
-            }
-            (Wait::Block, true) => {
-                run_xsk::<true, true>(o, p, xsks, our_mac, trader, rx_to_tx, stop)
-            }
-        }?;
+    let p = &mut prog;
+    let x = match (o.wait, o.busy_poll.is_some()) {
+        (Wait::Spin, false) => run_xsk::<false, false>(o, p, xsks, our_mac, trader, rx_to_tx, stop),
+        (Wait::Spin, true) => run_xsk::<false, true>(o, p, xsks, our_mac, trader, rx_to_tx, stop),
+        (Wait::Block, false) => run_xsk::<true, false>(o, p, xsks, our_mac, trader, rx_to_tx, stop),
+        (Wait::Block, true) => run_xsk::<true, true>(o, p, xsks, our_mac, trader, rx_to_tx, stop),
+    }?;
     Ok(PathEnd {
-        end,
-        frames_not_ours,
-        rx_queue_frames,
-        xdp_counters,
+        end: x.end,
+        frames_not_ours: x.frames_not_ours,
+        rx_queue_frames: x.rx_queue_frames,
+        xdp_counters: x.xdp_counters,
         xdp_program: prog.program_stats(),
-        xsk_stats,
+        xsk_stats: x.xsk_stats,
         rss_start_kib,
+        trigger: x.trigger,
     })
 }
 
 /// What an AF_XDP run leaves for the report: how the loop ended, the frames it refused, the
-/// socket's statistics and the program's counters.
-type XskEnd = (
-    LoopEnd,
-    FrameCounts,
-    Option<XskStats>,
-    Vec<u64>,
-    Option<XdpCounters>,
-);
+/// socket's statistics, the program's counters and the trigger's.
+struct XskEnd {
+    end: LoopEnd,
+    frames_not_ours: FrameCounts,
+    xsk_stats: Option<XskStats>,
+    rx_queue_frames: Vec<u64>,
+    xdp_counters: Option<XdpCounters>,
+    trigger: Option<TriggerReport>,
+}
 
-fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
+/// The AF_XDP I/O over `xsks` as the options say (line B, the re-request server).
+fn xdp_io<const BLOCK: bool, const BUSY_POLL: bool>(
     o: &Options,
-    prog: &XdpProgram,
     xsks: Vec<Xsk>,
     our_mac: [u8; 6],
-    trader: &mut Trader,
-    rx_to_tx: &mut Latency,
-    stop: &AtomicBool,
-) -> anyhow::Result<XskEnd> {
+) -> XdpIo<BLOCK, BUSY_POLL> {
     let mut io = XdpIo::<BLOCK, BUSY_POLL>::per_queue(xsks, our_mac, o.addr, o.port, o.order_port);
     if let Some(b) = o.port_b {
         io = io.with_line_b(b);
@@ -485,24 +513,61 @@ fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
     if let Some(server) = o.retransmit_to {
         io = io.with_retransmit_source(server);
     }
+    io
+}
+
+fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
+    o: &Options,
+    prog: &mut XdpProgram,
+    xsks: Vec<Xsk>,
+    our_mac: [u8; 6],
+    trader: &mut Trader,
+    rx_to_tx: &mut Latency,
+    stop: &AtomicBool,
+) -> anyhow::Result<XskEnd> {
+    if o.path == TraderPath::Trigger {
+        let stock = Stock::new(&o.stock).map_err(|e| anyhow::anyhow!("bad --stock: {e}"))?;
+        // The socket's I/O never blocks itself: the trigger's waits on the socket and the ring.
+        let xdp = xdp_io::<false, BUSY_POLL>(o, xsks, our_mac);
+        let mut io =
+            TriggerIo::<BLOCK, BUSY_POLL>::new(xdp, prog.take_arm()?, prog.take_fired()?, stock)
+                .corrupting_arms(o.corrupt_arms);
+        let end = trading::run(&mut io, trader, rx_to_tx, o.loop_config(), stop)
+            .context("the AF_XDP socket or the trigger's ring")?;
+        let trigger = Some(io.finish());
+        return Ok(xsk_end(end, io.xdp(), prog, trigger));
+    }
+    let mut io = xdp_io::<BLOCK, BUSY_POLL>(o, xsks, our_mac);
     let end = trading::run(&mut io, trader, rx_to_tx, o.loop_config(), stop)
         .context("the AF_XDP socket")?;
+    Ok(xsk_end(end, &io, prog, None))
+}
+
+/// What the run left, read at once after its loop.
+fn xsk_end<const BLOCK: bool, const BUSY_POLL: bool>(
+    end: LoopEnd,
+    io: &XdpIo<BLOCK, BUSY_POLL>,
+    prog: &XdpProgram,
+    trigger: Option<TriggerReport>,
+) -> XskEnd {
     // The program's counters now, while the socket is still in its map: the exchange's
     // repeated end-of-session packets that arrive after the loop ended would otherwise count
     // as frames no socket took (redirect_failed), a queue problem there isn't.
-    let counters = prog.counters().ok().map(|c| c.to_report());
-    Ok((
+    let xdp_counters = prog.counters().ok().map(|c| c.to_report());
+    XskEnd {
         end,
-        io.frames_not_ours,
-        io.xsks()
+        frames_not_ours: io.frames_not_ours,
+        xsk_stats: io
+            .xsks()
             .iter()
             .map(Xsk::statistics)
             .collect::<Result<Vec<_>, _>>()
             .ok()
             .map(userspace::xsk::sum_stats),
-        io.frames_per_queue.clone(),
-        counters,
-    ))
+        rx_queue_frames: io.frames_per_queue.clone(),
+        xdp_counters,
+        trigger,
+    }
 }
 
 fn run_udp(
@@ -573,6 +638,7 @@ fn run_udp(
         xdp_program: None,
         xsk_stats: None,
         rss_start_kib,
+        trigger: None,
     })
 }
 
@@ -619,14 +685,25 @@ fn run_reflect(o: &Options, stop: &AtomicBool) -> anyhow::Result<PathEnd> {
         xdp_program: prog.program_stats(),
         xsk_stats: None,
         rss_start_kib,
+        trigger: None,
     })
 }
 
 /// Loads and attaches the XDP program for `action`, with its log (`--xdp-log`) and run-time
 /// statistics (`--xdp-stats`) if asked, and says what was loaded.
 fn attach(o: &Options, port_b: Option<u16>, action: Action) -> anyhow::Result<XdpProgram> {
-    let mut prog =
-        XdpProgram::attach_lines(o.iface(), o.port, port_b, o.xdp_mode, action, o.xdp_log)?;
+    let mut prog = XdpProgram::attach_lines(
+        o.iface(),
+        o.port,
+        port_b,
+        o.xdp_mode,
+        action,
+        Load {
+            log: o.xdp_log,
+            // A blocking trigger trader sleeps on the ring too: firing must wake it.
+            fired_wakeup: o.path == TraderPath::Trigger && o.wait == Wait::Block,
+        },
+    )?;
     if o.xdp_log {
         prog.start_log(o.housekeeping.clone())?;
     }

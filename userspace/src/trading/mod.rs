@@ -3,8 +3,9 @@
 //! [`run`] owns what every path shares: the stop flag, the idle timeout, `prepare` between
 //! packets, RX→TX timing, the span accounting and the end reason. What differs between AF_XDP,
 //! the kernel UDP socket and `recvmmsg` is only how a payload arrives and how an order's bytes
-//! leave: a [`TraderIo`] implementation ([`XdpIo`], [`UdpIo`], [`MmsgIo`]). A new path is one
-//! more implementation, not another copy of the loop.
+//! leave: a [`TraderIo`] implementation ([`XdpIo`], [`UdpIo`], [`MmsgIo`], and [`TriggerIo`],
+//! AF_XDP with the decision in the driver). A new path is one more implementation, not another
+//! copy of the loop.
 //!
 //! A packet's critical path, from its RX time to its orders' kick, reads the clock once (the RX
 //! time, in the I/O) and records nothing: the TX time is read after the kick, and the RX→TX
@@ -27,9 +28,11 @@ use crate::{
     t2t::{PacketOutcome, Trader},
 };
 
+mod trigger;
 mod udp;
 mod xdp;
 
+pub use trigger::TriggerIo;
 pub use udp::{MmsgIo, UdpIo};
 pub use xdp::XdpIo;
 
@@ -48,6 +51,13 @@ pub trait OrderSink {
     #[inline]
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+
+    /// Whether this sink's sends are this process's, timed as RX→TX. False for the trigger
+    /// path's fired ticks, whose orders the XDP program sent before userspace saw the tick.
+    #[inline]
+    fn timed(&self) -> bool {
+        true
     }
 }
 
@@ -91,6 +101,13 @@ pub trait TraderIo {
     /// The default has none (`f` is not called).
     fn with_sink(&mut self, f: &mut dyn FnMut(&mut dyn OrderSink)) {
         let _ = f;
+    }
+
+    /// Called after each turn that took packets, once their orders are out and the next
+    /// tick is prepared: the trigger path arms the next tick here ([`TriggerIo`]). Off every
+    /// packet's critical path. The default does nothing.
+    fn after_turn(&mut self, trader: &mut Trader) {
+        let _ = trader;
     }
 }
 
@@ -141,7 +158,7 @@ impl<C: Fn() -> u64> PacketHandler for Turn<'_, C> {
                 sent_any |= sent;
                 sent
             });
-        if sent_any {
+        if sent_any && sink.timed() {
             // The kick right after this packet's orders, not after the turn: a packet later in
             // the batch must not hold them back.
             if sink.flush().is_err() {
@@ -244,6 +261,7 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
             if end_of_session {
                 break EndReason::EndOfSession;
             }
+            io.after_turn(trader);
         } else {
             io.idle();
             if idle_exit_ns.is_some_and(|d| now_ns().saturating_sub(last_feed) > d) {

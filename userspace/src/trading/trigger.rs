@@ -1,0 +1,408 @@
+//! The trigger path: the decision in the driver.
+//!
+//! Between ticks the trader arms the XDP program ([`Action::Trigger`](xdp_common::Action)) with
+//! the next tick's sequence number, the prices at which the strategy would trade it and the
+//! order it would send ([`Trader::next_arm`]). A one-trade packet of that tick at such a price
+//! is turned into that order in the driver and sent back with XDP_TX, and the program records
+//! what it fired in a ring buffer. Every other packet comes through the AF_XDP socket as on the
+//! XDP path.
+//!
+//! The trader still runs the strategy on every tick, in sequence order: a fired tick is read
+//! from the ring (before any later packet from the socket, so the two sources merge in order)
+//! and handed to the loop as the packet it was, with a sink that sends nothing and checks that
+//! the order the strategy emits is exactly the one that was fired (a `mismatch` otherwise,
+//! which must stay 0). Ticks that came unarmed are traded by the trader itself; then it re-arms.
+use std::{io, os::fd::AsFd as _};
+
+use results::{TriggerReport, Unarmed as UnarmedCounts};
+use wire::{
+    itch::{self, Price4, Stock},
+    moldudp64::{self, PacketBuilder},
+    order::OrderRepr,
+};
+use xdp_common::{Arm, Fired};
+
+use super::{OrderSink, PacketHandler, TraderIo, XdpIo};
+use crate::{
+    clock::now_ns,
+    stats::Latency,
+    t2t::{NotArmed, Trader, arm::fired_order},
+    xdp::{ArmMap, FiredRing},
+};
+
+/// How long a blocking turn sleeps in `poll()` at most, so the stop flag and the idle timeout
+/// are still seen.
+const BLOCK_POLL_MS: i32 = 100;
+
+/// A trader's I/O on the trigger path: the AF_XDP socket for what the program doesn't fire,
+/// the arm it writes between ticks and the ring of what the program fired.
+///
+/// `BLOCK`: wait in `poll()` on both the socket and the ring (`--wait block`): with the
+/// decision in the driver the trader sleeps and leaves its CPU to the machine.
+#[derive(Debug)]
+pub struct TriggerIo<const BLOCK: bool, const BUSY_POLL: bool> {
+    xdp: XdpIo<false, BUSY_POLL>,
+    arm: ArmMap,
+    ring: FiredRing,
+    stock: Stock,
+    /// The last arm written, while it may still fire (not seen fired, not replaced by a
+    /// disarm).
+    live: Option<Arm>,
+    /// The last decision: for which sequence number, and whether it was armed.
+    decided: Option<(u64, bool)>,
+    /// The session of the arms written: what a fired tick's packet carried.
+    session: [u8; 10],
+    /// Arms left to corrupt (side flipped): a test of the mismatch check, never a mode.
+    corrupt: u64,
+    /// The next blocking wait lasts at most this long (ms).
+    wait_cap: Option<i32>,
+    /// What was armed, fired and checked.
+    pub report: TriggerReport,
+    /// Each arm's computation and write (ns), after the tick before it.
+    pub arm_cost: Latency,
+}
+
+impl<const BLOCK: bool, const BUSY_POLL: bool> TriggerIo<BLOCK, BUSY_POLL> {
+    /// The trigger path over `xdp` (the socket the program redirects the unfired feed to),
+    /// arming through `arm` and reading what fired from `ring`, trading `stock`.
+    pub fn new(xdp: XdpIo<false, BUSY_POLL>, arm: ArmMap, ring: FiredRing, stock: Stock) -> Self {
+        TriggerIo {
+            xdp,
+            arm,
+            ring,
+            stock,
+            live: None,
+            decided: None,
+            session: [0; 10],
+            corrupt: 0,
+            wait_cap: None,
+            report: TriggerReport::default(),
+            arm_cost: Latency::new(),
+        }
+    }
+
+    /// Corrupts the next `n` arms written (their side flipped), so that what they fire is not
+    /// the trader's order: the test that the mismatch check catches it. Never for trading.
+    #[must_use]
+    pub fn corrupting_arms(mut self, n: u64) -> Self {
+        self.corrupt = n;
+        self
+    }
+
+    /// The AF_XDP part, for its counts and statistics.
+    pub fn xdp(&self) -> &XdpIo<false, BUSY_POLL> {
+        &self.xdp
+    }
+
+    /// The report, with the hit rate and the arm cost filled in.
+    pub fn finish(&self) -> TriggerReport {
+        let mut r = self.report;
+        let orders = r.fired + r.software_orders;
+        r.hit_rate = if orders == 0 {
+            0.0
+        } else {
+            r.fired as f64 / orders as f64
+        };
+        r.arm_cost = self.arm_cost.summary();
+        r
+    }
+
+    /// Waits in `poll()` for the socket or the ring.
+    fn wait(&mut self) -> io::Result<()> {
+        let ms = self
+            .wait_cap
+            .take()
+            .map_or(BLOCK_POLL_MS, |c| c.min(BLOCK_POLL_MS));
+        crate::xsk::wait_any_or(self.xdp.xsks(), Some(self.ring.as_fd()), ms)
+    }
+}
+
+/// The trigger's state a fired tick's processing needs, borrowed apart from the socket.
+struct Fire<'a> {
+    ring: &'a mut FiredRing,
+    stock: Stock,
+    live: &'a mut Option<Arm>,
+    report: &'a mut TriggerReport,
+    session: [u8; 10],
+    decided: Option<(u64, bool)>,
+}
+
+impl Fire<'_> {
+    /// Hands every fired tick waiting in the ring to `handler`, as the packet it was; returns
+    /// how many.
+    #[inline]
+    fn drain<H: PacketHandler>(&mut self, handler: &mut H) -> usize {
+        let mut n = 0;
+        while let Some(f) = self.ring.next_fired() {
+            self.on_fired(&f, handler);
+            n += 1;
+        }
+        n
+    }
+
+    #[cold]
+    fn on_fired<H: PacketHandler>(&mut self, f: &Fired, handler: &mut H) {
+        let t_rx = now_ns();
+        self.report.fired += 1;
+        if self.live.is_some_and(|a| a.seq == f.seq) {
+            // Consumed by the program.
+            *self.live = None;
+        }
+        let mut buf = [0u8; moldudp64::HEADER_LEN + 2 + itch::trade::LEN];
+        let Some(len) = tick_packet(&mut buf, self.session, f, self.stock) else {
+            self.report.mismatch += 1;
+            return;
+        };
+        let mut sink = CheckSink {
+            fired: fired_order(f, self.stock),
+            matched: false,
+        };
+        handler.on_packet(&buf[..len], 0, t_rx, &mut sink);
+        if !sink.matched {
+            // The trader would have sent nothing, or something else.
+            self.report.mismatch += 1;
+        }
+    }
+}
+
+/// The packet the program fired on: the MoldUDP64 header of `session` and the record's
+/// sequence number, one trade of `stock` at the record's price (the rest of the trade's fields
+/// are not the strategy's). `None` if it doesn't fit (it always does).
+fn tick_packet(buf: &mut [u8], session: [u8; 10], f: &Fired, stock: Stock) -> Option<usize> {
+    let mut m = [0u8; itch::trade::LEN];
+    crate::t2t::trade_message(f.seq, stock, Price4(f.price), 0)
+        .emit_into(&mut m)
+        .ok()?;
+    let mut b = PacketBuilder::new(buf, moldudp64::Session(session), f.seq).ok()?;
+    b.push(&m).ok()?;
+    Some(b.finish().len())
+}
+
+/// A fired tick's sink: sends nothing (the program did), checks the strategy's order against
+/// what was fired.
+struct CheckSink {
+    fired: Option<OrderRepr>,
+    matched: bool,
+}
+
+impl OrderSink for CheckSink {
+    fn send(&mut self, order: &OrderRepr) -> bool {
+        // The order "went out" only if it is the one the program sent; any other (or a second)
+        // did not, and the trader books it as failed.
+        let ok = !self.matched && self.fired.as_ref() == Some(order);
+        self.matched |= ok;
+        ok
+    }
+
+    fn timed(&self) -> bool {
+        false
+    }
+}
+
+/// The handler the socket's packets go through: what the ring holds goes first (it was fired
+/// before any later packet reached the socket), and orders the trader sends itself are counted.
+struct Merge<'a, 'f, H> {
+    fire: &'a mut Fire<'f>,
+    handler: &'a mut H,
+    fired: usize,
+}
+
+impl<H: PacketHandler> PacketHandler for Merge<'_, '_, H> {
+    #[inline]
+    fn on_packet<S: OrderSink>(&mut self, payload: &[u8], line: usize, t_rx: u64, sink: &mut S) {
+        self.fired += self.fire.drain(self.handler);
+        let mut counting = CountingSink {
+            inner: sink,
+            decided: self.fire.decided,
+            report: &mut *self.fire.report,
+        };
+        self.handler.on_packet(payload, line, t_rx, &mut counting);
+    }
+}
+
+/// The socket path's sink, counting the orders the trader sends itself.
+struct CountingSink<'a, S> {
+    inner: &'a mut S,
+    /// The last arming decision when the packet was taken.
+    decided: Option<(u64, bool)>,
+    report: &'a mut TriggerReport,
+}
+
+impl<S: OrderSink> OrderSink for CountingSink<'_, S> {
+    #[inline]
+    fn send(&mut self, order: &OrderRepr) -> bool {
+        let sent = self.inner.send(order);
+        if sent {
+            self.report.software_orders += 1;
+            if self.decided == Some((order.tick_seq, false)) {
+                self.report.unarmed_orders += 1;
+            } else {
+                // Armed, but written after the tick reached the program (or a packet of more
+                // than one message); or not decided yet: it came right behind the tick before.
+                self.report.arm_late += 1;
+            }
+        }
+        sent
+    }
+
+    #[inline]
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for TriggerIo<BLOCK, BUSY_POLL> {
+    #[inline]
+    fn recv<H: PacketHandler>(&mut self, max: usize, handler: &mut H) -> io::Result<usize> {
+        if BLOCK {
+            self.wait()?;
+        }
+        let Self {
+            xdp,
+            ring,
+            stock,
+            live,
+            report,
+            session,
+            decided,
+            ..
+        } = self;
+        let mut fire = Fire {
+            ring,
+            stock: *stock,
+            live,
+            report,
+            session: *session,
+            decided: *decided,
+        };
+        let first = fire.drain(handler);
+        let mut merge = Merge {
+            fire: &mut fire,
+            handler,
+            fired: 0,
+        };
+        let n = xdp.recv(max, &mut merge)?;
+        let fired = merge.fired;
+        Ok(first + fired + n)
+    }
+
+    fn idle(&mut self) {
+        self.xdp.idle();
+    }
+
+    fn cap_wait(&mut self, ms: i32) {
+        self.wait_cap = Some(ms);
+    }
+
+    fn with_sink(&mut self, f: &mut dyn FnMut(&mut dyn OrderSink)) {
+        self.xdp.with_sink(f);
+    }
+
+    fn send_request(&mut self, to: std::net::SocketAddrV4, payload: &[u8]) -> io::Result<()> {
+        self.xdp.send_request(to, payload)
+    }
+
+    /// Arms the next tick (or disarms, if it can't be armed and an arm may still fire).
+    fn after_turn(&mut self, trader: &mut Trader) {
+        let t0 = now_ns();
+        let next = trader.next_arm();
+        self.decided = Some((trader.next_seq(), next.is_ok()));
+        let write = match next {
+            Ok(mut arm) => {
+                if self.live == Some(arm) {
+                    // Already armed for this tick (the turn moved nothing forward).
+                    return;
+                }
+                self.report.arms += 1;
+                if self.corrupt > 0 {
+                    self.corrupt -= 1;
+                    arm.side = if arm.side == b'B' { b'S' } else { b'B' };
+                }
+                self.live = Some(arm);
+                self.session = arm.session;
+                arm
+            }
+            Err(why) => {
+                count_unarmed(&mut self.report.unarmed, why);
+                if self.live.is_none() {
+                    return;
+                }
+                self.live = None;
+                Arm::default()
+            }
+        };
+        if self.arm.set(&write).is_err() {
+            self.report.arm_failed += 1;
+            self.live = None;
+        }
+        self.arm_cost.record(now_ns().saturating_sub(t0));
+    }
+}
+
+fn count_unarmed(c: &mut UnarmedCounts, why: NotArmed) {
+    use engine::trigger::Unarmed as E;
+    match why {
+        NotArmed::Engine(E::WarmingUp) => c.warming_up += 1,
+        NotArmed::Engine(E::Level) => c.level += 1,
+        NotArmed::Engine(E::Held) => c.held += 1,
+        NotArmed::Engine(E::Never) => c.never += 1,
+        NotArmed::Engine(E::NotOneSide | E::Budget) => c.unsettled += 1,
+        NotArmed::FeedUnknown | NotArmed::AnyStock | NotArmed::Lines | NotArmed::SequenceEnd => {
+            c.other += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fired_record_becomes_the_tick_it_fired_on() {
+        let stock = Stock::new("SYNTH").unwrap();
+        let f = Fired {
+            seq: 42,
+            token: 7,
+            price: 1_234_567,
+            shares: 100,
+            side: b'B',
+            flags: [0; 2],
+            pad: [0; 5],
+        };
+        let mut buf = [0u8; moldudp64::HEADER_LEN + 2 + itch::trade::LEN];
+        let n = tick_packet(&mut buf, *b"T2TLAB0001", &f, stock).unwrap();
+        let p = moldudp64::Packet::new_checked(&buf[..n]).unwrap();
+        assert_eq!(p.sequence(), 42);
+        assert_eq!(p.session().0, *b"T2TLAB0001");
+        assert_eq!(p.block_count(), 1);
+        let block = p.messages().next().unwrap().unwrap();
+        let itch::Message::Trade(t) = itch::parse(block).unwrap() else {
+            panic!("not a trade");
+        };
+        assert_eq!((t.price, t.stock), (Price4(1_234_567), stock));
+    }
+
+    #[test]
+    fn the_check_accepts_the_fired_order_once_and_nothing_else() {
+        let stock = Stock::new("SYNTH").unwrap();
+        let order = OrderRepr {
+            side: itch::Side::Buy,
+            reverse: false,
+            shares: 100,
+            token: 7,
+            tick_seq: 42,
+            price: Price4(5),
+            stock,
+        };
+        let mut s = CheckSink {
+            fired: Some(order),
+            matched: false,
+        };
+        assert!(!s.send(&OrderRepr { token: 8, ..order }));
+        assert!(!s.matched);
+        assert!(s.send(&order));
+        assert!(!s.send(&order), "a second copy did not go out");
+        assert!(s.matched);
+        assert!(!s.timed());
+    }
+}
