@@ -61,8 +61,6 @@ pub struct TraderReport {
 pub struct TriggerReport {
     /// Arms written (one per tick the engine could arm, after the tick before it).
     pub arms: u64,
-    /// Arm writes the kernel refused.
-    pub arm_failed: u64,
     /// Orders the XDP program fired (records read from its ring).
     pub fired: u64,
     /// Orders the trader sent itself, for ticks that came through the AF_XDP socket: it
@@ -347,6 +345,10 @@ pub struct XdpCounters {
     /// Trigger path: the armed tick arrived at a price outside the armed set.
     #[serde(default)]
     pub trigger_not_in_set: u64,
+    /// Trigger path: packets that met the arm while the trader was writing it (redirected to
+    /// the trader, never fired from a half-written arm).
+    #[serde(default)]
+    pub trigger_arm_busy: u64,
 }
 
 /// The loaded XDP program, as the kernel describes it (`bpf_prog_info`).

@@ -73,7 +73,8 @@ impl Trader {
             direction,
             side: order_side(trigger.signal.side).to_byte(),
             flags: if reverse { FLAG_REVERSE } else { 0 }.to_be_bytes(),
-            pad: [0; 9],
+            pad: [0; 5],
+            generation: 0,
         })
     }
 }

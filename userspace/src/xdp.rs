@@ -1,12 +1,12 @@
 //! Loading and attaching the lab's XDP program, and reading its counters.
 use aya::{
     Ebpf, EbpfLoader,
-    maps::{Array, MapData, PerCpuArray, RingBuf, XskMap},
+    maps::{MapData, PerCpuArray, RingBuf, XskMap},
     programs::{ProgramError, Xdp, XdpMode as AyaXdpMode, xdp::XdpLinkId},
 };
 use xdp_common::{
-    Action, Arm, Counter, Fired, GLOBAL_ACTION, GLOBAL_FIRED_WAKEUP, GLOBAL_MD_PORT,
-    GLOBAL_MD_PORT_B, GLOBAL_XDP_LOG, MAP_ARM, MAP_COUNTERS, MAP_FIRED, MAP_XSKS, PROG_NAME,
+    Action, Counter, Fired, GLOBAL_ACTION, GLOBAL_FIRED_WAKEUP, GLOBAL_MD_PORT, GLOBAL_MD_PORT_B,
+    GLOBAL_XDP_LOG, MAP_ARM, MAP_COUNTERS, MAP_FIRED, MAP_XSKS, PROG_NAME,
 };
 
 /// The XDP program, built by `build.rs` and embedded here. Empty when the eBPF toolchain was
@@ -249,19 +249,24 @@ impl XdpProgram {
     }
 
     /// The trigger path's arm ([`Action::Trigger`]), to write between ticks (once: the map
-    /// moves to the caller, so writing an arm looks nothing up).
+    /// moves to the caller). The array is memory-mapped: writing an arm is a few stores under a
+    /// sequence lock, no system call and no lookup.
     pub fn take_arm(&mut self) -> Result<ArmMap, XdpError> {
-        let map = self.ebpf.take_map(MAP_ARM).ok_or_else(|| XdpError::Map {
+        let missing = || XdpError::Map {
             what: format!("map {MAP_ARM} missing (or already taken)"),
             source: aya::maps::MapError::InvalidName {
                 name: MAP_ARM.into(),
             },
-        })?;
-        let array = Array::try_from(map).map_err(|source| XdpError::Map {
-            what: format!("map {MAP_ARM} is not the arm array"),
-            source,
-        })?;
-        Ok(ArmMap(array))
+        };
+        let aya::maps::Map::Array(map) = self.ebpf.take_map(MAP_ARM).ok_or_else(missing)? else {
+            return Err(missing());
+        };
+        arm_mem::ArmMap::map(map).map_err(|e| XdpError::Map {
+            what: format!("failed to memory-map {MAP_ARM} (a kernel before 5.5, or a program built without BPF_F_MMAPABLE?): {e}"),
+            source: aya::maps::MapError::InvalidName {
+                name: MAP_ARM.into(),
+            },
+        })
     }
 
     /// The trigger's record of what it fired (once: the ring moves to the caller).
@@ -334,48 +339,129 @@ impl std::os::fd::AsRawFd for BorrowedRaw {
     }
 }
 
-/// An [`Arm`] as aya stores it in the map.
-#[derive(Clone, Copy)]
-#[repr(transparent)]
-struct ArmValue(Arm);
+pub use arm_mem::ArmMap;
 
-mod pod {
+mod arm_mem {
+    //! The arm, memory-mapped: the one place that touches the program's memory directly.
     #![expect(
         unsafe_code,
-        reason = "aya's Pod marker for a map value is an unsafe trait"
+        reason = "mmap(2) of the arm array, and writes through the mapping"
     )]
+    use std::{
+        io,
+        os::fd::{AsFd as _, AsRawFd as _},
+        ptr::NonNull,
+        sync::atomic::{Ordering, fence},
+    };
 
-    // SAFETY: `Arm` is `repr(C)` of integers and byte arrays, 56 bytes with no padding (its
-    // size is tested in xdp-common), so every bit pattern is a valid value and none is
-    // uninitialised.
-    unsafe impl aya::Pod for super::ArmValue {}
-}
+    use aya::maps::MapData;
+    use xdp_common::Arm;
 
-/// The trigger's arm ([`XdpProgram::take_arm`]).
-pub struct ArmMap(Array<MapData, ArmValue>);
-
-impl std::fmt::Debug for ArmMap {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ArmMap")
+    /// The trigger's arm ([`super::XdpProgram::take_arm`]), mapped into this process.
+    pub struct ArmMap {
+        /// The map, held open while it is mapped.
+        _map: MapData,
+        /// Its one value, the arm, at the start of the mapping.
+        arm: NonNull<Arm>,
+        len: usize,
+        /// The generation of the last arm written (even).
+        generation: u32,
     }
-}
 
-impl ArmMap {
-    /// Writes `arm`: the program fires its order on the tick `arm.seq` if that tick's price is
-    /// in its set (`armed = 0`: nothing fires). One map update, a system call. Not atomic
-    /// against a program run reading it at the same moment (an array map's update is a copy):
-    /// a tick arriving while its own arm is written can see part of it, which the trader's
-    /// check of every fired order would report as a mismatch.
-    ///
-    /// # Errors
-    /// The kernel refused the update.
-    pub fn set(&mut self, arm: &Arm) -> Result<(), XdpError> {
-        self.0
-            .set(0, ArmValue(*arm), 0)
-            .map_err(|source| XdpError::Map {
-                what: "failed to write the arm".into(),
-                source,
+    impl std::fmt::Debug for ArmMap {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_struct("ArmMap")
+                .field("generation", &self.generation)
+                .finish()
+        }
+    }
+
+    impl ArmMap {
+        /// Maps `map`'s values (an array of one `Arm`, made with `BPF_F_MMAPABLE`).
+        pub(super) fn map(map: MapData) -> io::Result<ArmMap> {
+            // SAFETY: sysconf has no preconditions.
+            let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+                .unwrap_or(4096)
+                .max(1);
+            let len = size_of::<Arm>().div_ceil(page) * page;
+            let fd = map.fd().as_fd().as_raw_fd();
+            // SAFETY: a fresh shared mapping of the map's fd, whose first value is the arm; the
+            // kernel checks the length against the array and the flag.
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    fd,
+                    0,
+                )
+            };
+            if p == libc::MAP_FAILED {
+                return Err(io::Error::last_os_error());
+            }
+            let arm = NonNull::new(p.cast::<Arm>()).ok_or_else(|| io::Error::other("mmap at 0"))?;
+            // SAFETY: the mapping is at least one Arm long and page-aligned.
+            let generation =
+                unsafe { std::ptr::read_volatile(&raw const (*arm.as_ptr()).generation) } & !1;
+            Ok(ArmMap {
+                _map: map,
+                arm,
+                len,
+                generation,
             })
+        }
+
+        /// Writes `arm` (its `generation` is ours): the program fires its order on the tick `arm.seq`
+        /// if that tick's price is in its set (`armed = 0`: nothing fires). A sequence lock's
+        /// write: the generation made odd, the arm, the generation made even; a program run
+        /// reading meanwhile sees the generation odd or changed and doesn't fire.
+        pub fn set(&mut self, arm: &Arm) {
+            self.begin(arm);
+            self.end();
+        }
+
+        /// The first half of [`ArmMap::set`]: the arm written with its generation odd, as a
+        /// program run in the middle of a write sees it. For the test that such an arm never
+        /// fires; [`ArmMap::set`] is the whole write.
+        #[doc(hidden)]
+        pub fn begin(&mut self, arm: &Arm) {
+            let odd = self.generation.wrapping_add(1);
+            let p = self.arm.as_ptr();
+            // SAFETY: `p` points at the mapped arm, valid while `self` lives; volatile, as the
+            // program reads it concurrently (single writer: this process, through `&mut self`).
+            unsafe {
+                std::ptr::write_volatile(&raw mut (*p).generation, odd);
+                // The odd generation before any of the arm's bytes.
+                fence(Ordering::Release);
+                std::ptr::write_volatile(
+                    p,
+                    Arm {
+                        generation: odd,
+                        ..*arm
+                    },
+                );
+            }
+            self.generation = odd;
+        }
+
+        /// The second half of [`ArmMap::set`]: the generation made even again.
+        #[doc(hidden)]
+        pub fn end(&mut self) {
+            let even = self.generation.wrapping_add(self.generation & 1);
+            // The arm's bytes before the even generation.
+            fence(Ordering::Release);
+            // SAFETY: as in `begin`.
+            unsafe { std::ptr::write_volatile(&raw mut (*self.arm.as_ptr()).generation, even) };
+            self.generation = even;
+        }
+    }
+
+    impl Drop for ArmMap {
+        fn drop(&mut self) {
+            // SAFETY: the mapping this made, unmapped once.
+            unsafe { libc::munmap(self.arm.as_ptr().cast(), self.len) };
+        }
     }
 }
 
@@ -474,6 +560,7 @@ impl Counters {
                 Counter::LogSuppressed => &mut r.log_suppressed,
                 Counter::TriggerFired => &mut r.trigger_fired,
                 Counter::TriggerNotInSet => &mut r.trigger_not_in_set,
+                Counter::TriggerArmBusy => &mut r.trigger_arm_busy,
             };
             *slot = self.get(c);
         }

@@ -114,7 +114,6 @@ fn trigger_path_fires_the_engines_orders_with_parity() {
     // How many are fired depends on the trader keeping up (a test running beside this one
     // starves it): the rate is the benchmark's to report; here, that the driver fired some.
     assert!(t.fired > 0 && t.arms > 0, "{t:?}");
-    assert_eq!(t.arm_failed, 0, "{t:?}");
 }
 
 /// The same run with the trader asleep in poll() between ticks: woken by the ring and the

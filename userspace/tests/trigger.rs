@@ -19,6 +19,19 @@ mod common;
 
 use common::lab_or_skip;
 
+/// How the arm is written before a step.
+#[derive(Clone, Copy)]
+enum Write {
+    /// Not at all.
+    None,
+    /// Whole ([`userspace::xdp::ArmMap::set`]).
+    Whole(Arm),
+    /// Its first half only: the arm with its generation odd, as a run mid-write sees it.
+    Half(Arm),
+    /// The second half of the last `Half`.
+    Finish,
+}
+
 /// What the exchange side does, one step at a time.
 enum Step {
     /// Send the tick (session, seq, stock, price) and say whether an order must come back.
@@ -57,7 +70,8 @@ fn an_armed_order_fires_once_on_its_tick_at_a_price_in_its_set() {
         direction: ARM_AT_OR_ABOVE,
         side: xdp_common::layout::itch::SIDE_SELL,
         flags: FLAG_REVERSE.to_be_bytes(),
-        pad: [0; 9],
+        pad: [0; 5],
+        generation: 0,
     };
     let arm_b = Arm {
         seq: 9,
@@ -69,28 +83,62 @@ fn an_armed_order_fires_once_on_its_tick_at_a_price_in_its_set() {
         flags: [0; 2],
         ..arm_a
     };
-    // (step, arm to write before it, if any)
-    let steps: Vec<(Option<Arm>, Step)> = vec![
+    let arm_c = Arm {
+        seq: 12,
+        token: 79,
+        threshold: 0,
+        direction: ARM_AT_OR_ABOVE,
+        ..arm_b
+    };
+    // (arm to write before the step, step)
+    let steps: Vec<(Write, Step)> = vec![
         (
-            Some(arm_a),
+            Write::Whole(arm_a),
             Step::Send(lab::SESSION, 2, "SYNTH", 2_000_000, false),
         ), // not its tick
-        (None, Step::Send(lab::SESSION, 3, "SYNTH", 999_999, false)), // price outside the set
-        (None, Step::Send("OTHERSESS1", 3, "SYNTH", 1_500_000, false)), // another session
-        (None, Step::Send(lab::SESSION, 3, "OTHER", 1_500_000, false)), // another stock
-        (None, Step::SendTwo(3, 1_500_000)),                          // two messages
-        (None, Step::Send(lab::SESSION, 3, "SYNTH", 1_000_000, true)), // fires (threshold included)
-        (None, Step::Send(lab::SESSION, 3, "SYNTH", 1_000_000, false)), // consumed
         (
-            Some(arm_b),
+            Write::None,
+            Step::Send(lab::SESSION, 3, "SYNTH", 999_999, false),
+        ), // price outside the set
+        (
+            Write::None,
+            Step::Send("OTHERSESS1", 3, "SYNTH", 1_500_000, false),
+        ), // another session
+        (
+            Write::None,
+            Step::Send(lab::SESSION, 3, "OTHER", 1_500_000, false),
+        ), // another stock
+        (Write::None, Step::SendTwo(3, 1_500_000)), // two messages
+        (
+            Write::None,
+            Step::Send(lab::SESSION, 3, "SYNTH", 1_000_000, true),
+        ), // fires (threshold included)
+        (
+            Write::None,
+            Step::Send(lab::SESSION, 3, "SYNTH", 1_000_000, false),
+        ), // consumed
+        (
+            Write::Whole(arm_b),
             Step::Send(lab::SESSION, 9, "SYNTH", 500_001, false),
         ), // outside, below
-        (None, Step::Send(lab::SESSION, 9, "SYNTH", 12_345, true)),   // fires
+        (
+            Write::None,
+            Step::Send(lab::SESSION, 9, "SYNTH", 12_345, true),
+        ), // fires
+        // An arm caught half-written (its generation odd) never fires; whole, it does.
+        (
+            Write::Half(arm_c),
+            Step::Send(lab::SESSION, 12, "SYNTH", 700_000, false),
+        ),
+        (
+            Write::Finish,
+            Step::Send(lab::SESSION, 12, "SYNTH", 700_000, true),
+        ),
     ];
     let n_steps = steps.len();
 
     let (ready_tx, ready_rx) = mpsc::channel();
-    let (step_tx, step_rx) = mpsc::channel::<Option<Arm>>();
+    let (step_tx, step_rx) = mpsc::channel::<Write>();
     let (ack_tx, ack_rx) = mpsc::channel::<()>();
     let trader = {
         let c = c.clone();
@@ -112,9 +160,12 @@ fn an_armed_order_fires_once_on_its_tick_at_a_price_in_its_set() {
                 ready_tx.send(()).unwrap();
                 let mut passed = Vec::new();
                 // One message per step: the arm to write first, then an ack.
-                while let Ok(arm) = step_rx.recv_timeout(Duration::from_secs(20)) {
-                    if let Some(a) = arm {
-                        arm_map.set(&a).expect("arm");
+                while let Ok(write) = step_rx.recv_timeout(Duration::from_secs(20)) {
+                    match write {
+                        Write::None => {}
+                        Write::Whole(a) => arm_map.set(&a),
+                        Write::Half(a) => arm_map.begin(&a),
+                        Write::Finish => arm_map.end(),
                     }
                     ack_tx.send(()).unwrap();
                 }
@@ -143,9 +194,9 @@ fn an_armed_order_fires_once_on_its_tick_at_a_price_in_its_set() {
             s.set_read_timeout(Some(Duration::from_millis(500)))
                 .unwrap();
             let mut orders = Vec::new();
-            for (arm, step) in &steps {
+            for (write, step) in &steps {
                 let want_order = matches!(step, Step::Send(.., true));
-                step_tx.send(*arm).unwrap();
+                step_tx.send(*write).unwrap();
                 ack_rx.recv_timeout(Duration::from_secs(10)).unwrap();
                 let mut buf = [0u8; 256];
                 let packet = match step {
@@ -203,8 +254,17 @@ fn an_armed_order_fires_once_on_its_tick_at_a_price_in_its_set() {
             price: Price4(12_345),
             stock: Stock::new("SYNTH").unwrap(),
         },
+        OrderRepr {
+            side: Side::Buy,
+            reverse: false,
+            shares: 100,
+            token: 79,
+            tick_seq: 12,
+            price: Price4(700_000),
+            stock: Stock::new("SYNTH").unwrap(),
+        },
     ];
-    assert_eq!(orders.len(), 2);
+    assert_eq!(orders.len(), 3);
     for ((len, got), want) in orders.iter().zip(&want) {
         assert_eq!(*len, wire::order::LEN, "the frame was trimmed to the order");
         assert_eq!(got, want);
@@ -230,10 +290,20 @@ fn an_armed_order_fires_once_on_its_tick_at_a_price_in_its_set() {
                 flags: [0; 2],
                 pad: [0; 5],
             },
+            Fired {
+                seq: 12,
+                token: 79,
+                price: 700_000,
+                shares: 100,
+                side: b'B',
+                flags: [0; 2],
+                pad: [0; 5],
+            },
         ]
     );
-    assert_eq!(k.get(Counter::TriggerFired), 2, "{k}");
+    assert_eq!(k.get(Counter::TriggerFired), 3, "{k}");
     assert_eq!(k.get(Counter::TriggerNotInSet), 2, "{k}");
+    assert_eq!(k.get(Counter::TriggerArmBusy), 1, "{k}");
     // Every step that did not fire reached the trader's side (the kernel, here) whole.
-    assert_eq!(passed.len(), n_steps - 2, "{passed:?} {k}");
+    assert_eq!(passed.len(), n_steps - 3, "{passed:?} {k}");
 }

@@ -88,8 +88,12 @@ pub enum Action {
     Trigger = 4,
 }
 
-/// The array map (one entry) holding the [`Arm`].
+/// The array map (one entry) holding the [`Arm`]; memory-mapped by userspace
+/// ([`BPF_F_MMAPABLE`]), so arming is a few stores, not a system call.
 pub const MAP_ARM: &str = "ARM";
+
+/// A map flag: userspace may `mmap` the array's values.
+pub const BPF_F_MMAPABLE: u32 = 1 << 10;
 /// The ring buffer of [`Fired`] records.
 pub const MAP_FIRED: &str = "FIRED";
 
@@ -97,6 +101,11 @@ pub const MAP_FIRED: &str = "FIRED";
 /// ticks, read by the program. Keyed by sequence number, so an arm can only fire on the tick
 /// it was computed for; consumed (`armed = 0`) when it fires. Byte arrays and integers only,
 /// no padding the compiler could leave undefined: 56 bytes.
+///
+/// Userspace writes it in place (the map is memory-mapped) under a sequence lock: `generation` odd
+/// while it writes, even when done. The program reads `generation`, the arm, and `generation` again, and
+/// fires only when both reads are the same even number: an arm is never used half-written
+/// (the tick then goes to the trader, counted as `trigger_arm_busy`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Arm {
@@ -121,7 +130,9 @@ pub struct Arm {
     /// The order's flags, big-endian as on the wire.
     pub flags: [u8; 2],
     /// Zero.
-    pub pad: [u8; 9],
+    pub pad: [u8; 5],
+    /// The write generation: odd while userspace writes the arm, even once it is whole.
+    pub generation: u32,
 }
 
 /// [`Arm::direction`]: fire when the price is at or above the threshold.
@@ -272,11 +283,14 @@ pub enum Counter {
     /// Trigger path: packets of the armed tick whose price was not in the armed set
     /// (redirected to the trader, which decides them).
     TriggerNotInSet,
+    /// Trigger path: packets that met the arm while userspace was writing it (its `generation` odd or
+    /// changing): redirected to the trader, never fired from a half-written arm.
+    TriggerArmBusy,
 }
 
 impl Counter {
     /// Number of counters; the map's `max_entries`.
-    pub const COUNT: u32 = 15;
+    pub const COUNT: u32 = 16;
 
     /// Every counter, in index order.
     pub const ALL: [Counter; Self::COUNT as usize] = [
@@ -295,6 +309,7 @@ impl Counter {
         Counter::LogSuppressed,
         Counter::TriggerFired,
         Counter::TriggerNotInSet,
+        Counter::TriggerArmBusy,
     ];
 
     /// The counter's slot in the map.
@@ -320,6 +335,7 @@ impl Counter {
             Counter::LogSuppressed => "log_suppressed",
             Counter::TriggerFired => "trigger_fired",
             Counter::TriggerNotInSet => "trigger_not_in_set",
+            Counter::TriggerArmBusy => "trigger_arm_busy",
         }
     }
 }

@@ -26,7 +26,8 @@ use aya_ebpf::{
 };
 use aya_log_ebpf::{error, warn};
 use xdp_common::{
-    Action, Arm, BPF_RB_NO_WAKEUP, Counter, Fired, LOG_BURST, LOG_WINDOW_NS, MAX_QUEUES, checksum,
+    Action, Arm, BPF_F_MMAPABLE, BPF_RB_NO_WAKEUP, Counter, Fired, LOG_BURST, LOG_WINDOW_NS,
+    MAX_QUEUES, checksum,
     layout::{
         Field, UDP_PAYLOAD_OFFSET, at, ethernet, ipv4,
         itch::{self, trade},
@@ -65,9 +66,10 @@ static FIRED_WAKEUP: u8 = 0;
 #[map(name = "LOG_LIMIT")]
 static LOG_LIMIT: PerCpuArray<[u64; 2]> = PerCpuArray::with_max_entries(1, 0);
 
-/// The armed order (`Action::Trigger`), written by userspace between ticks.
+/// The armed order (`Action::Trigger`), written in place by userspace between ticks (it maps
+/// the array) under a sequence lock (`Arm::generation`).
 #[map(name = "ARM")]
-static ARM: Array<Arm> = Array::with_max_entries(1, 0);
+static ARM: Array<Arm> = Array::with_max_entries(1, BPF_F_MMAPABLE);
 
 /// What the trigger fired, for userspace: one `Fired` record per order sent.
 #[map(name = "FIRED")]
@@ -108,6 +110,10 @@ fn md_redirect(ctx: XdpContext) -> u32 {
                 Shot::Miss => redirect(&ctx),
                 Shot::NotInSet => {
                     count(Counter::TriggerNotInSet);
+                    redirect(&ctx)
+                }
+                Shot::Busy => {
+                    count(Counter::TriggerArmBusy);
                     redirect(&ctx)
                 }
                 Shot::Failed => (Counter::ReflectFailed, XDP_PASS),
@@ -404,6 +410,9 @@ enum Shot {
     Miss,
     /// The armed tick, its price outside the set.
     NotInSet,
+    /// The arm was being written when the packet came (its generation odd or changing): the
+    /// packet goes to the trader.
+    Busy,
     /// Armed and matched, but the frame could not be rewritten (the arm is consumed).
     Failed,
 }
@@ -416,11 +425,22 @@ fn trigger(ctx: &XdpContext) -> Shot {
     let Some(arm) = ARM.get_ptr_mut(0) else {
         return Shot::Miss;
     };
-    // SAFETY: the map returned a valid pointer to its one entry; userspace rewrites it with
-    // map updates between ticks (the sequence key keeps a late arm from firing a later tick).
-    let a = unsafe { core::ptr::read_volatile(arm) };
+    // The sequence lock's read side: the generation, the arm, the generation again, in this
+    // order (volatile reads are not reordered, and x86 does not reorder loads); the arm is
+    // whole only if both are the same even number.
+    // SAFETY: the map returned a valid pointer to its one entry; userspace rewrites it in
+    // place between ticks (the sequence key keeps a late arm from firing a later tick).
+    let (g1, a, g2) = unsafe {
+        let g1 = core::ptr::read_volatile(core::ptr::addr_of!((*arm).generation));
+        let a = core::ptr::read_volatile(arm);
+        let g2 = core::ptr::read_volatile(core::ptr::addr_of!((*arm).generation));
+        (g1, a, g2)
+    };
     if a.armed == 0 {
         return Shot::Miss;
+    }
+    if g1 & 1 != 0 || g1 != g2 {
+        return Shot::Busy;
     }
     let Ok(seq) = read_field::<8>(ctx, at(MOLD, moldudp64::field::SEQUENCE)) else {
         return Shot::Miss;

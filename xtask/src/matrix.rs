@@ -76,8 +76,10 @@ pub(crate) enum Knob {
     XdpLogMalformed,
 }
 
-const BOTH: &[TraderPath] = &[TraderPath::Xdp, TraderPath::Udp];
-const XDP: &[TraderPath] = &[TraderPath::Xdp];
+/// Every trader path.
+const BOTH: &[TraderPath] = &[TraderPath::Xdp, TraderPath::Udp, TraderPath::Trigger];
+/// The AF_XDP paths (the trigger's is AF_XDP with the decision in the driver).
+const XDP: &[TraderPath] = &[TraderPath::Xdp, TraderPath::Trigger];
 const UDP: &[TraderPath] = &[TraderPath::Udp];
 
 impl Knob {
@@ -218,7 +220,7 @@ pub(crate) struct Options {
     /// mold-batch-4, isolate, xdp-log, malformed-stream, xdp-log-malformed.
     #[arg(long, value_delimiter = ',', default_value = "all", value_parser = parse_selection)]
     pub(crate) knobs: Vec<Selection>,
-    /// Paths (comma-separated): xdp, udp.
+    /// Paths (comma-separated): xdp, udp, trigger.
     #[arg(long, value_delimiter = ',', default_value = "xdp,udp", value_parser = session::trader_paths())]
     pub(crate) paths: Vec<TraderPath>,
     /// Messages per run.

@@ -21,7 +21,7 @@ const LOADS: [f64; 3] = [0.1, 0.5, 0.9];
 /// Options.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Options {
-    /// Paths (comma-separated): xdp, udp.
+    /// Paths (comma-separated): xdp, udp, trigger (the decision in the driver).
     #[arg(long, value_delimiter = ',', default_value = "xdp,udp", value_parser = session::trader_paths())]
     pub(crate) paths: Vec<TraderPath>,
     /// Messages per trial.
