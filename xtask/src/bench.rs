@@ -179,7 +179,7 @@ pub(crate) struct Options {
         long = "path",
         value_enum,
         value_delimiter = ',',
-        default_value = "both"
+        default_value = "xdp,udp,trigger"
     )]
     pub(crate) paths: Vec<PathChoice>,
     /// Market data: gbm[:SEED[:BARS]], closes:PATH, itch:PATH, pcap:PATH.
@@ -501,7 +501,10 @@ mod tests {
                 Cli::try_parse_from(std::iter::once("bench").chain(line.iter().copied())).unwrap();
             cli.o.lab_rows().into_iter().map(|(r, _)| r).collect()
         };
-        assert_eq!(rows(&[]), [Row::Xdp, Row::Udp]);
+        assert_eq!(
+            rows(&[]),
+            [Row::Xdp, Row::Udp, Row::Trigger, Row::TriggerBlock]
+        );
         assert_eq!(
             rows(&["--path", "xdp,udp,trigger"]),
             [Row::Xdp, Row::Udp, Row::Trigger, Row::TriggerBlock]
