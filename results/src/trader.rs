@@ -69,18 +69,21 @@ pub struct TriggerReport {
     pub software_orders: u64,
     /// Of those, ticks the trader had decided not to arm (see `unarmed`).
     pub unarmed_orders: u64,
-    /// Of those, ticks whose arm was written after they reached the program, or never
-    /// (they came right behind the tick before, in the same turn), or that came in a packet
-    /// of more than one message (the program fires only one-trade packets).
+    /// Of those, all the rest: ticks whose arm was written after they reached the program, or
+    /// while they did, or never (they came right behind the tick before, in the same turn, or
+    /// past a gap); and armed ticks the program did not fire for their packet's shape (more
+    /// than one message, a frame the trader's socket path checks further).
     pub arm_late: u64,
     /// Fired orders that were not what the trader would have sent for their tick (or fired
     /// where it would have sent none): must be 0. A nonzero count is reported at exit.
     pub mismatch: u64,
-    /// `fired / (fired + software_orders)`: the share of orders decided in the driver.
+    /// `(fired - mismatch) / (fired + software_orders)`: the share of the trader's orders that
+    /// the program fired (the armed-hit rate).
     pub hit_rate: f64,
-    /// Decisions not to arm, by reason: warm-up (indicators undefined), level (no cross
-    /// possible), held (the only cross is to the side held), never (no price fires), not one
-    /// side / band (rounding the engine can't settle), other (feed not known, sequence end).
+    /// Decisions not to arm, by reason (one per turn of the loop that took packets, so a turn
+    /// of heartbeats repeats the last): warm-up (indicators undefined), level (no cross
+    /// possible), held (the only cross is to the side held), never (no price fires),
+    /// unsettled (rounding the engine can't settle), other (feed not known, sequence end).
     pub unarmed: Unarmed,
     /// Computing and writing one arm, after the tick before it (µs): off the critical path.
     pub arm_cost: Summary,

@@ -6,7 +6,7 @@ use aya::{
 };
 use xdp_common::{
     Action, Counter, Fired, GLOBAL_ACTION, GLOBAL_FIRED_WAKEUP, GLOBAL_MD_PORT, GLOBAL_MD_PORT_B,
-    GLOBAL_XDP_LOG, MAP_ARM, MAP_COUNTERS, MAP_FIRED, MAP_XSKS, PROG_NAME,
+    GLOBAL_TRIGGER_DST, GLOBAL_XDP_LOG, MAP_ARM, MAP_COUNTERS, MAP_FIRED, MAP_XSKS, PROG_NAME,
 };
 
 /// The XDP program, built by `build.rs` and embedded here. Empty when the eBPF toolchain was
@@ -57,6 +57,15 @@ pub enum XdpError {
          CAP_SYS_ADMIN): {0}"
     )]
     Stats(#[source] aya::sys::SyscallError),
+    /// A map could not be memory-mapped.
+    #[error("{what}: {source}")]
+    Mmap {
+        /// What was being done.
+        what: String,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
     /// Map access failed.
     #[error("{what}: {source}")]
     Map {
@@ -77,6 +86,9 @@ pub struct Load {
     /// The trigger wakes a reader sleeping on its ring of fired orders (a trader that blocks);
     /// off, a reader must poll the ring (a spinning trader), and firing raises no interrupt.
     pub fired_wakeup: bool,
+    /// The trigger fires only on frames addressed to this MAC and IPv4 address (the trader's,
+    /// which its socket path checks too); `None`: not checked.
+    pub trigger_dst: Option<([u8; 6], std::net::Ipv4Addr)>,
 }
 
 /// The XDP program, loaded and attached to one interface. Dropping it detaches the program
@@ -137,12 +149,18 @@ impl XdpProgram {
         let action = action as u8;
         let log = u8::from(load.log);
         let wakeup = u8::from(load.fired_wakeup);
+        let mut dst = [0u8; 10];
+        if let Some((mac, ip)) = load.trigger_dst {
+            dst[..6].copy_from_slice(&mac);
+            dst[6..].copy_from_slice(&ip.octets());
+        }
         let mut ebpf = EbpfLoader::new()
             .override_global(GLOBAL_MD_PORT, &port, true)
             .override_global(GLOBAL_MD_PORT_B, &port_b, true)
             .override_global(GLOBAL_ACTION, &action, true)
             .override_global(GLOBAL_XDP_LOG, &log, true)
             .override_global(GLOBAL_FIRED_WAKEUP, &wakeup, true)
+            .override_global(GLOBAL_TRIGGER_DST, &dst, true)
             .load(OBJECT)
             .map_err(XdpError::Load)?;
         let prog: &mut Xdp = ebpf
@@ -261,11 +279,12 @@ impl XdpProgram {
         let aya::maps::Map::Array(map) = self.ebpf.take_map(MAP_ARM).ok_or_else(missing)? else {
             return Err(missing());
         };
-        arm_mem::ArmMap::map(map).map_err(|e| XdpError::Map {
-            what: format!("failed to memory-map {MAP_ARM} (a kernel before 5.5, or a program built without BPF_F_MMAPABLE?): {e}"),
-            source: aya::maps::MapError::InvalidName {
-                name: MAP_ARM.into(),
-            },
+        arm_mem::ArmMap::map(map).map_err(|source| XdpError::Mmap {
+            what: format!(
+                "failed to memory-map the trigger's {MAP_ARM} array (needs a kernel of 5.5 or \
+                 later and a program built with BPF_F_MMAPABLE)"
+            ),
+            source,
         })
     }
 

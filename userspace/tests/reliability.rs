@@ -486,9 +486,14 @@ fn through_relay_with(
         tmp(&format!("{tag}-relay.json")),
     );
     let relay_orders = RELAY_PORT + 1;
-    let mut trader_args = vec!["--wait", "block", "--order-port"];
+    let trigger = path == TraderPath::Trigger;
+    let mut trader_args = vec!["--wait", "block"];
     let relay_orders_arg = relay_orders.to_string();
-    trader_args.push(&relay_orders_arg);
+    if !trigger {
+        // The trigger's orders go to the lab's order port at the feed's source (the relay's
+        // address, the replay's too): straight to the replay.
+        trader_args.extend(["--order-port", relay_orders_arg.as_str()]);
+    }
     trader_args.extend(trader_extra);
     let mut trader = start_trader(&c, path.as_str(), &trader_json, &trader_args);
     let orders = orders_through(&c);
@@ -512,6 +517,12 @@ fn through_relay_with(
     )
     .args(["--label", tag])
     .args(replay_extra)
+    // The program's XDP_TX into a veth needs an XDP program on the exchange's end.
+    .args(if trigger {
+        vec!["--xdp-pass-on", c.exchange_if.as_str()]
+    } else {
+        Vec::new()
+    })
     .status()
     .expect("replay runs");
     assert!(st.success(), "replay: {st}");
@@ -664,6 +675,29 @@ fn loss_duplication_and_reordering_together() {
     check_faults("all faults xdp", &run);
     let x = &run.relay;
     assert!(!x.lost.is_empty() && !x.duplicated.is_empty() && !x.reordered.is_empty());
+}
+
+/// The trigger path through duplicates and reordering: the program fires only the first
+/// arrival of an armed tick, never a copy (a duplicate, or a tick that arrives after later
+/// ones), so every order at the exchange is one the trader booked, no fired order is a
+/// mismatch (the trader would exit with an error), and the counts are the XDP path's.
+#[test]
+fn the_trigger_fires_no_copy_of_a_tick() {
+    let faults = ["--dup", "0.05", "--reorder", "0.02", "--reorder-depth", "3"];
+    let Some(run) = through_relay(TraderPath::Trigger, "trigdup", &faults) else {
+        return;
+    };
+    check_faults("dup 5% reorder 2% trigger", &run);
+    let x = &run.relay;
+    assert!(x.duplicated.len() > 50 && !x.reordered.is_empty(), "{x:?}");
+    let t = run.trader.trigger.expect("the trigger's report");
+    assert_eq!(t.mismatch, 0, "{t:?}");
+    assert!(t.fired > 0, "{t:?}");
+    assert_eq!(
+        t.fired + t.software_orders,
+        run.replay.orders_received,
+        "{t:?}"
+    );
 }
 
 /// The relay's lies: stray copies in another session before packets 1 and 1500, copies

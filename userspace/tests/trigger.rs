@@ -7,7 +7,7 @@
 use std::{net::UdpSocket, sync::mpsc, time::Duration};
 
 use netns::{in_netns, lab};
-use userspace::xdp::{XdpMode, XdpProgram};
+use userspace::xdp::{Load, XdpMode, XdpProgram};
 use wire::{
     itch::{self, Price4, Side, Stock},
     moldudp64::{PacketBuilder, Session},
@@ -38,6 +38,10 @@ enum Step {
     Send(&'static str, u64, &'static str, u32, bool),
     /// Send a packet of two trades with this sequence number (never fires).
     SendTwo(u64, u32),
+    /// `inject frames` of the trader's tick at this sequence number (one trade, 100.00) with a
+    /// wrong IPv4 or UDP checksum, to another IPv4 address, to another MAC: none is the
+    /// trader's, none fires, none reaches the trader's socket.
+    Inject(u64),
 }
 
 fn trade(seq: u64, stock: &str, price: u32) -> [u8; itch::trade::LEN] {
@@ -59,8 +63,9 @@ fn an_armed_order_fires_once_on_its_tick_at_a_price_in_its_set() {
         return;
     };
     let c = lab.config().clone();
-    let arm_a = Arm {
-        seq: 3,
+    // AtOrAbove 1,000,000: sell 200, reversing.
+    let arm_a = |seq| Arm {
+        seq,
         token: 77,
         threshold: 1_000_000,
         shares: 200,
@@ -73,66 +78,71 @@ fn an_armed_order_fires_once_on_its_tick_at_a_price_in_its_set() {
         pad: [0; 5],
         generation: 0,
     };
-    let arm_b = Arm {
-        seq: 9,
+    // AtOrBelow 500,000: buy 100.
+    let arm_b = |seq| Arm {
         token: 78,
         threshold: 500_000,
         shares: 100,
         direction: ARM_AT_OR_BELOW,
         side: xdp_common::layout::itch::SIDE_BUY,
         flags: [0; 2],
-        ..arm_a
+        ..arm_a(seq)
     };
-    let arm_c = Arm {
-        seq: 12,
+    // Every price: buy 100.
+    let arm_c = |seq| Arm {
         token: 79,
         threshold: 0,
         direction: ARM_AT_OR_ABOVE,
-        ..arm_b
+        ..arm_b(seq)
     };
+    let s = lab::SESSION;
     // (arm to write before the step, step)
     let steps: Vec<(Write, Step)> = vec![
+        // Not its tick.
         (
-            Write::Whole(arm_a),
-            Step::Send(lab::SESSION, 2, "SYNTH", 2_000_000, false),
-        ), // not its tick
-        (
-            Write::None,
-            Step::Send(lab::SESSION, 3, "SYNTH", 999_999, false),
-        ), // price outside the set
+            Write::Whole(arm_a(3)),
+            Step::Send(s, 2, "SYNTH", 2_000_000, false),
+        ),
+        // Another session.
         (
             Write::None,
             Step::Send("OTHERSESS1", 3, "SYNTH", 1_500_000, false),
-        ), // another session
+        ),
+        // Its tick, the price outside the set: to the trader.
+        (Write::None, Step::Send(s, 3, "SYNTH", 999_999, false)),
+        // A later copy of that tick, in the set: the tick went to the trader, so never.
+        (Write::None, Step::Send(s, 3, "SYNTH", 1_500_000, false)),
+        // Another stock.
         (
-            Write::None,
-            Step::Send(lab::SESSION, 3, "OTHER", 1_500_000, false),
-        ), // another stock
-        (Write::None, Step::SendTwo(3, 1_500_000)), // two messages
+            Write::Whole(arm_a(4)),
+            Step::Send(s, 4, "OTHER", 1_500_000, false),
+        ),
+        // Two messages.
+        (Write::Whole(arm_a(5)), Step::SendTwo(5, 1_500_000)),
+        // Its tick at 1,000,000, but misaddressed or corrupt (`inject frames`): never, and the
+        // real tick still fires after them.
+        (Write::Whole(arm_a(7)), Step::Inject(7)),
+        (Write::None, Step::Send(s, 7, "SYNTH", 1_000_000, true)), // the bound included
+        (Write::None, Step::Send(s, 7, "SYNTH", 1_000_000, false)), // consumed
+        // AtOrBelow: outside, then in.
         (
-            Write::None,
-            Step::Send(lab::SESSION, 3, "SYNTH", 1_000_000, true),
-        ), // fires (threshold included)
-        (
-            Write::None,
-            Step::Send(lab::SESSION, 3, "SYNTH", 1_000_000, false),
-        ), // consumed
-        (
-            Write::Whole(arm_b),
-            Step::Send(lab::SESSION, 9, "SYNTH", 500_001, false),
-        ), // outside, below
-        (
-            Write::None,
-            Step::Send(lab::SESSION, 9, "SYNTH", 12_345, true),
-        ), // fires
-        // An arm caught half-written (its generation odd) never fires; whole, it does.
-        (
-            Write::Half(arm_c),
-            Step::Send(lab::SESSION, 12, "SYNTH", 700_000, false),
+            Write::Whole(arm_b(9)),
+            Step::Send(s, 9, "SYNTH", 500_001, false),
         ),
         (
-            Write::Finish,
-            Step::Send(lab::SESSION, 12, "SYNTH", 700_000, true),
+            Write::Whole(arm_b(10)),
+            Step::Send(s, 10, "SYNTH", 12_345, true),
+        ),
+        // An arm caught half-written (its generation odd) never fires, and once whole it
+        // doesn't fire on a copy of the tick that met it half-written; a whole arm does.
+        (
+            Write::Half(arm_c(11)),
+            Step::Send(s, 11, "SYNTH", 700_000, false),
+        ),
+        (Write::Finish, Step::Send(s, 11, "SYNTH", 700_000, false)),
+        (
+            Write::Whole(arm_c(12)),
+            Step::Send(s, 12, "SYNTH", 700_000, true),
         ),
     ];
     let n_steps = steps.len();
@@ -144,11 +154,17 @@ fn an_armed_order_fires_once_on_its_tick_at_a_price_in_its_set() {
         let c = c.clone();
         std::thread::spawn(move || {
             in_netns(&c.trader_ns(), move || {
-                let mut prog = XdpProgram::attach(
+                // Fires only frames addressed to the trader, as its socket path takes them.
+                let mut prog = XdpProgram::attach_lines(
                     &c.trader_if,
                     lab::MD_PORT,
+                    None,
                     XdpMode::Native,
                     Action::Trigger,
+                    Load {
+                        trigger_dst: Some((c.trader_mac.octets(), c.trader_ip)),
+                        ..Load::default()
+                    },
                 )
                 .expect("attach the trigger");
                 let mut fired = prog.take_fired().expect("the fired ring");
@@ -200,6 +216,29 @@ fn an_armed_order_fires_once_on_its_tick_at_a_price_in_its_set() {
                 ack_rx.recv_timeout(Duration::from_secs(10)).unwrap();
                 let mut buf = [0u8; 256];
                 let packet = match step {
+                    Step::Inject(seq) => {
+                        let json = common::tmp("trigger-inject.json");
+                        let st = common::in_ns(&c.exchange_ns(), env!("CARGO_BIN_EXE_inject"))
+                            .args(["frames", "--iface", &c.exchange_if])
+                            .args(["--dst-mac", &c.trader_mac.to_string()])
+                            .args(["--src-ip", &c.exchange_ip.to_string()])
+                            .args(["--dst-ip", &c.trader_ip.to_string()])
+                            .args(["--sink-port", "26499", "--rounds", "1"])
+                            .args(["--lie-seq", &seq.to_string()])
+                            .args(["--kinds", "bad_ip_checksum,bad_udp_checksum"])
+                            .args(["--kinds", "wrong_dst_ip,wrong_dst_mac"])
+                            .arg("--json-out")
+                            .arg(&json)
+                            .status()
+                            .expect("inject runs");
+                        assert!(st.success(), "inject: {st}");
+                        let _ = std::fs::remove_file(&json);
+                        let mut reply = [0u8; 256];
+                        if let Ok((n, _)) = s.recv_from(&mut reply) {
+                            panic!("a misaddressed or corrupt frame fired ({n} bytes back)");
+                        }
+                        continue;
+                    }
                     Step::Send(session, seq, stock, price, _) => {
                         let mut b =
                             PacketBuilder::new(&mut buf, Session::new(session).unwrap(), *seq)
@@ -241,7 +280,7 @@ fn an_armed_order_fires_once_on_its_tick_at_a_price_in_its_set() {
             reverse: true,
             shares: 200,
             token: 77,
-            tick_seq: 3,
+            tick_seq: 7,
             price: Price4(1_000_000),
             stock: Stock::new("SYNTH").unwrap(),
         },
@@ -250,7 +289,7 @@ fn an_armed_order_fires_once_on_its_tick_at_a_price_in_its_set() {
             reverse: false,
             shares: 100,
             token: 78,
-            tick_seq: 9,
+            tick_seq: 10,
             price: Price4(12_345),
             stock: Stock::new("SYNTH").unwrap(),
         },
@@ -273,7 +312,7 @@ fn an_armed_order_fires_once_on_its_tick_at_a_price_in_its_set() {
         records,
         [
             Fired {
-                seq: 3,
+                seq: 7,
                 token: 77,
                 price: 1_000_000,
                 shares: 200,
@@ -282,7 +321,7 @@ fn an_armed_order_fires_once_on_its_tick_at_a_price_in_its_set() {
                 pad: [0; 5],
             },
             Fired {
-                seq: 9,
+                seq: 10,
                 token: 78,
                 price: 12_345,
                 shares: 100,
@@ -304,6 +343,7 @@ fn an_armed_order_fires_once_on_its_tick_at_a_price_in_its_set() {
     assert_eq!(k.get(Counter::TriggerFired), 3, "{k}");
     assert_eq!(k.get(Counter::TriggerNotInSet), 2, "{k}");
     assert_eq!(k.get(Counter::TriggerArmBusy), 1, "{k}");
-    // Every step that did not fire reached the trader's side (the kernel, here) whole.
-    assert_eq!(passed.len(), n_steps - 3, "{passed:?} {k}");
+    // Every step that did not fire reached the trader's side (the kernel, here) whole; the
+    // injected frames, none of them the trader's, did not.
+    assert_eq!(passed.len(), n_steps - 3 - 1, "{passed:?} {k}");
 }

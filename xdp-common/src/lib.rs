@@ -31,6 +31,10 @@ pub const GLOBAL_XDP_LOG: &str = "XDP_LOG";
 /// interrupt raised inside the program's run, before the order leaves).
 pub const GLOBAL_FIRED_WAKEUP: &str = "FIRED_WAKEUP";
 
+/// The load-time global holding the trader's MAC and IPv4 address (6 + 4 bytes): the trigger
+/// fires only on frames addressed to them (all zero, the default: not checked).
+pub const GLOBAL_TRIGGER_DST: &str = "TRIGGER_DST";
+
 /// `bpf_ringbuf_output`'s flag: don't wake the reader.
 pub const BPF_RB_NO_WAKEUP: u64 = 1;
 

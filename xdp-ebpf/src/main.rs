@@ -71,6 +71,25 @@ static LOG_LIMIT: PerCpuArray<[u64; 2]> = PerCpuArray::with_max_entries(1, 0);
 #[map(name = "ARM")]
 static ARM: Array<Arm> = Array::with_max_entries(1, BPF_F_MMAPABLE);
 
+/// The trigger's own record of the armed session's sequence numbers: one past the highest it
+/// has seen (capped at `TRIGGER_SLACK` past the arm). Written only by the program: an arm fires
+/// only on the first arrival of its number, never on a copy (a duplicate, a late or reordered
+/// packet) nor after its tick went to the trader unfired.
+#[map(name = "TRIGGER_NEXT")]
+static TRIGGER_NEXT: Array<u64> = Array::with_max_entries(1, 0);
+
+/// How far past the arm's number a packet can move `TRIGGER_NEXT`: a forged number far ahead
+/// stops the trigger up to there (those ticks go to the trader), no further.
+const TRIGGER_SLACK: u64 = 1 << 16;
+
+/// The trader's MAC and IPv4 address (6 + 4 bytes): the trigger fires only on frames addressed
+/// to them (all zero: not checked); set by userspace at load time.
+#[unsafe(no_mangle)]
+static TRIGGER_DST: [u8; 10] = [0; 10];
+
+/// The UDP length of the one packet shape that fires: a MoldUDP64 packet of one ITCH trade.
+const ONE_TRADE_UDP_LEN: usize = udp::HEADER_LEN + moldudp64::FIRST_MESSAGE + trade::LEN;
+
 /// What the trigger fired, for userspace: one `Fired` record per order sent.
 #[map(name = "FIRED")]
 static FIRED: RingBuf = RingBuf::with_byte_size(1 << 16, 0);
@@ -417,12 +436,20 @@ enum Shot {
     Failed,
 }
 
-/// The trigger: fires when the packet is the armed tick at a price in the armed set, the arm
-/// consumed first. Only a MoldUDP64 packet of exactly one message, an ITCH trade of the armed
-/// stock in the armed session, can fire.
+/// The trigger: fires when the packet is the first arrival of the armed tick, on RX queue 0
+/// (the one the trigger trader serves), sound (addressed to the trader, checksums right, one
+/// ITCH trade of the armed stock in the armed session) and at a price in the armed set; the arm
+/// is consumed first.
 #[inline(always)]
 fn trigger(ctx: &XdpContext) -> Shot {
+    if ctx.rx_queue_index() != 0 {
+        return Shot::Miss;
+    }
+    // One at a time: the verifier refuses the compiler's combined null check of two pointers.
     let Some(arm) = ARM.get_ptr_mut(0) else {
+        return Shot::Miss;
+    };
+    let Some(next) = TRIGGER_NEXT.get_ptr_mut(0) else {
         return Shot::Miss;
     };
     // The sequence lock's read side: the generation, the arm, the generation again, in this
@@ -436,39 +463,49 @@ fn trigger(ctx: &XdpContext) -> Shot {
         let g2 = core::ptr::read_volatile(core::ptr::addr_of!((*arm).generation));
         (g1, a, g2)
     };
-    if a.armed == 0 {
+    let Ok(session) = read_field::<10>(ctx, at(MOLD, moldudp64::field::SESSION)) else {
         return Shot::Miss;
-    }
-    if g1 & 1 != 0 || g1 != g2 {
-        return Shot::Busy;
-    }
+    };
     let Ok(seq) = read_field::<8>(ctx, at(MOLD, moldudp64::field::SEQUENCE)) else {
         return Shot::Miss;
     };
-    if u64::from_be_bytes(seq) != a.seq {
-        return Shot::Miss;
-    }
-    let (Ok(session), Ok(count), Ok(block), Ok(kind), Ok(stock), Ok(price)) = (
-        read_field::<10>(ctx, at(MOLD, moldudp64::field::SESSION)),
-        read_field::<2>(ctx, at(MOLD, moldudp64::field::COUNT)),
-        read_field::<2>(
-            ctx,
-            at(MOLD + moldudp64::HEADER_LEN, moldudp64::field::BLOCK_LEN),
-        ),
-        read::<u8>(ctx, ITCH + trade::field::KIND),
-        read_field::<8>(ctx, at(ITCH, trade::field::STOCK)),
-        read_field::<4>(ctx, at(ITCH, trade::field::PRICE)),
-    ) else {
+    let Ok(count) = read_field::<2>(ctx, at(MOLD, moldudp64::field::COUNT)) else {
         return Shot::Miss;
     };
-    if session != a.session
-        || u16::from_be_bytes(count) != 1
-        || usize::from(u16::from_be_bytes(block)) != trade::LEN
-        || kind != trade::KIND
-        || stock != a.stock
-    {
+    // The session is the same in every arm of a run, so a half-written arm still has it.
+    if session != a.session {
         return Shot::Miss;
     }
+    let seq = u64::from_be_bytes(seq);
+    // SAFETY: the map's one entry, written only by this program (one RX queue, one CPU at a
+    // time in native XDP).
+    let seen = unsafe { core::ptr::read_volatile(next) };
+    let whole = g1 & 1 == 0 && g1 == g2;
+    if a.armed != 0 && whole && seq == a.seq && seq >= seen && !intact(ctx) {
+        // Misaddressed or corrupt: the trader drops it too, so it neither fires nor counts as
+        // the tick's arrival (the real tick may still fire).
+        return Shot::Miss;
+    }
+    // The numbers this packet covers, whether it fires or not (even while the arm is written).
+    let end = seq.saturating_add(u64::from(u16::from_be_bytes(count)));
+    if end > seen {
+        let cap = a.seq.saturating_add(TRIGGER_SLACK).max(seen);
+        // SAFETY: as above.
+        unsafe { core::ptr::write_volatile(next, end.min(cap)) };
+    }
+    if a.armed == 0 || seq != a.seq {
+        return Shot::Miss;
+    }
+    if !whole {
+        return Shot::Busy;
+    }
+    if seq < seen || !one_trade_of(ctx, &a) {
+        // A copy of a number already seen, or not the one shape that fires.
+        return Shot::Miss;
+    }
+    let Ok(price) = read_field::<4>(ctx, at(ITCH, trade::field::PRICE)) else {
+        return Shot::Miss;
+    };
     let price = u32::from_be_bytes(price);
     if !a.contains(price) {
         return Shot::NotInSet;
@@ -494,6 +531,87 @@ fn trigger(ctx: &XdpContext) -> Shot {
         flags: a.flags,
         pad: [0; 5],
     })
+}
+
+/// Whether the packet is the one shape that fires: a MoldUDP64 packet of exactly one message,
+/// an ITCH trade of the armed stock, nothing after it.
+#[inline(always)]
+fn one_trade_of(ctx: &XdpContext, a: &Arm) -> bool {
+    // Each read on its own, returning at once: the verifier refuses what the compiler makes of
+    // a tuple of bounds checks (their results combined with bitwise operations).
+    let Ok(count) = read_field::<2>(ctx, at(MOLD, moldudp64::field::COUNT)) else {
+        return false;
+    };
+    if u16::from_be_bytes(count) != 1 {
+        return false;
+    }
+    let Ok(block) = read_field::<2>(
+        ctx,
+        at(MOLD + moldudp64::HEADER_LEN, moldudp64::field::BLOCK_LEN),
+    ) else {
+        return false;
+    };
+    if usize::from(u16::from_be_bytes(block)) != trade::LEN {
+        return false;
+    }
+    let Ok(kind) = read::<u8>(ctx, ITCH + trade::field::KIND) else {
+        return false;
+    };
+    if kind != trade::KIND {
+        return false;
+    }
+    let Ok(stock) = read_field::<8>(ctx, at(ITCH, trade::field::STOCK)) else {
+        return false;
+    };
+    if stock != a.stock {
+        return false;
+    }
+    let Ok(udp_len) = read_field::<2>(ctx, at(UDP, udp::LENGTH)) else {
+        return false;
+    };
+    usize::from(u16::from_be_bytes(udp_len)) == ONE_TRADE_UDP_LEN
+}
+
+/// Whether the frame is one the trader's socket path would take: addressed to the trader (if
+/// the address was given), its IPv4 total length the UDP datagram's, its IPv4 header checksum
+/// and its UDP checksum (if it has one) right. What fails goes to the trader, which counts and
+/// drops it.
+#[inline(always)]
+fn intact(ctx: &XdpContext) -> bool {
+    let Ok(dst_mac) = read_field::<6>(ctx, ethernet::DST) else {
+        return false;
+    };
+    let Ok(ip) = read::<[u8; ipv4::HEADER_LEN]>(ctx, IP) else {
+        return false;
+    };
+    let Ok(udp_hdr) = read::<[u8; udp::HEADER_LEN]>(ctx, UDP) else {
+        return false;
+    };
+    let dst = read_global(&TRIGGER_DST);
+    if dst != [0; 10] && (dst_mac != dst[..6] || ip[16..20] != dst[6..]) {
+        return false;
+    }
+    if checksum::ipv4_header(&ip) != 0 {
+        return false;
+    }
+    // classify() checked the version, IHL (no options), protocol, fragments and port.
+    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+    let udp_len = u16::from_be_bytes([udp_hdr[4], udp_hdr[5]]);
+    if total != ipv4::HEADER_LEN + usize::from(udp_len) {
+        return false;
+    }
+    if udp_hdr[6..8] == [0, 0] || usize::from(udp_len) != ONE_TRADE_UDP_LEN {
+        // No UDP checksum (IPv4 allows it), or not the shape that fires (which one_trade_of
+        // refuses): nothing more to check.
+        return true;
+    }
+    let Ok(datagram) = read::<[u8; ONE_TRADE_UDP_LEN]>(ctx, UDP) else {
+        return false;
+    };
+    // The pseudo header (addresses, protocol, length), then the datagram with its checksum:
+    // a right one sums to 0xffff.
+    let pseudo = checksum::sum(&ip[12..20]) + u64::from(ipv4::PROTOCOL_UDP) + u64::from(udp_len);
+    checksum::fold(pseudo + checksum::sum(&datagram)) == 0xffff
 }
 
 /// Rewrites the frame, whose first message is an ITCH trade, into the order for that tick
@@ -607,8 +725,15 @@ fn write<T: Copy>(ctx: &XdpContext, offset: usize, value: T) -> Result<(), ()> {
 /// requires. The only way this program touches packet memory.
 #[inline(always)]
 fn read<T: Copy>(ctx: &XdpContext, offset: usize) -> Result<T, ()> {
-    let start = ctx.data();
-    let end = ctx.data_end();
+    // Loaded afresh for every read: the compiler can't carry `end` into arithmetic of its own
+    // (adding a value read from the packet to it, say), which the verifier refuses.
+    // SAFETY: `ctx.ctx` is the kernel's xdp_md for this run.
+    let (start, end) = unsafe {
+        (
+            core::ptr::read_volatile(core::ptr::addr_of!((*ctx.ctx).data)) as usize,
+            core::ptr::read_volatile(core::ptr::addr_of!((*ctx.ctx).data_end)) as usize,
+        )
+    };
     if start + offset + core::mem::size_of::<T>() > end {
         return Err(());
     }

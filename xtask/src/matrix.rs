@@ -77,9 +77,14 @@ pub(crate) enum Knob {
 }
 
 /// Every trader path.
-const BOTH: &[TraderPath] = &[TraderPath::Xdp, TraderPath::Udp, TraderPath::Trigger];
+const ALL: &[TraderPath] = &[TraderPath::Xdp, TraderPath::Udp, TraderPath::Trigger];
 /// The AF_XDP paths (the trigger's is AF_XDP with the decision in the driver).
 const XDP: &[TraderPath] = &[TraderPath::Xdp, TraderPath::Trigger];
+/// The AF_XDP path alone: generic XDP (the trigger needs native XDP).
+const XDP_ONLY: &[TraderPath] = &[TraderPath::Xdp];
+/// The paths that trade packets of several messages (the trigger fires only one-message
+/// packets: with more it would be the AF_XDP path).
+const BATCHED: &[TraderPath] = &[TraderPath::Xdp, TraderPath::Udp];
 const UDP: &[TraderPath] = &[TraderPath::Udp];
 
 impl Knob {
@@ -135,18 +140,18 @@ impl Knob {
             Knob::HugePages
             | Knob::RxBatch1
             | Knob::NoNeedWakeup
-            | Knob::Skb
             | Knob::XdpLog
             | Knob::MalformedStream
             | Knob::XdpLogMalformed => XDP,
+            Knob::Skb => XDP_ONLY,
+            Knob::MoldBatch4 => BATCHED,
             Knob::Recvmmsg | Knob::SmallRcvbuf => UDP,
             Knob::Block
             | Knob::BusyPoll
             | Knob::Unpinned
             | Knob::Fifo
             | Knob::Mlock
-            | Knob::MoldBatch4
-            | Knob::Isolate => BOTH,
+            | Knob::Isolate => ALL,
         }
     }
 

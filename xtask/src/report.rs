@@ -61,9 +61,9 @@ const COLUMNS: [Column; 8] = [
 ];
 
 /// The tick-to-trade ratios shown under the tables, where both rows were measured: each
-/// compares rows against the same exchange side (the kernel-UDP exchange for xdp, udp and
-/// reflect; the AF_XDP exchange for xdp-bypass and reflect-bypass), so the harness's own cost
-/// is the same on both sides of the ratio.
+/// compares rows against the same exchange side (the kernel-UDP exchange for xdp, udp,
+/// trigger, trigger-block and reflect; the AF_XDP exchange for xdp-bypass and reflect-bypass),
+/// so the harness's own cost is the same on both sides of the ratio.
 const RATIOS: [(Row, Row); 7] = [
     (Row::Xdp, Row::Udp),
     (Row::Xdp, Row::Reflect),

@@ -325,14 +325,29 @@ fn real_main() -> anyhow::Result<()> {
     }
     if o.path == TraderPath::Trigger && (o.port_b.is_some() || o.recvmmsg > 1) {
         bail!(
-            "--path trigger takes the feed on one line through AF_XDP: no --port-b (an A/B feed              is arbitrated in userspace, so no copy can be fired in the driver) or --recvmmsg"
+            "--path trigger takes the feed on one line through AF_XDP: no --port-b (an A/B feed \
+             is arbitrated in userspace, so no copy can be fired in the driver) or --recvmmsg"
+        );
+    }
+    if o.path == TraderPath::Trigger && o.xdp_mode != XdpMode::Native {
+        bail!(
+            "--path trigger needs native XDP (--xdp-mode native): it relies on one RX queue \
+             being processed by one CPU at a time, which generic XDP doesn't promise"
+        );
+    }
+    if o.path == TraderPath::Trigger && o.order_port != lab::ORDER_PORT {
+        bail!(
+            "--path trigger fires its orders at the lab's order port {} (the XDP program's \
+             constant), not --order-port {}",
+            lab::ORDER_PORT,
+            o.order_port
         );
     }
     if o.corrupt_arms > 0 && o.path != TraderPath::Trigger {
         bail!("--corrupt-arms is a test of --path trigger");
     }
     if (o.xdp_log || o.xdp_stats) && o.path == TraderPath::Udp {
-        bail!("--xdp-log and --xdp-stats need an XDP program: --path xdp or --path reflect");
+        bail!("--xdp-log and --xdp-stats need an XDP program: --path xdp, trigger or reflect");
     }
     if o.check {
         return Ok(());
@@ -392,7 +407,10 @@ fn real_main() -> anyhow::Result<()> {
         && t.mismatch > 0
     {
         bail!(
-            "{} of the {} orders the XDP program fired were not the order this trader would have              sent for their tick (trigger.mismatch in the report): the arm it fired was wrong              (corrupted, or torn by a write during the tick), and the exchange got that order",
+            "{} of the {} orders the XDP program fired were not the order this trader would \
+             have sent for their tick (trigger.mismatch in the report), and the exchange got \
+             them: an arm that was wrong (corrupted: --corrupt-arms), or one that fired on a \
+             tick this trader then took as something else",
             t.mismatch,
             t.fired
         );
@@ -438,7 +456,9 @@ fn run_xdp(
     };
     if o.path == TraderPath::Trigger && serve != 1 {
         bail!(
-            "--path trigger serves one RX queue ({} has {have}; give --queues 1 and steer the              feed to queue 0): the fired ticks and the socket's are merged in sequence order,              which only one queue guarantees",
+            "--path trigger serves one RX queue ({} has {have}; give --queues 1 and steer the \
+             feed to queue 0): the fired ticks and the socket's are merged in sequence order, \
+             which only one queue guarantees",
             o.iface()
         );
     }
@@ -534,7 +554,7 @@ fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
                 .corrupting_arms(o.corrupt_arms);
         let end = trading::run(&mut io, trader, rx_to_tx, o.loop_config(), stop)
             .context("the AF_XDP socket or the trigger's ring")?;
-        let trigger = Some(io.finish());
+        let trigger = Some(io.report());
         return Ok(xsk_end(end, io.xdp(), prog, trigger));
     }
     let mut io = xdp_io::<BLOCK, BUSY_POLL>(o, xsks, our_mac);
@@ -702,6 +722,12 @@ fn attach(o: &Options, port_b: Option<u16>, action: Action) -> anyhow::Result<Xd
             log: o.xdp_log,
             // A blocking trigger trader sleeps on the ring too: firing must wake it.
             fired_wakeup: o.path == TraderPath::Trigger && o.wait == Wait::Block,
+            // The trigger fires only what the socket path would take: frames to us.
+            trigger_dst: if o.path == TraderPath::Trigger {
+                Some((host::read_mac(o.iface())?.octets(), o.addr))
+            } else {
+                None
+            },
         },
     )?;
     if o.xdp_log {

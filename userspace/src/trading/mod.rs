@@ -109,6 +109,13 @@ pub trait TraderIo {
     fn after_turn(&mut self, trader: &mut Trader) {
         let _ = trader;
     }
+
+    /// Called once when the loop ends, however it ends: hands `handler` what the I/O still
+    /// holds that the trader must account for (the trigger path: it disarms the program, then
+    /// hands on the ticks fired meanwhile). The default has nothing.
+    fn finish<H: PacketHandler>(&mut self, handler: &mut H) {
+        let _ = handler;
+    }
 }
 
 /// How [`run`] runs.
@@ -296,6 +303,16 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
             }
         }
     };
+    // What the I/O still holds (orders already sent in the driver): accounted for before the
+    // report.
+    let mut turn = Turn {
+        trader: &mut *trader,
+        rx_to_tx: &mut *rx_to_tx,
+        clock,
+        last_rx: last_data,
+        end_of_session: false,
+    };
+    io.finish(&mut turn);
     let (context_switches, thread_time) = span.finish(spinning);
     Ok(LoopEnd {
         reason,

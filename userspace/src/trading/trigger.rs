@@ -95,13 +95,14 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TriggerIo<BLOCK, BUSY_POLL> {
     }
 
     /// The report, with the hit rate and the arm cost filled in.
-    pub fn finish(&self) -> TriggerReport {
+    pub fn report(&self) -> TriggerReport {
         let mut r = self.report;
         let orders = r.fired + r.software_orders;
         r.hit_rate = if orders == 0 {
             0.0
         } else {
-            r.fired as f64 / orders as f64
+            // A fired order that was not the trader's is no hit.
+            r.fired.saturating_sub(r.mismatch) as f64 / orders as f64
         };
         r.arm_cost = self.arm_cost.summary();
         r
@@ -249,6 +250,11 @@ impl<S: OrderSink> OrderSink for CountingSink<'_, S> {
     fn flush(&mut self) -> io::Result<()> {
         self.inner.flush()
     }
+
+    #[inline]
+    fn timed(&self) -> bool {
+        self.inner.timed()
+    }
 }
 
 impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for TriggerIo<BLOCK, BUSY_POLL> {
@@ -308,19 +314,21 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for TriggerIo<BLOCK, BUS
         let next = trader.next_arm();
         self.decided = Some((trader.next_seq(), next.is_ok()));
         let write = match next {
-            Ok(mut arm) => {
+            Ok(arm) => {
                 if self.live == Some(arm) {
                     // Already armed for this tick (the turn moved nothing forward).
                     return;
                 }
                 self.report.arms += 1;
-                if self.corrupt > 0 {
-                    self.corrupt -= 1;
-                    arm.side = if arm.side == b'B' { b'S' } else { b'B' };
-                }
+                // `live` is the arm as computed; what is written may be corrupted (a test).
                 self.live = Some(arm);
                 self.session = arm.session;
-                arm
+                let mut write = arm;
+                if self.corrupt > 0 {
+                    self.corrupt -= 1;
+                    write.side = if arm.side == b'B' { b'S' } else { b'B' };
+                }
+                write
             }
             Err(why) => {
                 count_unarmed(&mut self.report.unarmed, why);
@@ -333,6 +341,31 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for TriggerIo<BLOCK, BUS
         };
         self.arm.set(&write);
         self.arm_cost.record(now_ns().saturating_sub(t0));
+    }
+
+    /// Disarms the program (nothing fires once the trader stops reading), then hands on the
+    /// ticks it fired before that: their orders went out, so the trader books and checks them.
+    fn finish<H: PacketHandler>(&mut self, handler: &mut H) {
+        self.arm.set(&Arm::default());
+        self.live = None;
+        let Self {
+            ring,
+            stock,
+            live,
+            report,
+            session,
+            decided,
+            ..
+        } = self;
+        Fire {
+            ring,
+            stock: *stock,
+            live,
+            report,
+            session: *session,
+            decided: *decided,
+        }
+        .drain(handler);
     }
 }
 
