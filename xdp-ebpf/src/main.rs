@@ -19,7 +19,7 @@
 
 use aya_ebpf::{
     bindings::xdp_action::{XDP_PASS, XDP_TX},
-    helpers::{bpf_ktime_get_ns, bpf_xdp_adjust_tail},
+    helpers::{bpf_ktime_get_ns, bpf_xdp_adjust_tail, bpf_xdp_load_bytes},
     macros::{map, xdp},
     maps::{Array, PerCpuArray, RingBuf, XskMap},
     programs::XdpContext,
@@ -605,13 +605,27 @@ fn intact(ctx: &XdpContext) -> bool {
         // refuses): nothing more to check.
         return true;
     }
-    let Ok(datagram) = read::<[u8; ONE_TRADE_UDP_LEN]>(ctx, UDP) else {
-        return false;
+    // Copied into an aligned, zero-padded buffer by the kernel and summed 32 bits at a time:
+    // the checksum of a fired tick is on the order's path.
+    let mut words = [0u64; ONE_TRADE_UDP_LEN.div_ceil(8)];
+    // SAFETY: `words` is a stack buffer of at least ONE_TRADE_UDP_LEN bytes that the helper
+    // fills; `ctx.ctx` is this run's xdp_md.
+    let copied = unsafe {
+        bpf_xdp_load_bytes(
+            ctx.ctx,
+            UDP as u32,
+            words.as_mut_ptr().cast(),
+            ONE_TRADE_UDP_LEN as u32,
+        )
     };
+    if copied != 0 {
+        return false;
+    }
     // The pseudo header (addresses, protocol, length), then the datagram with its checksum:
     // a right one sums to 0xffff.
     let pseudo = checksum::sum(&ip[12..20]) + u64::from(ipv4::PROTOCOL_UDP) + u64::from(udp_len);
-    checksum::fold(pseudo + checksum::sum(&datagram)) == 0xffff
+    let datagram = checksum::fold_native(checksum::sum_native(&words));
+    checksum::fold(pseudo + u64::from(datagram)) == 0xffff
 }
 
 /// Rewrites the frame, whose first message is an ITCH trade, into the order for that tick

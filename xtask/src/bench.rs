@@ -296,6 +296,11 @@ impl Options {
         }
     }
 
+    /// Whether `row` can't run under these options: the trigger needs native XDP.
+    fn skips(&self, row: Row) -> bool {
+        matches!(row, Row::Trigger | Row::TriggerBlock) && self.xdp_mode != XdpMode::Native
+    }
+
     /// The lab runs, in order: the paths asked for, then the floors that need the lab.
     fn lab_rows(&self) -> Vec<(Row, Ends)> {
         let floors: &[Row] = if self.floors {
@@ -306,7 +311,7 @@ impl Options {
         let mut rows: Vec<Row> = Vec::new();
         for p in &self.paths {
             for &row in p.rows(self.wait) {
-                if !rows.contains(&row) {
+                if !rows.contains(&row) && !self.skips(row) {
                     rows.push(row);
                 }
             }
@@ -326,7 +331,17 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
         );
     }
     let rows = o.lab_rows();
-    let (_, first) = *rows.first().context("no path to run")?;
+    let trigger_asked =
+        o.paths.contains(&PathChoice::Trigger) || o.paths.contains(&PathChoice::TriggerBlock);
+    if trigger_asked && o.skips(Row::Trigger) {
+        eprintln!(
+            "note: no trigger rows with --xdp-mode {}: the trigger path needs native XDP",
+            o.xdp_mode
+        );
+    }
+    let (_, first) = *rows
+        .first()
+        .context("no path to run (the trigger path alone needs --xdp-mode native)")?;
     let session = Session::start(&o, "bench", first)?;
     let stop = Arc::clone(&session.stop);
     // Restored when dropped: after the runs, on an error and after Ctrl-C alike.
@@ -522,6 +537,8 @@ mod tests {
             Some(Wait::Block)
         );
         assert!(Cli::try_parse_from(["bench", "--path", "xdp,bogus"]).is_err());
+        // Generic XDP: the trigger (native only) is left out.
+        assert_eq!(rows(&["--xdp-mode", "skb"]), [Row::Xdp, Row::Udp]);
     }
 
     #[test]
