@@ -144,7 +144,31 @@ fn an_armed_order_fires_once_on_its_tick_at_a_price_in_its_set() {
             Write::Whole(arm_c(12)),
             Step::Send(s, 12, "SYNTH", 700_000, true),
         ),
+        // Disarmed (naming the session, as the trader's disarms do), the tick comes; armed
+        // after it came, a copy never fires; the next tick, armed in time, does.
+        (
+            Write::Whole(Arm {
+                armed: 0,
+                ..arm_c(13)
+            }),
+            Step::Send(s, 13, "SYNTH", 700_000, false),
+        ),
+        (
+            Write::Whole(arm_c(13)),
+            Step::Send(s, 13, "SYNTH", 700_000, false),
+        ),
+        (
+            Write::Whole(arm_c(14)),
+            Step::Send(s, 14, "SYNTH", 700_000, true),
+        ),
     ];
+    // Market-data packets the program passes on (no AF_XDP socket here, so each counts as a
+    // failed redirect): the steps that don't fire, and the 4 injected frames.
+    let unfired = steps
+        .iter()
+        .filter(|(_, st)| matches!(st, Step::Send(.., false) | Step::SendTwo(..)))
+        .count() as u64
+        + 4;
     let n_steps = steps.len();
 
     let (ready_tx, ready_rx) = mpsc::channel();
@@ -302,8 +326,17 @@ fn an_armed_order_fires_once_on_its_tick_at_a_price_in_its_set() {
             price: Price4(700_000),
             stock: Stock::new("SYNTH").unwrap(),
         },
+        OrderRepr {
+            side: Side::Buy,
+            reverse: false,
+            shares: 100,
+            token: 79,
+            tick_seq: 14,
+            price: Price4(700_000),
+            stock: Stock::new("SYNTH").unwrap(),
+        },
     ];
-    assert_eq!(orders.len(), 3);
+    assert_eq!(orders.len(), 4);
     for ((len, got), want) in orders.iter().zip(&want) {
         assert_eq!(*len, wire::order::LEN, "the frame was trimmed to the order");
         assert_eq!(got, want);
@@ -338,12 +371,23 @@ fn an_armed_order_fires_once_on_its_tick_at_a_price_in_its_set() {
                 flags: [0; 2],
                 pad: [0; 5],
             },
+            Fired {
+                seq: 14,
+                token: 79,
+                price: 700_000,
+                shares: 100,
+                side: b'B',
+                flags: [0; 2],
+                pad: [0; 5],
+            },
         ]
     );
-    assert_eq!(k.get(Counter::TriggerFired), 3, "{k}");
+    assert_eq!(k.get(Counter::TriggerFired), 4, "{k}");
+    // Every frame reached the program: the injected ones too.
+    assert_eq!(k.get(Counter::RedirectFailed), unfired, "{k}");
     assert_eq!(k.get(Counter::TriggerNotInSet), 2, "{k}");
     assert_eq!(k.get(Counter::TriggerArmBusy), 1, "{k}");
     // Every step that did not fire reached the trader's side (the kernel, here) whole; the
     // injected frames, none of them the trader's, did not.
-    assert_eq!(passed.len(), n_steps - 3 - 1, "{passed:?} {k}");
+    assert_eq!(passed.len(), n_steps - 4 - 1, "{passed:?} {k}");
 }

@@ -82,6 +82,10 @@ static TRIGGER_NEXT: Array<u64> = Array::with_max_entries(1, 0);
 /// stops the trigger up to there (those ticks go to the trader), no further.
 const TRIGGER_SLACK: u64 = 1 << 16;
 
+/// How far past the arm's number a packet moves `TRIGGER_NEXT` without its frame being checked
+/// (`intact`): the feed's own packets while the trader catches up; past it, only intact frames.
+const TRIGGER_NEAR: u64 = 64;
+
 /// The trader's MAC and IPv4 address (6 + 4 bytes): the trigger fires only on frames addressed
 /// to them (all zero: not checked); set by userspace at load time.
 #[unsafe(no_mangle)]
@@ -472,7 +476,8 @@ fn trigger(ctx: &XdpContext) -> Shot {
     let Ok(count) = read_field::<2>(ctx, at(MOLD, moldudp64::field::COUNT)) else {
         return Shot::Miss;
     };
-    // The session is the same in every arm of a run, so a half-written arm still has it.
+    // The session is the same in every arm of a run (the trader's disarms carry it too, so
+    // the numbers are marked while nothing is armed), and a half-written arm still has it.
     if session != a.session {
         return Shot::Miss;
     }
@@ -487,8 +492,10 @@ fn trigger(ctx: &XdpContext) -> Shot {
         return Shot::Miss;
     }
     // The numbers this packet covers, whether it fires or not (even while the arm is written).
+    // Far past the arm only if the frame is intact: a bit flipped in a number then can't stop
+    // the trigger for long.
     let end = seq.saturating_add(u64::from(u16::from_be_bytes(count)));
-    if end > seen {
+    if end > seen && (end <= a.seq.saturating_add(TRIGGER_NEAR) || intact(ctx)) {
         let cap = a.seq.saturating_add(TRIGGER_SLACK).max(seen);
         // SAFETY: as above.
         unsafe { core::ptr::write_volatile(next, end.min(cap)) };
@@ -597,7 +604,8 @@ fn intact(ctx: &XdpContext) -> bool {
     // classify() checked the version, IHL (no options), protocol, fragments and port.
     let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
     let udp_len = u16::from_be_bytes([udp_hdr[4], udp_hdr[5]]);
-    if total != ipv4::HEADER_LEN + usize::from(udp_len) {
+    // As the trader's socket path (and the kernel): the datagram within the IPv4 payload.
+    if total < ipv4::HEADER_LEN + usize::from(udp_len) {
         return false;
     }
     if udp_hdr[6..8] == [0, 0] || usize::from(udp_len) != ONE_TRADE_UDP_LEN {

@@ -229,7 +229,7 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
     let mut fed = trader.feed_progress();
     let reason = loop {
         if stop.load(Ordering::Relaxed) {
-            break EndReason::Stopped;
+            break Ok(EndReason::Stopped);
         }
         // A packet waiting for the other line of an A/B feed: a blocking receive waits no
         // longer than its wait has left.
@@ -244,7 +244,10 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
             last_rx: last_data,
             end_of_session: false,
         };
-        let n = io.recv(batch, &mut turn)?;
+        let n = match io.recv(batch, &mut turn) {
+            Ok(n) => n,
+            Err(e) => break Err(e),
+        };
         let Turn {
             last_rx,
             end_of_session,
@@ -257,7 +260,7 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
                 last_feed = last_rx;
             } else if idle_exit_ns.is_some_and(|d| now_ns().saturating_sub(last_feed) > d) {
                 // A turn of nothing but others' datagrams (or frames that weren't ours).
-                break EndReason::IdleTimeout;
+                break Ok(EndReason::IdleTimeout);
             }
             if first_packet {
                 // The report covers the feed (first packet to the end), as the replay's covers
@@ -266,13 +269,13 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
                 span = SpanAccounting::start();
             }
             if end_of_session {
-                break EndReason::EndOfSession;
+                break Ok(EndReason::EndOfSession);
             }
             io.after_turn(trader);
         } else {
             io.idle();
             if idle_exit_ns.is_some_and(|d| now_ns().saturating_sub(last_feed) > d) {
-                break EndReason::IdleTimeout;
+                break Ok(EndReason::IdleTimeout);
             }
         }
         // An A/B wait that ran out with no packet to end it: its packets go now.
@@ -304,7 +307,7 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
         }
     };
     // What the I/O still holds (orders already sent in the driver): accounted for before the
-    // report.
+    // report, however the loop ended.
     let mut turn = Turn {
         trader: &mut *trader,
         rx_to_tx: &mut *rx_to_tx,
@@ -313,6 +316,8 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
         end_of_session: false,
     };
     io.finish(&mut turn);
+    // After `finish`, whatever ended the loop: an I/O error too.
+    let reason = reason?;
     let (context_switches, thread_time) = span.finish(spinning);
     Ok(LoopEnd {
         reason,

@@ -471,6 +471,83 @@ fn an_io_error_ends_the_loop_with_it() {
     assert_eq!(e.to_string(), "device gone");
 }
 
+/// However the loop ends (stop, idle timeout, end of session, an I/O error), the I/O's `finish`
+/// runs once, and what it hands on is traded (as the trigger's fired ticks are) without an
+/// RX→TX sample of this process's.
+#[test]
+fn finish_runs_once_on_every_exit_and_its_packets_are_traded() {
+    /// How `recv` behaves.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Recv {
+        Nothing,
+        Error,
+        EndOfSession,
+    }
+    struct Finishing {
+        recv: Recv,
+        eos: Vec<u8>,
+        /// Handed on in `finish`.
+        held: Vec<u8>,
+        finished: u32,
+    }
+    /// Takes the order as sent elsewhere (by the program), untimed.
+    struct Elsewhere;
+    impl OrderSink for Elsewhere {
+        fn send(&mut self, _: &OrderRepr) -> bool {
+            true
+        }
+        fn timed(&self) -> bool {
+            false
+        }
+    }
+    impl TraderIo for Finishing {
+        fn recv<H: PacketHandler>(&mut self, _: usize, handler: &mut H) -> io::Result<usize> {
+            match self.recv {
+                Recv::Nothing => Ok(0),
+                Recv::Error => Err(io::Error::other("device gone")),
+                Recv::EndOfSession => {
+                    handler.on_packet(&self.eos, 0, 0, &mut Elsewhere);
+                    Ok(1)
+                }
+            }
+        }
+        fn finish<H: PacketHandler>(&mut self, handler: &mut H) {
+            self.finished += 1;
+            handler.on_packet(&self.held, 0, 0, &mut Elsewhere);
+        }
+    }
+    let (packets, _) = feed(1);
+    for (recv, stop, want) in [
+        (Recv::Nothing, true, Some(EndReason::Stopped)),
+        (Recv::Nothing, false, Some(EndReason::IdleTimeout)),
+        (Recv::EndOfSession, false, Some(EndReason::EndOfSession)),
+        (Recv::Error, false, None),
+    ] {
+        let mut io = Finishing {
+            recv,
+            eos: packets[1].clone(),
+            held: packets[0].clone(),
+            finished: 0,
+        };
+        let mut t = trader();
+        let mut h = Latency::new();
+        let cfg = LoopConfig {
+            idle_exit: Some(Duration::from_millis(10)),
+            ..config(1)
+        };
+        let end = run(&mut io, &mut t, &mut h, cfg, &AtomicBool::new(stop));
+        assert_eq!(end.as_ref().ok().map(|e| e.reason), want);
+        assert_eq!(io.finished, 1);
+        if recv == Recv::EndOfSession {
+            // Handed on after the session's end: a late tick, counted, not traded.
+            assert_eq!((t.counters.ticks, t.counters.late_messages), (0, 1));
+        } else {
+            assert_eq!(t.counters.ticks, 1, "the held tick was traded");
+        }
+        assert_eq!(h.summary().count, 0, "nothing this process sent was timed");
+    }
+}
+
 /// Runs the whole feed through the queued fake with the logging clock; returns the trader, the
 /// RX→TX histogram and the log.
 fn logged_run(packets: Vec<Vec<u8>>, t: Trader, batch: usize) -> (Trader, Latency, Vec<Event>) {

@@ -50,6 +50,8 @@ pub struct TriggerIo<const BLOCK: bool, const BUSY_POLL: bool> {
     live: Option<Arm>,
     /// The last decision: for which sequence number, and whether it was armed.
     decided: Option<(u64, bool)>,
+    /// What was last written to the map (an arm, or a disarm naming the session).
+    written: Option<Arm>,
     /// The session of the arms written: what a fired tick's packet carried.
     session: [u8; 10],
     /// Arms left to corrupt (side flipped): a test of the mismatch check, never a mode.
@@ -72,6 +74,7 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TriggerIo<BLOCK, BUSY_POLL> {
             ring,
             stock,
             live: None,
+            written: None,
             decided: None,
             session: [0; 10],
             corrupt: 0,
@@ -106,6 +109,18 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TriggerIo<BLOCK, BUSY_POLL> {
         };
         r.arm_cost = self.arm_cost.summary();
         r
+    }
+
+    /// The disarmed arm for the tick `seq`: nothing fires, the session is named (see
+    /// `after_turn`).
+    fn disarm(&self, seq: u64) -> Arm {
+        Arm {
+            seq,
+            session: self.session,
+            stock: self.stock.0,
+            armed: 0,
+            ..Arm::default()
+        }
     }
 
     /// Waits in `poll()` for the socket or the ring.
@@ -332,22 +347,37 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for TriggerIo<BLOCK, BUS
             }
             Err(why) => {
                 count_unarmed(&mut self.report.unarmed, why);
-                if self.live.is_none() {
-                    return;
-                }
                 self.live = None;
-                Arm::default()
+                // Disarmed, but naming the session and the next number: the program keeps
+                // marking the feed's numbers (so an arm written later can't fire on a copy of
+                // a tick that came meanwhile), and its bound moves on with the feed.
+                let Some(session) = trader.session() else {
+                    return;
+                };
+                self.session = session.0;
+                self.disarm(trader.next_seq())
             }
         };
+        if self.written == Some(write) {
+            // Already there (the turn moved nothing forward).
+            return;
+        }
         self.arm.set(&write);
+        self.written = Some(write);
         self.arm_cost.record(now_ns().saturating_sub(t0));
     }
 
     /// Disarms the program (nothing fires once the trader stops reading), then hands on the
     /// ticks it fired before that: their orders went out, so the trader books and checks them.
     fn finish<H: PacketHandler>(&mut self, handler: &mut H) {
-        self.arm.set(&Arm::default());
+        if let Some((seq, _)) = self.decided {
+            let disarm = self.disarm(seq);
+            self.arm.set(&disarm);
+        }
         self.live = None;
+        // A program run that read the arm just before the disarm commits its record within
+        // microseconds: give it a millisecond before the last read of the ring.
+        std::thread::sleep(std::time::Duration::from_millis(1));
         let Self {
             ring,
             stock,
