@@ -554,7 +554,7 @@ fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
                 .corrupting_arms(o.corrupt_arms);
         let end = trading::run(&mut io, trader, rx_to_tx, o.loop_config(), stop)
             .context("the AF_XDP socket or the trigger's ring")?;
-        let trigger = Some(io.report());
+        let trigger = Some(io.summary());
         return Ok(xsk_end(end, io.xdp(), prog, trigger));
     }
     let mut io = xdp_io::<BLOCK, BUSY_POLL>(o, xsks, our_mac);

@@ -58,10 +58,10 @@ pub struct TriggerIo<const BLOCK: bool, const BUSY_POLL: bool> {
     corrupt: u64,
     /// The next blocking wait lasts at most this long (ms).
     wait_cap: Option<i32>,
-    /// What was armed, fired and checked.
-    pub report: TriggerReport,
-    /// Each arm's computation and write (ns), after the tick before it.
-    pub arm_cost: Latency,
+    /// What was armed, fired and checked ([`TriggerIo::summary`] completes it).
+    report: TriggerReport,
+    /// Each arm's (or disarm's) computation and write (ns), after the tick before it.
+    arm_cost: Latency,
 }
 
 impl<const BLOCK: bool, const BUSY_POLL: bool> TriggerIo<BLOCK, BUSY_POLL> {
@@ -97,8 +97,8 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TriggerIo<BLOCK, BUSY_POLL> {
         &self.xdp
     }
 
-    /// The report, with the hit rate and the arm cost filled in.
-    pub fn report(&self) -> TriggerReport {
+    /// What was armed, fired and checked, with the hit rate and the arm cost filled in.
+    pub fn summary(&self) -> TriggerReport {
         let mut r = self.report;
         let orders = r.fired + r.software_orders;
         r.hit_rate = if orders == 0 {
