@@ -154,6 +154,19 @@ struct Turn<'a, C> {
     end_of_session: bool,
 }
 
+impl<'a, C> Turn<'a, C> {
+    /// A turn that has seen no packet yet (`last_rx`: the last one's RX time before it).
+    fn new(trader: &'a mut Trader, rx_to_tx: &'a mut Latency, clock: &'a C, last_rx: u64) -> Self {
+        Turn {
+            trader,
+            rx_to_tx,
+            clock,
+            last_rx,
+            end_of_session: false,
+        }
+    }
+}
+
 impl<C: Fn() -> u64> PacketHandler for Turn<'_, C> {
     #[inline]
     fn on_packet<S: OrderSink>(&mut self, payload: &[u8], line: usize, t_rx: u64, sink: &mut S) {
@@ -237,13 +250,7 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
             let left_ns = due.saturating_sub(now_ns());
             io.cap_wait(i32::try_from(left_ns.div_ceil(1_000_000)).unwrap_or(i32::MAX));
         }
-        let mut turn = Turn {
-            trader: &mut *trader,
-            rx_to_tx: &mut *rx_to_tx,
-            clock,
-            last_rx: last_data,
-            end_of_session: false,
-        };
+        let mut turn = Turn::new(trader, rx_to_tx, clock, last_data);
         let n = match io.recv(batch, &mut turn) {
             Ok(n) => n,
             Err(e) => break Err(e),
@@ -308,13 +315,7 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
     };
     // What the I/O still holds (orders already sent in the driver): accounted for before the
     // report, however the loop ended.
-    let mut turn = Turn {
-        trader: &mut *trader,
-        rx_to_tx: &mut *rx_to_tx,
-        clock,
-        last_rx: last_data,
-        end_of_session: false,
-    };
+    let mut turn = Turn::new(trader, rx_to_tx, clock, last_data);
     io.finish(&mut turn);
     // After `finish`, whatever ended the loop: an I/O error too.
     let reason = reason?;

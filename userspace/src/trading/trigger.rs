@@ -123,6 +123,29 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TriggerIo<BLOCK, BUSY_POLL> {
         }
     }
 
+    /// The socket, and what a fired tick's processing needs, borrowed apart.
+    fn split(&mut self) -> (&mut XdpIo<false, BUSY_POLL>, Fire<'_>) {
+        let Self {
+            xdp,
+            ring,
+            stock,
+            live,
+            report,
+            session,
+            decided,
+            ..
+        } = self;
+        let fire = Fire {
+            ring,
+            stock: *stock,
+            live,
+            report,
+            session: *session,
+            decided: *decided,
+        };
+        (xdp, fire)
+    }
+
     /// Waits in `poll()` for the socket or the ring.
     fn wait(&mut self) -> io::Result<()> {
         let ms = self
@@ -278,24 +301,7 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for TriggerIo<BLOCK, BUS
         if BLOCK {
             self.wait()?;
         }
-        let Self {
-            xdp,
-            ring,
-            stock,
-            live,
-            report,
-            session,
-            decided,
-            ..
-        } = self;
-        let mut fire = Fire {
-            ring,
-            stock: *stock,
-            live,
-            report,
-            session: *session,
-            decided: *decided,
-        };
+        let (xdp, mut fire) = self.split();
         let first = fire.drain(handler);
         let mut merge = Merge {
             fire: &mut fire,
@@ -378,24 +384,7 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for TriggerIo<BLOCK, BUS
         // A program run that read the arm just before the disarm commits its record within
         // microseconds: give it a millisecond before the last read of the ring.
         std::thread::sleep(std::time::Duration::from_millis(1));
-        let Self {
-            ring,
-            stock,
-            live,
-            report,
-            session,
-            decided,
-            ..
-        } = self;
-        Fire {
-            ring,
-            stock: *stock,
-            live,
-            report,
-            session: *session,
-            decided: *decided,
-        }
-        .drain(handler);
+        self.split().1.drain(handler);
     }
 }
 
