@@ -78,7 +78,7 @@ pub struct TriggerReport {
     /// where it would have sent none): must be 0. A nonzero count is reported at exit.
     pub mismatch: u64,
     /// `(fired - mismatch) / (fired + software_orders)`: the share of the trader's orders that
-    /// the program fired (the armed-hit rate).
+    /// the program fired (the armed-hit rate); 0 when there was no order.
     pub hit_rate: f64,
     /// Decisions not to arm, by reason (one per turn of the loop that took packets, so a turn
     /// of heartbeats repeats the last): warm-up (indicators undefined), level (no cross

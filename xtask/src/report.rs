@@ -626,12 +626,17 @@ fn trigger_table(t: &mut String, measured: &[Measured]) {
         } else {
             "0".to_owned()
         };
+        // No order at all: no rate to give.
+        let hit_rate = if r.fired + r.software_orders == 0 {
+            "-".to_owned()
+        } else {
+            format!("{:.2} %", r.hit_rate * 100.0)
+        };
         let _ = writeln!(
             t,
-            "| {} | {} | {:.2} % | {} | {} | {} | {} | {mismatch} | {} | {not_armed} | {:.2} | {:.2} |",
+            "| {} | {} | {hit_rate} | {} | {} | {} | {} | {mismatch} | {} | {not_armed} | {:.2} | {:.2} |",
             m.row,
             m.trader.wait,
-            r.hit_rate * 100.0,
             r.fired,
             r.software_orders,
             r.unarmed_orders,
