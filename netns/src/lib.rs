@@ -75,6 +75,17 @@ pub mod lab {
     pub const TRADER_MD: SocketAddrV4 = SocketAddrV4::new(TRADER_IP, MD_PORT);
     /// Where the exchange takes orders.
     pub const EXCHANGE_ORDERS: SocketAddrV4 = SocketAddrV4::new(EXCHANGE_IP, ORDER_PORT);
+    /// The UDP port the replay sends line A of its feed from: the feed's source, which the
+    /// bench names to the trader (`--feed-source`).
+    pub const FEED_SOURCE_PORT: u16 = 26404;
+    /// The UDP port the replay sends line B from.
+    pub const FEED_SOURCE_PORT_B: u16 = 26405;
+    /// Line A's source.
+    pub const FEED_SOURCE: SocketAddrV4 = SocketAddrV4::new(EXCHANGE_IP, FEED_SOURCE_PORT);
+    /// Line B's source.
+    pub const FEED_SOURCE_B: SocketAddrV4 = SocketAddrV4::new(EXCHANGE_IP, FEED_SOURCE_PORT_B);
+    /// Where the replay serves re-requests.
+    pub const RETRANSMIT_SERVER: SocketAddrV4 = SocketAddrV4::new(EXCHANGE_IP, RETRANSMIT_PORT);
 }
 pub use ns::{NetnsGuard, enter, in_netns};
 
@@ -333,6 +344,22 @@ impl Lab {
             ip(&["-n", ns, "link", "set", dev, "up"])?;
             ip(&["-n", ns, "link", "set", "lo", "up"])?;
         }
+        // The trader's order gateway (the exchange) pinned in its neighbour table, as a
+        // trading host pins its gateway's MAC: the trader reads it once at start for the
+        // frames it builds, and no ARP reply on the segment can move it.
+        ip(&[
+            "-n",
+            &tr,
+            "neigh",
+            "replace",
+            &c.exchange_ip.to_string(),
+            "lladdr",
+            &c.exchange_mac.to_string(),
+            "dev",
+            &c.trader_if,
+            "nud",
+            "permanent",
+        ])?;
         if c.exchange_tx_csum_off {
             if which("ethtool") {
                 run(Command::new("ip").args([
@@ -437,6 +464,19 @@ fn is_intact(c: &LabConfig) -> bool {
             c.exchange_ip,
         )
         && check(&c.trader_ns(), &c.trader_if, &c.trader_mac, c.trader_ip)
+        && gateway_pinned(c)
+}
+
+/// True when the trader side's neighbour table pins the exchange's MAC.
+fn gateway_pinned(c: &LabConfig) -> bool {
+    Command::new("ip")
+        .args(["-n", &c.trader_ns(), "neigh", "show", "dev", &c.trader_if])
+        .arg(c.exchange_ip.to_string())
+        .output()
+        .is_ok_and(|o| {
+            let out = String::from_utf8_lossy(&o.stdout);
+            out.contains(&c.exchange_mac.to_string()) && out.contains("PERMANENT")
+        })
 }
 
 /// True when the exchange side has resolved the trader's address to the trader's MAC (ARP

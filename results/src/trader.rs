@@ -212,6 +212,14 @@ pub struct TraderCounters {
     pub packets: u64,
     /// Packets whose MoldUDP64 header was unreadable (shorter than 20 bytes).
     pub malformed_packets: u64,
+    /// Datagrams to the feed's port from an address that is not the feed's source (the one
+    /// `--feed-source` names, or the one learned when the feed was confirmed) nor the
+    /// re-request server's: dropped before the trader reads them, never traded.
+    #[serde(default)]
+    pub foreign_source_addr: u64,
+    /// Datagrams from the feed source's address but another UDP port than its own: dropped.
+    #[serde(default)]
+    pub foreign_source_port: u64,
     /// Packets of another session than the feed's (the one `--session` pins, or the one the
     /// trader learned): never traded. Before the feed is known, a held packet of another
     /// session counts here once the feed is confirmed. The report names the sessions.
@@ -352,6 +360,13 @@ pub struct XdpCounters {
     /// the trader, never fired from a half-written arm).
     #[serde(default)]
     pub trigger_arm_busy: u64,
+    /// Market-data frames from an address other than the feed's pinned source (or the
+    /// re-request server's): dropped in the driver.
+    #[serde(default)]
+    pub foreign_source_addr: u64,
+    /// Market-data frames from the pinned source's address, another port: dropped.
+    #[serde(default)]
+    pub foreign_source_port: u64,
 }
 
 /// The loaded XDP program, as the kernel describes it (`bpf_prog_info`).

@@ -54,13 +54,16 @@ impl ExchangeIo {
     /// A kernel UDP socket bound to `bind`, connected to `target`, with a receive buffer large
     /// enough that orders are not lost while the sender busy-waits or is preempted.
     pub fn udp(bind: SocketAddrV4, target: SocketAddrV4) -> anyhow::Result<ExchangeIo> {
-        Self::udp_lines(bind, target, None)
+        Self::udp_lines(bind, [0, 0], target, None)
     }
 
     /// [`ExchangeIo::udp`] sending every packet on line A (`target`) and then on line B
-    /// (`target_b`, if any), each from a connected socket of its own.
+    /// (`target_b`, if any), each from a connected socket of its own, bound to `feed_ports`'
+    /// port on `bind`'s address (0: an ephemeral one): the feed's source, which the trader
+    /// may be told.
     pub fn udp_lines(
         bind: SocketAddrV4,
+        feed_ports: [u16; 2],
         target: SocketAddrV4,
         target_b: Option<SocketAddrV4>,
     ) -> anyhow::Result<ExchangeIo> {
@@ -82,18 +85,21 @@ impl ExchangeIo {
             &true,
         )
         .context("asking for receive timestamps (SO_TIMESTAMPNS)")?;
-        // The feed leaves from a socket of its own (an ephemeral port, connected: no route
-        // lookup per tick); orders come to `bind` from whatever port the trader sends from.
-        let feed = UdpSocket::bind(SocketAddrV4::new(*bind.ip(), 0))
-            .with_context(|| format!("failed to bind a feed socket on {}", bind.ip()))?;
+        // The feed leaves from a socket of its own (connected: no route lookup per tick);
+        // orders come to `bind` from whatever port the trader sends from.
+        let from = SocketAddrV4::new(*bind.ip(), feed_ports[0]);
+        let feed = UdpSocket::bind(from)
+            .with_context(|| format!("failed to bind the feed's socket to {from} (--feed-port)"))?;
         feed.set_nonblocking(true)
             .context("making the feed socket non-blocking")?;
         feed.connect(target)
             .with_context(|| format!("no route to {target}"))?;
         let feed_b = target_b
             .map(|to| -> anyhow::Result<UdpSocket> {
-                let s = UdpSocket::bind(SocketAddrV4::new(*bind.ip(), 0))
-                    .with_context(|| format!("failed to bind line B's socket on {}", bind.ip()))?;
+                let from = SocketAddrV4::new(*bind.ip(), feed_ports[1]);
+                let s = UdpSocket::bind(from).with_context(|| {
+                    format!("failed to bind line B's socket to {from} (--feed-port-b)")
+                })?;
                 s.set_nonblocking(true)
                     .context("making line B's socket non-blocking")?;
                 s.connect(to).with_context(|| format!("no route to {to}"))?;
@@ -113,11 +119,13 @@ impl ExchangeIo {
         })
     }
 
-    /// AF_XDP on `iface`: frames from `bind` (our MAC read from sysfs) to `target` at
-    /// `target_mac`; orders to `bind`'s port are redirected to us by the XDP program.
+    /// AF_XDP on `iface`: frames from `bind`'s address and `feed_port` (our MAC read from
+    /// sysfs) to `target` at `target_mac`; orders to `bind`'s port are redirected to us by the
+    /// XDP program.
     pub fn xsk(
         iface: &str,
         bind: SocketAddrV4,
+        feed_port: u16,
         target: SocketAddrV4,
         target_mac: netns::Mac,
         mode: XdpMode,
@@ -136,7 +144,7 @@ impl ExchangeIo {
         prog.register_socket(0, xsk.raw_fd())?;
         let our_mac = crate::host::read_mac(iface)?.octets();
         let builder = FrameBuilder::new(
-            frame::endpoint(our_mac, *bind.ip(), bind.port()),
+            frame::endpoint(our_mac, *bind.ip(), feed_port),
             frame::endpoint(target_mac.octets(), *target.ip(), target.port()),
         );
         Ok(ExchangeIo::Xsk(Box::new(XskIo {

@@ -16,6 +16,80 @@ pub fn read_mac(iface: &str) -> anyhow::Result<Mac> {
         .with_context(|| format!("unexpected MAC in {path}"))
 }
 
+/// The next hop toward `dst` out of `iface`, and its MAC, from this network namespace's routing
+/// and neighbour tables (/proc/net/route, /proc/net/arp), read once at start: what an AF_XDP
+/// sender writes into every frame it builds, since no kernel stack is there to resolve it.
+/// An error names what is missing and how to fix it: no route, a route out of another
+/// interface, or no complete neighbour entry (the lab pins one for the exchange).
+pub fn next_hop_mac(
+    iface: &str,
+    dst: std::net::Ipv4Addr,
+) -> anyhow::Result<(std::net::Ipv4Addr, Mac)> {
+    let routes = std::fs::read_to_string("/proc/net/route").context("reading /proc/net/route")?;
+    let (route_if, hop) = next_hop(&routes, dst).with_context(|| {
+        format!("no route to {dst} in this network namespace (`ip route get {dst}` says why)")
+    })?;
+    anyhow::ensure!(
+        route_if == iface,
+        "{dst} is reached through {route_if}, not {iface}: orders built on {iface} would go \
+         the wrong way (give the gateway an address reached through {iface})"
+    );
+    let arp = std::fs::read_to_string("/proc/net/arp").context("reading /proc/net/arp")?;
+    let mac = neighbour(&arp, iface, hop).with_context(|| {
+        format!(
+            "no complete neighbour entry for {hop} on {iface} (the next hop to {dst}): its MAC is \
+             read from the neighbour table once at start. Pin it (`ip neigh replace {hop} lladdr \
+             MAC dev {iface} nud permanent`) or let the kernel resolve it first \
+             (`ping -c1 {hop}`)"
+        )
+    })?;
+    Ok((hop, mac))
+}
+
+/// The interface and next hop of the longest-prefix route to `dst` in /proc/net/route's text
+/// (addresses as the kernel prints them: hex of the network-order bytes read as a native u32).
+fn next_hop(routes: &str, dst: std::net::Ipv4Addr) -> Option<(String, std::net::Ipv4Addr)> {
+    let hex = |s: &str| u32::from_str_radix(s, 16).ok().map(u32::to_ne_bytes);
+    let dst = dst.octets();
+    let mut best: Option<(u32, String, std::net::Ipv4Addr)> = None;
+    for line in routes.lines().skip(1) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let [iface, dest, gw, flags, .., mask] = f.get(..8)? else {
+            continue;
+        };
+        let (Some(dest), Some(gw), Some(mask)) = (hex(dest), hex(gw), hex(mask)) else {
+            continue;
+        };
+        // RTF_UP.
+        if u16::from_str_radix(flags, 16).unwrap_or(0) & 1 == 0 {
+            continue;
+        }
+        if (0..4).any(|i| dst[i] & mask[i] != dest[i]) {
+            continue;
+        }
+        let len = u32::from_be_bytes(mask).count_ones();
+        if best.as_ref().is_none_or(|(l, ..)| len > *l) {
+            let hop = if gw == [0; 4] { dst } else { gw };
+            best = Some((len, (*iface).to_string(), hop.into()));
+        }
+    }
+    best.map(|(_, i, h)| (i, h))
+}
+
+/// The MAC of `ip` on `iface` in /proc/net/arp's text, if the entry is complete (ATF_COM).
+fn neighbour(arp: &str, iface: &str, ip: std::net::Ipv4Addr) -> Option<Mac> {
+    arp.lines().skip(1).find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let [addr, _, flags, mac, _, dev] = f.get(..6)? else {
+            return None;
+        };
+        let flags = u32::from_str_radix(flags.trim_start_matches("0x"), 16).ok()?;
+        (addr.parse() == Ok(ip) && *dev == iface && flags & 0x2 != 0)
+            .then(|| mac.parse().ok())
+            .flatten()
+    })
+}
+
 /// Resident set size of this process in KiB (/proc/self/statm), for "flat memory" checks.
 pub fn rss_kib() -> u64 {
     let page_kib = 4;
@@ -246,5 +320,59 @@ mod tests {
         // The kernel saw us run, and for no longer than the wall clock allows (give or take
         // the wall clock's NTP slew, at most 500 ppm).
         assert!(t.ran_ms > 0.0 && t.ran_ms <= t.wall_ms * 1.001, "{t:?}");
+    }
+}
+
+#[cfg(test)]
+mod next_hop_tests {
+    use std::net::Ipv4Addr;
+
+    use super::*;
+
+    const ROUTES: &str =
+        "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT
+tr0\t000012C6\t00000000\t0001\t0\t0\t0\tFCFFFFFF\t0\t0\t0
+eth0\t00000000\t010012C6\t0003\t0\t0\t0\t00000000\t0\t0\t0
+down0\t090012C6\t00000000\t0000\t0\t0\t0\tFFFFFFFF\t0\t0\t0
+";
+    const ARP: &str =
+        "IP address       HW type     Flags       HW address            Mask     Device
+198.18.0.1       0x1         0x6         02:00:c6:12:00:01     *        tr0
+198.18.0.5       0x1         0x0         00:00:00:00:00:00     *        tr0
+198.18.0.1       0x1         0x2         02:00:00:00:00:99     *        other
+";
+
+    #[test]
+    fn the_longest_prefix_names_the_next_hop() {
+        let on_link = next_hop(ROUTES, Ipv4Addr::new(198, 18, 0, 1)).unwrap();
+        assert_eq!(on_link, ("tr0".into(), Ipv4Addr::new(198, 18, 0, 1)));
+        // Off-link: the default route's gateway, out of eth0.
+        let far = next_hop(ROUTES, Ipv4Addr::new(198, 19, 0, 1)).unwrap();
+        assert_eq!(far, ("eth0".into(), Ipv4Addr::new(198, 18, 0, 1)));
+        // A route that isn't up is no route (the /32 would win otherwise).
+        let down = next_hop(ROUTES, Ipv4Addr::new(198, 18, 0, 9)).unwrap();
+        assert_eq!(down.0, "eth0");
+        assert_eq!(next_hop("Iface\n", Ipv4Addr::new(1, 2, 3, 4)), None);
+    }
+
+    #[test]
+    fn only_a_complete_entry_on_the_interface_gives_a_mac() {
+        let mac = neighbour(ARP, "tr0", Ipv4Addr::new(198, 18, 0, 1)).unwrap();
+        assert_eq!(mac.to_string(), "02:00:c6:12:00:01");
+        assert_eq!(
+            neighbour(ARP, "tr0", Ipv4Addr::new(198, 18, 0, 5)),
+            None,
+            "incomplete"
+        );
+        assert_eq!(
+            neighbour(ARP, "tr0", Ipv4Addr::new(198, 18, 0, 7)),
+            None,
+            "absent"
+        );
+        assert_eq!(
+            neighbour(ARP, "other", Ipv4Addr::new(198, 18, 0, 1)).map(|m| m.to_string()),
+            Some("02:00:00:00:00:99".into()),
+            "per interface"
+        );
     }
 }

@@ -1,12 +1,14 @@
 //! Loading and attaching the lab's XDP program, and reading its counters.
 use aya::{
     Ebpf, EbpfLoader,
-    maps::{MapData, PerCpuArray, RingBuf, XskMap},
+    maps::{Array, MapData, PerCpuArray, RingBuf, XskMap},
     programs::{ProgramError, Xdp, XdpMode as AyaXdpMode, xdp::XdpLinkId},
 };
 use xdp_common::{
     Action, Counter, Fired, GLOBAL_ACTION, GLOBAL_FIRED_WAKEUP, GLOBAL_MD_PORT, GLOBAL_MD_PORT_B,
-    GLOBAL_TRIGGER_DST, GLOBAL_XDP_LOG, MAP_ARM, MAP_COUNTERS, MAP_FIRED, MAP_XSKS, PROG_NAME,
+    GLOBAL_ORDER_DST_IP, GLOBAL_ORDER_DST_MAC, GLOBAL_ORDER_DST_PORT, GLOBAL_ORDER_SRC_IP,
+    GLOBAL_ORDER_SRC_MAC, GLOBAL_TRIGGER_DST, GLOBAL_XDP_LOG, MAP_ARM, MAP_COUNTERS, MAP_FIRED,
+    MAP_SOURCES, MAP_XSKS, OrderTo, PROG_NAME, Source,
 };
 
 /// The XDP program, built by `build.rs` and embedded here. Empty when the eBPF toolchain was
@@ -89,6 +91,9 @@ pub struct Load {
     /// The trigger fires only on frames addressed to this MAC and IPv4 address (the trader's,
     /// which its socket path checks too); `None`: not checked.
     pub trigger_dst: Option<([u8; 6], std::net::Ipv4Addr)>,
+    /// Where the program's own orders go (the reflector's and the trigger's): the configured
+    /// gateway's headers. `None`: nowhere, nothing is fired or reflected.
+    pub order_to: Option<OrderTo>,
 }
 
 /// The XDP program, loaded and attached to one interface. Dropping it detaches the program
@@ -154,6 +159,7 @@ impl XdpProgram {
             dst[..6].copy_from_slice(&mac);
             dst[6..].copy_from_slice(&ip.octets());
         }
+        let to = load.order_to.unwrap_or_default();
         let mut ebpf = EbpfLoader::new()
             .override_global(GLOBAL_MD_PORT, &port, true)
             .override_global(GLOBAL_MD_PORT_B, &port_b, true)
@@ -161,6 +167,11 @@ impl XdpProgram {
             .override_global(GLOBAL_XDP_LOG, &log, true)
             .override_global(GLOBAL_FIRED_WAKEUP, &wakeup, true)
             .override_global(GLOBAL_TRIGGER_DST, &dst, true)
+            .override_global(GLOBAL_ORDER_DST_MAC, &to.dst_mac, true)
+            .override_global(GLOBAL_ORDER_SRC_MAC, &to.src_mac, true)
+            .override_global(GLOBAL_ORDER_SRC_IP, &to.src_ip, true)
+            .override_global(GLOBAL_ORDER_DST_IP, &to.dst_ip, true)
+            .override_global(GLOBAL_ORDER_DST_PORT, &to.dst_port, true)
             .load(OBJECT)
             .map_err(XdpError::Load)?;
         let prog: &mut Xdp = ebpf
@@ -302,6 +313,23 @@ impl XdpProgram {
             source,
         })?;
         Ok(FiredRing(ring))
+    }
+
+    /// The feed's pinned sources ([`MAP_SOURCES`]), to pin at start and when the trader has
+    /// learned them (once: the map moves to the caller).
+    pub fn take_sources(&mut self) -> Result<SourcesMap, XdpError> {
+        let missing = || XdpError::Map {
+            what: format!("map {MAP_SOURCES} missing (or already taken)"),
+            source: aya::maps::MapError::InvalidName {
+                name: MAP_SOURCES.into(),
+            },
+        };
+        let map = self.ebpf.take_map(MAP_SOURCES).ok_or_else(missing)?;
+        let array = Array::try_from(map).map_err(|source| XdpError::Map {
+            what: format!("map {MAP_SOURCES} is not an array of 8-byte values"),
+            source,
+        })?;
+        Ok(SourcesMap(array))
     }
 
     /// Puts an AF_XDP socket into the XSKMAP slot of `queue`.
@@ -550,6 +578,30 @@ fn log_loop(
     log::logger().flush();
 }
 
+/// The program's table of the feed's pinned sources: line A, line B, the re-request server
+/// (`xdp_common::SOURCE_*`). Writing an entry is a map update (a system call): at start, and
+/// once when the trader pins a source it learned.
+pub struct SourcesMap(Array<MapData, u64>);
+
+impl std::fmt::Debug for SourcesMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SourcesMap")
+    }
+}
+
+impl SourcesMap {
+    /// Pins entry `index` to `source`: from then on the program drops market data to that
+    /// line from any other address or port (`foreign_source_*`).
+    pub fn pin(&mut self, index: u32, source: &Source) -> Result<(), XdpError> {
+        self.0
+            .set(index, u64::from_ne_bytes(source.to_bytes()), 0)
+            .map_err(|source| XdpError::Map {
+                what: format!("failed to pin {MAP_SOURCES}[{index}]"),
+                source,
+            })
+    }
+}
+
 /// The program's counters, summed over CPUs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counters(pub [u64; Counter::COUNT as usize]);
@@ -581,6 +633,8 @@ impl Counters {
                 Counter::TriggerFired => &mut r.trigger_fired,
                 Counter::TriggerNotInSet => &mut r.trigger_not_in_set,
                 Counter::TriggerArmBusy => &mut r.trigger_arm_busy,
+                Counter::ForeignSourceAddr => &mut r.foreign_source_addr,
+                Counter::ForeignSourcePort => &mut r.foreign_source_port,
             };
             *slot = self.get(c);
         }

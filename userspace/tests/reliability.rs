@@ -488,11 +488,11 @@ fn through_relay_with(
     let relay_orders = RELAY_PORT + 1;
     let trigger = path == TraderPath::Trigger;
     let mut trader_args = vec!["--wait", "block"];
-    let relay_orders_arg = relay_orders.to_string();
+    let relay_orders_arg = format!("{}:{relay_orders}", c.exchange_ip);
     if !trigger {
-        // The trigger's orders go to the lab's order port at the feed's source (the relay's
-        // address, the replay's too): straight to the replay.
-        trader_args.extend(["--order-port", relay_orders_arg.as_str()]);
+        // Through the relay, which forwards them; the trigger's go to the lab's order port:
+        // straight to the replay.
+        trader_args.extend(["--order-to", relay_orders_arg.as_str()]);
     }
     trader_args.extend(trader_extra);
     let mut trader = start_trader(&c, path.as_str(), &trader_json, &trader_args);
@@ -889,8 +889,8 @@ fn ab_through_relays(
         &[
             "--wait",
             "block",
-            "--order-port",
-            &relay_orders,
+            "--order-to",
+            &format!("{}:{relay_orders}", c.exchange_ip),
             "--port-b",
             &line_b,
             "--ab-wait-us",

@@ -13,10 +13,10 @@
 
 use crate::{Error, Result, be};
 
+/// Message count meaning "end of session" (MoldUDP64 spec, "End of Session").
+pub use xdp_common::layout::moldudp64::END_OF_SESSION;
 /// Byte ranges of the MoldUDP64 header, and its lengths (shared with the XDP program).
 pub use xdp_common::layout::moldudp64::{BLOCK_HEADER_LEN, HEADER_LEN, field};
-/// Message count meaning "end of session" (MoldUDP64 spec, "End of Session").
-pub const END_OF_SESSION: u16 = 0xFFFF;
 /// Message count meaning "heartbeat".
 pub const HEARTBEAT: u16 = 0;
 /// The largest message count a data packet can carry: 0xFFFF is reserved for end of session.

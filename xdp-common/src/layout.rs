@@ -116,6 +116,8 @@ pub mod moldudp64 {
 
     /// Length of the header.
     pub const HEADER_LEN: usize = field::PAYLOAD.start;
+    /// The message count of an end-of-session packet (0 is a heartbeat's).
+    pub const END_OF_SESSION: u16 = 0xFFFF;
     /// Length of a message block's length prefix.
     pub const BLOCK_HEADER_LEN: usize = field::BLOCK_LEN.end;
     /// Where the first message's bytes start.

@@ -35,6 +35,121 @@ pub const GLOBAL_FIRED_WAKEUP: &str = "FIRED_WAKEUP";
 /// fires only on frames addressed to them (all zero, the default: not checked).
 pub const GLOBAL_TRIGGER_DST: &str = "TRIGGER_DST";
 
+/// The load-time globals holding where the program's own orders go (the reflector's and the
+/// trigger's `XDP_TX`), one per header field of an [`OrderTo`]: the next hop's MAC, ours, our
+/// IPv4 address, the gateway's, and its UDP port (big-endian). A zero port (the default):
+/// nowhere, and the program fires and reflects nothing (a frame is never sent back to
+/// whoever sent it).
+pub const GLOBAL_ORDER_DST_MAC: &str = "ORDER_DST_MAC";
+/// See [`GLOBAL_ORDER_DST_MAC`].
+pub const GLOBAL_ORDER_SRC_MAC: &str = "ORDER_SRC_MAC";
+/// See [`GLOBAL_ORDER_DST_MAC`].
+pub const GLOBAL_ORDER_SRC_IP: &str = "ORDER_SRC_IP";
+/// See [`GLOBAL_ORDER_DST_MAC`].
+pub const GLOBAL_ORDER_DST_IP: &str = "ORDER_DST_IP";
+/// See [`GLOBAL_ORDER_DST_MAC`].
+pub const GLOBAL_ORDER_DST_PORT: &str = "ORDER_DST_PORT";
+
+/// The configured order gateway, as the program writes it into the headers of every order it
+/// sends: never taken from the tick it answers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OrderTo {
+    /// The next hop's MAC (the gateway's, or its router's), resolved by userspace at start.
+    pub dst_mac: [u8; 6],
+    /// Our MAC.
+    pub src_mac: [u8; 6],
+    /// Our IPv4 address.
+    pub src_ip: [u8; 4],
+    /// The gateway's IPv4 address.
+    pub dst_ip: [u8; 4],
+    /// The gateway's UDP port, big-endian.
+    pub dst_port: [u8; 2],
+}
+
+/// The array map of the feed's pinned sources ([`Source`]), indexed by [`SOURCE_LINE_A`],
+/// [`SOURCE_LINE_B`] and [`SOURCE_RECOVERY`]. A market-data frame to line A's port must come
+/// from line A's source or the re-request server; line B's likewise. An entry not set yet
+/// (`set == 0`) accepts any source: the trader is learning it, and checks it itself.
+pub const MAP_SOURCES: &str = "SOURCES";
+/// [`MAP_SOURCES`]'s entry for line A (the only line of a one-line feed).
+pub const SOURCE_LINE_A: u32 = 0;
+/// [`MAP_SOURCES`]'s entry for line B of an A/B feed.
+pub const SOURCE_LINE_B: u32 = 1;
+/// [`MAP_SOURCES`]'s entry for the exchange's re-request server (its answers come to the
+/// feed's port).
+pub const SOURCE_RECOVERY: u32 = 2;
+/// Entries in [`MAP_SOURCES`].
+pub const SOURCES: u32 = 3;
+
+/// One pinned source: an IPv4 address and a UDP port (0: any port of that address). 8 bytes,
+/// no padding.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Source {
+    /// The IPv4 address, as on the wire.
+    pub addr: [u8; 4],
+    /// The UDP port, as on the wire (big-endian); `[0, 0]`: any.
+    pub port: [u8; 2],
+    /// 1: pinned; 0: not yet (any source passes).
+    pub set: u8,
+    /// Zero.
+    pub pad: u8,
+}
+
+/// Why a frame's source is not the one pinned for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Foreign {
+    /// Another IPv4 address.
+    Addr,
+    /// The pinned address, another port.
+    Port,
+}
+
+impl Source {
+    /// Pinned to `addr` and `port` (as on the wire; `[0, 0]`: any port).
+    #[must_use]
+    pub const fn pinned(addr: [u8; 4], port: [u8; 2]) -> Self {
+        Self {
+            addr,
+            port,
+            set: 1,
+            pad: 0,
+        }
+    }
+
+    /// The map value's bytes.
+    #[must_use]
+    pub const fn to_bytes(&self) -> [u8; 8] {
+        [
+            self.addr[0],
+            self.addr[1],
+            self.addr[2],
+            self.addr[3],
+            self.port[0],
+            self.port[1],
+            self.set,
+            self.pad,
+        ]
+    }
+
+    /// Whether a datagram from `addr`:`port` (as on the wire) is from this source: always when
+    /// nothing is pinned.
+    #[inline(always)]
+    #[must_use]
+    pub fn check(&self, addr: [u8; 4], port: [u8; 2]) -> Result<(), Foreign> {
+        if self.set == 0 {
+            return Ok(());
+        }
+        if addr != self.addr {
+            return Err(Foreign::Addr);
+        }
+        if self.port != [0, 0] && port != self.port {
+            return Err(Foreign::Port);
+        }
+        Ok(())
+    }
+}
+
 /// `bpf_ringbuf_output`'s flag: don't wake the reader.
 pub const BPF_RB_NO_WAKEUP: u64 = 1;
 
@@ -290,11 +405,17 @@ pub enum Counter {
     /// Trigger path: packets that met the arm while userspace was writing it (its `generation` odd or
     /// changing): redirected to the trader, never fired from a half-written arm.
     TriggerArmBusy,
+    /// Market-data frames from an IPv4 address that is neither the feed's pinned source for
+    /// that line nor the re-request server's: dropped (`XDP_DROP`), never redirected as feed,
+    /// never fired on.
+    ForeignSourceAddr,
+    /// Market-data frames from the pinned source's address but another UDP port: dropped.
+    ForeignSourcePort,
 }
 
 impl Counter {
     /// Number of counters; the map's `max_entries`.
-    pub const COUNT: u32 = 16;
+    pub const COUNT: u32 = 18;
 
     /// Every counter, in index order.
     pub const ALL: [Counter; Self::COUNT as usize] = [
@@ -314,6 +435,8 @@ impl Counter {
         Counter::TriggerFired,
         Counter::TriggerNotInSet,
         Counter::TriggerArmBusy,
+        Counter::ForeignSourceAddr,
+        Counter::ForeignSourcePort,
     ];
 
     /// The counter's slot in the map.
@@ -340,6 +463,8 @@ impl Counter {
             Counter::TriggerFired => "trigger_fired",
             Counter::TriggerNotInSet => "trigger_not_in_set",
             Counter::TriggerArmBusy => "trigger_arm_busy",
+            Counter::ForeignSourceAddr => "foreign_source_addr",
+            Counter::ForeignSourcePort => "foreign_source_port",
         }
     }
 }

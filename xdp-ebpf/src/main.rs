@@ -18,7 +18,7 @@
 )]
 
 use aya_ebpf::{
-    bindings::xdp_action::{XDP_PASS, XDP_TX},
+    bindings::xdp_action::{XDP_DROP, XDP_PASS, XDP_TX},
     helpers::{bpf_ktime_get_ns, bpf_xdp_adjust_tail, bpf_xdp_load_bytes},
     macros::{map, xdp},
     maps::{Array, PerCpuArray, RingBuf, XskMap},
@@ -26,8 +26,9 @@ use aya_ebpf::{
 };
 use aya_log_ebpf::{error, warn};
 use xdp_common::{
-    Action, Arm, BPF_F_MMAPABLE, BPF_RB_NO_WAKEUP, Counter, Fired, LOG_BURST, LOG_WINDOW_NS,
-    MAX_QUEUES, checksum,
+    Action, Arm, BPF_F_MMAPABLE, BPF_RB_NO_WAKEUP, Counter, Fired, Foreign, LOG_BURST,
+    LOG_WINDOW_NS, MAX_QUEUES, SOURCE_LINE_A, SOURCE_LINE_B, SOURCE_RECOVERY, SOURCES, Source,
+    checksum,
     layout::{
         Field, UDP_PAYLOAD_OFFSET, at, ethernet, ipv4,
         itch::{self, trade},
@@ -61,6 +62,27 @@ static XDP_LOG: u8 = 0;
 /// time (`trader --path trigger --wait block` sets it).
 #[unsafe(no_mangle)]
 static FIRED_WAKEUP: u8 = 0;
+
+/// Where the program's own orders go (reflector and trigger), field by field (an
+/// [`xdp_common::OrderTo`]), set by userspace at load time from the configured order gateway.
+/// A zero port: nowhere (nothing is fired or reflected); a frame is never sent back to
+/// whoever sent it.
+#[unsafe(no_mangle)]
+static ORDER_DST_MAC: [u8; 6] = [0; 6];
+#[unsafe(no_mangle)]
+static ORDER_SRC_MAC: [u8; 6] = [0; 6];
+#[unsafe(no_mangle)]
+static ORDER_SRC_IP: [u8; 4] = [0; 4];
+#[unsafe(no_mangle)]
+static ORDER_DST_IP: [u8; 4] = [0; 4];
+#[unsafe(no_mangle)]
+static ORDER_DST_PORT: [u8; 2] = [0; 2];
+
+/// The feed's pinned sources (line A, line B, the re-request server), written by userspace at
+/// start (`--feed-source`) or when the trader has confirmed the feed it learned. A market-data
+/// frame from any other source is dropped and counted; an entry not set yet passes everything.
+#[map(name = "SOURCES")]
+static SOURCES_MAP: Array<Source> = Array::with_max_entries(SOURCES, 0);
 
 /// Each CPU's log rate limit: `[window start ns, records written in the window]`.
 #[map(name = "LOG_LIMIT")]
@@ -157,6 +179,9 @@ fn md_redirect(ctx: XdpContext) -> u32 {
             },
         },
         Ok(Verdict::Pass(counter)) => (counter, XDP_PASS),
+        // Never the feed, never fired on; not passed either: nothing in the kernel listens on
+        // the feed's port, so the forger would only get an ICMP error back.
+        Ok(Verdict::Foreign(counter)) => (counter, XDP_DROP),
         Err(why) => {
             if log_allowed() {
                 log_malformed(&ctx, why);
@@ -335,6 +360,8 @@ fn stamp(ctx: &XdpContext) -> Result<(), ()> {
 enum Verdict {
     MarketData,
     Pass(Counter),
+    /// To the feed's port from a source nobody named: dropped.
+    Foreign(Counter),
 }
 
 /// Reads a header field for [`classify`]: a frame too short for it is [`Reason::Truncated`].
@@ -381,10 +408,45 @@ fn classify(ctx: &XdpContext) -> Result<Verdict, Malformed> {
         return Err(Malformed::new(Reason::UdpLength, udp_len, 0));
     }
     let port_b = read_global(&MD_PORT_B);
-    if dst_port != read_global(&MD_PORT) && (port_b == 0 || dst_port != port_b) {
+    let line = if dst_port == read_global(&MD_PORT) {
+        SOURCE_LINE_A
+    } else if port_b != 0 && dst_port == port_b {
+        SOURCE_LINE_B
+    } else {
         return Ok(Verdict::Pass(Counter::PassedOtherPort));
+    };
+    // The feed's source before anything else about the datagram is believed.
+    let src_ip = header::<4>(ctx, at(IP, ipv4::SRC))?;
+    let src_port = header::<2>(ctx, at(UDP, udp::SRC_PORT))?;
+    match source_check(line, src_ip, src_port) {
+        Ok(()) => Ok(Verdict::MarketData),
+        Err(Foreign::Addr) => Ok(Verdict::Foreign(Counter::ForeignSourceAddr)),
+        Err(Foreign::Port) => Ok(Verdict::Foreign(Counter::ForeignSourcePort)),
     }
-    Ok(Verdict::MarketData)
+}
+
+/// Whether a datagram to `line`'s port from `addr`:`port` comes from that line's pinned source
+/// (or any, while none is pinned) or from the re-request server.
+#[inline(always)]
+fn source_check(line: u32, addr: [u8; 4], port: [u8; 2]) -> Result<(), Foreign> {
+    let Some(pinned) = SOURCES_MAP.get(line) else {
+        return Ok(());
+    };
+    let why = match pinned.check(addr, port) {
+        Ok(()) => return Ok(()),
+        Err(why) => why,
+    };
+    match SOURCES_MAP.get(SOURCE_RECOVERY) {
+        Some(server) if server.set != 0 && server.check(addr, port).is_ok() => Ok(()),
+        _ => Err(why),
+    }
+}
+
+/// Whether the feed's line A source is pinned: until it is, the trigger's first-arrival mark
+/// doesn't move (nothing is armed before the trader has confirmed its feed either).
+#[inline(always)]
+fn source_pinned() -> bool {
+    SOURCES_MAP.get(SOURCE_LINE_A).is_some_and(|s| s.set != 0)
 }
 
 /// Where the reflector's input sits in the frame: the MoldUDP64 header right after UDP, and
@@ -406,7 +468,7 @@ struct OrderFields {
 
 /// Turns a MoldUDP64 packet whose first message is an ITCH trade into an order for that tick
 /// (type 'O', buy 100, token = tick_seq = the packet's sequence number, the trade's price and
-/// stock), addressed back to the sender, and trims the frame to it. UDP checksum 0 (none:
+/// stock), addressed to the configured order gateway, and trims the frame to it. UDP checksum 0 (none:
 /// allowed for IPv4), IPv4 header checksum recomputed.
 #[inline(always)]
 fn reflect(ctx: &XdpContext) -> Result<(), ()> {
@@ -482,19 +544,34 @@ fn trigger(ctx: &XdpContext) -> Shot {
         return Shot::Miss;
     }
     let seq = u64::from_be_bytes(seq);
+    let count = u16::from_be_bytes(count);
+    // Only a packet the trader would take moves the mark or fires: from the feed's pinned
+    // source (classify dropped every other; until one is pinned, nothing moves), carrying
+    // messages (a heartbeat or an end of session never moves the feed's numbers), its headers
+    // addressed to the trader with a right IPv4 checksum, and one message framed to the
+    // datagram's length.
+    if !source_pinned()
+        || count == 0
+        || count == moldudp64::END_OF_SESSION
+        || !headers_intact(ctx)
+        || !one_block_fits(ctx, count)
+    {
+        return Shot::Miss;
+    }
     // SAFETY: the map's one entry, written only by this program (one RX queue, one CPU at a
     // time in native XDP).
     let seen = unsafe { core::ptr::read_volatile(next) };
     let whole = g1 & 1 == 0 && g1 == g2;
     if a.armed != 0 && whole && seq == a.seq && seq >= seen && !intact(ctx) {
-        // Misaddressed or corrupt: the trader drops it too, so it neither fires nor counts as
+        // A corrupt UDP checksum: the trader drops it too, so it neither fires nor counts as
         // the tick's arrival (the real tick may still fire).
         return Shot::Miss;
     }
     // The numbers this packet covers, whether it fires or not (even while the arm is written).
-    // Far past the arm only if the frame is intact: a bit flipped in a number then can't stop
-    // the trigger for long.
-    let end = seq.saturating_add(u64::from(u16::from_be_bytes(count)));
+    // Far past the arm only if its UDP checksum is right too: a bit flipped in a number then
+    // can't stop the trigger for long. (Near it, a corrupted packet costs at most that arm's
+    // fire, never a wrong one: its tick goes to the trader.)
+    let end = seq.saturating_add(u64::from(count));
     if end > seen && (end <= a.seq.saturating_add(TRIGGER_NEAR) || intact(ctx)) {
         let cap = a.seq.saturating_add(TRIGGER_SLACK).max(seen);
         // SAFETY: as above.
@@ -517,9 +594,6 @@ fn trigger(ctx: &XdpContext) -> Shot {
     if !a.contains(price) {
         return Shot::NotInSet;
     }
-    // Consumed before the frame is touched: a second copy of the tick can't fire again.
-    // SAFETY: as above; one byte.
-    unsafe { core::ptr::write_volatile(core::ptr::addr_of_mut!((*arm).armed), 0) };
     let fields = OrderFields {
         side: a.side,
         flags: a.flags,
@@ -527,8 +601,13 @@ fn trigger(ctx: &XdpContext) -> Shot {
         token: a.token.to_be_bytes(),
     };
     if write_order(ctx, &fields).is_err() {
+        // Not consumed: nothing was sent. (A copy can't fire it: the mark is past its number.)
         return Shot::Failed;
     }
+    // Consumed once its order is written; a second copy of the tick can't fire again anyway
+    // (the mark moved past its number above).
+    // SAFETY: as above; one byte.
+    unsafe { core::ptr::write_volatile(core::ptr::addr_of_mut!((*arm).armed), 0) };
     Shot::Fired(Fired {
         seq: a.seq,
         token: a.token,
@@ -585,29 +664,16 @@ fn one_trade_of(ctx: &XdpContext, a: &Arm) -> bool {
 /// drops it.
 #[inline(always)]
 fn intact(ctx: &XdpContext) -> bool {
-    let Ok(dst_mac) = read_field::<6>(ctx, ethernet::DST) else {
+    if !headers_intact(ctx) {
         return false;
-    };
+    }
     let Ok(ip) = read::<[u8; ipv4::HEADER_LEN]>(ctx, IP) else {
         return false;
     };
     let Ok(udp_hdr) = read::<[u8; udp::HEADER_LEN]>(ctx, UDP) else {
         return false;
     };
-    let dst = read_global(&TRIGGER_DST);
-    if dst != [0; 10] && (dst_mac != dst[..6] || ip[16..20] != dst[6..]) {
-        return false;
-    }
-    if checksum::ipv4_header(&ip) != 0 {
-        return false;
-    }
-    // classify() checked the version, IHL (no options), protocol, fragments and port.
-    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
     let udp_len = u16::from_be_bytes([udp_hdr[4], udp_hdr[5]]);
-    // As the trader's socket path (and the kernel): the datagram within the IPv4 payload.
-    if total < ipv4::HEADER_LEN + usize::from(udp_len) {
-        return false;
-    }
     if udp_hdr[6..8] == [0, 0] || usize::from(udp_len) != ONE_TRADE_UDP_LEN {
         // No UDP checksum (IPv4 allows it), or not the shape that fires (which one_trade_of
         // refuses): nothing more to check.
@@ -636,12 +702,68 @@ fn intact(ctx: &XdpContext) -> bool {
     checksum::fold(pseudo + u64::from(datagram)) == 0xffff
 }
 
+/// The part of [`intact`] every packet that moves the trigger's mark must pass: addressed to
+/// the trader (if the address was given), a right IPv4 header checksum, the UDP datagram within
+/// the IPv4 payload. No UDP checksum: that is summed only for a packet that may fire, or that
+/// would move the mark far.
+#[inline(always)]
+fn headers_intact(ctx: &XdpContext) -> bool {
+    let Ok(dst_mac) = read_field::<6>(ctx, ethernet::DST) else {
+        return false;
+    };
+    let Ok(ip) = read::<[u8; ipv4::HEADER_LEN]>(ctx, IP) else {
+        return false;
+    };
+    let Ok(udp_len) = read_field::<2>(ctx, at(UDP, udp::LENGTH)) else {
+        return false;
+    };
+    let dst = read_global(&TRIGGER_DST);
+    if dst != [0; 10] && (dst_mac != dst[..6] || ip[16..20] != dst[6..]) {
+        return false;
+    }
+    if checksum::ipv4_header(&ip) != 0 {
+        return false;
+    }
+    // classify() checked the version, IHL (no options), protocol, fragments and port.
+    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+    // As the trader's socket path (and the kernel): the datagram within the IPv4 payload.
+    total >= ipv4::HEADER_LEN + usize::from(u16::from_be_bytes(udp_len))
+}
+
+/// A packet of one message must carry exactly that message: its block length is the rest of
+/// the datagram (as the trader's framing check demands). Packets of more messages are framed
+/// by the trader; a lie there costs at most the mark's slack, never a fire.
+#[inline(always)]
+fn one_block_fits(ctx: &XdpContext, count: u16) -> bool {
+    if count != 1 {
+        return true;
+    }
+    let Ok(udp_len) = read_field::<2>(ctx, at(UDP, udp::LENGTH)) else {
+        return false;
+    };
+    let Ok(block) = read_field::<2>(
+        ctx,
+        at(MOLD + moldudp64::HEADER_LEN, moldudp64::field::BLOCK_LEN),
+    ) else {
+        return false;
+    };
+    let block = usize::from(u16::from_be_bytes(block));
+    block != 0
+        && usize::from(u16::from_be_bytes(udp_len))
+            == UDP_PAYLOAD_OFFSET - UDP + moldudp64::FIRST_MESSAGE + block
+}
+
 /// Rewrites the frame, whose first message is an ITCH trade, into the order for that tick
-/// (`fields`, and the tick's sequence number, price and stock), addressed back to the
-/// sender, and trims it to the order. UDP checksum 0 (none: allowed for IPv4), IPv4 header
+/// (`fields`, and the tick's sequence number, price and stock), addressed to the configured
+/// order gateway ([`ORDER_TO`]), never to the tick's sender, and trims it to the order. UDP checksum 0 (none: allowed for IPv4), IPv4 header
 /// checksum recomputed.
 #[inline(always)]
 fn write_order(ctx: &XdpContext, fields: &OrderFields) -> Result<(), ()> {
+    let dst_port = read_global(&ORDER_DST_PORT);
+    if dst_port == [0, 0] {
+        // No gateway configured: no order leaves.
+        return Err(());
+    }
     // The frame's length from its IPv4 total length (the verifier forbids arithmetic on the
     // packet end pointer); checked against the real frame just below.
     let frame_len = IP
@@ -657,17 +779,16 @@ fn write_order(ctx: &XdpContext, fields: &OrderFields) -> Result<(), ()> {
     let seq: [u8; 8] = read_field(ctx, at(MOLD, moldudp64::field::SEQUENCE))?;
     let stock: [u8; 8] = read_field(ctx, at(ITCH, trade::field::STOCK))?;
     let price: [u8; 4] = read_field(ctx, at(ITCH, trade::field::PRICE))?;
-    swap::<6>(ctx, ethernet::DST, ethernet::SRC)?;
-    swap::<4>(ctx, at(IP, ipv4::SRC), at(IP, ipv4::DST))?;
-    // From the feed port to the exchange's order port, as the trader's orders go (the feed
-    // may come from any port of the exchange's).
+    // The gateway's headers, as userspace resolved them at start; nothing taken from the
+    // tick's sender.
+    write_field(ctx, ethernet::DST, read_global(&ORDER_DST_MAC))?;
+    write_field(ctx, ethernet::SRC, read_global(&ORDER_SRC_MAC))?;
+    write_field(ctx, at(IP, ipv4::SRC), read_global(&ORDER_SRC_IP))?;
+    write_field(ctx, at(IP, ipv4::DST), read_global(&ORDER_DST_IP))?;
+    // From the feed port, as the trader's orders go.
     let feed_port: [u8; 2] = read_field(ctx, at(UDP, udp::DST_PORT))?;
     write_field(ctx, at(UDP, udp::SRC_PORT), feed_port)?;
-    write_field(
-        ctx,
-        at(UDP, udp::DST_PORT),
-        xdp_common::ORDER_PORT.to_be_bytes(),
-    )?;
+    write_field(ctx, at(UDP, udp::DST_PORT), dst_port)?;
     let udp_len = (udp::HEADER_LEN + order::LEN) as u16;
     write_field(ctx, at(UDP, udp::LENGTH), udp_len.to_be_bytes())?;
     write_field(ctx, at(UDP, udp::CHECKSUM), [0u8; 2])?;
@@ -699,15 +820,6 @@ fn write_order(ctx: &XdpContext, fields: &OrderFields) -> Result<(), ()> {
         return Err(());
     }
     Ok(())
-}
-
-/// Swaps two `N`-byte fields of the frame (a header's source and destination).
-#[inline(always)]
-fn swap<const N: usize>(ctx: &XdpContext, a: Field, b: Field) -> Result<(), ()> {
-    let first: [u8; N] = read_field(ctx, a.clone())?;
-    let second: [u8; N] = read_field(ctx, b.clone())?;
-    write_field(ctx, a, second)?;
-    write_field(ctx, b, first)
 }
 
 /// Reads the `N`-byte field at `field`. A field of another width is an error, not a short

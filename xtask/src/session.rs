@@ -383,7 +383,9 @@ fn trader_command(mut base: Command, o: &Options, lab: &LabConfig, ends: Ends) -
     base.args(["--path", ends.trader.as_str(), "--iface", &lab.trader_if])
         .args(["--addr", &lab.trader_ip.to_string()])
         .args(["--port", &lab::MD_PORT.to_string()])
-        .args(["--order-port", &lab::ORDER_PORT.to_string()])
+        .args(["--order-to", &orders_at(lab).to_string()])
+        // The feed's source named, as a trader is told it: nothing else is read.
+        .args(["--feed-source", &feed_source(lab).to_string()])
         .args(["--n", &o.n.to_string()])
         .args(["--xdp-mode", o.xdp_mode.as_str()])
         .args(["--wait", ends.wait.unwrap_or(o.wait).as_str()])
@@ -409,10 +411,20 @@ fn trader_command(mut base: Command, o: &Options, lab: &LabConfig, ends: Ends) -
     base
 }
 
+/// Where the exchange takes orders in `lab`: the trader's order gateway.
+fn orders_at(lab: &LabConfig) -> SocketAddrV4 {
+    SocketAddrV4::new(lab.exchange_ip, lab::ORDER_PORT)
+}
+
+/// Where the replay's feed leaves from in `lab`: the trader's feed source.
+fn feed_source(lab: &LabConfig) -> SocketAddrV4 {
+    SocketAddrV4::new(lab.exchange_ip, lab::FEED_SOURCE_PORT)
+}
+
 /// The replay's command line, as [`trader_command`]'s.
 fn replay_command(mut base: Command, o: &Options, lab: &LabConfig, ends: Ends) -> Command {
     let target = SocketAddrV4::new(lab.trader_ip, lab::MD_PORT);
-    let bind = SocketAddrV4::new(lab.exchange_ip, lab::ORDER_PORT);
+    let bind = orders_at(lab);
     base.args([
         "--source",
         &o.source.to_string(),
@@ -421,6 +433,7 @@ fn replay_command(mut base: Command, o: &Options, lab: &LabConfig, ends: Ends) -
     ])
     .args(["--batch", &o.batch.to_string(), "--n", &o.n.to_string()])
     .args(["--target", &target.to_string(), "--bind", &bind.to_string()])
+    .args(["--feed-port", &feed_source(lab).port().to_string()])
     .args(["--expect", ends.expect().as_str()])
     .args(["--io", ends.exchange.as_str()])
     .args(["--progress", "true"]);
@@ -551,12 +564,14 @@ mod tests {
         let t = args(&trader_command(Command::new("trader"), &o, &lab, bypass));
         assert_eq!(value_of(&t, "--path"), Some("xdp"));
         assert_eq!(value_of(&t, "--port"), Some("26400"));
-        assert_eq!(value_of(&t, "--order-port"), Some("26401"));
+        assert_eq!(value_of(&t, "--order-to"), Some("198.18.0.1:26401"));
+        assert_eq!(value_of(&t, "--feed-source"), Some("198.18.0.1:26404"));
         assert_eq!(value_of(&t, "--xdp-mode"), Some("native"));
         assert_eq!(value_of(&t, "--wait"), Some("spin"));
         let r = args(&replay_command(Command::new("replay"), &o, &lab, bypass));
         assert_eq!(value_of(&r, "--target"), Some("198.18.0.2:26400"));
         assert_eq!(value_of(&r, "--bind"), Some("198.18.0.1:26401"));
+        assert_eq!(value_of(&r, "--feed-port"), Some("26404"));
         assert_eq!(value_of(&r, "--source"), Some("gbm:42:150000"));
         assert_eq!(value_of(&r, "--rate"), Some("20k"));
         assert_eq!(value_of(&r, "--io"), Some("xdp"));

@@ -62,6 +62,13 @@ struct Options {
     /// Our address; orders come back to it.
     #[arg(long, default_value_t = netns::lab::EXCHANGE_ORDERS)]
     bind: SocketAddrV4,
+    /// The UDP port line A's feed leaves from, on --bind's address: the feed's source, as the
+    /// trader's --feed-source names it. 0: an ephemeral port.
+    #[arg(long, default_value_t = netns::lab::FEED_SOURCE_PORT)]
+    feed_port: u16,
+    /// The UDP port line B's feed leaves from (with --target-b). 0: an ephemeral port.
+    #[arg(long, default_value_t = netns::lab::FEED_SOURCE_PORT_B)]
+    feed_port_b: u16,
     /// Strategy length n, for the parity check.
     #[arg(long, default_value_t = netns::lab::STRATEGY_N)]
     n: i64,
@@ -149,6 +156,8 @@ fn real_main() -> anyhow::Result<()> {
         target,
         target_b,
         bind,
+        feed_port,
+        feed_port_b,
         n,
         stock,
         cpu,
@@ -209,9 +218,11 @@ fn real_main() -> anyhow::Result<()> {
     };
     let port = match io {
         ExchangeIo::Xdp => {
-            exchange_io::ExchangeIo::xsk(&iface, bind, target, target_mac, xdp_mode)?
+            exchange_io::ExchangeIo::xsk(&iface, bind, feed_port, target, target_mac, xdp_mode)?
         }
-        ExchangeIo::Udp => exchange_io::ExchangeIo::udp_lines(bind, target, target_b)?,
+        ExchangeIo::Udp => {
+            exchange_io::ExchangeIo::udp_lines(bind, [feed_port, feed_port_b], target, target_b)?
+        }
     };
     eprintln!(
         "replay {label}: {} messages in {} packets ({} ticks) to {target} at {rate} msg/s",
@@ -301,7 +312,13 @@ fn real_main() -> anyhow::Result<()> {
         settled.harness_delay.write_hgrm(&sibling(p, "harness"))?;
     }
     if let Some(p) = &pcap_out {
-        write_pcap(p, &feed, &settled, bind, target)?;
+        write_pcap(
+            p,
+            &feed,
+            &settled,
+            SocketAddrV4::new(*bind.ip(), feed_port),
+            target,
+        )?;
     }
     Ok(())
 }

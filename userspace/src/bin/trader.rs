@@ -20,18 +20,22 @@ use results::{
     TriggerReport, Wait, XdpCounters, XdpMode, XdpProgramStats, XskStats,
 };
 use userspace::{
-    cli, host, process, sockopt,
+    cli,
+    frame::{self, Endpoint},
+    host, process, sockopt,
     stats::Latency,
     t2t::{FeedRules, Trader},
-    trading::{self, LoopConfig, LoopEnd, MAX_BATCH, MmsgIo, TriggerIo, UdpIo, XdpIo},
+    trading::{self, FeedSource, LoopConfig, LoopEnd, MAX_BATCH, MmsgIo, TriggerIo, UdpIo, XdpIo},
     xdp::{Load, XdpProgram},
     xsk::{Xsk, XskConfig},
 };
 use wire::{itch::Stock, moldudp64::Session};
-use xdp_common::Action;
+use xdp_common::{Action, OrderTo};
 
 /// Tick-to-trade trader: reads MoldUDP64/ITCH market data, runs the HMA/HMA3 strategy on
-/// each trade, and sends an order back to the sender for each signal.
+/// each trade, and sends an order to the configured order gateway (--order-to) for each
+/// signal. It reads market data only from the feed's source (--feed-source, or the one it
+/// learns when it confirms the feed), never answers whoever sent a datagram.
 #[derive(Debug, Parser)]
 #[command(version)]
 struct Options {
@@ -57,9 +61,21 @@ struct Options {
     /// line only is traded in order. 0: act on every gap at once.
     #[arg(long, default_value_t = userspace::t2t::lines::DEFAULT_WAIT_NS / 1_000, requires = "port_b")]
     ab_wait_us: u64,
-    /// UDP port orders are sent to, at the market data's source address.
-    #[arg(long, default_value_t = lab::ORDER_PORT)]
-    order_port: u16,
+    /// Where every order goes, on every path (the XDP program's own orders too): the order
+    /// gateway's IPv4 address and UDP port. Never the market data's sender. The XDP paths write
+    /// its next hop's MAC, read once at start from the neighbour table (an error if there is
+    /// no complete entry; the lab pins one).
+    #[arg(long, default_value_t = lab::EXCHANGE_ORDERS)]
+    order_to: SocketAddrV4,
+    /// The feed's source on line A: IP or IP:PORT. Datagrams to the feed port from anywhere
+    /// else are counted (`foreign_source_addr`, `foreign_source_port`) and dropped, in the XDP
+    /// program on the XDP paths and in the loop on every path. Without it, the source is
+    /// learned with the session when the feed is confirmed, and pinned from then on.
+    #[arg(long)]
+    feed_source: Option<FeedSource>,
+    /// Line B's source, as --feed-source is line A's.
+    #[arg(long, requires = "port_b")]
+    feed_source_b: Option<FeedSource>,
     /// Strategy length n (HMA(n) against HMA3(n)).
     #[arg(long, default_value_t = lab::STRATEGY_N)]
     n: i64,
@@ -212,6 +228,7 @@ impl Options {
             idle_exit: (self.idle_exit > 0).then(|| Duration::from_secs(self.idle_exit)),
             spinning: self.spins(),
             retransmit_to: self.retransmit_to,
+            sources: [self.feed_source, self.feed_source_b],
         }
     }
 }
@@ -302,14 +319,6 @@ fn real_main() -> anyhow::Result<()> {
     if o.recvmmsg > 1 && (o.path != TraderPath::Udp || o.wait == Wait::Block) {
         bail!("--recvmmsg needs --path udp and --wait spin");
     }
-    if o.path == TraderPath::Reflect && o.order_port != lab::ORDER_PORT {
-        bail!(
-            "--path reflect answers at the lab's order port {} (the XDP program's constant), not \
-             --order-port {}",
-            lab::ORDER_PORT,
-            o.order_port
-        );
-    }
     if o.retransmit_to.is_some() && o.path == TraderPath::Reflect {
         bail!(
             "--retransmit-to needs a trader (--path xdp or udp): the reflector keeps no sequence"
@@ -333,14 +342,6 @@ fn real_main() -> anyhow::Result<()> {
         bail!(
             "--path trigger needs native XDP (--xdp-mode native): it relies on one RX queue \
              being processed by one CPU at a time, which generic XDP doesn't promise"
-        );
-    }
-    if o.path == TraderPath::Trigger && o.order_port != lab::ORDER_PORT {
-        bail!(
-            "--path trigger fires its orders at the lab's order port {} (the XDP program's \
-             constant), not --order-port {}",
-            lab::ORDER_PORT,
-            o.order_port
         );
     }
     if o.corrupt_arms > 0 && o.path != TraderPath::Trigger {
@@ -429,7 +430,8 @@ fn run_xdp(
     } else {
         Action::Redirect
     };
-    let mut prog = attach(o, o.port_b, action)
+    let gateway = gateway(o)?;
+    let mut prog = attach(o, o.port_b, action, &gateway)
         .with_context(|| format!("failed to set up XDP on {}", o.iface()))?;
     let config = XskConfig {
         need_wakeup: !o.no_need_wakeup,
@@ -484,18 +486,17 @@ fn run_xdp(
         }
         xsks.push(xsk);
     }
-    let our_mac = host::read_mac(o.iface())?.octets();
     if o.mlock {
         process::lock_memory()?;
     }
     let rss_start_kib = ready(o);
     // How the loop waits is fixed for the run: a type, not a test per turn.
-    let p = &mut prog;
+    let (p, g) = (&mut prog, &gateway);
     let x = match (o.wait, o.busy_poll.is_some()) {
-        (Wait::Spin, false) => run_xsk::<false, false>(o, p, xsks, our_mac, trader, rx_to_tx, stop),
-        (Wait::Spin, true) => run_xsk::<false, true>(o, p, xsks, our_mac, trader, rx_to_tx, stop),
-        (Wait::Block, false) => run_xsk::<true, false>(o, p, xsks, our_mac, trader, rx_to_tx, stop),
-        (Wait::Block, true) => run_xsk::<true, true>(o, p, xsks, our_mac, trader, rx_to_tx, stop),
+        (Wait::Spin, false) => run_xsk::<false, false>(o, p, xsks, g, trader, rx_to_tx, stop),
+        (Wait::Spin, true) => run_xsk::<false, true>(o, p, xsks, g, trader, rx_to_tx, stop),
+        (Wait::Block, false) => run_xsk::<true, false>(o, p, xsks, g, trader, rx_to_tx, stop),
+        (Wait::Block, true) => run_xsk::<true, true>(o, p, xsks, g, trader, rx_to_tx, stop),
     }?;
     Ok(PathEnd {
         end: x.end,
@@ -520,27 +521,90 @@ struct XskEnd {
     trigger: Option<TriggerReport>,
 }
 
-/// The AF_XDP I/O over `xsks` as the options say (line B, the re-request server).
+/// Where the XDP paths' frames go, resolved once at start: our MAC, the order gateway (its next
+/// hop's MAC, its address and port) and the re-request server's next hop, if there is one.
+struct Gateway {
+    our_mac: [u8; 6],
+    orders: Endpoint,
+    retransmit_mac: Option<netns::Mac>,
+}
+
+/// Resolves the order gateway's next hop (and the re-request server's) on the feed's
+/// interface: an error, before anything is attached, if the neighbour table can't say.
+fn gateway(o: &Options) -> anyhow::Result<Gateway> {
+    let our_mac = host::read_mac(o.iface())?.octets();
+    let (_, mac) = host::next_hop_mac(o.iface(), *o.order_to.ip())
+        .with_context(|| format!("the order gateway {} (--order-to)", o.order_to))?;
+    let retransmit_mac = o
+        .retransmit_to
+        .map(|server| {
+            host::next_hop_mac(o.iface(), *server.ip())
+                .with_context(|| format!("the re-request server {server} (--retransmit-to)"))
+                .map(|(_, mac)| mac)
+        })
+        .transpose()?;
+    Ok(Gateway {
+        our_mac,
+        orders: frame::endpoint(mac, *o.order_to.ip(), o.order_to.port()),
+        retransmit_mac,
+    })
+}
+
+/// The XDP program's form of the gateway: the headers it writes into its own orders.
+fn order_to(o: &Options, g: &Gateway) -> OrderTo {
+    OrderTo {
+        dst_mac: g.orders.mac.octets(),
+        src_mac: g.our_mac,
+        src_ip: o.addr.octets(),
+        dst_ip: o.order_to.ip().octets(),
+        dst_port: o.order_to.port().to_be_bytes(),
+    }
+}
+
+/// The AF_XDP I/O over `xsks` as the options say (line B, the re-request server), telling
+/// the program's table of sources what the loop learns.
 fn xdp_io<const BLOCK: bool, const BUSY_POLL: bool>(
     o: &Options,
+    prog: &mut XdpProgram,
     xsks: Vec<Xsk>,
-    our_mac: [u8; 6],
-) -> XdpIo<BLOCK, BUSY_POLL> {
-    let mut io = XdpIo::<BLOCK, BUSY_POLL>::per_queue(xsks, our_mac, o.addr, o.port, o.order_port);
+    g: &Gateway,
+) -> anyhow::Result<XdpIo<BLOCK, BUSY_POLL>> {
+    let mut io = XdpIo::<BLOCK, BUSY_POLL>::per_queue(xsks, g.our_mac, o.addr, o.port, g.orders)
+        .with_sources(pin_sources(o, prog)?);
     if let Some(b) = o.port_b {
         io = io.with_line_b(b);
     }
-    if let Some(server) = o.retransmit_to {
-        io = io.with_retransmit_source(server);
+    if let (Some(server), Some(mac)) = (o.retransmit_to, g.retransmit_mac) {
+        io = io.with_retransmit_source(server, mac);
     }
-    io
+    Ok(io)
+}
+
+/// Pins the sources the options name in the program's table (line A, line B, the re-request
+/// server, exactly); hands the table back for what the loop learns.
+fn pin_sources(o: &Options, prog: &mut XdpProgram) -> anyhow::Result<userspace::xdp::SourcesMap> {
+    let mut map = prog.take_sources()?;
+    let named = [
+        (xdp_common::SOURCE_LINE_A, o.feed_source),
+        (xdp_common::SOURCE_LINE_B, o.feed_source_b),
+        (
+            xdp_common::SOURCE_RECOVERY,
+            o.retransmit_to.map(FeedSource::exactly),
+        ),
+    ];
+    for (index, source) in named {
+        if let Some(s) = source {
+            map.pin(index, &s.to_program())?;
+        }
+    }
+    Ok(map)
 }
 
 fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
     o: &Options,
     prog: &mut XdpProgram,
     xsks: Vec<Xsk>,
-    our_mac: [u8; 6],
+    g: &Gateway,
     trader: &mut Trader,
     rx_to_tx: &mut Latency,
     stop: &AtomicBool,
@@ -548,7 +612,7 @@ fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
     if o.path == TraderPath::Trigger {
         let stock = Stock::new(&o.stock).map_err(|e| anyhow::anyhow!("bad --stock: {e}"))?;
         // The socket's I/O never blocks itself: the trigger's waits on the socket and the ring.
-        let xdp = xdp_io::<false, BUSY_POLL>(o, xsks, our_mac);
+        let xdp = xdp_io::<false, BUSY_POLL>(o, prog, xsks, g)?;
         let mut io =
             TriggerIo::<BLOCK, BUSY_POLL>::new(xdp, prog.take_arm()?, prog.take_fired()?, stock)
                 .corrupting_arms(o.corrupt_arms);
@@ -557,7 +621,7 @@ fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
         let trigger = Some(io.summary());
         return Ok(xsk_end(end, io.xdp(), prog, trigger));
     }
-    let mut io = xdp_io::<BLOCK, BUSY_POLL>(o, xsks, our_mac);
+    let mut io = xdp_io::<BLOCK, BUSY_POLL>(o, prog, xsks, g)?;
     let end = trading::run(&mut io, trader, rx_to_tx, o.loop_config(), stop)
         .context("the AF_XDP socket")?;
     Ok(xsk_end(end, &io, prog, None))
@@ -621,14 +685,14 @@ fn run_udp(
     }
     let rss_start_kib = ready(o);
     let end = if o.recvmmsg > 1 {
-        let mut io = MmsgIo::new(sock, o.order_port, usize::from(o.recvmmsg))?;
+        let mut io = MmsgIo::new(sock, o.order_to, usize::from(o.recvmmsg))?;
         if let Some(server) = o.retransmit_to {
             io = io.with_retransmit_source(server);
         }
         trading::run(&mut io, trader, rx_to_tx, o.loop_config(), stop)
             .context("recvmmsg on the market-data socket")?
     } else {
-        let mut io = UdpIo::new(sock, o.order_port)?;
+        let mut io = UdpIo::new(sock, o.order_to)?;
         if let Some(b) = o.port_b {
             let sock_b = UdpSocket::bind(SocketAddrV4::new(o.addr, b))
                 .with_context(|| format!("failed to bind line B's {}:{b} (--port-b)", o.addr))?;
@@ -665,8 +729,11 @@ fn run_udp(
 /// The reflector: attach in reflect mode and wait. The end-of-session packet is not a trade,
 /// so the program passes it to the kernel, where a UDP socket on the feed port sees it.
 fn run_reflect(o: &Options, stop: &AtomicBool) -> anyhow::Result<PathEnd> {
-    let prog = attach(o, None, Action::Reflect)
+    let gateway = gateway(o)?;
+    let mut prog = attach(o, None, Action::Reflect, &gateway)
         .with_context(|| format!("failed to set up the XDP reflector on {}", o.iface()))?;
+    // The floor keeps the same rule as the paths it is the floor of.
+    let _sources = pin_sources(o, &mut prog)?;
     let sock = UdpSocket::bind(SocketAddrV4::new(o.addr, o.port))
         .with_context(|| format!("failed to bind {}:{}", o.addr, o.port))?;
     sock.set_read_timeout(Some(Duration::from_millis(50)))?;
@@ -711,7 +778,12 @@ fn run_reflect(o: &Options, stop: &AtomicBool) -> anyhow::Result<PathEnd> {
 
 /// Loads and attaches the XDP program for `action`, with its log (`--xdp-log`) and run-time
 /// statistics (`--xdp-stats`) if asked, and says what was loaded.
-fn attach(o: &Options, port_b: Option<u16>, action: Action) -> anyhow::Result<XdpProgram> {
+fn attach(
+    o: &Options,
+    port_b: Option<u16>,
+    action: Action,
+    g: &Gateway,
+) -> anyhow::Result<XdpProgram> {
     let mut prog = XdpProgram::attach_lines(
         o.iface(),
         o.port,
@@ -724,10 +796,12 @@ fn attach(o: &Options, port_b: Option<u16>, action: Action) -> anyhow::Result<Xd
             fired_wakeup: o.path == TraderPath::Trigger && o.wait == Wait::Block,
             // The trigger fires only what the socket path would take: frames to us.
             trigger_dst: if o.path == TraderPath::Trigger {
-                Some((host::read_mac(o.iface())?.octets(), o.addr))
+                Some((g.our_mac, o.addr))
             } else {
                 None
             },
+            // The reflector's and the trigger's orders go to the gateway, as the trader's do.
+            order_to: Some(order_to(o, g)),
         },
     )?;
     if o.xdp_log {
@@ -757,13 +831,15 @@ fn ready(o: &Options) -> u64 {
     if o.ready {
         println!("ready");
     }
+    let source = |s: Option<FeedSource>| s.map_or_else(|| "learned".into(), |s| s.to_string());
     eprintln!(
-        "trader: {} path on {} port {}, {} wait; orders to port {}",
+        "trader: {} path on {} port {}, {} wait; feed from {}; orders to {}",
         o.path,
         o.iface(),
         o.port,
         o.wait,
-        o.order_port
+        source(o.feed_source),
+        o.order_to
     );
     host::rss_kib()
 }

@@ -28,10 +28,12 @@ use crate::{
     t2t::{PacketOutcome, Trader},
 };
 
+mod sources;
 mod trigger;
 mod udp;
 mod xdp;
 
+pub use sources::{FeedSource, Sender, Sources};
 pub use trigger::TriggerIo;
 pub use udp::{MmsgIo, UdpIo};
 pub use xdp::XdpIo;
@@ -65,9 +67,17 @@ pub trait OrderSink {
 /// send is a direct (inlinable) call into the path's own sink, not a virtual one.
 pub trait PacketHandler {
     /// One packet: its payload, the line it came on (0: A, the only one of a one-line feed;
-    /// 1: B), the time it was taken into userspace, and the sink for its orders (which reply to
-    /// that packet's sender).
-    fn on_packet<S: OrderSink>(&mut self, payload: &[u8], line: usize, t_rx: u64, sink: &mut S);
+    /// 1: B; [`crate::t2t::lines::RECOVERY`]: an answer of the re-request server), who sent
+    /// it, the time it was taken into userspace, and the sink for its orders (which go to the
+    /// configured order gateway, whoever sent the packet).
+    fn on_packet<S: OrderSink>(
+        &mut self,
+        payload: &[u8],
+        line: usize,
+        sender: Sender,
+        t_rx: u64,
+        sink: &mut S,
+    );
 }
 
 /// A trader's market-data input and order output.
@@ -103,6 +113,13 @@ pub trait TraderIo {
         let _ = f;
     }
 
+    /// The loop pinned line `line`'s source, learned from the feed: from now on nothing else
+    /// may reach the trader on that line. The AF_XDP paths tell the XDP program, which then
+    /// drops the rest in the driver. The default does nothing (the loop checks every packet).
+    fn pin_source(&mut self, line: usize, source: FeedSource) {
+        let _ = (line, source);
+    }
+
     /// Called after each turn that took packets, once their orders are out and the next
     /// tick is prepared: the trigger path arms the next tick here ([`TriggerIo`]). Off every
     /// packet's critical path. The default does nothing.
@@ -131,6 +148,9 @@ pub struct LoopConfig {
     /// Where to send MoldUDP64 re-requests for the trader's gaps (`None`: never; the trader
     /// must have been made [`Trader::with_recovery`] for there to be any).
     pub retransmit_to: Option<SocketAddrV4>,
+    /// Each line's source, if named (`trader --feed-source`); the others are learned when the
+    /// trader confirms its feed, and pinned from then on ([`Sources`]).
+    pub sources: [Option<FeedSource>; crate::t2t::lines::LINES],
 }
 
 /// How a [`run`] ended.
@@ -147,6 +167,8 @@ pub struct LoopEnd {
 /// One turn of the loop: what it does with each packet.
 struct Turn<'a, C> {
     trader: &'a mut Trader,
+    /// Who may send on each line.
+    sources: &'a mut Sources,
     rx_to_tx: &'a mut Latency,
     clock: &'a C,
     /// RX time of the turn's last packet.
@@ -156,9 +178,16 @@ struct Turn<'a, C> {
 
 impl<'a, C> Turn<'a, C> {
     /// A turn that has seen no packet yet (`last_rx`: the last one's RX time before it).
-    fn new(trader: &'a mut Trader, rx_to_tx: &'a mut Latency, clock: &'a C, last_rx: u64) -> Self {
+    fn new(
+        trader: &'a mut Trader,
+        sources: &'a mut Sources,
+        rx_to_tx: &'a mut Latency,
+        clock: &'a C,
+        last_rx: u64,
+    ) -> Self {
         Turn {
             trader,
+            sources,
             rx_to_tx,
             clock,
             last_rx,
@@ -169,7 +198,25 @@ impl<'a, C> Turn<'a, C> {
 
 impl<C: Fn() -> u64> PacketHandler for Turn<'_, C> {
     #[inline]
-    fn on_packet<S: OrderSink>(&mut self, payload: &[u8], line: usize, t_rx: u64, sink: &mut S) {
+    fn on_packet<S: OrderSink>(
+        &mut self,
+        payload: &[u8],
+        line: usize,
+        sender: Sender,
+        t_rx: u64,
+        sink: &mut S,
+    ) {
+        // A source nobody named is never read: counted and dropped.
+        if let Err(why) = self.sources.check(line, sender) {
+            let c = &mut self.trader.counters;
+            match why {
+                xdp_common::Foreign::Addr => c.foreign_source_addr += 1,
+                xdp_common::Foreign::Port => c.foreign_source_port += 1,
+            }
+            return;
+        }
+        let learning = self.sources.learning(line);
+        let taken = self.trader.counters.messages;
         let mut sent_any = false;
         let outcome = self
             .trader
@@ -191,8 +238,26 @@ impl<C: Fn() -> u64> PacketHandler for Turn<'_, C> {
         self.trader.settle();
         // The next tick's price-independent work, before the next packet.
         self.trader.prepare();
+        if learning {
+            self.learn(line, sender, taken);
+        }
         self.last_rx = t_rx;
         self.end_of_session |= outcome == PacketOutcome::EndOfSession;
+    }
+}
+
+impl<C> Turn<'_, C> {
+    /// A line whose source is still to learn: once the trader has confirmed its feed, the
+    /// first packet on that line that brings it new messages names the source, pinned from
+    /// then on.
+    #[cold]
+    fn learn(&mut self, line: usize, sender: Sender, taken_before: u64) {
+        if let Sender::Datagram(from) = sender
+            && self.trader.session().is_some()
+            && self.trader.counters.messages > taken_before
+        {
+            self.sources.learn(line, from);
+        }
     }
 }
 
@@ -228,7 +293,9 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
         idle_exit,
         spinning,
         retransmit_to,
+        sources,
     } = config;
+    let mut sources = Sources::new(sources);
     let batch = batch.clamp(1, MAX_BATCH);
     let idle_exit_ns = idle_exit.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
     let mut span = SpanAccounting::start();
@@ -250,7 +317,7 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
             let left_ns = due.saturating_sub(now_ns());
             io.cap_wait(i32::try_from(left_ns.div_ceil(1_000_000)).unwrap_or(i32::MAX));
         }
-        let mut turn = Turn::new(trader, rx_to_tx, clock, last_data);
+        let mut turn = Turn::new(trader, &mut sources, rx_to_tx, clock, last_data);
         let n = match io.recv(batch, &mut turn) {
             Ok(n) => n,
             Err(e) => break Err(e),
@@ -260,6 +327,9 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
             end_of_session,
             ..
         } = turn;
+        if let Some((line, source)) = sources.take_fresh() {
+            io.pin_source(line, source);
+        }
         if n > 0 {
             last_data = last_rx;
             if trader.feed_progress() != fed {
@@ -315,7 +385,7 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
     };
     // What the I/O still holds (orders already sent in the driver): accounted for before the
     // report, however the loop ended.
-    let mut turn = Turn::new(trader, rx_to_tx, clock, last_data);
+    let mut turn = Turn::new(trader, &mut sources, rx_to_tx, clock, last_data);
     io.finish(&mut turn);
     // After `finish`, whatever ended the loop: an I/O error too.
     let reason = reason?;

@@ -3,6 +3,7 @@ use std::{
     cell::{Cell, RefCell},
     collections::VecDeque,
     io,
+    net::{Ipv4Addr, SocketAddrV4},
     sync::atomic::AtomicBool,
     time::Duration,
 };
@@ -15,7 +16,9 @@ use wire::{
     order::OrderRepr,
 };
 
-use super::{LoopConfig, OrderSink, PacketHandler, TraderIo, run, run_with_clock};
+use super::{
+    FeedSource, LoopConfig, OrderSink, PacketHandler, Sender, TraderIo, run, run_with_clock,
+};
 use crate::{
     stats::Latency,
     t2t::{DEFAULT_ENGINE_SAMPLE_EVERY, Trader, trade_message},
@@ -47,7 +50,14 @@ struct FakeIo<const QUEUE: bool> {
     answers: VecDeque<Vec<u8>>,
     /// Once `incoming` is empty, this packet again and again, forever.
     endless: Option<Vec<u8>>,
+    /// Who sent each incoming packet, in turn; [`FEED`] once it runs out.
+    senders: VecDeque<SocketAddrV4>,
+    /// Sources the loop pinned, as it told the I/O.
+    pins: Vec<(usize, FeedSource)>,
 }
+
+/// The feed's source in these tests.
+const FEED: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(198, 18, 0, 1), 26404);
 
 struct FakeSink<'a, const QUEUE: bool> {
     sent: &'a mut Vec<OrderRepr>,
@@ -94,11 +104,11 @@ impl<const QUEUE: bool> TraderIo for FakeIo<QUEUE> {
     fn recv<H: PacketHandler>(&mut self, max: usize, handler: &mut H) -> io::Result<usize> {
         let mut n = 0;
         while n < max {
-            let (p, line) = match self.answers.pop_front() {
-                Some(a) => (a, crate::t2t::lines::RECOVERY),
+            let (p, line, from) = match self.answers.pop_front() {
+                Some(a) => (a, crate::t2t::lines::RECOVERY, retransmit_server()),
                 None => match (self.incoming.pop_front(), &self.endless) {
-                    (Some(p), _) => (p, 0),
-                    (None, Some(e)) => (e.clone(), 0),
+                    (Some(p), _) => (p, 0, self.senders.pop_front().unwrap_or(FEED)),
+                    (None, Some(e)) => (e.clone(), 0, FEED),
                     (None, None) => break,
                 },
             };
@@ -111,6 +121,7 @@ impl<const QUEUE: bool> TraderIo for FakeIo<QUEUE> {
             handler.on_packet(
                 &p,
                 line,
+                Sender::Datagram(from),
                 t_rx,
                 &mut FakeSink::<QUEUE> {
                     sent: &mut self.sent,
@@ -131,6 +142,10 @@ impl<const QUEUE: bool> TraderIo for FakeIo<QUEUE> {
 
     fn idle(&mut self) {
         self.idles += 1;
+    }
+
+    fn pin_source(&mut self, line: usize, source: FeedSource) {
+        self.pins.push((line, source));
     }
 
     fn with_sink(&mut self, f: &mut dyn FnMut(&mut dyn OrderSink)) {
@@ -321,6 +336,7 @@ fn config(batch: usize) -> LoopConfig {
         idle_exit: Some(Duration::from_secs(5)),
         spinning: false,
         retransmit_to: None,
+        sources: [None; crate::t2t::lines::LINES],
     }
 }
 
@@ -506,14 +522,14 @@ fn finish_runs_once_on_every_exit_and_its_packets_are_traded() {
                 Recv::Nothing => Ok(0),
                 Recv::Error => Err(io::Error::other("device gone")),
                 Recv::EndOfSession => {
-                    handler.on_packet(&self.eos, 0, 0, &mut Elsewhere);
+                    handler.on_packet(&self.eos, 0, Sender::Program, 0, &mut Elsewhere);
                     Ok(1)
                 }
             }
         }
         fn finish<H: PacketHandler>(&mut self, handler: &mut H) {
             self.finished += 1;
-            handler.on_packet(&self.held, 0, 0, &mut Elsewhere);
+            handler.on_packet(&self.held, 0, Sender::Program, 0, &mut Elsewhere);
         }
     }
     let (packets, _) = feed(1);
@@ -759,4 +775,86 @@ fn a_stream_of_another_session_does_not_keep_the_trader_alive() {
     assert_eq!(end.reason, EndReason::IdleTimeout, "30 ms without the feed");
     assert_eq!(t.counters.ticks, 4);
     assert!(t.counters.wrong_session > 0);
+}
+
+/// A copy of `p` (a one-trade packet) at an absurd price: what a forger's tick looks like, so
+/// an order for it is easy to find.
+fn forged(p: &[u8]) -> Vec<u8> {
+    let mut f = p.to_vec();
+    let price = moldudp64::HEADER_LEN + 2 + wire::itch::trade::field::PRICE.start;
+    f[price..price + 4].copy_from_slice(&9_999_990_000u32.to_be_bytes());
+    f
+}
+
+/// Forgeries of the feed's next tick from another port and from another address: with the
+/// source named, from the first packet on; learning it, from the moment the feed is confirmed
+/// (the source is pinned then). None is read, each is counted by reason, and the real ticks
+/// trade as if they never came.
+#[test]
+fn datagrams_from_a_source_nobody_named_are_counted_and_never_read() {
+    let (packets, prices) = feed(40);
+    let other_port = SocketAddrV4::new(*FEED.ip(), 40000);
+    let other_addr = SocketAddrV4::new(Ipv4Addr::new(198, 18, 0, 5), 26404);
+    for named in [true, false] {
+        let mut incoming = VecDeque::new();
+        let mut senders = VecDeque::new();
+        // Learning, the feed is confirmed by its second packet.
+        let first_forgery = if named { 0 } else { 2 };
+        for (i, p) in packets.iter().enumerate() {
+            // A forgery of this very tick ahead of it, from each stranger.
+            if (first_forgery..30).contains(&i) {
+                for from in [other_port, other_addr] {
+                    incoming.push_back(forged(p));
+                    senders.push_back(from);
+                }
+            }
+            incoming.push_back(p.clone());
+            senders.push_back(FEED);
+        }
+        let mut io = FakeIo::<false> {
+            incoming,
+            senders,
+            ..FakeIo::default()
+        };
+        // Nothing pinned in the trader: it learns the session and the start too.
+        let mut t = Trader::new(Params::from_n(6).unwrap(), Some(stock()));
+        let mut h = Latency::new();
+        let cfg = LoopConfig {
+            sources: [named.then(|| FeedSource::exactly(FEED)), None],
+            ..config(1)
+        };
+        let end = run(&mut io, &mut t, &mut h, cfg, &AtomicBool::new(false)).unwrap();
+        assert_eq!(end.reason, EndReason::EndOfSession, "named: {named}");
+        let c = t.counters;
+        let unread = 2 * (30 - first_forgery as u64);
+        assert_eq!(
+            (
+                c.foreign_source_port + c.foreign_source_addr,
+                c.foreign_source_port
+            ),
+            (unread, unread / 2),
+            "named: {named}: {c:?}"
+        );
+        assert!(
+            io.sent.iter().all(|o| o.price.0 != 9_999_990_000),
+            "an order for a forged tick (named: {named})"
+        );
+        // Every real tick traded, and exactly the offline strategy's orders went out.
+        let want = expected(&prices);
+        let got: Vec<(u64, bool)> = io
+            .sent
+            .iter()
+            .map(|o| (o.tick_seq, o.side == wire::order::Side::Buy))
+            .collect();
+        // The session and start are learned either way: the first tick is held until the
+        // second confirms it, then both trade.
+        assert_eq!(c.ticks, 40, "{c:?}");
+        assert_eq!(got, want, "named: {named}");
+        let pins = if named {
+            vec![]
+        } else {
+            vec![(0, FeedSource::exactly(FEED))]
+        };
+        assert_eq!(io.pins, pins, "learned once, told to the I/O once");
+    }
 }

@@ -22,7 +22,7 @@ use wire::{
 };
 use xdp_common::{Arm, Fired};
 
-use super::{OrderSink, PacketHandler, TraderIo, XdpIo};
+use super::{FeedSource, OrderSink, PacketHandler, Sender, TraderIo, XdpIo};
 use crate::{
     clock::now_ns,
     stats::Latency,
@@ -196,7 +196,7 @@ impl Fire<'_> {
             fired: fired_order(f, self.stock),
             matched: false,
         };
-        handler.on_packet(&buf[..len], 0, t_rx, &mut sink);
+        handler.on_packet(&buf[..len], 0, Sender::Program, t_rx, &mut sink);
         if !sink.matched {
             // The trader would have sent nothing, or something else.
             self.report.mismatch += 1;
@@ -248,14 +248,22 @@ struct Merge<'a, 'f, H> {
 
 impl<H: PacketHandler> PacketHandler for Merge<'_, '_, H> {
     #[inline]
-    fn on_packet<S: OrderSink>(&mut self, payload: &[u8], line: usize, t_rx: u64, sink: &mut S) {
+    fn on_packet<S: OrderSink>(
+        &mut self,
+        payload: &[u8],
+        line: usize,
+        sender: Sender,
+        t_rx: u64,
+        sink: &mut S,
+    ) {
         self.fired += self.fire.drain(self.handler);
         let mut counting = CountingSink {
             inner: sink,
             decided: self.fire.decided,
             report: &mut *self.fire.report,
         };
-        self.handler.on_packet(payload, line, t_rx, &mut counting);
+        self.handler
+            .on_packet(payload, line, sender, t_rx, &mut counting);
     }
 }
 
@@ -330,6 +338,10 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for TriggerIo<BLOCK, BUS
     }
 
     /// Arms the next tick (or disarms, if it can't be armed and an arm may still fire).
+    fn pin_source(&mut self, line: usize, source: FeedSource) {
+        self.xdp.pin_source(line, source);
+    }
+
     fn after_turn(&mut self, trader: &mut Trader) {
         let t0 = now_ns();
         let next = trader.next_arm();

@@ -7,13 +7,12 @@ use std::{
 
 use wire::order::OrderRepr;
 
-use super::{OrderSink, PacketHandler, TraderIo};
+use super::{OrderSink, PacketHandler, Sender, TraderIo};
 use crate::{clock::now_ns, sockopt::MultiRecv};
 
-/// Orders of one datagram, each sent at once on the socket connected to its sender's order
-/// port (`None`: that socket could not be made; the order counts as failed).
+/// Orders of one datagram, each sent at once on the socket connected to the order gateway.
 struct UdpSink<'a> {
-    sock: Option<&'a UdpSocket>,
+    sock: &'a UdpSocket,
 }
 
 impl OrderSink for UdpSink<'_> {
@@ -24,57 +23,28 @@ impl OrderSink for UdpSink<'_> {
         let Ok(n) = order.emit_into(&mut buf) else {
             return false;
         };
-        self.sock.is_some_and(|s| match s.send(&buf[..n]) {
+        let s = self.sock;
+        match s.send(&buf[..n]) {
             // A connected socket reports an earlier ICMP "port unreachable" on its next send,
             // which didn't go: the report clears it, so send again.
             Err(e) if e.kind() == ErrorKind::ConnectionRefused => s.send(&buf[..n]).is_ok(),
             r => r.is_ok(),
-        })
+        }
     }
 }
 
 /// The socket orders leave on: bound to our address (an ephemeral port, so it never hears the
-/// feed) and connected to the exchange's order port, so a send does no route lookup, as the
-/// AF_XDP path's prebuilt frame doesn't. Made when the first datagram names the exchange, and
-/// again only if the sender changes.
-#[derive(Debug)]
-struct OrderLine {
-    ours: Ipv4Addr,
-    order_port: u16,
-    conn: Option<(Ipv4Addr, UdpSocket)>,
-}
-
-impl OrderLine {
-    fn new(ours: Ipv4Addr, order_port: u16) -> Self {
-        OrderLine {
-            ours,
-            order_port,
-            conn: None,
-        }
-    }
-
-    /// The socket connected to `sender`'s order port, made if it isn't yet.
-    #[inline]
-    fn to(&mut self, sender: Ipv4Addr) -> Option<&UdpSocket> {
-        if self.conn.as_ref().is_none_or(|(ip, _)| *ip != sender) {
-            self.conn = Self::connect(self.ours, SocketAddrV4::new(sender, self.order_port))
-                .map(|s| (sender, s));
-        }
-        self.conn.as_ref().map(|(_, s)| s)
-    }
-
-    /// The socket orders went on last, if any.
-    #[inline]
-    fn current(&self) -> Option<&UdpSocket> {
-        self.conn.as_ref().map(|(_, s)| s)
-    }
-
-    #[cold]
-    fn connect(ours: Ipv4Addr, to: SocketAddrV4) -> Option<UdpSocket> {
-        let sock = UdpSocket::bind(SocketAddrV4::new(ours, 0)).ok()?;
-        sock.connect(to).ok()?;
-        Some(sock)
-    }
+/// feed) and connected to the configured order gateway at start, so a send does no route
+/// lookup, as the AF_XDP path's prebuilt frame doesn't, and goes nowhere else.
+fn order_socket(ours: Ipv4Addr, gateway: SocketAddrV4) -> io::Result<UdpSocket> {
+    let sock = UdpSocket::bind(SocketAddrV4::new(ours, 0))?;
+    sock.connect(gateway).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("connecting the order socket to the gateway {gateway}: {e}"),
+        )
+    })?;
+    Ok(sock)
 }
 
 /// A trader's I/O over a kernel UDP socket, one datagram per `recvfrom`. The socket decides
@@ -90,16 +60,17 @@ pub struct UdpIo {
     retransmit_source: Option<SocketAddrV4>,
     /// The next blocking wait lasts at most this long (ms): an A/B wait runs out then.
     wait_cap: Option<i32>,
-    orders: OrderLine,
+    /// Connected to the order gateway.
+    orders: UdpSocket,
     buf: Box<[u8; 2048]>,
 }
 
 impl UdpIo {
-    /// Serves the feed arriving at `sock`; orders go to each datagram's sender at `order_port`,
-    /// from a socket of their own on `sock`'s address.
-    pub fn new(sock: UdpSocket, order_port: u16) -> io::Result<Self> {
+    /// Serves the feed arriving at `sock`; orders go to the order gateway `gateway`, whoever
+    /// sent the market data, from a socket of their own on `sock`'s address.
+    pub fn new(sock: UdpSocket, gateway: SocketAddrV4) -> io::Result<Self> {
         Ok(UdpIo {
-            orders: OrderLine::new(local_v4(&sock)?, order_port),
+            orders: order_socket(local_v4(&sock)?, gateway)?,
             sock,
             line_b: None,
             first_line: 0,
@@ -203,17 +174,15 @@ impl TraderIo for UdpIo {
         } else {
             line
         };
-        // The order socket first (made once, on the first datagram), so its making is not in
-        // that packet's RX→TX. An answer from the re-request server doesn't re-point it: orders
-        // go to the feed's sender.
-        let sock = if line == crate::t2t::lines::RECOVERY {
-            self.orders.current()
-        } else {
-            self.orders.to(*from.ip())
-        };
         let t_rx = now_ns();
-        let mut sink = UdpSink { sock };
-        handler.on_packet(&self.buf[..len], line, t_rx, &mut sink);
+        let mut sink = UdpSink { sock: &self.orders };
+        handler.on_packet(
+            &self.buf[..len],
+            line,
+            Sender::Datagram(from),
+            t_rx,
+            &mut sink,
+        );
         Ok(1)
     }
 
@@ -222,9 +191,7 @@ impl TraderIo for UdpIo {
     }
 
     fn with_sink(&mut self, f: &mut dyn FnMut(&mut dyn OrderSink)) {
-        f(&mut UdpSink {
-            sock: self.orders.current(),
-        });
+        f(&mut UdpSink { sock: &self.orders });
     }
 
     fn cap_wait(&mut self, ms: i32) {
@@ -237,7 +204,8 @@ impl TraderIo for UdpIo {
 #[derive(Debug)]
 pub struct MmsgIo {
     sock: UdpSocket,
-    orders: OrderLine,
+    /// Connected to the order gateway.
+    orders: UdpSocket,
     multi: MultiRecv,
     /// As [`UdpIo::with_retransmit_source`].
     retransmit_source: Option<SocketAddrV4>,
@@ -245,10 +213,10 @@ pub struct MmsgIo {
 
 impl MmsgIo {
     /// Serves the feed arriving at `sock` (which must be non-blocking), `per_call` datagrams per
-    /// `recvmmsg` at most; orders go to each datagram's sender at `order_port`.
-    pub fn new(sock: UdpSocket, order_port: u16, per_call: usize) -> io::Result<Self> {
+    /// `recvmmsg` at most; orders go to the order gateway `gateway`.
+    pub fn new(sock: UdpSocket, gateway: SocketAddrV4, per_call: usize) -> io::Result<Self> {
         Ok(MmsgIo {
-            orders: OrderLine::new(local_v4(&sock)?, order_port),
+            orders: order_socket(local_v4(&sock)?, gateway)?,
             sock,
             multi: MultiRecv::new(per_call),
             retransmit_source: None,
@@ -278,14 +246,9 @@ impl TraderIo for MmsgIo {
             } else {
                 0
             };
-            let sock = if line == crate::t2t::lines::RECOVERY {
-                orders.current()
-            } else {
-                orders.to(*from.ip())
-            };
             let t_rx = now_ns();
-            let mut sink = UdpSink { sock };
-            handler.on_packet(payload, line, t_rx, &mut sink);
+            let mut sink = UdpSink { sock: orders };
+            handler.on_packet(payload, line, Sender::Datagram(from), t_rx, &mut sink);
         }) {
             Ok(n) => Ok(n),
             Err(e) if nothing_yet(&e) => Ok(0),
@@ -298,8 +261,6 @@ impl TraderIo for MmsgIo {
     }
 
     fn with_sink(&mut self, f: &mut dyn FnMut(&mut dyn OrderSink)) {
-        f(&mut UdpSink {
-            sock: self.orders.current(),
-        });
+        f(&mut UdpSink { sock: &self.orders });
     }
 }

@@ -4,10 +4,11 @@ use std::io;
 use results::FrameCounts;
 use wire::order::OrderRepr;
 
-use super::{OrderSink, PacketHandler, TraderIo};
+use super::{FeedSource, OrderSink, PacketHandler, Sender, TraderIo};
 use crate::{
     clock::now_ns,
     frame::{self, Endpoint, FrameBuilder, FrameError, parse_udp_to},
+    xdp::SourcesMap,
     xsk::{Xsk, XskTx},
 };
 
@@ -29,32 +30,35 @@ pub struct XdpIo<const BLOCK: bool, const BUSY_POLL: bool> {
     next_queue: usize,
     /// Feed frames taken per queue.
     pub frames_per_queue: Vec<u64>,
-    order_port: u16,
     /// Our MAC, IPv4 address and the feed's port: where feed datagrams must be addressed.
     our: Endpoint,
     /// The same with line B's port, for an A/B feed.
     our_b: Option<Endpoint>,
-    /// The exchange's re-request server: what comes from it is an answer, not a line's copy.
-    retransmit_source: Option<std::net::SocketAddrV4>,
+    /// The exchange's re-request server, and its next hop's MAC: what comes from it is an
+    /// answer, not a line's copy.
+    retransmit: Option<(std::net::SocketAddrV4, netns::Mac)>,
     /// The next blocking wait lasts at most this long (ms): an A/B wait runs out then.
     wait_cap: Option<i32>,
-    /// The frame template for the last sender seen; rebuilt when a packet comes from another.
-    builder: Option<(Endpoint, FrameBuilder)>,
+    /// The frame template of every order: from us to the configured order gateway, made once.
+    builder: FrameBuilder,
+    /// The XDP program's table of pinned sources, to pin a learned one.
+    sources: Option<SourcesMap>,
     /// Frames on the socket that are not the feed, by reason.
     pub frames_not_ours: FrameCounts,
 }
 
 impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
     /// Serves the feed on `md_port` arriving at `xsk`; orders go from `our` (MAC, IPv4; the
-    /// port is the feed's) to each packet's sender at `order_port`.
+    /// port is the feed's) to the order gateway `gateway` (its next hop's MAC, its address and
+    /// port), whoever sent the market data.
     pub fn new(
         xsk: Xsk,
         our_mac: [u8; 6],
         our_ip: std::net::Ipv4Addr,
         md_port: u16,
-        order_port: u16,
+        gateway: Endpoint,
     ) -> Self {
-        Self::per_queue(vec![xsk], our_mac, our_ip, md_port, order_port)
+        Self::per_queue(vec![xsk], our_mac, our_ip, md_port, gateway)
     }
 
     /// [`XdpIo::new`] over one socket per RX queue (socket `i` bound to queue `i`): the feed is
@@ -65,20 +69,29 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
         our_mac: [u8; 6],
         our_ip: std::net::Ipv4Addr,
         md_port: u16,
-        order_port: u16,
+        gateway: Endpoint,
     ) -> Self {
+        let our = frame::endpoint(our_mac, our_ip, md_port);
         XdpIo {
             frames_per_queue: vec![0; xsks.len()],
             xsks,
             next_queue: 0,
-            order_port,
-            our: frame::endpoint(our_mac, our_ip, md_port),
+            our,
             our_b: None,
-            retransmit_source: None,
+            retransmit: None,
             wait_cap: None,
-            builder: None,
+            builder: FrameBuilder::new(our, gateway),
+            sources: None,
             frames_not_ours: FrameCounts::default(),
         }
+    }
+
+    /// Pins a learned source in the XDP program's table too (`sources`: taken from the
+    /// program, [`crate::xdp::XdpProgram::take_sources`]).
+    #[must_use]
+    pub fn with_sources(mut self, sources: SourcesMap) -> Self {
+        self.sources = Some(sources);
+        self
     }
 
     /// Takes line B of an A/B feed on `port_b` too (the XDP program must redirect it:
@@ -95,13 +108,12 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
     fn recv_queue<H: PacketHandler>(&mut self, q: usize, max: usize, handler: &mut H) -> usize {
         let Self {
             xsks,
-            order_port,
             our,
             our_b,
             builder,
             frames_not_ours,
             frames_per_queue,
-            retransmit_source,
+            retransmit,
             ..
         } = self;
         let Some(xsk) = xsks.get_mut(q) else {
@@ -126,29 +138,34 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
                     return;
                 }
             };
-            let line = if *retransmit_source == Some(d.src) {
+            let line = if retransmit.is_some_and(|(server, _)| server == d.src) {
                 crate::t2t::lines::RECOVERY
             } else {
                 line
             };
-            // Reply to this packet's sender, whoever sent the last one; an answer from the
-            // re-request server doesn't re-point the orders (they go to the feed's sender).
-            let peer = frame::endpoint(d.src_mac, *d.src.ip(), *order_port);
-            let b = match builder {
-                Some((_, b)) if line == crate::t2t::lines::RECOVERY => b,
-                _ => builder_for(builder, *our, peer),
-            };
-            handler.on_packet(d.payload, line, t_rx, &mut XdpSink { tx, builder: b });
+            // Orders go to the gateway, whoever sent this packet.
+            handler.on_packet(
+                d.payload,
+                line,
+                Sender::Datagram(d.src),
+                t_rx,
+                &mut XdpSink { tx, builder },
+            );
         });
         frames_per_queue[q] += n as u64;
         n
     }
 
     /// Frames from `server` (the re-request server) are answers to re-requests: handed on as
-    /// [`crate::t2t::lines::RECOVERY`], not as a line's.
+    /// [`crate::t2t::lines::RECOVERY`], not as a line's. Re-requests go to it through
+    /// `next_hop` (its MAC, or its router's).
     #[must_use]
-    pub fn with_retransmit_source(mut self, server: std::net::SocketAddrV4) -> Self {
-        self.retransmit_source = Some(server);
+    pub fn with_retransmit_source(
+        mut self,
+        server: std::net::SocketAddrV4,
+        next_hop: netns::Mac,
+    ) -> Self {
+        self.retransmit = Some((server, next_hop));
         self
     }
 
@@ -227,25 +244,38 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for XdpIo<BLOCK, BUSY_PO
     }
 
     fn with_sink(&mut self, f: &mut dyn FnMut(&mut dyn OrderSink)) {
-        let (Some((_, builder)), Some(xsk)) = (&mut self.builder, self.xsks.first_mut()) else {
+        let Some(xsk) = self.xsks.first_mut() else {
             return;
         };
         f(&mut XdpSink {
             tx: &mut xsk.tx,
-            builder,
+            builder: &mut self.builder,
         });
     }
 
-    /// Built as a frame to the feed's sender's MAC (the last one seen: the re-request server is
-    /// on the exchange's host), from the market-data port.
+    fn pin_source(&mut self, line: usize, source: FeedSource) {
+        let Some(map) = &mut self.sources else {
+            return;
+        };
+        let Ok(index) = u32::try_from(line) else {
+            return;
+        };
+        if let Err(e) = map.pin(index, &source.to_program()) {
+            // The loop still checks every packet; the program only drops them earlier.
+            eprintln!("warning: the XDP program was not told the feed's source {source}: {e}");
+        }
+    }
+
+    /// Built as a frame to the re-request server (through the next hop resolved at start),
+    /// from the market-data port; only to the server named at start.
     fn send_request(&mut self, to: std::net::SocketAddrV4, payload: &[u8]) -> io::Result<()> {
-        let Some((peer, _)) = &self.builder else {
+        let Some((server, mac)) = self.retransmit.filter(|(server, _)| *server == to) else {
             return Err(io::Error::new(
-                io::ErrorKind::NotConnected,
-                "no feed packet yet: the exchange's MAC is not known",
+                io::ErrorKind::InvalidInput,
+                format!("{to} is not the re-request server named at start"),
             ));
         };
-        let mut b = FrameBuilder::new(self.our, frame::endpoint(peer.mac, *to.ip(), to.port()));
+        let mut b = FrameBuilder::new(self.our, frame::endpoint(mac, *server.ip(), server.port()));
         let xsk = self
             .xsks
             .first_mut()
@@ -262,24 +292,6 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for XdpIo<BLOCK, BUSY_PO
             })
             .map_err(|_| io::Error::new(io::ErrorKind::WouldBlock, "no TX frame"))?;
         xsk.tx.flush()
-    }
-}
-
-/// The frame builder for orders to `peer`: the cached one if the last packet came from the
-/// same sender, else a new one (a template rebuild, rare: one exchange, one sender).
-#[inline]
-fn builder_for(
-    cache: &mut Option<(Endpoint, FrameBuilder)>,
-    our: Endpoint,
-    peer: Endpoint,
-) -> &mut FrameBuilder {
-    match cache {
-        Some((p, _)) if *p == peer => {}
-        _ => *cache = Some((peer, FrameBuilder::new(our, peer))),
-    }
-    match cache {
-        Some((_, b)) => b,
-        None => unreachable!("filled just above"),
     }
 }
 
@@ -300,8 +312,6 @@ fn count(c: &mut FrameCounts, e: FrameError) {
 
 #[cfg(test)]
 mod tests {
-    use std::net::Ipv4Addr;
-
     use super::*;
 
     /// Each reason lands in its own counter (destructured, so a new field can't be missed).
@@ -353,26 +363,5 @@ mod tests {
             ],
             [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
         );
-    }
-
-    #[test]
-    fn orders_go_to_the_sender_of_each_packet() {
-        let our = frame::endpoint([2, 0, 0, 0, 0, 2], Ipv4Addr::new(198, 18, 0, 2), 26400);
-        let a = frame::endpoint([2, 0, 0, 0, 0, 1], Ipv4Addr::new(198, 18, 0, 1), 26401);
-        let b = frame::endpoint([2, 0, 0, 0, 0, 9], Ipv4Addr::new(198, 18, 0, 9), 26401);
-        let mut cache = None;
-        let mut buf = [0u8; 128];
-        for (peer, want) in [(a, a), (a, a), (b, b), (a, a)] {
-            let n = builder_for(&mut cache, our, peer)
-                .build(&mut buf, |body| {
-                    body[..4].copy_from_slice(b"test");
-                    4
-                })
-                .unwrap();
-            let d = frame::parse_udp_to(&buf[..n], &want).unwrap();
-            assert_eq!(d.dst, want.addr, "IP and port of this packet's sender");
-            assert_eq!(&buf[..6], &want.mac.octets(), "its MAC");
-            assert_eq!(d.src, our.addr);
-        }
     }
 }

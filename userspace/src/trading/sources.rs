@@ -1,0 +1,212 @@
+//! Who may send the feed: each line's source, named (`trader --feed-source`) or learned when
+//! the trader confirms its feed and pinned from then on.
+//!
+//! The rule is the XDP program's ([`xdp_common::Source`]), applied again in the loop so that
+//! every path keeps it: the kernel UDP paths (no program), and an AF_XDP path in the moments
+//! between the trader learning a source and the program being told. A datagram to a line's
+//! port from any other address or port is counted (`foreign_source_addr`,
+//! `foreign_source_port`) and dropped before the trader reads a byte of it. The re-request
+//! server's answers are told apart by the I/O (their exact address), before this check.
+use std::{fmt, net::Ipv4Addr, net::SocketAddrV4, str::FromStr};
+
+use xdp_common::Foreign;
+
+use crate::t2t::lines::LINES;
+
+/// A feed's source: an IPv4 address, and its UDP port if named (`None`: any port of it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FeedSource {
+    /// The address.
+    pub ip: Ipv4Addr,
+    /// The UDP port (`None`: any).
+    pub port: Option<u16>,
+}
+
+impl FeedSource {
+    /// Exactly `addr`.
+    pub fn exactly(addr: SocketAddrV4) -> Self {
+        FeedSource {
+            ip: *addr.ip(),
+            port: Some(addr.port()),
+        }
+    }
+
+    /// Whether a datagram from `from` is this source's.
+    #[inline]
+    pub fn check(&self, from: SocketAddrV4) -> Result<(), Foreign> {
+        if *from.ip() != self.ip {
+            return Err(Foreign::Addr);
+        }
+        match self.port {
+            Some(p) if p != from.port() => Err(Foreign::Port),
+            _ => Ok(()),
+        }
+    }
+
+    /// The XDP program's form of it.
+    pub fn to_program(&self) -> xdp_common::Source {
+        xdp_common::Source::pinned(self.ip.octets(), self.port.unwrap_or(0).to_be_bytes())
+    }
+}
+
+impl fmt::Display for FeedSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.port {
+            Some(p) => write!(f, "{}:{p}", self.ip),
+            None => write!(f, "{}", self.ip),
+        }
+    }
+}
+
+impl FromStr for FeedSource {
+    type Err = String;
+
+    /// `IP` or `IP:PORT` (port 1-65535).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad =
+            || format!("bad feed source {s:?}: an IPv4 address, or IP:PORT (198.18.0.1:26404)");
+        if let Ok(ip) = s.parse::<Ipv4Addr>() {
+            return Ok(FeedSource { ip, port: None });
+        }
+        let addr: SocketAddrV4 = s.parse().map_err(|_| bad())?;
+        if addr.port() == 0 {
+            return Err(bad());
+        }
+        Ok(FeedSource::exactly(addr))
+    }
+}
+
+/// Who sent a packet, as its I/O saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sender {
+    /// A datagram's IPv4/UDP source.
+    Datagram(SocketAddrV4),
+    /// A tick the XDP program fired on: the program drops every frame from a source other than
+    /// the pinned one before its trigger looks, and fires nothing before one is pinned.
+    Program,
+}
+
+/// Each line's source: pinned, or still to learn.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sources {
+    pinned: [Option<FeedSource>; LINES],
+    /// A source pinned by the last packet, for the I/O to pass on (the XDP program).
+    fresh: Option<(usize, FeedSource)>,
+}
+
+impl Sources {
+    /// `named[line]`: that line's source, if named; the others are learned.
+    pub fn new(named: [Option<FeedSource>; LINES]) -> Self {
+        Sources {
+            pinned: named,
+            fresh: None,
+        }
+    }
+
+    /// Line `line`'s source, if pinned.
+    pub fn pinned(&self, line: usize) -> Option<FeedSource> {
+        self.pinned.get(line).copied().flatten()
+    }
+
+    /// Whether a packet on `line` from `sender` may be read. Lines past [`LINES`] (the
+    /// re-request server's answers, which the I/O matched to its exact address) and what the
+    /// program vouches for always may.
+    #[inline]
+    pub fn check(&self, line: usize, sender: Sender) -> Result<(), Foreign> {
+        match (sender, self.pinned.get(line)) {
+            (Sender::Datagram(from), Some(Some(source))) => source.check(from),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether line `line`'s source is still to learn.
+    #[inline]
+    pub fn learning(&self, line: usize) -> bool {
+        matches!(self.pinned.get(line), Some(None))
+    }
+
+    /// Pins line `line` to exactly `from` (the datagram that showed the feed).
+    pub fn learn(&mut self, line: usize, from: SocketAddrV4) {
+        if let Some(slot @ None) = self.pinned.get_mut(line) {
+            let source = FeedSource::exactly(from);
+            *slot = Some(source);
+            self.fresh = Some((line, source));
+        }
+    }
+
+    /// The source pinned since the last call, if any.
+    pub fn take_fresh(&mut self) -> Option<(usize, FeedSource)> {
+        self.fresh.take()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(ip: [u8; 4], port: u16) -> SocketAddrV4 {
+        SocketAddrV4::new(Ipv4Addr::from(ip), port)
+    }
+
+    #[test]
+    fn a_source_takes_its_address_and_port_and_nothing_else() {
+        let s: FeedSource = "198.18.0.1:26404".parse().unwrap();
+        assert_eq!(s.check(at([198, 18, 0, 1], 26404)), Ok(()));
+        assert_eq!(s.check(at([198, 18, 0, 1], 26405)), Err(Foreign::Port));
+        assert_eq!(s.check(at([198, 18, 0, 5], 26404)), Err(Foreign::Addr));
+        let any_port: FeedSource = "198.18.0.1".parse().unwrap();
+        assert_eq!(any_port.check(at([198, 18, 0, 1], 1)), Ok(()));
+        assert_eq!(any_port.check(at([198, 18, 0, 9], 1)), Err(Foreign::Addr));
+        for bad in ["", "198.18.0.1:0", "198.18.0.1:x", "host:1", "198.18.0.256"] {
+            assert!(bad.parse::<FeedSource>().is_err(), "{bad}");
+        }
+        assert_eq!(s.to_string(), "198.18.0.1:26404");
+        assert_eq!(any_port.to_string(), "198.18.0.1");
+    }
+
+    #[test]
+    fn the_program_form_checks_as_the_loop_does() {
+        for (s, from) in [
+            ("198.18.0.1:26404", at([198, 18, 0, 1], 26404)),
+            ("198.18.0.1:26404", at([198, 18, 0, 1], 9)),
+            ("198.18.0.1:26404", at([198, 18, 0, 7], 26404)),
+            ("198.18.0.1", at([198, 18, 0, 1], 9)),
+            ("198.18.0.1", at([198, 18, 0, 7], 9)),
+        ] {
+            let source: FeedSource = s.parse().unwrap();
+            assert_eq!(
+                source
+                    .to_program()
+                    .check(from.ip().octets(), from.port().to_be_bytes()),
+                source.check(from),
+                "{s} from {from}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_learned_source_is_pinned_once_and_then_checked() {
+        let mut s = Sources::new([None, None]);
+        let feed = at([198, 18, 0, 1], 40000);
+        assert_eq!(s.check(0, Sender::Datagram(at([198, 18, 0, 9], 1))), Ok(()));
+        assert!(s.learning(0));
+        s.learn(0, feed);
+        assert_eq!(s.take_fresh(), Some((0, FeedSource::exactly(feed))));
+        assert_eq!(s.take_fresh(), None);
+        s.learn(0, at([198, 18, 0, 9], 1));
+        assert_eq!(s.take_fresh(), None, "pinned once");
+        assert_eq!(s.check(0, Sender::Datagram(feed)), Ok(()));
+        assert_eq!(
+            s.check(0, Sender::Datagram(at([198, 18, 0, 9], 1))),
+            Err(Foreign::Addr)
+        );
+        assert_eq!(
+            s.check(0, Sender::Datagram(at([198, 18, 0, 1], 40001))),
+            Err(Foreign::Port)
+        );
+        assert_eq!(s.check(0, Sender::Program), Ok(()));
+        // Line B still learns; the re-request server's line is never checked here.
+        assert_eq!(s.check(1, Sender::Datagram(at([198, 18, 0, 9], 1))), Ok(()));
+        assert_eq!(s.check(2, Sender::Datagram(at([198, 18, 0, 9], 1))), Ok(()));
+    }
+}
