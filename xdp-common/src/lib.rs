@@ -135,7 +135,6 @@ impl Source {
     /// Whether a datagram from `addr`:`port` (as on the wire) is from this source: always when
     /// nothing is pinned.
     #[inline(always)]
-    #[must_use]
     pub fn check(&self, addr: [u8; 4], port: [u8; 2]) -> Result<(), Foreign> {
         if self.set == 0 {
             return Ok(());

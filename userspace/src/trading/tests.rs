@@ -782,7 +782,7 @@ fn a_stream_of_another_session_does_not_keep_the_trader_alive() {
 fn forged(p: &[u8]) -> Vec<u8> {
     let mut f = p.to_vec();
     let price = moldudp64::HEADER_LEN + 2 + wire::itch::trade::field::PRICE.start;
-    f[price..price + 4].copy_from_slice(&9_999_990_000u32.to_be_bytes());
+    f[price..price + 4].copy_from_slice(&999_990_000u32.to_be_bytes());
     f
 }
 
@@ -836,7 +836,7 @@ fn datagrams_from_a_source_nobody_named_are_counted_and_never_read() {
             "named: {named}: {c:?}"
         );
         assert!(
-            io.sent.iter().all(|o| o.price.0 != 9_999_990_000),
+            io.sent.iter().all(|o| o.price.0 != 999_990_000),
             "an order for a forged tick (named: {named})"
         );
         // Every real tick traded, and exactly the offline strategy's orders went out.

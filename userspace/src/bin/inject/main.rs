@@ -11,6 +11,12 @@
 //!   copy in another session, a copy numbered far ahead), and writes exactly what it did. It
 //!   stands in for `tc netem` where the kernel lacks `sch_netem`, and unlike netem it says
 //!   which sequence numbers it dropped.
+//! * `inject lies`: an adversary on the segment beside a running replay: watches the real feed
+//!   go by on the interface, and tells every class of lie a forger would, numbered from the
+//!   feed's next sequence number (far ahead, end of session ahead, at and just past the next
+//!   number with an absurd price, an empty block, a heartbeat ahead, a spoofed re-request
+//!   answer), from another port or address (`--via udp`) or with the feed's exact source
+//!   spoofed (`--via raw`), and writes exactly what it sent.
 //!
 //! Everything goes to the addresses given, which the tests take from the lab (198.18.0.0/15);
 //! the defaults are the lab's (`netns::lab`).
@@ -21,9 +27,10 @@ use std::{
 
 use clap::{Parser, Subcommand};
 use netns::{Mac, lab};
-use wire::moldudp64::Session;
+use wire::{itch::Price4, moldudp64::Session};
 
 mod frames;
+mod lies;
 #[expect(
     unsafe_code,
     reason = "an AF_PACKET socket: libc calls with no safe wrapper"
@@ -33,8 +40,9 @@ mod relay;
 mod report;
 
 /// Fault and garbage injection for the lab's reliability tests: crafted malformed frames
-/// (`frames`), and a seeded lossy, duplicating, reordering, delaying relay (`relay`) where
-/// the kernel has no `tc netem`. Run it in the exchange namespace.
+/// (`frames`), a seeded lossy, duplicating, reordering, delaying relay (`relay`) where the
+/// kernel has no `tc netem`, and a forger of the feed's sequence (`lies`). Run it in the
+/// exchange namespace.
 #[derive(Debug, Parser)]
 #[command(version)]
 struct Options {
@@ -48,6 +56,16 @@ enum Cmd {
     Frames(FramesOptions),
     /// Relay UDP with seeded loss, duplication, reordering and delay.
     Relay(RelayOptions),
+    /// Forge the feed beside a running replay: every class of sequence lie, numbered from the
+    /// feed's next sequence number as seen on the interface.
+    ///
+    /// Each round sends every kind once (`ahead` and `end_ahead` are two packets each, back to
+    /// back), numbered from the feed's next sequence number: the largest sequence + count of
+    /// its data packets seen so far on --iface (heartbeats and end of session not counted). It
+    /// waits for the feed's first packet, then sends, and stops after --rounds rounds or
+    /// --max-seconds in all. Every address must lie in 198.18.0.0/15. Needs CAP_NET_RAW (it
+    /// watches the feed on an AF_PACKET socket).
+    Lies(LiesOptions),
 }
 
 #[derive(Debug, clap::Args)]
@@ -154,6 +172,72 @@ struct RelayOptions {
     json_out: PathBuf,
 }
 
+/// `inject lies`: see [`Cmd::Lies`].
+#[derive(Debug, clap::Args)]
+struct LiesOptions {
+    /// How the lies go out: `udp`, a plain UDP socket bound to --bind; `raw`, whole Ethernet
+    /// frames through AF_PACKET with the feed's source spoofed (--spoof), the interface's MAC
+    /// as Ethernet source and --dst-mac as destination, both checksums right.
+    #[arg(long, value_enum)]
+    via: lies::Via,
+    /// The interface the feed goes out on (watched, and with --via raw sent on).
+    #[arg(long, default_value = lab::EXCHANGE_IF)]
+    iface: String,
+    /// Where the lies go: the trader's market-data address (the feed's destination).
+    #[arg(long, default_value_t = lab::TRADER_MD)]
+    target: SocketAddrV4,
+    /// `--via udp`: the address the socket binds, port 0 for an ephemeral one (another port of
+    /// the exchange's address, or another address of this namespace) [default: 198.18.0.1:0].
+    #[arg(long)]
+    bind: Option<SocketAddrV4>,
+    /// `--via raw`: the IPv4/UDP source the frames carry [default: the feed's, as seen].
+    #[arg(long)]
+    spoof: Option<SocketAddrV4>,
+    /// `--via raw`: the Ethernet destination, the trader's MAC [default: 02:00:c6:12:00:02].
+    #[arg(long)]
+    dst_mac: Option<Mac>,
+    /// The feed to follow: UDP to --target from this address, and port if given (IP[:PORT]).
+    #[arg(long, default_value_t = lies::FeedSource { ip: lab::EXCHANGE_IP, port: None })]
+    feed_source: lies::FeedSource,
+    /// The kinds to send, comma-separated [default: all; `answer_ahead` only with
+    /// --answer-from].
+    #[arg(long, value_enum, value_delimiter = ',')]
+    kinds: Vec<lies::LieKind>,
+    /// Rounds: each kind is sent once per round.
+    #[arg(long, default_value_t = 10)]
+    rounds: u32,
+    /// Pause between rounds, in microseconds (the kinds of a round go back to back).
+    #[arg(long, default_value_t = 20_000)]
+    interval_us: u64,
+    /// Stream mode: send the kinds round-robin at this many per second (`5k` = 5000) for
+    /// --rounds rounds, instead of a round every --interval-us.
+    #[arg(long, value_parser = lies::parse_rate, conflicts_with = "interval_us")]
+    rate: Option<u64>,
+    /// How far past the feed's next number `ahead` and `heartbeat_ahead` are numbered.
+    #[arg(long, default_value_t = 100_000)]
+    jump: u64,
+    /// The forged trades' price in dollars (Price(4): at most 429496.7295), one the feed never
+    /// has, so that an order at it can only come from a lie.
+    #[arg(long, default_value = "99999.0000", value_parser = lies::parse_price)]
+    price: Price4,
+    /// The MoldUDP64 session every lie claims.
+    #[arg(long, default_value = lab::SESSION, value_parser = parse_session)]
+    session: Session,
+    /// `--via raw`: the source of the `answer_ahead` lies, the re-request server's address
+    /// (e.g. 198.18.0.1:26402).
+    #[arg(long)]
+    answer_from: Option<SocketAddrV4>,
+    /// The most seconds it runs, the wait for the feed's first packet included.
+    #[arg(long, default_value_t = 20)]
+    max_seconds: u64,
+    /// Write exactly what was sent here as JSON.
+    #[arg(long)]
+    json_out: PathBuf,
+    /// Print `ready` on stdout once the feed's first packet was seen.
+    #[arg(long)]
+    ready: bool,
+}
+
 fn parse_session(s: &str) -> Result<Session, String> {
     Session::new(s)
         .map_err(|_| format!("{s:?} is not a session: use up to 10 printable ASCII characters"))
@@ -167,5 +251,6 @@ fn real_main() -> anyhow::Result<()> {
     match Options::parse().command {
         Cmd::Frames(o) => frames::run(o),
         Cmd::Relay(o) => relay::run(o),
+        Cmd::Lies(o) => lies::run(o),
     }
 }
