@@ -129,6 +129,14 @@ pub struct FeedSeen {
     /// (`recovered_messages`, which no line delivered).
     #[serde(default)]
     pub lost_on_both: u64,
+    /// A jump past `max_jump` (or a lost tail) was believed only after the feed had been silent
+    /// this long (ns; trader-core's `FeedRules::quiet_ns`; 0 in reports made before it).
+    #[serde(default)]
+    pub quiet_ns: u64,
+    /// A jump (or lost tail) was believed only if no larger than this many messages a second
+    /// over that silence, plus `max_jump` (`FeedRules::max_rate`; 0 in reports made before it).
+    #[serde(default)]
+    pub max_rate: u64,
 }
 
 /// What one line of an A/B feed delivered.
@@ -224,15 +232,19 @@ pub struct TraderCounters {
     /// trader learned): never traded. Before the feed is known, a held packet of another
     /// session counts here once the feed is confirmed. The report names the sessions.
     pub wrong_session: u64,
-    /// Packets of the feed's session whose sequence number no following packet confirmed: a
-    /// forward jump past `--max-jump` (held, then dropped when nothing continued it), a held
-    /// first packet the real feed didn't continue, or an end of session behind the feed, or
-    /// past it and never repeated. Never traded, and the expected sequence number stayed with
-    /// the feed.
+    /// Packets of the feed's session whose sequence number was never believed: a forward jump
+    /// past `--max-jump` that no confirmation traded (held, then dropped: nothing continued it
+    /// after the old stream stopped, or it was displaced from the few held packets; the
+    /// packets a real restart sent before its jump was believed, all but the last four, land
+    /// here), a held first packet the real feed didn't continue, or an end of session behind
+    /// the feed, or past it and not repeated after the feed stopped. Never traded, and the
+    /// expected sequence number stayed with the feed.
     #[serde(default)]
     pub suspect_sequence: u64,
-    /// Forward jumps past `--max-jump` that the next packet confirmed (an outage or a burst of
-    /// loss): traded, their skipped numbers counted in `gap_messages`.
+    /// Forward jumps past `--max-jump` that were believed (an outage or a burst of loss): a
+    /// later packet continued them after the old stream had been silent for the quiet window,
+    /// the jump within the feed's maximum rate over that silence, or the other line of an A/B
+    /// feed delivered a copy. Traded, their skipped numbers counted in `gap_messages`.
     #[serde(default)]
     pub jumps_confirmed: u64,
     /// Packets seen before the feed was known that nothing confirmed (no valid ITCH, no packet
@@ -243,7 +255,8 @@ pub struct TraderCounters {
     /// not traded, and not late.
     #[serde(default)]
     pub before_join_messages: u64,
-    /// Heartbeats.
+    /// Heartbeats of the feed's session, whatever their sequence number (one ahead of the feed
+    /// moves nothing: heartbeats never move the expected number or confirm a jump).
     pub heartbeats: u64,
     /// ITCH messages taken in sequence.
     pub messages: u64,
@@ -253,12 +266,13 @@ pub struct TraderCounters {
     pub other_stock: u64,
     /// Valid ITCH messages of other types.
     pub other_messages: u64,
-    /// Message blocks that were not valid ITCH (unknown type, wrong length, empty block); each
-    /// still consumes its sequence number (the framing around it was sound, so it is a message
-    /// that arrived, just not one we can read).
+    /// Message blocks that were not valid ITCH (unknown type, wrong length); each still consumes
+    /// its sequence number (the framing around it was sound, so it is a message that arrived,
+    /// just not one we can read). An empty block is not one: it is `malformed_framing`.
     pub malformed_messages: u64,
     /// Packets whose block framing contradicts their header (a block length running past the
-    /// end, fewer or more blocks than the message count, a cut length prefix). Such a packet is
+    /// end, fewer or more blocks than the message count, a cut length prefix) or that hold a
+    /// zero-length block (no message is empty). Such a packet is
     /// not trusted at all: none of its messages is processed and none of its sequence numbers
     /// is consumed, so a lying header can't swallow the sequence numbers of real ticks; if the
     /// messages it claimed were real, the next sound packet shows them as a gap.
@@ -280,8 +294,8 @@ pub struct TraderCounters {
     #[serde(default)]
     pub retransmit_requested: u64,
     /// Of `late_messages`, those that came from the re-request server (its address is
-    /// `--retransmit-to`): recovered, accounted, not traded (the strategy had decided later
-    /// ticks without them).
+    /// `--retransmit-to`) in a range the trader asked for: recovered, accounted, not traded
+    /// (the strategy had decided later ticks without them).
     #[serde(default)]
     pub recovered_messages: u64,
     /// Messages of gaps given up unrecovered: asked three times without an answer, older than
@@ -298,6 +312,20 @@ pub struct TraderCounters {
     /// TX flushes (AF_XDP `sendto` kicks) that failed: the orders of that turn may not have
     /// left.
     pub tx_flush_failed: u64,
+    /// Of `suspect_sequence`, packets that continued a held forward jump but did not confirm
+    /// it: the old stream had not stopped (a packet advanced the feed since the held one, or
+    /// it had been silent for less than the quiet window) or the jump was larger than the
+    /// feed could have produced in that silence. Held instead; those a later confirmation
+    /// traded are not counted. Forged jumps told in sequence while the real feed flows land
+    /// here.
+    #[serde(default)]
+    pub jumps_refused: u64,
+    /// What came from the re-request server that the trader had not asked for: messages
+    /// numbered outside every range it asked for and is still waiting on, or at or past the
+    /// feed's next number, plus heartbeats and ends of session (one each). Dropped: never
+    /// traded, never moving the expected sequence number.
+    #[serde(default)]
+    pub recovery_unasked: u64,
 }
 
 /// Frames that reached the trader's AF_XDP socket but are not the feed, by reason, none of

@@ -56,6 +56,82 @@ fn learner() -> Trader {
     Trader::new(Params::from_n(6).unwrap(), Some(stock()))
 }
 
+/// A trader told where the feed starts.
+fn pinned(first: u64) -> Trader {
+    learner().with_feed_rules(FeedRules {
+        session: Some(lab()),
+        first_seq: Some(first),
+        ..FeedRules::default()
+    })
+}
+
+fn heartbeat(session: Session, seq: u64) -> Vec<u8> {
+    let mut buf = [0u8; moldudp64::HEADER_LEN];
+    PacketBuilder::new(&mut buf, session, seq)
+        .unwrap()
+        .finish()
+        .to_vec()
+}
+
+/// Packets as they arrive: receive time (ns), line, bytes.
+type Arrivals = Vec<(u64, usize, Vec<u8>)>;
+
+/// Builds an arrival timeline on line A: a clock that packets move on.
+struct Timeline {
+    now: u64,
+    arrivals: Arrivals,
+}
+
+impl Timeline {
+    /// The feed's packets come this far apart (ns).
+    const GAP: u64 = 10_000;
+
+    fn new() -> Timeline {
+        Timeline {
+            now: 1_000_000_000,
+            arrivals: Vec::new(),
+        }
+    }
+
+    /// `p` arrives `after` ns after the last packet.
+    fn at(&mut self, after: u64, p: Vec<u8>) -> &mut Self {
+        self.now += after;
+        self.arrivals.push((self.now, 0, p));
+        self
+    }
+
+    /// The healthy feed's ticks `seqs` (numbered as [`healthy`] from 1), [`Timeline::GAP`] apart.
+    fn feed(&mut self, seqs: std::ops::RangeInclusive<u64>) -> &mut Self {
+        for s in seqs {
+            self.at(Self::GAP, packet_of(lab(), s, s - 1));
+        }
+        self
+    }
+}
+
+/// Feeds `arrivals`, telling the trader each one's receive time first; returns the orders and
+/// whether a packet ended the session.
+fn run_at(t: &mut Trader, arrivals: &[(u64, usize, Vec<u8>)]) -> (Vec<(u64, bool)>, bool) {
+    let mut orders = Vec::new();
+    let mut ended = false;
+    for (rx, line, p) in arrivals {
+        t.arrived(*rx);
+        let out = t.on_packet_from(
+            *line,
+            p,
+            || 0,
+            |o| {
+                orders.push((o.tick_seq, o.side == Side::Buy));
+                true
+            },
+        );
+        t.settle();
+        ended |= out == PacketOutcome::EndOfSession;
+    }
+    t.finish();
+    (orders, ended)
+}
+
 /// Feeds `packets`; returns the orders' (tick sequence number, buy?) and whether a packet
 /// ended the session.
 fn run(t: &mut Trader, packets: &[Vec<u8>]) -> (Vec<(u64, bool)>, bool) {
@@ -137,8 +213,8 @@ fn a_stray_session_in_the_middle_is_rejected_and_named() {
 fn forged_far_ahead_sequence_numbers_are_not_acted_on() {
     for jump in [DEFAULT_MAX_JUMP + 1, 1 << 20, 1 << 40, u64::MAX - 10] {
         let mut feed = healthy(1, 300);
-        // Before the feed starts, in the middle (twice) and just before its end.
-        // (Two in a row with the same jump would continue each other: believed, as documented.)
+        // Before the feed starts, in the middle (twice) and just before its end. (Two in a row
+        // continuing each other: `forged_jumps_told_in_sequence_are_not_believed_while_the_feed_flows`.)
         for (at, jump) in [
             (0, jump),
             (100, jump),
@@ -168,21 +244,26 @@ fn forged_far_ahead_sequence_numbers_are_not_acted_on() {
 }
 
 #[test]
-fn a_jump_that_the_feed_continues_is_real_and_traded() {
-    // An outage: 1..=50, then 5_000.. (4_949 numbers never sent).
-    let mut feed: Vec<_> = (1..=50).map(|s| packet_of(lab(), s, s)).collect();
-    feed.extend((5_000..5_100).map(|s| packet_of(lab(), s, s)));
+fn a_jump_after_a_long_outage_is_believed_at_its_second_packet() {
+    // An outage: 1..=50, 10 ms of silence, then 5_000.. (4_949 numbers never sent).
+    let mut tl = Timeline::new();
+    tl.feed(1..=50);
+    tl.at(10_000_000, packet_of(lab(), 5_000, 5_000));
+    for s in 5_001..5_100 {
+        tl.at(Timeline::GAP, packet_of(lab(), s, s));
+    }
     let mut t = learner();
-    let (orders, _) = run(&mut t, &feed);
+    let (orders, _) = run_at(&mut t, &tl.arrivals);
     let c = t.counters;
     assert_eq!(
         (
             c.jumps_confirmed,
             c.suspect_sequence,
+            c.jumps_refused,
             c.gap_messages,
             c.ticks
         ),
-        (1, 0, 4_949, 150),
+        (1, 0, 0, 4_949, 150),
         "{c:?}"
     );
     assert!(orders.iter().any(|&(s, _)| s >= 5_000));
@@ -191,8 +272,10 @@ fn a_jump_that_the_feed_continues_is_real_and_traded() {
         session: Some(lab()),
         first_seq: Some(1),
         max_jump: u64::MAX,
+        ..FeedRules::default()
     });
-    assert_eq!(run(&mut plain, &feed).0, orders);
+    let packets: Vec<_> = tl.arrivals.iter().map(|(_, _, p)| p.clone()).collect();
+    assert_eq!(run(&mut plain, &packets).0, orders);
 }
 
 #[test]
@@ -297,24 +380,33 @@ enum Lie {
     Session(u64),
     /// The feed's session, numbered this far past the tick it sits before.
     Jump(u64),
+    /// That many packets in sequence (2..), the first numbered this far past the tick.
+    Chain(u64, u64),
     /// An end of session far ahead of the feed.
     FarEnd(u64),
+    /// An end of session this far (1..) past the feed, twice in a row.
+    EndTwice(u64),
+    /// A heartbeat of the feed's session, at any sequence number.
+    Heartbeat(u64),
 }
 
 fn lie() -> impl proptest::strategy::Strategy<Value = Lie> {
     prop_oneof![
         any::<u64>().prop_map(Lie::Session),
         (DEFAULT_MAX_JUMP + 1..=u64::MAX).prop_map(Lie::Jump),
+        (DEFAULT_MAX_JUMP + 1..=1 << 60, 2u64..6).prop_map(|(j, n)| Lie::Chain(j, n)),
         (DEFAULT_MAX_JUMP + 1..=u64::MAX / 2).prop_map(Lie::FarEnd),
+        (1..=u64::MAX / 2).prop_map(Lie::EndTwice),
+        any::<u64>().prop_map(Lie::Heartbeat),
     ]
 }
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
-    /// Lies anywhere in a healthy feed, any number of them as long as the feed gets two
-    /// packets in a row between lies at its start: the orders are the healthy feed's, each
-    /// lie is counted once, and nothing is lost or late.
+    /// Lies anywhere in a healthy feed that flows (a packet every 10 µs, lies among them), any
+    /// number of them as long as the feed gets two packets in a row between lies at its start:
+    /// the orders are the healthy feed's, each lie is counted once, and nothing is lost or late.
     #[test]
     fn lies_anywhere_change_no_order(
         first in 0u64..1 << 50,
@@ -322,30 +414,51 @@ proptest! {
     ) {
         let n = 200;
         let mut feed = healthy(first, n);
-        let mut expect_wrong = 0;
-        let mut expect_suspect = 0;
+        let (mut expect_wrong, mut expect_suspect, mut expect_refused) = (0, 0, 0);
+        let mut expect_heartbeats = 0;
         // Insert from the back so positions stay meaningful.
         let mut lies = lies;
         lies.sort_by_key(|(at, _)| std::cmp::Reverse(*at));
         for (at, l) in lies {
             let tick = first + at as u64;
-            let p = match l {
-                Lie::Session(seq) => { expect_wrong += 1; packet_of(stray(), seq, tick) }
+            let packets = match l {
+                Lie::Session(seq) => { expect_wrong += 1; vec![packet_of(stray(), seq, tick)] }
                 Lie::Jump(j) => {
                     expect_suspect += 1;
-                    packet_of(lab(), tick.saturating_add(j), tick)
+                    vec![packet_of(lab(), tick.saturating_add(j), tick)]
                 }
-                Lie::FarEnd(j) => { expect_suspect += 1; end_of_session(lab(), tick + j) }
+                Lie::Chain(j, k) => {
+                    expect_suspect += k;
+                    expect_refused += k - 1;
+                    (0..k).map(|i| packet_of(lab(), tick + j + i, tick)).collect()
+                }
+                Lie::FarEnd(j) => { expect_suspect += 1; vec![end_of_session(lab(), tick + j)] }
+                Lie::EndTwice(j) => {
+                    expect_suspect += 2;
+                    vec![end_of_session(lab(), tick + j); 2]
+                }
+                Lie::Heartbeat(seq) => {
+                    expect_heartbeats += 1;
+                    vec![heartbeat(lab(), seq)]
+                }
             };
-            feed.insert(at, p);
+            feed.splice(at..at, packets);
         }
+        let arrivals: Vec<_> = feed
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| (1_000_000_000 + i as u64 * Timeline::GAP, 0, p))
+            .collect();
         let mut t = learner();
-        let (orders, ended) = run(&mut t, &feed);
+        let (orders, ended) = run_at(&mut t, &arrivals);
         prop_assert!(ended);
         prop_assert_eq!(orders, reference(first, n));
         let c = t.counters;
         prop_assert_eq!(c.wrong_session, expect_wrong);
         prop_assert_eq!(c.suspect_sequence, expect_suspect);
+        prop_assert_eq!(c.jumps_refused, expect_refused);
+        prop_assert_eq!(c.heartbeats, expect_heartbeats);
+        prop_assert_eq!(c.jumps_confirmed, 0);
         prop_assert_eq!((c.ticks, c.gap_messages, c.late_messages), (n, 0, 0));
     }
 }
@@ -592,4 +705,360 @@ fn an_end_claim_the_feed_then_reaches_is_not_left_a_suspect() {
         (0, 10, 0),
         "{c:?}"
     );
+}
+
+/// A forger sends packets of the feed's session numbered past `max_jump`, two or more in
+/// sequence, while the real feed flows (each sub-rule of belief refuses one of them alone).
+#[test]
+fn forged_jumps_told_in_sequence_are_not_believed_while_the_feed_flows() {
+    let mut tl = Timeline::new();
+    tl.feed(1..=100);
+    // 10 µs after the last tick, back to back, 257 past the feed: within max_rate × 10 µs +
+    // max_jump (266), no feed packet between them, but the feed has been silent 10 µs, not
+    // quiet_ns.
+    tl.at(Timeline::GAP, packet_of(lab(), 101 + 257, 100))
+        .at(1, packet_of(lab(), 101 + 258, 100));
+    tl.feed(101..=150);
+    // The feed pauses (a quiet market): the forger's first packet, one feed packet, then 2 ms
+    // of silence and the second one. Silent long enough, within the rate, but the feed moved
+    // since the first was held.
+    tl.at(Timeline::GAP, packet_of(lab(), 151 + 300, 150))
+        .at(1, packet_of(lab(), 151, 150))
+        .at(2_000_000, packet_of(lab(), 151 + 301, 150));
+    tl.feed(152..=200);
+    // The feed pauses 5 ms: a jump of 10_000 in sequence, silent long enough, nothing moved,
+    // but more than the feed could produce in 5 ms (max_rate × 5 ms + max_jump = 5_256).
+    tl.at(5_000_000, packet_of(lab(), 201 + 10_000, 200))
+        .at(1, packet_of(lab(), 201 + 10_001, 200));
+    tl.feed(201..=250);
+    // A chain of five, back to back.
+    for k in 0..5 {
+        tl.at(1, packet_of(lab(), 251 + 1_000 + k, 250));
+    }
+    tl.feed(251..=300);
+    tl.at(Timeline::GAP, end_of_session(lab(), 301));
+    let mut t = pinned(1);
+    let (orders, ended) = run_at(&mut t, &tl.arrivals);
+    assert!(ended);
+    assert_eq!(orders, reference(1, 300));
+    let c = t.counters;
+    assert_eq!(
+        (
+            c.suspect_sequence,
+            c.jumps_refused,
+            c.jumps_confirmed,
+            c.ticks,
+            c.gap_messages,
+            c.late_messages
+        ),
+        (11, 1 + 1 + 1 + 4, 0, 300, 0, 0),
+        "{c:?}"
+    );
+}
+
+/// The old stream stops and the new one, numbered far ahead, follows 100 µs later: its
+/// packets are held until the old stream has been quiet long enough and the jump fits the
+/// silence, then the newest held ones are traded, in order.
+#[test]
+fn a_restart_after_a_short_outage_is_believed_once_the_jump_fits_the_silence() {
+    let mut tl = Timeline::new();
+    tl.feed(1..=50);
+    tl.at(100_000, packet_of(lab(), 5_000, 5_000));
+    for s in 5_001..=5_600 {
+        tl.at(Timeline::GAP, packet_of(lab(), s, s));
+    }
+    let mut t = pinned(1);
+    let (orders, _) = run_at(&mut t, &tl.arrivals);
+    // 5_000 + k arrives 100 µs + k × 10 µs after tick 50: believed when 4_949 + k (its
+    // distance from 51) ≤ (100 + 10 k) + 256 (max_rate × silence + max_jump): k = 511. The four
+    // held before it (5_507..=5_510) are traded, then it; 5_000..=5_506 were dropped.
+    let c = t.counters;
+    assert_eq!(
+        (
+            c.jumps_confirmed,
+            c.suspect_sequence,
+            c.jumps_refused,
+            c.gap_messages,
+            c.ticks
+        ),
+        (1, 507, 510 - 4, 5_507 - 51, 50 + (5_600 - 5_507 + 1)),
+        "{c:?}"
+    );
+    let kept: Vec<_> = tl
+        .arrivals
+        .iter()
+        .map(|(_, _, p)| p.clone())
+        .filter(|p| {
+            let s = moldudp64::Packet::new_checked(&p[..]).unwrap().sequence();
+            s <= 50 || s >= 5_507
+        })
+        .collect();
+    let mut plain = learner().with_feed_rules(FeedRules {
+        session: Some(lab()),
+        first_seq: Some(1),
+        max_jump: u64::MAX,
+        ..FeedRules::default()
+    });
+    assert_eq!(
+        run(&mut plain, &kept).0,
+        orders,
+        "in order, as if only those came"
+    );
+}
+
+/// A restart whose first packet overtakes the old stream's last one: the chain starts again
+/// after the old stream's packet and is believed once it is quiet, with what it held before.
+#[test]
+fn a_restart_overtaking_the_old_streams_last_packet_is_believed_whole() {
+    let mut tl = Timeline::new();
+    tl.feed(1..=50);
+    tl.at(Timeline::GAP, packet_of(lab(), 1_000, 1_000))
+        .at(5_000, packet_of(lab(), 51, 50))
+        .at(5_000, packet_of(lab(), 1_001, 1_001))
+        .at(2_000_000, packet_of(lab(), 1_002, 1_002))
+        .at(Timeline::GAP, packet_of(lab(), 1_003, 1_003));
+    let mut t = pinned(1);
+    run_at(&mut t, &tl.arrivals);
+    let c = t.counters;
+    assert_eq!(
+        (
+            c.jumps_confirmed,
+            c.suspect_sequence,
+            c.jumps_refused,
+            c.gap_messages,
+            c.ticks
+        ),
+        (1, 0, 0, 1_000 - 52, 55),
+        "{c:?}"
+    );
+    assert_eq!(t.next_seq(), 1_004);
+}
+
+#[test]
+fn the_other_lines_copy_confirms_a_held_jump_at_once() {
+    let mut t = pinned(1).with_lines(lines::DEFAULT_WAIT_NS);
+    let mut arrivals = Arrivals::new();
+    let mut now = 1_000_000_000;
+    let mut both = |arrivals: &mut Arrivals, p: Vec<u8>| {
+        now += Timeline::GAP;
+        arrivals.push((now, 0, p.clone()));
+        arrivals.push((now + 1_000, 1, p));
+    };
+    for s in 1..=50 {
+        both(&mut arrivals, packet_of(lab(), s, s));
+    }
+    // A restart numbered 5_000, on both lines at once: no silence at all before it.
+    for s in 5_000..=5_050 {
+        both(&mut arrivals, packet_of(lab(), s, s));
+    }
+    // A forged jump repeated on the same line is a duplicate, not a confirmation.
+    let forged = packet_of(lab(), 100_000, 0);
+    arrivals.push((now + 5_000, 0, forged.clone()));
+    arrivals.push((now + 6_000, 0, forged));
+    run_at(&mut t, &arrivals);
+    let c = t.counters;
+    assert_eq!(
+        (
+            c.jumps_confirmed,
+            c.suspect_sequence,
+            c.gap_messages,
+            c.ticks,
+            c.duplicate_messages
+        ),
+        (1, 1, 4_949, 101, 101 + 1),
+        "{c:?}"
+    );
+    let (lines, _) = t.line_counts().unwrap();
+    assert_eq!(
+        (lines[0].received_messages, lines[1].received_messages),
+        (101, 101),
+        "{lines:?}"
+    );
+}
+
+/// An end of session a little past the feed, sent twice (each sub-rule of belief refuses one
+/// pair alone), never ends the run while the feed flows.
+#[test]
+fn forged_ends_a_few_past_the_feed_sent_twice_never_end_the_run() {
+    let mut tl = Timeline::new();
+    tl.feed(1..=100);
+    // Back to back, 3 past the feed: nothing moved, within the rate, but not quiet.
+    tl.at(1, end_of_session(lab(), 104))
+        .at(1, end_of_session(lab(), 104));
+    tl.feed(101..=150);
+    // A claim, one feed packet, a 2 ms pause, the repeat: quiet and within the rate, but the
+    // feed moved between the claim and its repeat.
+    tl.at(Timeline::GAP, end_of_session(lab(), 154))
+        .at(1, packet_of(lab(), 151, 150))
+        .at(2_000_000, end_of_session(lab(), 154));
+    tl.feed(152..=200);
+    // A 5 ms pause, then 10_000 past the feed twice: quiet, nothing moved, but a longer tail
+    // than the feed could produce in 5 ms.
+    tl.at(5_000_000, end_of_session(lab(), 201 + 10_000))
+        .at(1, end_of_session(lab(), 201 + 10_000));
+    tl.feed(201..=300);
+    tl.at(Timeline::GAP, end_of_session(lab(), 301));
+    let mut t = pinned(1);
+    let mut ends = Vec::new();
+    for (i, a) in tl.arrivals.iter().enumerate() {
+        if run_at(&mut t, std::slice::from_ref(a)).1 {
+            ends.push(i);
+        }
+    }
+    assert_eq!(
+        ends,
+        [tl.arrivals.len() - 1],
+        "only the real end ends the run"
+    );
+    let c = t.counters;
+    assert_eq!(
+        (c.suspect_sequence, c.ticks, c.gap_messages),
+        (6, 300, 0),
+        "{c:?}"
+    );
+}
+
+#[test]
+fn a_lost_tail_is_believed_when_the_end_is_repeated_after_the_feed_stopped() {
+    // The claim comes 10 µs after the last tick; the silence at the repeat is 10 µs more than
+    // `repeat_after`.
+    for (repeat_after, tail, believed) in [
+        // The lab's exchange repeats its end 2 ms apart.
+        (2_000_000, 3, true),
+        // The most the feed could have sent in 2.01 ms: 2_010 + 256.
+        (2_000_000, 2_266, true),
+        (2_000_000, 2_267, false),
+        // Silent for just under quiet_ns, and just that.
+        (989_999, 3, false),
+        (990_000, 3, true),
+    ] {
+        let mut tl = Timeline::new();
+        tl.feed(1..=100);
+        tl.at(Timeline::GAP, end_of_session(lab(), 101 + tail))
+            .at(repeat_after, end_of_session(lab(), 101 + tail));
+        let mut t = pinned(1);
+        let (_, ended) = run_at(&mut t, &tl.arrivals);
+        let c = t.counters;
+        assert_eq!(ended, believed, "{repeat_after} {tail}: {c:?}");
+        let expect = if believed { (0, tail) } else { (2, 0) };
+        assert_eq!(
+            (c.suspect_sequence, c.gap_messages),
+            expect,
+            "{repeat_after} {tail}: {c:?}"
+        );
+    }
+}
+
+/// Heartbeats move nothing, whatever their number: one numbered far ahead, a little ahead or
+/// behind counts as a heartbeat, no gap, no suspect, and confirms no held jump.
+#[test]
+fn a_heartbeat_numbered_ahead_moves_nothing() {
+    let mut tl = Timeline::new();
+    tl.feed(1..=10);
+    tl.at(Timeline::GAP, heartbeat(lab(), 1 << 40))
+        .at(Timeline::GAP, heartbeat(lab(), 20))
+        .at(Timeline::GAP, heartbeat(lab(), 5));
+    tl.feed(11..=20);
+    // A held jump, then 2 ms later a heartbeat numbered where it would continue.
+    tl.at(Timeline::GAP, packet_of(lab(), 21 + 1_000, 0))
+        .at(2_000_000, heartbeat(lab(), 21 + 1_001));
+    tl.feed(21..=30);
+    let mut t = pinned(1);
+    let (orders, _) = run_at(&mut t, &tl.arrivals);
+    let c = t.counters;
+    assert_eq!(
+        (
+            c.heartbeats,
+            c.gap_messages,
+            c.suspect_sequence,
+            c.jumps_confirmed,
+            c.ticks
+        ),
+        (4, 0, 1, 0, 30),
+        "{c:?}"
+    );
+    assert_eq!(t.next_seq(), 31);
+    let mut plain = pinned(1);
+    let real: Vec<_> = (1..=30).map(|s| packet_of(lab(), s, s - 1)).collect();
+    assert_eq!(run(&mut plain, &real).0, orders);
+}
+
+#[test]
+fn last_feed_ns_is_when_the_feed_last_advanced() {
+    let mut t = pinned(1);
+    let at = |t: &mut Trader, rx: u64, line: usize, p: Vec<u8>| {
+        run_at(t, &[(rx, line, p)]);
+        t.last_feed_ns()
+    };
+    assert_eq!(t.last_feed_ns(), None);
+    assert_eq!(at(&mut t, 100, 0, packet_of(lab(), 1, 1)), Some(100));
+    // A duplicate, a held jump, a heartbeat, an answer: none advances the feed.
+    assert_eq!(at(&mut t, 200, 0, packet_of(lab(), 1, 1)), Some(100));
+    assert_eq!(at(&mut t, 300, 0, packet_of(lab(), 10_000, 1)), Some(100));
+    assert_eq!(at(&mut t, 400, 0, heartbeat(lab(), 2)), Some(100));
+    let answer = packet_of(lab(), 2, 2);
+    assert_eq!(at(&mut t, 500, lines::RECOVERY, answer), Some(100));
+    // Past a gap it does; the late tick then doesn't.
+    assert_eq!(at(&mut t, 600, 0, packet_of(lab(), 3, 3)), Some(600));
+    assert_eq!(at(&mut t, 700, 0, packet_of(lab(), 2, 2)), Some(600));
+    let c = t.counters;
+    assert_eq!(
+        (c.duplicate_messages, c.late_messages, c.suspect_sequence),
+        (1, 1, 1),
+        "{c:?}"
+    );
+}
+
+/// What comes from the re-request server is taken only for numbers the trader asked for, and
+/// never traded: a forger posing as the server can't move the feed or get a tick traded.
+#[test]
+fn only_asked_for_answers_are_taken_and_none_is_traded() {
+    let mut t = pinned(1).with_recovery();
+    let lossy: Vec<_> = (1..=10)
+        .filter(|&s| s != 5)
+        .map(|s| (s * 1_000, 0, packet_of(lab(), s, s)))
+        .collect();
+    run_at(&mut t, &lossy);
+    let answer = |t: &mut Trader, p: Vec<u8>| {
+        t.arrived(20_000);
+        let out = t.on_packet_from(lines::RECOVERY, &p, || 0, |_| panic!("an answer traded"));
+        assert_eq!(out, PacketOutcome::Data);
+        assert_eq!(t.next_seq(), 11, "an answer never moves the feed");
+    };
+    // Not asked yet.
+    answer(&mut t, packet_of(lab(), 5, 5));
+    let req = t.next_request(1_000_000).unwrap();
+    assert_eq!((req.sequence, req.count), (5, 1));
+    // The answer, then again (a duplicate).
+    answer(&mut t, packet_of(lab(), 5, 5));
+    answer(&mut t, packet_of(lab(), 5, 5));
+    // At the feed's next number, far ahead, behind but never asked for.
+    answer(&mut t, packet_of(lab(), 11, 11));
+    answer(&mut t, packet_of(lab(), 1_000, 11));
+    answer(&mut t, packet_of(lab(), 3, 3));
+    // 4..=6 in one packet: only 5 was asked for (a duplicate by now).
+    let mut buf = [0u8; 1500];
+    let mut b = PacketBuilder::new(&mut buf, lab(), 4).unwrap();
+    for s in 4..=6 {
+        b.push(&trade(s)).unwrap();
+    }
+    answer(&mut t, b.finish().to_vec());
+    // A heartbeat and an end of session from the server.
+    answer(&mut t, heartbeat(lab(), 11));
+    answer(&mut t, end_of_session(lab(), 11));
+    let c = t.counters;
+    assert_eq!(
+        (
+            c.recovery_unasked,
+            c.recovered_messages,
+            c.late_messages,
+            c.duplicate_messages
+        ),
+        (1 + 3 + 2 + 2, 1, 1, 2),
+        "{c:?}"
+    );
+    assert_eq!((c.messages, c.ticks, c.gap_messages), (9, 9, 1), "{c:?}");
+    // The feed goes on: 11 is traded.
+    run_at(&mut t, &[(30_000, 0, packet_of(lab(), 11, 11))]);
+    assert_eq!(t.counters.ticks, 10);
 }

@@ -4,7 +4,7 @@
 //! The XDP path and the kernel-UDP path differ only in how a payload arrives and how an
 //! order's bytes leave; everything in between is this code. Nothing here allocates, logs or
 //! makes a system call: the caller passes the clock in, and it is read only on the ticks whose
-//! engine time is sampled.
+//! engine time is sampled; each packet's receive time comes with it ([`Trader::arrived`]).
 //!
 //! What can wait until the orders are out does: the engine-time samples and the trader's own
 //! ledger bookings of a packet are kept aside by [`Trader::on_packet`] and recorded by
@@ -26,8 +26,15 @@ use wire::{
     order::OrderRepr,
 };
 
-pub use crate::gate::{DEFAULT_MAX_JUMP, FeedRules, ForeignSessions};
-use crate::{gate::Holding, lines::Lines, recovery::Recovery, stats::Latency};
+pub use crate::gate::{
+    DEFAULT_MAX_JUMP, DEFAULT_MAX_RATE, DEFAULT_QUIET_NS, FeedRules, ForeignSessions,
+};
+use crate::{
+    gate::{HELD, Holding},
+    lines::Lines,
+    recovery::Recovery,
+    stats::Latency,
+};
 
 /// Shares per order that opens a position; a reversal sends twice this (close + open).
 pub use xdp_common::LOT;
@@ -41,6 +48,9 @@ pub use results::TraderCounters as Counters;
 /// Engine time (`on_tick`) is taken on one tick in this many by default: two clock reads on the
 /// critical path of that tick, none on the others.
 pub const DEFAULT_ENGINE_SAMPLE_EVERY: u32 = 64;
+
+/// `last_feed_ns` before any packet advanced the feed.
+const NEVER: u64 = u64::MAX;
 
 /// Samples and bookings one packet can keep aside for [`Trader::settle`]: more than the trades
 /// a 2048-byte frame holds (44). Past it, the rest is recorded at once (never lost).
@@ -80,8 +90,16 @@ pub struct Trader {
     /// The line the packet being processed came on (0: A, 1: B; [`lines::RECOVERY`]: an
     /// answer of the re-request server).
     line: usize,
-    /// An end of session past the feed's next number, seen once: believed when repeated.
-    end_claim: Option<u64>,
+    /// An end of session past the feed's next number, not believed yet.
+    end_claim: Option<EndClaim>,
+    /// The receive time of the packet being processed (ns, monotonic; [`Trader::arrived`]).
+    rx_ns: u64,
+    /// The receive time of the last packet that advanced the feed in sequence ([`NEVER`]:
+    /// none yet).
+    last_feed_ns: u64,
+    /// Before any packet advanced the feed: when the first jump or end claim was held, where
+    /// the feed's silence counts from.
+    quiet_from_ns: Option<u64>,
     seen: Box<[u64]>,
     token: u64,
     /// What was counted.
@@ -100,6 +118,18 @@ pub struct Trader {
     last_price: Option<f64>,
     /// What the current packet keeps aside until its orders are out.
     pending: Pending,
+}
+
+/// An end of session past the feed's next number: believed when the exchange repeats it after
+/// the feed stopped (see [`Trader::on_packet_from`]).
+#[derive(Debug, Clone, Copy)]
+struct EndClaim {
+    /// The number it claims comes after the feed's last message.
+    end: u64,
+    /// The feed's next number when it was (last) claimed: the feed has moved if it differs.
+    feed_next: u64,
+    /// The datagrams that claimed it, each counted in `suspect_sequence` until believed.
+    count: u64,
 }
 
 /// Engine samples and fills of the packet being processed, in tick order.
@@ -145,6 +175,9 @@ impl Trader {
             lines: None,
             line: 0,
             end_claim: None,
+            rx_ns: 0,
+            last_feed_ns: NEVER,
+            quiet_from_ns: None,
             seen: vec![0u64; (SEEN_WINDOW / 64) as usize].into_boxed_slice(),
             token: 0,
             counters: Counters::default(),
@@ -169,7 +202,8 @@ impl Trader {
 
     /// Decides which packets are the feed by `rules` (the default learns the session and the
     /// first sequence number from the traffic, and holds forward jumps over
-    /// [`DEFAULT_MAX_JUMP`] for confirmation).
+    /// [`DEFAULT_MAX_JUMP`] until the feed was silent [`DEFAULT_QUIET_NS`], within
+    /// [`DEFAULT_MAX_RATE`]: see [`gate`]).
     #[must_use]
     pub fn with_feed_rules(mut self, rules: FeedRules) -> Self {
         self.rules = rules;
@@ -255,6 +289,22 @@ impl Trader {
             sequence: ask.sequence,
             count: ask.count,
         })
+    }
+
+    /// The receive time (ns on a monotonic clock, the same for every packet) of the packet the
+    /// next [`Trader::on_packet_from`] call processes: the I/O loop calls it right before each.
+    /// The feed's silence before a jump or a lost tail is measured on these times ([`gate`]);
+    /// a trader never told believes neither without an A/B copy. A store, nothing more.
+    #[inline(always)]
+    pub fn arrived(&mut self, rx_ns: u64) {
+        self.rx_ns = rx_ns;
+    }
+
+    /// The receive time ([`Trader::arrived`]) of the last packet that advanced the feed in
+    /// sequence (traded in range: at or past the next number, within `max_jump`, or a jump's
+    /// packets when believed); `None` before any.
+    pub fn last_feed_ns(&self) -> Option<u64> {
+        (self.last_feed_ns != NEVER).then_some(self.last_feed_ns)
     }
 
     /// The feed's session, once known.
@@ -354,7 +404,20 @@ impl Trader {
         self.on_packet_from(0, payload, clock, emit)
     }
 
-    /// [`Trader::on_packet`] for a packet that came on line `line` of an A/B feed (0: A, 1: B).
+    /// [`Trader::on_packet`] for a packet that came on line `line` of an A/B feed (0: A, 1: B;
+    /// [`lines::RECOVERY`]: an answer of the re-request server, taken only for numbers the
+    /// trader asked for and never traded: see [`recovery`]). The I/O loop tells the trader the
+    /// packet's receive time first ([`Trader::arrived`]).
+    ///
+    /// An end of session carries the number after the feed's last message. At the feed's next
+    /// number it ends the run at once. Past it (a lost tail, or a lie) it ends the run only
+    /// when the exchange repeats it after the feed stopped: no packet advanced the feed between
+    /// the claim and the repeat (and none waits for the other line), the feed has been silent
+    /// for [`FeedRules::quiet_ns`] when the repeat arrives, and the tail it claims is at most
+    /// [`FeedRules::max_rate`] × that silence + `max_jump`; the tail then counts as a gap.
+    /// Behind the next number, never. Each one not believed counts in `suspect_sequence` (a
+    /// believed claim takes its earlier datagrams back out). A held jump it continues is
+    /// believed, and traded first, under the same rules as a packet continuing it ([`gate`]).
     #[inline]
     pub fn on_packet_from(
         &mut self,
@@ -375,10 +438,14 @@ impl Trader {
             self.foreign.count(session);
             return PacketOutcome::Data;
         }
+        if self.line == lines::RECOVERY {
+            return self.on_answer(payload);
+        }
         if packet.is_end_of_session() {
             return self.on_end_of_session(session, packet.sequence(), &clock, &mut emit);
         }
         if packet.is_heartbeat() {
+            // Whatever its number: a heartbeat moves nothing and confirms nothing ([`gate`]).
             self.counters.heartbeats += 1;
             return PacketOutcome::Data;
         }
@@ -396,19 +463,8 @@ impl Trader {
         if self.base.is_some() {
             if first <= self.next_seq.saturating_add(max_jump) {
                 self.arbitrate(payload, first, next, &clock, &mut emit);
-            } else if let Some(i) = self.holding.continued_by(session, first) {
-                // The jump was real: what follows continues it.
-                self.counters.suspect_sequence -= 1;
-                self.counters.jumps_confirmed += 1;
-                self.trade_held(i, &clock, &mut emit);
-                self.trade_packet_cold(payload, &clock, &mut emit);
-            } else if let Some(i) = self.holding.find(session, first) {
-                // Another copy of a held jump (the other line's, or a duplicate).
-                self.copy_of_held(i, packet.block_count());
             } else {
-                // Held (or, too large to hold, dropped): a suspect either way, until confirmed.
-                self.counters.suspect_sequence += 1;
-                let _ = self.holding.hold(session, first, next, payload, self.line);
+                self.on_jump(session, first, next, payload, &clock, &mut emit);
             }
             // A held jump the feed has reached was never confirmed: it stays a suspect.
             self.holding.drop_passed(self.next_seq);
@@ -433,17 +489,172 @@ impl Trader {
         // Too large to hold, or displacing the oldest held packet: one packet dropped unconfirmed.
         if !matches!(
             self.holding.hold(session, first, next, payload, self.line),
-            Some(None)
+            Some((_, None))
         ) {
             self.counters.unconfirmed_packets += 1;
         }
         PacketOutcome::Data
     }
 
-    /// The exchange's end of session, carrying the sequence number after its last message. At
-    /// the next expected number it ends the run; past it (a lost tail, or a lie) only when the
-    /// exchange says it again (it repeats its end of session), and the lost tail then counts as
-    /// a gap; behind it, never. A held jump it continues is confirmed and traded first.
+    /// A packet of the feed more than `max_jump` past its next number: held, believed (with
+    /// the held packets before it) when it continues a held packet and the stream it leaves
+    /// has stopped, or when it is the other line's copy of a held packet ([`gate`]).
+    #[inline(never)]
+    #[cold]
+    fn on_jump(
+        &mut self,
+        session: moldudp64::Session,
+        first: u64,
+        next: u64,
+        payload: &[u8],
+        clock: &impl Fn() -> u64,
+        emit: &mut impl FnMut(&OrderRepr) -> bool,
+    ) {
+        if let Some(i) = self.holding.continued_by(session, first) {
+            if self.stream_stopped(self.holding.slots[i].feed_next, first) {
+                // The jump was real: the old stream stopped and what follows continues it.
+                self.believe(i, clock, emit);
+                self.trade_packet_cold(payload, clock, emit);
+                self.trade_continuations(session, clock, emit);
+            } else {
+                // The old stream may still flow: held as the chain's newest packet.
+                self.counters.suspect_sequence += 1;
+                self.counters.jumps_refused += 1;
+                self.hold_jump(session, first, next, payload, true);
+            }
+        } else if let Some(i) = self.holding.find(session, first) {
+            // Another copy of a held jump: the other line's confirms it; else a duplicate.
+            self.copy_of_held(i, (next - first) as u16);
+            if self.line < lines::LINES && self.line != self.holding.slots[i].line {
+                self.believe(i, clock, emit);
+                self.trade_continuations(session, clock, emit);
+            }
+        } else {
+            // Held (or, too large to hold, dropped): a suspect either way, until confirmed.
+            self.counters.suspect_sequence += 1;
+            self.hold_jump(session, first, next, payload, false);
+        }
+    }
+
+    /// Holds a jump's packet, noting where the feed is now (`refused`: it continued a held
+    /// packet that was not believed).
+    fn hold_jump(
+        &mut self,
+        session: moldudp64::Session,
+        first: u64,
+        next: u64,
+        payload: &[u8],
+        refused: bool,
+    ) {
+        if self.last_feed_ns == NEVER {
+            // The feed never advanced: its silence counts from the first claim held.
+            self.quiet_from_ns.get_or_insert(self.rx_ns);
+        }
+        if let Some((i, _)) = self.holding.hold(session, first, next, payload, self.line) {
+            let h = &mut self.holding.slots[i];
+            h.feed_next = self.next_seq;
+            h.refused = refused;
+        }
+    }
+
+    /// Whether the feed's stream has stopped, for a claim (a held jump, an end of session) made
+    /// when the feed's next number was `feed_next` and that the current packet, numbered `at`,
+    /// continues: no packet advanced the feed since (none waits for the other line either),
+    /// the feed has been silent [`FeedRules::quiet_ns`] at the current packet's receive time,
+    /// and `at` is within what the feed could have produced in that silence.
+    fn stream_stopped(&mut self, feed_next: u64, at: u64) -> bool {
+        if feed_next != self.next_seq || self.lines.as_ref().is_some_and(|l| l.any_waiting()) {
+            return false;
+        }
+        let since = if self.last_feed_ns == NEVER {
+            *self.quiet_from_ns.get_or_insert(self.rx_ns)
+        } else {
+            self.last_feed_ns
+        };
+        let silence = self.rx_ns.saturating_sub(since);
+        silence >= self.rules.quiet_ns
+            && at.saturating_sub(self.next_seq) <= self.rules.allowed_jump(silence)
+    }
+
+    /// Held packet `i` is a real jump: the packets waiting for the other line go first (they
+    /// are behind it), then the held chain that ends with it, oldest first.
+    fn believe(
+        &mut self,
+        i: usize,
+        clock: &impl Fn() -> u64,
+        emit: &mut impl FnMut(&OrderRepr) -> bool,
+    ) {
+        self.release(clock, emit, true);
+        let mut chain = [0; HELD];
+        let n = self.holding.chain_to(i, &mut chain);
+        self.counters.jumps_confirmed += 1;
+        for &j in &chain[..n] {
+            self.trade_held_jump(j, clock, emit);
+        }
+    }
+
+    /// Trades the held packets that now continue the feed (after a believed jump).
+    fn trade_continuations(
+        &mut self,
+        session: moldudp64::Session,
+        clock: &impl Fn() -> u64,
+        emit: &mut impl FnMut(&OrderRepr) -> bool,
+    ) {
+        while let Some(j) = self.holding.find(session, self.next_seq) {
+            self.trade_held_jump(j, clock, emit);
+        }
+    }
+
+    /// Trades held jump packet `j`: no longer a suspect (nor a refused continuation).
+    fn trade_held_jump(
+        &mut self,
+        j: usize,
+        clock: &impl Fn() -> u64,
+        emit: &mut impl FnMut(&OrderRepr) -> bool,
+    ) {
+        let refused = u64::from(self.holding.slots[j].refused);
+        let c = &mut self.counters;
+        c.suspect_sequence = c.suspect_sequence.saturating_sub(1);
+        c.jumps_refused = c.jumps_refused.saturating_sub(refused);
+        self.trade_held(j, clock, emit);
+    }
+
+    /// A packet from the re-request server ([`lines::RECOVERY`]). Its messages numbered in a
+    /// range the trader asked for (still queued, and behind the feed) count as late and
+    /// recovered (or duplicates); nothing of it is traded or moves the feed's next number.
+    /// Every other message, and a heartbeat or end of session, counts in `recovery_unasked`.
+    #[inline(never)]
+    #[cold]
+    fn on_answer(&mut self, payload: &[u8]) -> PacketOutcome {
+        let packet = moldudp64::Packet::new_unchecked(payload);
+        if packet.is_end_of_session() || packet.is_heartbeat() {
+            self.counters.recovery_unasked += 1;
+            return PacketOutcome::Data;
+        }
+        if !framing_is_sound(&packet) {
+            self.counters.malformed_framing += 1;
+            return PacketOutcome::Data;
+        }
+        let first = packet.sequence();
+        for i in 0..u64::from(packet.block_count()) {
+            let asked = first.checked_add(i).filter(|&seq| {
+                self.base.is_some()
+                    && seq < self.next_seq
+                    && self.recovery.as_ref().is_some_and(|r| r.asked(seq))
+            });
+            match asked {
+                // Behind the feed: late (and recovered) or a duplicate, never traded.
+                Some(seq) => {
+                    self.admit_slow(seq);
+                }
+                None => self.counters.recovery_unasked += 1,
+            }
+        }
+        PacketOutcome::Data
+    }
+
+    /// The exchange's end of session, carrying the sequence number after its last message (the
+    /// rules: [`Trader::on_packet_from`]).
     fn on_end_of_session(
         &mut self,
         session: moldudp64::Session,
@@ -459,28 +670,43 @@ impl Trader {
             };
             self.confirm_feed(session, i, clock, emit);
         }
-        // A held jump that the end continues was real: what waits behind it goes first.
-        if let Some(i) = self.holding.continued_by(session, end) {
-            self.release(clock, emit, true);
-            self.counters.suspect_sequence = self.counters.suspect_sequence.saturating_sub(1);
-            self.counters.jumps_confirmed += 1;
-            self.trade_held(i, clock, emit);
-        }
         if end < self.next_seq {
             // Behind what was traded: not this feed's end.
             self.counters.suspect_sequence += 1;
             return PacketOutcome::Data;
         }
-        if end > self.next_seq && self.end_claim != Some(end) {
-            // A lost tail, or a lie: believed when the exchange says it again (it repeats its
-            // end of session), never on one datagram's word.
-            self.end_claim = Some(end);
-            self.counters.suspect_sequence += 1;
-            return PacketOutcome::Data;
+        // A held jump that the end continues, once the old stream stopped: it goes first.
+        if end > self.next_seq
+            && let Some(i) = self.holding.continued_by(session, end)
+            && self.stream_stopped(self.holding.slots[i].feed_next, end)
+        {
+            self.believe(i, clock, emit);
         }
-        if self.end_claim == Some(end) {
-            // The claim was true (repeated, or the feed reached it meanwhile).
-            self.counters.suspect_sequence = self.counters.suspect_sequence.saturating_sub(1);
+        if end > self.next_seq {
+            // A lost tail, or a lie: believed when the exchange says it again after the feed
+            // stopped, never on one datagram's word nor while the feed flows.
+            let repeat = self.end_claim.filter(|c| c.end == end);
+            if !repeat.is_some_and(|c| self.stream_stopped(c.feed_next, end)) {
+                let count = repeat.map_or(0, |c| c.count) + 1;
+                self.end_claim = Some(EndClaim {
+                    end,
+                    feed_next: self.next_seq,
+                    count,
+                });
+                if self.last_feed_ns == NEVER {
+                    self.quiet_from_ns.get_or_insert(self.rx_ns);
+                }
+                self.counters.suspect_sequence += 1;
+                return PacketOutcome::Data;
+            }
+        }
+        if let Some(claim) = self.end_claim
+            && claim.end == end
+        {
+            // The claim was true (repeated after the feed stopped, or the feed reached it).
+            self.end_claim = None;
+            self.counters.suspect_sequence =
+                self.counters.suspect_sequence.saturating_sub(claim.count);
         }
         if let Some(l) = &mut self.lines {
             l.saw(self.line, end);
@@ -650,7 +876,8 @@ impl Trader {
         for (i, block) in packet.messages().enumerate() {
             let seq = first.saturating_add(i as u64);
             let new = self.admit(seq);
-            // A message that came back on re-request (line RECOVERY) counts for neither line.
+            // Only the feed's lines count here (the re-request server's answers never come
+            // here: `on_answer`).
             if let Some(l) = &mut self.lines
                 && self.line < lines::LINES
             {
@@ -756,13 +983,15 @@ impl Trader {
         self.strategy.prepare();
     }
 
-    /// Sequence tracking: true when `seq` is new and in order (possibly after a gap). The
-    /// common case, the next number on a one-line feed, is a mark and an increment.
+    /// Sequence tracking: true when `seq` is new and in order (possibly after a gap): the feed
+    /// advanced, at the current packet's receive time. The common case, the next number on a
+    /// one-line feed, is a mark, an increment and a store.
     #[inline(always)]
     fn admit(&mut self, seq: u64) -> bool {
         if seq == self.next_seq && self.lines.is_none() && seq != u64::MAX {
             self.mark(seq);
             self.next_seq = seq + 1;
+            self.last_feed_ns = self.rx_ns;
             return true;
         }
         self.admit_slow(seq)
@@ -800,6 +1029,7 @@ impl Trader {
             }
             self.mark(seq);
             self.next_seq = seq.saturating_add(1);
+            self.last_feed_ns = self.rx_ns;
             return true;
         }
         if self.next_seq - seq > SEEN_WINDOW || !self.is_marked(seq) {
@@ -852,19 +1082,13 @@ fn marked(seen: &[u64], seq: u64) -> bool {
     seen.get(w).is_some_and(|word| word & b != 0)
 }
 
-/// True when the packet's blocks tile its payload exactly as its message count says. An empty
-/// block is not a framing error (the length prefixes still line up): it is one malformed message.
+/// True when the packet's blocks tile its payload exactly as its message count says and none
+/// is empty. A zero-length block is malformed framing, not a malformed message: no ITCH
+/// message is empty, and taking one as a message would let a packet of nothing but length
+/// prefixes consume sequence numbers (the messages iterator's errors are exactly these).
 #[inline]
 fn framing_is_sound(packet: &moldudp64::Packet<&[u8]>) -> bool {
-    packet.messages().all(|m| {
-        !matches!(
-            m,
-            Err(wire::Error::BlockOverrun { .. }
-                | wire::Error::MissingBlocks { .. }
-                | wire::Error::Truncated { .. }
-                | wire::Error::TrailingBytes { .. })
-        )
-    })
+    packet.messages().all(|m| m.is_ok())
 }
 
 /// Builds the ITCH Trade message for one tick (synthetic feeds).
@@ -964,25 +1188,80 @@ mod tests {
     }
 
     #[test]
-    fn itch_lies_and_empty_blocks_consume_their_sequence_number() {
+    fn itch_lies_consume_their_sequence_number() {
         let mut t = trader();
         let unknown = [b'z'; 44];
         let short = &trade(2)[..43];
-        // The builder refuses empty blocks; append one by hand, then a trade.
-        let mut p = packet(1, &[&unknown, short]);
-        p.extend_from_slice(&0u16.to_be_bytes());
-        p.extend_from_slice(&(itch::trade::LEN as u16).to_be_bytes());
-        p.extend_from_slice(&trade(4));
-        p[18..20].copy_from_slice(&4u16.to_be_bytes());
-        feed(&mut t, &p);
+        feed(&mut t, &packet(1, &[&unknown, short, &trade(3)]));
         let c = t.counters;
         assert_eq!(
-            (c.malformed_messages, c.ticks, c.messages),
-            (3, 1, 4),
+            (
+                c.malformed_messages,
+                c.ticks,
+                c.messages,
+                c.malformed_framing
+            ),
+            (2, 1, 3, 0),
             "{c:?}"
         );
-        feed(&mut t, &packet(5, &[&trade(5)]));
+        feed(&mut t, &packet(4, &[&trade(4)]));
         assert_eq!(t.counters.gap_messages, 0);
+        assert_eq!(t.counters.ticks, 2);
+    }
+
+    /// `packet(seq, blocks)` with zero-length blocks after block `at` (the builder refuses
+    /// them), its count set to `count`.
+    fn with_empty_blocks(
+        seq: u64,
+        blocks: &[&[u8]],
+        at: usize,
+        empty: usize,
+        count: u16,
+    ) -> Vec<u8> {
+        let mut p = packet(seq, &blocks[..at]);
+        p.extend(std::iter::repeat_n(0u8, 2 * empty));
+        for b in &blocks[at..] {
+            p.extend_from_slice(&(b.len() as u16).to_be_bytes());
+            p.extend_from_slice(b);
+        }
+        p[18..20].copy_from_slice(&count.to_be_bytes());
+        p
+    }
+
+    #[test]
+    fn an_empty_block_is_malformed_framing_and_consumes_no_number() {
+        let mut t = trader();
+        // A trade, an empty block, a trade: numbers 1..=3 if it were taken.
+        let one_empty = with_empty_blocks(1, &[&trade(1), &trade(3)], 1, 1, 3);
+        // Nothing but length prefixes: would swallow 1..=5.
+        let all_empty = with_empty_blocks(1, &[], 0, 5, 5);
+        // Empty blocks and a count that disagrees with them (trailing bytes).
+        let count_lies = with_empty_blocks(1, &[&trade(1)], 1, 2, 2);
+        for p in [&one_empty, &all_empty, &count_lies] {
+            feed(&mut t, p);
+        }
+        let c = t.counters;
+        assert_eq!(
+            (
+                c.malformed_framing,
+                c.malformed_messages,
+                c.messages,
+                c.ticks
+            ),
+            (3, 0, 0, 0),
+            "{c:?}"
+        );
+        assert_eq!(t.next_seq(), 1, "no number consumed");
+        // The real ticks 1..=3 are traded, none taken as a duplicate.
+        for seq in 1..=3 {
+            feed(&mut t, &packet(seq, &[&trade(seq)]));
+        }
+        let c = t.counters;
+        assert_eq!(
+            (c.ticks, c.duplicate_messages, c.gap_messages),
+            (3, 0, 0),
+            "{c:?}"
+        );
     }
 
     #[test]
@@ -1004,12 +1283,16 @@ mod tests {
     #[test]
     fn end_of_session_reveals_a_lost_tail() {
         let mut t = trader();
+        t.arrived(10_000_000);
         feed(&mut t, &packet(1, &[&trade(1)]));
         let mut eos = packet(4, &[]);
         eos[18..20].copy_from_slice(&moldudp64::END_OF_SESSION.to_be_bytes());
-        // Past the feed: a lost tail or a lie, believed when the exchange repeats it.
+        // Past the feed: a lost tail or a lie, believed when the exchange repeats it after the
+        // feed stopped (the lab's exchange repeats it 2 ms apart).
+        t.arrived(10_100_000);
         assert_eq!(t.on_packet(&eos, || 0, |_| true), PacketOutcome::Data);
         assert_eq!(t.counters.suspect_sequence, 1);
+        t.arrived(12_100_000);
         assert_eq!(
             t.on_packet(&eos, || 0, |_| true),
             PacketOutcome::EndOfSession

@@ -10,6 +10,13 @@
 //! without them, and feeding it an old price now would make it decide on a tape that never
 //! was. A recovered tick completes the trader's account of the tape, not its trading.
 //!
+//! Each queued gap remembers what of it was asked for (`Recovery::asked`): the server's
+//! answers are taken only for those numbers, while the gap is queued (not yet filled or given
+//! up). Anything else that comes from the server (numbers never asked for, at or past the
+//! feed's next number, heartbeats, ends of session) is counted in `recovery_unasked` and
+//! dropped: an answer never moves the expected number and is never traded, so a forger who
+//! can pose as the re-request server gains nothing but that count.
+//!
 //! Nothing here allocates after start-up.
 use std::collections::VecDeque;
 
@@ -30,6 +37,10 @@ pub const RETRY_NS: u64 = 20_000_000;
 struct Gap {
     first: u64,
     end: u64,
+    /// Where the gap started when it was queued.
+    start: u64,
+    /// The end of what was asked for (`start..asked_end`; `start`: nothing yet).
+    asked_end: u64,
     /// Tries since the gap last shrank (an answer that brought part of it resets them).
     tries: u8,
     /// Where the gap started when it was last asked for.
@@ -77,11 +88,20 @@ impl Recovery {
         self.gaps.push_back(Gap {
             first,
             end,
+            start: first,
+            asked_end: first,
             tries: 0,
             asked_from: first,
             due_ns: 0,
         });
         gave_up
+    }
+
+    /// Whether `seq` was asked for and its gap is still queued: an answer the trader expects.
+    pub(crate) fn asked(&self, seq: u64) -> bool {
+        self.gaps
+            .iter()
+            .any(|g| (g.start..g.asked_end).contains(&seq))
     }
 
     /// Whether `seq` is in a queued gap (a late message that was asked for, or is about to be).
@@ -130,6 +150,7 @@ impl Recovery {
                 g.tries += 1;
                 g.due_ns = now_ns.saturating_add(RETRY_NS);
                 let count = (g.end - g.first).min(u64::from(MAX_COUNT)) as u16;
+                g.asked_end = g.asked_end.max(g.first + u64::from(count));
                 ask = Some(Ask {
                     sequence: g.first,
                     count,
@@ -201,6 +222,37 @@ mod tests {
         assert_eq!(asked, [12, 12, 20, 20]);
         assert_eq!(gave_up, 2, "12 and 20, three tries each");
         assert!(!r.wanted(12) && !r.wanted(20));
+        assert!(
+            !r.asked(12) && !r.asked(20),
+            "given up: answers are no longer taken"
+        );
+    }
+
+    #[test]
+    fn only_what_was_asked_for_is_an_answer() {
+        let mut r = Recovery::new();
+        r.push(10, 13);
+        r.push(100, 100 + 2 * u64::from(MAX_COUNT));
+        // Queued, not asked yet.
+        assert!(!r.asked(10) && !r.asked(100));
+        assert_eq!(
+            r.next_request(1, 0, |_| false).0.map(|a| a.sequence),
+            Some(10)
+        );
+        assert!(r.asked(10) && r.asked(12));
+        assert!(!r.asked(9) && !r.asked(13) && !r.asked(100));
+        // The long gap is asked in pieces: only the piece asked for is taken.
+        let t = 1 + MIN_INTERVAL_NS;
+        assert_eq!(
+            r.next_request(t, 0, |_| false).0.map(|a| a.sequence),
+            Some(100)
+        );
+        let piece_end = 100 + u64::from(MAX_COUNT);
+        assert!(r.asked(100) && r.asked(piece_end - 1) && !r.asked(piece_end));
+        // Filled: the gap leaves the queue, and a second answer is no longer expected.
+        let t = t + MIN_INTERVAL_NS;
+        let _ = r.next_request(t, 0, |s| (10..13).contains(&s));
+        assert!(!r.asked(10) && !r.asked(12));
     }
 
     #[test]

@@ -272,9 +272,18 @@ fn the_reflector_answers_each_trade_with_its_order() {
         let c = c.clone();
         std::thread::spawn(move || {
             in_netns(&c.trader_ns(), move || {
-                let prog =
-                    XdpProgram::attach(&c.trader_if, MD_PORT, XdpMode::Native, Action::Reflect)
-                        .expect("attach the reflector");
+                let prog = XdpProgram::attach_lines(
+                    &c.trader_if,
+                    MD_PORT,
+                    None,
+                    XdpMode::Native,
+                    Action::Reflect,
+                    userspace::xdp::Load {
+                        order_to: Some(common::lab_order_to(&c)),
+                        ..userspace::xdp::Load::default()
+                    },
+                )
+                .expect("attach the reflector");
                 ready_tx.send(()).unwrap();
                 done_rx.recv_timeout(Duration::from_secs(30)).unwrap();
                 prog.counters().unwrap()

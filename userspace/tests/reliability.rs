@@ -242,7 +242,16 @@ fn malformed_mix(path: TraderPath) {
     );
     let sink = Sink::start(&c);
     let snmp_before = snmp(&c.trader_ns());
-    let mut trader = start_trader(&c, path.as_str(), &trader_json, &["--wait", "block"]);
+    // The feed's source named by address only: `inject frames` sends its lying MoldUDP64
+    // from another port of the exchange's address, and these lies are about framing, not the
+    // source (tests/trust.rs drops them by port).
+    let exchange = c.exchange_ip.to_string();
+    let mut trader = start_trader(
+        &c,
+        path.as_str(),
+        &trader_json,
+        &["--wait", "block", "--feed-source", &exchange],
+    );
     let source = format!("itch:{}", itch_path.display());
     let mut replay = ChildGuard::new(
         replay(&c, &source, &trader_md(&c), &replay_json, &["--rate", "5k"])

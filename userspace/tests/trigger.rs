@@ -187,10 +187,20 @@ fn an_armed_order_fires_once_on_its_tick_at_a_price_in_its_set() {
                     Action::Trigger,
                     Load {
                         trigger_dst: Some((c.trader_mac.octets(), c.trader_ip)),
+                        order_to: Some(common::lab_order_to(&c)),
                         ..Load::default()
                     },
                 )
                 .expect("attach the trigger");
+                // The feed's source pinned (the exchange's address, any port: `inject frames`
+                // sends from a port of its own): until it is, the trigger fires nothing.
+                prog.take_sources()
+                    .expect("the sources map")
+                    .pin(
+                        xdp_common::SOURCE_LINE_A,
+                        &xdp_common::Source::pinned(c.exchange_ip.octets(), [0, 0]),
+                    )
+                    .expect("pin the feed's source");
                 let mut fired = prog.take_fired().expect("the fired ring");
                 let mut arm_map = prog.take_arm().expect("the arm map");
                 // No AF_XDP socket: what the trigger does not fire is passed to the kernel.

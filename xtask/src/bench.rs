@@ -254,10 +254,28 @@ pub(crate) struct Options {
     /// `malformed-stream` knobs): not an option of its own.
     #[arg(skip)]
     pub(crate) malformed_stream: bool,
+    /// A stream of lies at the trader during each run (the matrix's `lie-stream` and
+    /// `spoofed-stream` knobs): not an option of its own.
+    #[arg(skip)]
+    pub(crate) lie_stream: Option<LieStream>,
     /// `trader --xdp-stats` on the XDP and reflect paths (the matrix's `--xdp-stats`).
     #[arg(skip)]
     pub(crate) xdp_stats: bool,
 }
+
+/// Who tells the lies of a matrix's lie stream (`inject lies` at [`LIES_PER_SECOND`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LieStream {
+    /// Another port of the exchange's address: every class of lie, all dropped by the source
+    /// check (in the XDP program, or the loop on the UDP path).
+    Stranger,
+    /// The feed's exact source, spoofed: the classes the feed gate refuses at no cost to the
+    /// trading (far jumps, ends past the feed, empty blocks, heartbeats ahead).
+    Spoofed,
+}
+
+/// Lies a second in a matrix's lie stream.
+pub(crate) const LIES_PER_SECOND: u64 = 1_000;
 
 impl Options {
     /// The defaults of a single benchmark trial (the matrix's and the zero-loss search's):
@@ -292,6 +310,7 @@ impl Options {
             no_setup,
             isolate: false,
             malformed_stream: false,
+            lie_stream: None,
             xdp_stats: false,
         }
     }

@@ -74,6 +74,14 @@ pub(crate) enum Knob {
     /// The log on, with the same stream of malformed frames (AF_XDP only).
     #[value(name = "xdp-log-malformed")]
     XdpLogMalformed,
+    /// 1,000 lies a second from another port of the exchange's address (every class; the
+    /// source check drops them all).
+    #[value(name = "lie-stream")]
+    LieStream,
+    /// 1,000 lies a second with the feed's source spoofed (far jumps, ends past the feed,
+    /// empty blocks, heartbeats ahead: the feed gate refuses them all).
+    #[value(name = "spoofed-stream")]
+    SpoofedStream,
 }
 
 /// Every trader path.
@@ -107,6 +115,8 @@ impl Knob {
             Knob::XdpLog => "xdp-log",
             Knob::MalformedStream => "malformed-stream",
             Knob::XdpLogMalformed => "xdp-log-malformed",
+            Knob::LieStream => "lie-stream",
+            Knob::SpoofedStream => "spoofed-stream",
         }
     }
 
@@ -131,6 +141,10 @@ impl Knob {
             Knob::XdpLogMalformed => {
                 "log on, 1,000 malformed frames/s (≤ 20 logged/s per CPU, rest counted)"
             }
+            Knob::LieStream => "1,000 lies/s from another port (dropped by the source check)",
+            Knob::SpoofedStream => {
+                "1,000 lies/s spoofing the feed's source (refused by the feed gate)"
+            }
         }
     }
 
@@ -151,7 +165,9 @@ impl Knob {
             | Knob::Unpinned
             | Knob::Fifo
             | Knob::Mlock
-            | Knob::Isolate => ALL,
+            | Knob::Isolate
+            | Knob::LieStream
+            | Knob::SpoofedStream => ALL,
         }
     }
 
@@ -194,6 +210,14 @@ impl Knob {
                 o.malformed_stream = true;
                 &["--xdp-log"]
             }
+            Knob::LieStream => {
+                o.lie_stream = Some(bench::LieStream::Stranger);
+                &[]
+            }
+            Knob::SpoofedStream => {
+                o.lie_stream = Some(bench::LieStream::Spoofed);
+                &[]
+            }
         };
         o.trader_args.extend(trader.iter().map(|s| s.to_string()));
         o
@@ -222,7 +246,8 @@ fn parse_selection(s: &str) -> Result<Selection, String> {
 pub(crate) struct Options {
     /// Knobs to run (comma-separated), or `all`. Known: block, busy-poll, unpinned, fifo,
     /// mlock, huge-pages, rx-batch-1, no-need-wakeup, skb, recvmmsg, small-rcvbuf,
-    /// mold-batch-4, isolate, xdp-log, malformed-stream, xdp-log-malformed.
+    /// mold-batch-4, isolate, xdp-log, malformed-stream, xdp-log-malformed, lie-stream,
+    /// spoofed-stream.
     #[arg(long, value_delimiter = ',', default_value = "all", value_parser = parse_selection)]
     pub(crate) knobs: Vec<Selection>,
     /// Paths (comma-separated): xdp, udp, trigger.

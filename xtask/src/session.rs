@@ -18,7 +18,7 @@ use netns::{ChildGuard, Found, Lab, LabConfig, lab};
 use results::{ExchangeIo, Expect, ReplayReport, Source, TraderPath, TraderReport, Wait};
 
 use crate::{
-    bench::Options,
+    bench::{self, LieStream, Options},
     report,
     util::{cargo, exec, exec_until, require_root, shown, target_dir, workspace_root},
 };
@@ -171,6 +171,10 @@ impl Session {
         } else {
             None
         };
+        let _lies = match o.lie_stream {
+            Some(who) => Some(self.lie_stream(o, who, tag)?),
+            None => None,
+        };
         let mut replay = replay_command(in_ns(&lab.exchange_ns(), &self.bins.replay), o, lab, ends);
         replay.args(["--label", tag]);
         run.replay_outputs(&mut replay);
@@ -228,6 +232,54 @@ impl Session {
         let child = c
             .spawn()
             .context("starting the malformed stream (inject frames)")?;
+        Ok(ChildGuard::new(child).with_grace(TERM_GRACE))
+    }
+}
+
+/// The classes of lie each [`LieStream`] tells.
+const STRANGER_KINDS: &str = "ahead,end_ahead,at_next,just_past,empty_block,heartbeat_ahead";
+const SPOOFED_KINDS: &str = "ahead,end_ahead,empty_block,heartbeat_ahead";
+
+impl Session {
+    /// `inject lies` in the exchange namespace, following the feed and sending
+    /// [`bench::LIES_PER_SECOND`] lies a second at the trader for the run's length (its JSON
+    /// beside the run's reports).
+    fn lie_stream(&self, o: &Options, who: LieStream, tag: &str) -> anyhow::Result<ChildGuard> {
+        let lab = self.lab.config();
+        let secs = match (o.count, o.rate.per_sec()) {
+            (Some(n), Some(r)) => n as f64 / r,
+            _ => 10.0,
+        };
+        let kinds = match who {
+            LieStream::Stranger => STRANGER_KINDS,
+            LieStream::Spoofed => SPOOFED_KINDS,
+        };
+        // A round is one lie of each kind, two for a jump or an end.
+        let per_round = kinds.split(',').count() as f64 + 2.0;
+        let rounds = (secs * bench::LIES_PER_SECOND as f64 / per_round)
+            .ceil()
+            .max(1.0) as u64;
+        let feed = feed_source(lab).to_string();
+        let mut c = in_ns(&lab.exchange_ns(), &self.bins.inject);
+        c.args(["lies", "--iface", &lab.exchange_if, "--kinds", kinds])
+            .args([
+                "--target",
+                &SocketAddrV4::new(lab.trader_ip, lab::MD_PORT).to_string(),
+            ])
+            .args(["--feed-source", &feed])
+            .args(["--rate", &bench::LIES_PER_SECOND.to_string()])
+            .args(["--rounds", &rounds.to_string()])
+            .args(["--max-seconds", &(secs.ceil() as u64 + 30).to_string()]);
+        match who {
+            LieStream::Stranger => {
+                c.args(["--via", "udp", "--bind", &format!("{}:0", lab.exchange_ip)])
+            }
+            LieStream::Spoofed => c.args(["--via", "raw", "--spoof", &feed]),
+        };
+        c.arg("--json-out")
+            .arg(self.out.join(format!("{tag}-lies.json")));
+        eprintln!("+ {}", shown(&c));
+        let child = c.spawn().context("starting the lie stream (inject lies)")?;
         Ok(ChildGuard::new(child).with_grace(TERM_GRACE))
     }
 }

@@ -37,6 +37,10 @@ const PACKAGES: &[(&str, &str)] = &[
     ),
     ("sockperf", "the outside reference for kernel-UDP latency"),
     (
+        "tcpdump",
+        "the trust tests capture every order on the exchange's wire",
+    ),
+    (
         "rt-tests",
         "cyclictest, the outside reference for the hotpath wake-up experiment",
     ),

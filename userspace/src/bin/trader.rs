@@ -96,6 +96,16 @@ struct Options {
     /// gaps, acted on at once. A forged jump below it can cost up to this many real ticks.
     #[arg(long, default_value_t = userspace::t2t::DEFAULT_MAX_JUMP)]
     max_jump: u64,
+    /// A jump past --max-jump, or an end of session past the next number, is believed only
+    /// when the stream it leaves has stopped: no packet of the feed in sequence for this long
+    /// (µs) before the packet that confirms it. While the feed flows, two forged packets in
+    /// sequence are never believed.
+    #[arg(long, default_value_t = userspace::t2t::DEFAULT_QUIET_NS / 1_000)]
+    quiet_us: u64,
+    /// The most messages a second the feed can carry: a jump (or a lost tail) is believed only
+    /// if it is no larger than this × the feed's silence before it, + --max-jump.
+    #[arg(long, default_value_t = userspace::t2t::DEFAULT_MAX_RATE)]
+    max_rate: u64,
     /// Ask the exchange's MoldUDP64 re-request server at this address for every gap (e.g.
     /// 198.18.0.1:26402, `replay --retransmit`): paced, at most 3 tries a gap. What comes back
     /// is counted (`recovered_messages`), not traded: the strategy has moved past it.
@@ -362,6 +372,8 @@ fn real_main() -> anyhow::Result<()> {
             session: o.session,
             first_seq: o.first_seq,
             max_jump: o.max_jump,
+            quiet_ns: o.quiet_us.saturating_mul(1_000),
+            max_rate: o.max_rate,
         });
     if o.retransmit_to.is_some() {
         trader = trader.with_recovery();
@@ -854,6 +866,8 @@ fn feed_report(o: &Options, t: &Trader) -> FeedSeen {
         session_pinned: o.session.is_some(),
         first_seq: t.first_seq(),
         max_jump: o.max_jump,
+        quiet_ns: o.quiet_us.saturating_mul(1_000),
+        max_rate: o.max_rate,
         foreign_sessions: foreign
             .iter()
             .map(|(s, packets)| ForeignSession {

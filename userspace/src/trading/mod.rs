@@ -217,6 +217,8 @@ impl<C: Fn() -> u64> PacketHandler for Turn<'_, C> {
         }
         let learning = self.sources.learning(line);
         let taken = self.trader.counters.messages;
+        // When it came: what the feed gate measures the feed's silence by.
+        self.trader.arrived(t_rx);
         let mut sent_any = false;
         let outcome = self
             .trader

@@ -522,7 +522,10 @@ fn finish_runs_once_on_every_exit_and_its_packets_are_traded() {
                 Recv::Nothing => Ok(0),
                 Recv::Error => Err(io::Error::other("device gone")),
                 Recv::EndOfSession => {
-                    handler.on_packet(&self.eos, 0, Sender::Program, 0, &mut Elsewhere);
+                    // Real receive times: an end past the next number is believed when
+                    // repeated after the feed has been silent for the gate's quiet time.
+                    let now = crate::clock::now_ns();
+                    handler.on_packet(&self.eos, 0, Sender::Program, now, &mut Elsewhere);
                     Ok(1)
                 }
             }

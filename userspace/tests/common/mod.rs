@@ -122,6 +122,18 @@ pub(crate) fn start_relay(
     relay
 }
 
+/// The headers the XDP program writes into its own orders in the lab `c`: from the trader to
+/// the exchange's order port (the trader's default gateway).
+pub(crate) fn lab_order_to(c: &LabConfig) -> xdp_common::OrderTo {
+    xdp_common::OrderTo {
+        dst_mac: c.exchange_mac.octets(),
+        src_mac: c.trader_mac.octets(),
+        src_ip: c.trader_ip.octets(),
+        dst_ip: c.exchange_ip.octets(),
+        dst_port: lab::ORDER_PORT.to_be_bytes(),
+    }
+}
+
 /// The trader's market-data address in the lab `c`, as the replay's `--target`.
 pub(crate) fn trader_md(c: &LabConfig) -> String {
     format!("{}:{}", c.trader_ip, lab::MD_PORT)
