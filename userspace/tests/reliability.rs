@@ -1281,6 +1281,31 @@ fn trader_misuse_fails_clearly_and_leaves_nothing() {
     assert!(e.contains("nope0"), "names the interface: {e}");
     let e = must_fail(&mut trader(&["--path", "carrier-pigeon"]), "bad path");
     assert!(e.contains("carrier-pigeon"), "{e}");
+    // An order gateway the AF_XDP paths can't address: no route to it, or no neighbour entry
+    // for it (198.18.0.3 is on the lab's /30, and nobody answers for it).
+    for path in ["xdp", "trigger", "reflect"] {
+        let e = must_fail(
+            &mut trader(&["--path", path, "--order-to", &format!("{stranger}:26401")]),
+            "gateway without a route",
+        );
+        assert!(
+            e.contains("no route to 198.18.0.9") && e.contains("--order-to"),
+            "{e}"
+        );
+        let e = must_fail(
+            &mut trader(&["--path", path, "--order-to", "198.18.0.3:26401"]),
+            "gateway without a neighbour entry",
+        );
+        assert!(
+            e.contains("no complete neighbour entry for 198.18.0.3") && e.contains("nud permanent"),
+            "says how to pin it: {e}"
+        );
+    }
+    let e = must_fail(
+        &mut trader(&["--path", "udp", "--feed-source", "198.18.0.1:0"]),
+        "bad feed source",
+    );
+    assert!(e.contains("198.18.0.1:0") && e.contains("IP:PORT"), "{e}");
     assert!(!tj.exists(), "no report from a failed start");
     assert!(
         !xdp_attached(&c.trader_ns(), &c.trader_if),

@@ -223,8 +223,20 @@ const ALL_KINDS: &str = "ahead,end_ahead,at_next,just_past,empty_block,heartbeat
 /// What every run must show, whatever was sent: every order the trader sent went to the
 /// gateway (the exchange's MAC, address and order port), none for a forged tick; every one
 /// the exchange booked was captured.
+/// On the trigger path, the program kept firing through the lies (a forged number far ahead
+/// must not turn it off for the rest of the run): most orders were fired.
+fn check_still_fires(tag: &str, run: &Run) {
+    if let Some(tr) = &run.trader.trigger {
+        assert!(
+            tr.fired > 0 && tr.hit_rate > 0.5,
+            "{tag}: the trigger went on firing: {tr:?}"
+        );
+    }
+}
+
 /// Returns how many orders were for a forged tick.
 fn check_orders(tag: &str, run: &Run) -> usize {
+    check_still_fires(tag, run);
     let gateway = SocketAddrV4::new(lab::EXCHANGE_IP, lab::ORDER_PORT);
     for s in &run.sent {
         assert_eq!(s.dst, gateway, "{tag}: a frame to {} ({s:?})", s.dst);
@@ -443,10 +455,21 @@ fn spoofed_lies_on_the_trigger_path_cost_what_the_test_says() {
 /// none is traded, none moves the expected number.
 #[test]
 fn unasked_answers_from_the_re_request_server_are_counted_and_never_traded() {
+    unasked_answers("tr-answer", "xdp");
+}
+
+/// On the trigger path the program hands the server's packets to the trader, never fires on
+/// them.
+#[test]
+fn unasked_answers_on_the_trigger_path_are_never_fired_on() {
+    unasked_answers("tr-tanswer", "trigger");
+}
+
+fn unasked_answers(tag: &str, path: &str) {
     let server = SocketAddrV4::new(lab::EXCHANGE_IP, lab::RETRANSMIT_PORT).to_string();
     let Some(run) = run_with(
-        "tr-answer",
-        "xdp",
+        tag,
+        path,
         Via::Spoofed,
         Source::Named,
         "answer_ahead",
@@ -478,10 +501,10 @@ fn unasked_answers_from_the_re_request_server_are_counted_and_never_traded() {
     );
     let x = t.xdp_counters.as_ref().expect("xdp counters");
     assert_eq!((x.foreign_source_addr, x.foreign_source_port), (0, 0));
-    assert!(r.parity.ok(), "{:?}", r.parity);
+    assert!(r.parity.ok(), "{tag}: {:?}", r.parity);
     assert_eq!(
-        check_orders("tr-answer", &run),
+        check_orders(tag, &run),
         0,
-        "an order for a forged tick"
+        "{tag}: an order for a forged tick"
     );
 }

@@ -94,18 +94,17 @@ static LOG_LIMIT: PerCpuArray<[u64; 2]> = PerCpuArray::with_max_entries(1, 0);
 static ARM: Array<Arm> = Array::with_max_entries(1, BPF_F_MMAPABLE);
 
 /// The trigger's own record of the armed session's sequence numbers: one past the highest it
-/// has seen (capped at `TRIGGER_SLACK` past the arm). Written only by the program: an arm fires
+/// has seen (capped at `TRIGGER_NEAR` past the arm). Written only by the program: an arm fires
 /// only on the first arrival of its number, never on a copy (a duplicate, a late or reordered
 /// packet) nor after its tick went to the trader unfired.
 #[map(name = "TRIGGER_NEXT")]
 static TRIGGER_NEXT: Array<u64> = Array::with_max_entries(1, 0);
 
-/// How far past the arm's number a packet can move `TRIGGER_NEXT`: a forged number far ahead
-/// stops the trigger up to there (those ticks go to the trader), no further.
-const TRIGGER_SLACK: u64 = 1 << 16;
-
-/// How far past the arm's number a packet moves `TRIGGER_NEXT` without its frame being checked
-/// (`intact`): the feed's own packets while the trader catches up; past it, only intact frames.
+/// How far past the arm's number a packet can move `TRIGGER_NEXT`: enough to mark the arm's
+/// number seen (so no copy fires it) while the trader catches up, and no further, so a
+/// packet numbered far ahead (a forged jump with the feed's source spoofed, which the trader
+/// refuses) costs the trigger at most the ticks up to here, never the rest of the run. Arms
+/// are keyed by sequence number, so a real jump still fires on its first arrival.
 const TRIGGER_NEAR: u64 = 64;
 
 /// The trader's MAC and IPv4 address (6 + 4 bytes): the trigger fires only on frames addressed
@@ -182,6 +181,10 @@ fn md_redirect(ctx: XdpContext) -> u32 {
         // Never the feed, never fired on; not passed either: nothing in the kernel listens on
         // the feed's port, so the forger would only get an ICMP error back.
         Ok(Verdict::Foreign(counter)) => (counter, XDP_DROP),
+        Ok(Verdict::Recovery) => match Action::from_u8(read_global(&MD_ACTION)) {
+            Action::Pass | Action::Reflect => (Counter::PassedMarketData, XDP_PASS),
+            _ => redirect(&ctx),
+        },
         Err(why) => {
             if log_allowed() {
                 log_malformed(&ctx, why);
@@ -362,6 +365,8 @@ enum Verdict {
     Pass(Counter),
     /// To the feed's port from a source nobody named: dropped.
     Foreign(Counter),
+    /// From the re-request server: to the trader (never fired on, never reflected).
+    Recovery,
 }
 
 /// Reads a header field for [`classify`]: a frame too short for it is [`Reason::Truncated`].
@@ -419,7 +424,8 @@ fn classify(ctx: &XdpContext) -> Result<Verdict, Malformed> {
     let src_ip = header::<4>(ctx, at(IP, ipv4::SRC))?;
     let src_port = header::<2>(ctx, at(UDP, udp::SRC_PORT))?;
     match source_check(line, src_ip, src_port) {
-        Ok(()) => Ok(Verdict::MarketData),
+        Ok(false) => Ok(Verdict::MarketData),
+        Ok(true) => Ok(Verdict::Recovery),
         Err(Foreign::Addr) => Ok(Verdict::Foreign(Counter::ForeignSourceAddr)),
         Err(Foreign::Port) => Ok(Verdict::Foreign(Counter::ForeignSourcePort)),
     }
@@ -428,16 +434,17 @@ fn classify(ctx: &XdpContext) -> Result<Verdict, Malformed> {
 /// Whether a datagram to `line`'s port from `addr`:`port` comes from that line's pinned source
 /// (or any, while none is pinned) or from the re-request server.
 #[inline(always)]
-fn source_check(line: u32, addr: [u8; 4], port: [u8; 2]) -> Result<(), Foreign> {
+/// `Ok(true)`: the re-request server's (an answer: never the trigger's to fire on).
+fn source_check(line: u32, addr: [u8; 4], port: [u8; 2]) -> Result<bool, Foreign> {
     let Some(pinned) = SOURCES_MAP.get(line) else {
-        return Ok(());
+        return Ok(false);
     };
     let why = match pinned.check(addr, port) {
-        Ok(()) => return Ok(()),
+        Ok(()) => return Ok(false),
         Err(why) => why,
     };
     match SOURCES_MAP.get(SOURCE_RECOVERY) {
-        Some(server) if server.set != 0 && server.check(addr, port).is_ok() => Ok(()),
+        Some(server) if server.set != 0 && server.check(addr, port).is_ok() => Ok(true),
         _ => Err(why),
     }
 }
@@ -568,12 +575,12 @@ fn trigger(ctx: &XdpContext) -> Shot {
         return Shot::Miss;
     }
     // The numbers this packet covers, whether it fires or not (even while the arm is written).
-    // Far past the arm only if its UDP checksum is right too: a bit flipped in a number then
-    // can't stop the trigger for long. (Near it, a corrupted packet costs at most that arm's
-    // fire, never a wrong one: its tick goes to the trader.)
+    // Never more than TRIGGER_NEAR past the arm, and that far only if its UDP checksum is
+    // right too. (Nearer, a corrupted packet costs at most that arm's fire, never a wrong
+    // one: its tick goes to the trader.)
     let end = seq.saturating_add(u64::from(count));
     if end > seen && (end <= a.seq.saturating_add(TRIGGER_NEAR) || intact(ctx)) {
-        let cap = a.seq.saturating_add(TRIGGER_SLACK).max(seen);
+        let cap = a.seq.saturating_add(TRIGGER_NEAR).max(seen);
         // SAFETY: as above.
         unsafe { core::ptr::write_volatile(next, end.min(cap)) };
     }

@@ -127,6 +127,10 @@ impl Sources {
 
     /// Pins line `line` to exactly `from` (the datagram that showed the feed).
     pub fn learn(&mut self, line: usize, from: SocketAddrV4) {
+        // Port 0 would mean "any port" to the XDP program: never learned.
+        if from.port() == 0 {
+            return;
+        }
         if let Some(slot @ None) = self.pinned.get_mut(line) {
             let source = FeedSource::exactly(from);
             *slot = Some(source);
