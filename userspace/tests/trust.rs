@@ -369,8 +369,6 @@ fn another_address_on_the_trigger_path_learned_never_fires() {
 /// - `ahead` (two packets in sequence 100,000 past the feed): held and refused while the feed
 ///   flows (the jump is larger than the feed could have produced in its silence): 2 suspects
 ///   a round, one refused jump; nothing traded, the expected number stays with the feed.
-/// - `end_ahead` (two ends of session 3 past): never believed while the feed flows: 2
-///   suspects a round; the run ends at the real end.
 /// - `empty_block`: malformed framing, no number consumed; `heartbeat_ahead`: a heartbeat,
 ///   moves nothing.
 /// - `at_next` and `just_past` (ticks at 99,999.0000 numbered at and one past the feed's next
@@ -383,14 +381,18 @@ fn another_address_on_the_trigger_path_learned_never_fires() {
 ///   no longer holds (the live orders left the batch's path). What would tell them apart is
 ///   not in the packet: the other line of an A/B feed, the exchange's recovery, a private line.
 fn spoofed(tag: &str, path: &str) {
-    let Some(run) = run(tag, path, Via::Spoofed, Source::Named, ALL_KINDS) else {
+    // Not `end_ahead`: spoofed, it races the feed (if three real messages leave between the
+    // forger's reading and its second end, that end is at the next number and ends the run:
+    // the README says so); trader-core's unit tests cover it deterministically.
+    let kinds = "ahead,at_next,just_past,empty_block,heartbeat_ahead";
+    let Some(run) = run(tag, path, Via::Spoofed, Source::Named, kinds) else {
         return;
     };
     let (t, lies) = (&run.trader, &run.lies);
     let rounds = u64::from(ROUNDS);
     assert_eq!(
         lies.totals.packets - lies.totals.refused,
-        rounds * 8,
+        rounds * 6,
         "{tag}: {lies:?}"
     );
     let k = &t.counters;
@@ -407,8 +409,8 @@ fn spoofed(tag: &str, path: &str) {
             k.malformed_framing,
             k.heartbeats
         ),
-        (4 * rounds, rounds, 0, rounds, rounds),
-        "{tag}: far jumps and ends refused, empty blocks and heartbeats moved nothing: {k:?}"
+        (2 * rounds, rounds, 0, rounds, rounds),
+        "{tag}: far jumps refused, empty blocks and heartbeats moved nothing: {k:?}"
     );
     assert_eq!(
         t.end,

@@ -270,7 +270,7 @@ pub(crate) enum LieStream {
     /// check (in the XDP program, or the loop on the UDP path).
     Stranger,
     /// The feed's exact source, spoofed: the classes the feed gate refuses at no cost to the
-    /// trading (far jumps, ends past the feed, empty blocks, heartbeats ahead).
+    /// trading (far jumps, empty blocks, heartbeats ahead).
     Spoofed,
 }
 

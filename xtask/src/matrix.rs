@@ -78,8 +78,8 @@ pub(crate) enum Knob {
     /// source check drops them all).
     #[value(name = "lie-stream")]
     LieStream,
-    /// 1,000 lies a second with the feed's source spoofed (far jumps, ends past the feed,
-    /// empty blocks, heartbeats ahead: the feed gate refuses them all).
+    /// 1,000 lies a second with the feed's source spoofed (far jumps, empty blocks,
+    /// heartbeats ahead: the feed gate refuses them all).
     #[value(name = "spoofed-stream")]
     SpoofedStream,
 }

@@ -238,7 +238,7 @@ impl Session {
 
 /// The classes of lie each [`LieStream`] tells.
 const STRANGER_KINDS: &str = "ahead,end_ahead,at_next,just_past,empty_block,heartbeat_ahead";
-const SPOOFED_KINDS: &str = "ahead,end_ahead,empty_block,heartbeat_ahead";
+const SPOOFED_KINDS: &str = "ahead,empty_block,heartbeat_ahead";
 
 impl Session {
     /// `inject lies` in the exchange namespace, following the feed and sending
@@ -255,7 +255,11 @@ impl Session {
             LieStream::Spoofed => SPOOFED_KINDS,
         };
         // A round is one lie of each kind, two for a jump or an end.
-        let per_round = kinds.split(',').count() as f64 + 2.0;
+        let doubles = kinds
+            .split(',')
+            .filter(|k| *k == "ahead" || *k == "end_ahead")
+            .count();
+        let per_round = (kinds.split(',').count() + doubles) as f64;
         let rounds = (secs * bench::LIES_PER_SECOND as f64 / per_round)
             .ceil()
             .max(1.0) as u64;
