@@ -46,7 +46,8 @@ pub mod lab {
 
     /// The market-data UDP port (the XDP program redirects exactly this one).
     pub const MD_PORT: u16 = 26400;
-    /// The UDP port orders go to, on the exchange side (the XDP reflector's replies too).
+    /// The UDP port orders go to, on the exchange side: the trader's default gateway
+    /// (`trader --order-to`), the XDP program's own orders included.
     pub const ORDER_PORT: u16 = xdp_common::ORDER_PORT;
     /// The UDP port the replay serves MoldUDP64 re-requests on (`replay --retransmit`), on the
     /// exchange side.

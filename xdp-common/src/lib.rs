@@ -176,8 +176,9 @@ pub const PROG_NAME: &str = "md_redirect";
 /// what the reflector's order-shaped reply carries.
 pub const LOT: u32 = 100;
 
-/// The exchange's order port in the lab (`netns::lab::ORDER_PORT` is this): where the
-/// reflector sends its order-shaped replies, as the trader sends its orders.
+/// The exchange's order port in the lab (`netns::lab::ORDER_PORT` is this): the trader's
+/// default order gateway's port (the program's own orders go to whatever gateway userspace
+/// configures, [`OrderTo`]).
 pub const ORDER_PORT: u16 = 26401;
 
 /// Entries in the XSKMAP: one per RX queue the program may see.
@@ -191,8 +192,8 @@ pub enum Action {
     Redirect = 0,
     /// Pass to the kernel stack (the kernel-UDP path still sees the program's counters).
     Pass = 1,
-    /// The lab's floor: turn the tick into an order-shaped reply in the driver and send it
-    /// back with `XDP_TX` (no userspace at all).
+    /// The lab's floor: turn the tick into an order in the driver, addressed to the
+    /// configured gateway ([`OrderTo`]), and send it with `XDP_TX` (no userspace at all).
     Reflect = 2,
     /// As [`Action::Redirect`], with the frame's arrival time appended first: a
     /// [`STAMP_LEN`]-byte trailer ([`STAMP_MAGIC`], then `bpf_ktime_get_ns()` as a
@@ -200,8 +201,8 @@ pub enum Action {
     /// whose measurement must not wait for its own loop to read the frame.
     RedirectStamped = 3,
     /// The pre-armed trigger: a single-trade MoldUDP64 packet of the armed session and
-    /// sequence number whose price is in the armed set is rewritten into the armed order and
-    /// sent back with `XDP_TX`, the arm consumed and a [`Fired`] record written to
+    /// sequence number whose price is in the armed set is rewritten into the armed order to
+    /// the configured gateway and sent with `XDP_TX`, the arm consumed and a [`Fired`] record written to
     /// [`MAP_FIRED`]; every other market-data frame is redirected as [`Action::Redirect`].
     Trigger = 4,
 }
@@ -387,7 +388,7 @@ pub enum Counter {
     /// Frames too short for the headers they claim, or with impossible header fields (IHL < 5,
     /// total length shorter than the headers, UDP length < 8); passed for the kernel to drop.
     Malformed,
-    /// Market-data frames turned into an order and sent back (`Action::Reflect`).
+    /// Market-data frames turned into an order to the gateway and sent (`Action::Reflect`).
     Reflected,
     /// Market-data frames the reflector could not turn into an order (not a single ITCH
     /// trade, or the tail adjustment failed); passed.

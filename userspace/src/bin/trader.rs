@@ -2,8 +2,8 @@
 //! (`--path udp`). Same decode, same engine, same encode, same loop on both
 //! ([`userspace::trading::run`]); only the I/O differs. `--path trigger` is the AF_XDP path with
 //! the decision in the driver: the trader arms the XDP program with the next tick's order and
-//! the program fires it. `--path reflect` runs no trader at all: the XDP program answers each
-//! tick itself (the lab's floor).
+//! the program fires it. `--path reflect` runs no trader at all: the XDP program turns each
+//! tick into an order to the gateway itself (the lab's floor).
 use std::{
     net::{Ipv4Addr, SocketAddrV4, UdpSocket},
     os::fd::AsRawFd as _,

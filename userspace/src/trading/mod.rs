@@ -106,7 +106,7 @@ pub trait TraderIo {
         let _ = ms;
     }
 
-    /// Hands `f` a sink for orders to the last feed packet's sender, outside a receive: for packets
+    /// Hands `f` a sink for orders to the order gateway, outside a receive: for packets
     /// an A/B feed held for the other line whose wait ran out with no packet to carry them.
     /// The default has none (`f` is not called).
     fn with_sink(&mut self, f: &mut dyn FnMut(&mut dyn OrderSink)) {

@@ -337,11 +337,11 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for TriggerIo<BLOCK, BUS
         self.xdp.send_request(to, payload)
     }
 
-    /// Arms the next tick (or disarms, if it can't be armed and an arm may still fire).
     fn pin_source(&mut self, line: usize, source: FeedSource) {
         self.xdp.pin_source(line, source);
     }
 
+    /// Arms the next tick (or disarms, if it can't be armed and an arm may still fire).
     fn after_turn(&mut self, trader: &mut Trader) {
         let t0 = now_ns();
         let next = trader.next_arm();

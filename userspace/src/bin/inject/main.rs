@@ -156,7 +156,7 @@ struct RelayOptions {
     /// Exit after this many seconds without a packet.
     #[arg(long, default_value_t = 20)]
     idle_exit: u64,
-    /// Where the trader's orders come in (point its `--order-port` here). They go on to
+    /// Where the trader's orders come in (point its `--order-to` here). They go on to
     /// `--orders-to` unharmed, from the `--listen` socket: the replay's socket is connected
     /// to the address it sends to, so it takes datagrams from that address only.
     #[arg(long)]
