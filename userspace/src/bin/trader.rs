@@ -73,7 +73,8 @@ struct Options {
     /// learned with the session when the feed is confirmed, and pinned from then on.
     #[arg(long)]
     feed_source: Option<FeedSource>,
-    /// Line B's source, as --feed-source is line A's.
+    /// Line B's source, as --feed-source is line A's (default, when --feed-source is given:
+    /// line A's address, any port).
     #[arg(long, requires = "port_b")]
     feed_source_b: Option<FeedSource>,
     /// Strategy length n (HMA(n) against HMA3(n)).
@@ -211,6 +212,19 @@ impl Options {
         self.iface.as_deref().unwrap_or(lab::TRADER_IF)
     }
 
+    /// Line B's source: --feed-source-b, or, with --port-b and only line A named, line A's
+    /// address on any port (line B's copies are duplicates of line A's, so it might never be
+    /// learned, and an unpinned line would take anyone's datagrams).
+    fn line_b_source(&self) -> Option<FeedSource> {
+        self.feed_source_b.or_else(|| {
+            self.port_b?;
+            self.feed_source.map(|a| FeedSource {
+                ip: a.ip,
+                port: None,
+            })
+        })
+    }
+
     /// The loop never sleeps on purpose (a spinning trader; the reflector always waits).
     fn spins(&self) -> bool {
         self.wait == Wait::Spin && self.path != TraderPath::Reflect
@@ -238,7 +252,7 @@ impl Options {
             idle_exit: (self.idle_exit > 0).then(|| Duration::from_secs(self.idle_exit)),
             spinning: self.spins(),
             retransmit_to: self.retransmit_to,
-            sources: [self.feed_source, self.feed_source_b],
+            sources: [self.feed_source, self.line_b_source()],
         }
     }
 }
@@ -598,7 +612,7 @@ fn pin_sources(o: &Options, prog: &mut XdpProgram) -> anyhow::Result<userspace::
     let mut map = prog.take_sources()?;
     let named = [
         (xdp_common::SOURCE_LINE_A, o.feed_source),
-        (xdp_common::SOURCE_LINE_B, o.feed_source_b),
+        (xdp_common::SOURCE_LINE_B, o.line_b_source()),
         (
             xdp_common::SOURCE_RECOVERY,
             o.retransmit_to.map(FeedSource::exactly),
