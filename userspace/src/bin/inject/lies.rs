@@ -11,11 +11,9 @@
 //! believed none of it would have done.
 use std::{
     collections::{BTreeMap, HashMap, VecDeque},
-    fmt,
     io::Write as _,
     net::{Ipv4Addr, SocketAddrV4, UdpSocket},
     path::PathBuf,
-    str::FromStr,
     time::{Duration, Instant},
 };
 
@@ -117,43 +115,8 @@ impl Via {
     }
 }
 
-/// The feed's source: an IPv4 address, and a UDP port if one is given.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct FeedSource {
-    pub(crate) ip: Ipv4Addr,
-    pub(crate) port: Option<u16>,
-}
-
-impl FeedSource {
-    /// Whether a datagram from `src` is the feed's.
-    fn matches(&self, src: SocketAddrV4) -> bool {
-        *src.ip() == self.ip && self.port.is_none_or(|p| p == src.port())
-    }
-}
-
-impl fmt::Display for FeedSource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.port {
-            Some(p) => write!(f, "{}:{p}", self.ip),
-            None => write!(f, "{}", self.ip),
-        }
-    }
-}
-
-impl FromStr for FeedSource {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        if let Ok(a) = s.parse::<SocketAddrV4>() {
-            return Ok(FeedSource {
-                ip: *a.ip(),
-                port: Some(a.port()),
-            });
-        }
-        s.parse::<Ipv4Addr>()
-            .map(|ip| FeedSource { ip, port: None })
-            .map_err(|_| format!("{s:?} is not IP or IP:PORT (IPv4), e.g. 198.18.0.1:26401"))
-    }
-}
+/// The feed's source: the trader's own type, so the two parse and check alike.
+pub(crate) use userspace::trading::FeedSource;
 
 /// `--price`: dollars with up to four decimals, as a Price(4).
 pub(crate) fn parse_price(s: &str) -> Result<Price4, String> {
@@ -402,7 +365,10 @@ impl FeedState {
         let Ok(d) = frame::parse_udp(f, self.target.port()) else {
             return false;
         };
-        if d.dst != self.target || !self.source.matches(d.src) || self.ours.contains(d.payload) {
+        if d.dst != self.target
+            || self.source.check(d.src).is_err()
+            || self.ours.contains(d.payload)
+        {
             return false;
         }
         let Ok(p) = Packet::new_checked(d.payload) else {
