@@ -216,7 +216,7 @@ impl<C: Fn() -> u64> PacketHandler for Turn<'_, C> {
             return;
         }
         let learning = self.sources.learning(line);
-        let taken = self.trader.counters.messages;
+        let taken = feed_messages(self.trader);
         // When it came: what the feed gate measures the feed's silence by.
         self.trader.arrived(t_rx);
         let mut sent_any = false;
@@ -248,15 +248,26 @@ impl<C: Fn() -> u64> PacketHandler for Turn<'_, C> {
     }
 }
 
+/// Messages of the confirmed feed the trader has seen: taken, late or copies (what learning a
+/// line's source waits for; heartbeats and numbers from before the join don't count).
+#[inline]
+fn feed_messages(trader: &Trader) -> u64 {
+    let c = &trader.counters;
+    c.messages
+        .wrapping_add(c.duplicate_messages)
+        .wrapping_add(c.late_messages)
+}
+
 impl<C> Turn<'_, C> {
     /// A line whose source is still to learn: once the trader has confirmed its feed, the
-    /// first packet on that line that brings it new messages names the source, pinned from
-    /// then on.
+    /// first packet on that line that carries the feed's messages (new ones, or copies of
+    /// numbers the feed already brought: line B of an A/B feed is mostly those) names the
+    /// source, pinned from then on.
     #[cold]
     fn learn(&mut self, line: usize, sender: Sender, taken_before: u64) {
         if let Sender::Datagram(from) = sender
             && self.trader.session().is_some()
-            && self.trader.counters.messages > taken_before
+            && feed_messages(self.trader) > taken_before
         {
             self.sources.learn(line, from);
         }

@@ -54,6 +54,8 @@ struct FakeIo<const QUEUE: bool> {
     senders: VecDeque<SocketAddrV4>,
     /// Sources the loop pinned, as it told the I/O.
     pins: Vec<(usize, FeedSource)>,
+    /// The line each incoming packet arrives on, in turn; line A once it runs out.
+    lines: VecDeque<usize>,
 }
 
 /// The feed's source in these tests.
@@ -107,7 +109,11 @@ impl<const QUEUE: bool> TraderIo for FakeIo<QUEUE> {
             let (p, line, from) = match self.answers.pop_front() {
                 Some(a) => (a, crate::t2t::lines::RECOVERY, retransmit_server()),
                 None => match (self.incoming.pop_front(), &self.endless) {
-                    (Some(p), _) => (p, 0, self.senders.pop_front().unwrap_or(FEED)),
+                    (Some(p), _) => (
+                        p,
+                        self.lines.pop_front().unwrap_or(0),
+                        self.senders.pop_front().unwrap_or(FEED),
+                    ),
                     (None, Some(e)) => (e.clone(), 0, FEED),
                     (None, None) => break,
                 },
@@ -860,4 +866,57 @@ fn datagrams_from_a_source_nobody_named_are_counted_and_never_read() {
         };
         assert_eq!(io.pins, pins, "learned once, told to the I/O once");
     }
+}
+
+/// Line B of an A/B feed, learning its source: its copies come after line A's (every message
+/// a duplicate by then), and still name line B's source: pinned, told to the I/O, and from
+/// then on a stranger on line B is counted and never read.
+#[test]
+fn line_b_learns_its_source_from_copies_of_what_line_a_brought() {
+    let (packets, prices) = feed(40);
+    let line_b = SocketAddrV4::new(*FEED.ip(), 26405);
+    let stranger = SocketAddrV4::new(Ipv4Addr::new(198, 18, 0, 5), 26405);
+    let mut incoming = VecDeque::new();
+    let mut senders = VecDeque::new();
+    let mut lines = VecDeque::new();
+    for (i, p) in packets.iter().enumerate() {
+        incoming.push_back(p.clone());
+        senders.push_back(FEED);
+        lines.push_back(0);
+        if i < 5 {
+            // Line B's copy, after line A's.
+            incoming.push_back(p.clone());
+            senders.push_back(line_b);
+            lines.push_back(1);
+        } else if i < 25 {
+            // Once both are pinned, a stranger on line B, ahead of the real copy.
+            incoming.push_back(forged(&packets[i + 1]));
+            senders.push_back(stranger);
+            lines.push_back(1);
+        }
+    }
+    let mut io = FakeIo::<false> {
+        incoming,
+        senders,
+        lines,
+        ..FakeIo::default()
+    };
+    let mut t = trader().with_lines(2_000_000);
+    let mut h = Latency::new();
+    let cfg = LoopConfig {
+        sources: [Some(FeedSource::exactly(FEED)), None],
+        ..config(1)
+    };
+    let end = run(&mut io, &mut t, &mut h, cfg, &AtomicBool::new(false)).unwrap();
+    assert_eq!(end.reason, EndReason::EndOfSession);
+    assert_eq!(io.pins, vec![(1, FeedSource::exactly(line_b))]);
+    let c = t.counters;
+    assert_eq!((c.foreign_source_addr, c.foreign_source_port), (20, 0), "{c:?}");
+    assert!(io.sent.iter().all(|o| o.price.0 != 999_990_000));
+    let got: Vec<(u64, bool)> = io
+        .sent
+        .iter()
+        .map(|o| (o.tick_seq, o.side == wire::order::Side::Buy))
+        .collect();
+    assert_eq!(got, expected(&prices));
 }
