@@ -391,7 +391,8 @@ pub enum Counter {
     /// Market-data frames turned into an order to the gateway and sent (`Action::Reflect`).
     Reflected,
     /// Market-data frames the reflector could not turn into an order (not a single ITCH
-    /// trade, or the tail adjustment failed); passed.
+    /// trade, or the tail adjustment failed): passed. Also the trigger's armed tick whose
+    /// order could not be written: dropped (the frame may be half rewritten).
     ReflectFailed,
     /// Log records written (only with the `XDP_LOG` global on).
     Logged,

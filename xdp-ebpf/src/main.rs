@@ -160,7 +160,10 @@ fn md_redirect(ctx: XdpContext) -> u32 {
                     count(Counter::TriggerArmBusy);
                     redirect(&ctx)
                 }
-                Shot::Failed => (Counter::ReflectFailed, XDP_PASS),
+                // The frame may be half rewritten (addressed to the gateway, say): neither an
+                // order nor the tick any more, so it goes nowhere. The trader sees the tick
+                // missing and asks for it again.
+                Shot::Failed => (Counter::ReflectFailed, XDP_DROP),
             },
             Action::Reflect => match reflect(&ctx) {
                 Ok(()) => (Counter::Reflected, XDP_TX),
@@ -505,7 +508,8 @@ enum Shot {
     /// The arm was being written when the packet came (its generation odd or changing): the
     /// packet goes to the trader.
     Busy,
-    /// Armed and matched, but the frame could not be rewritten (the arm is consumed).
+    /// Armed and matched, but the frame could not be rewritten (the arm stays; the mark is past
+    /// its number, so no copy fires it): dropped and counted.
     Failed,
 }
 
@@ -612,9 +616,16 @@ fn trigger(ctx: &XdpContext) -> Shot {
         return Shot::Failed;
     }
     // Consumed once its order is written; a second copy of the tick can't fire again anyway
-    // (the mark moved past its number above).
-    // SAFETY: as above; one byte.
-    unsafe { core::ptr::write_volatile(core::ptr::addr_of_mut!((*arm).armed), 0) };
+    // (the mark moved past its number above). Only the arm this run read: if the trader wrote
+    // another since (the generation moved), that one stays. (Between this read and the store
+    // the window is a few instructions; losing it clears a newer arm, so that tick goes to the
+    // trader: a fire missed, never a wrong one.)
+    // SAFETY: as above; one byte, after one aligned read.
+    unsafe {
+        if core::ptr::read_volatile(core::ptr::addr_of!((*arm).generation)) == g1 {
+            core::ptr::write_volatile(core::ptr::addr_of_mut!((*arm).armed), 0);
+        }
+    }
     Shot::Fired(Fired {
         seq: a.seq,
         token: a.token,
