@@ -131,8 +131,23 @@ impl Capture {
 
 /// The feed on `path` with `kinds` of lies sent `via`; the trader told its source or not.
 fn run(tag: &str, path: &str, via: Via, source: Source, kinds: &str) -> Option<Run> {
-    run_with(tag, path, via, source, kinds, &[], &[])
+    run_with(tag, path, via, source, kinds, &Extra::default())
 }
+
+/// What a run adds to the plain one.
+#[derive(Default)]
+struct Extra<'a> {
+    /// More trader options.
+    trader: &'a [&'a str],
+    /// More `inject lies` options.
+    lies: &'a [&'a str],
+    /// An A/B feed: line B on [`LINE_B_PORT`] from the replay's line B port, and the lies
+    /// at line B (its source named exactly when the run names line A's).
+    ab: bool,
+}
+
+/// Line B's port on the trader, in the A/B runs.
+const LINE_B_PORT: u16 = lab::MD_PORT + 3;
 
 /// [`run`] with more options for the trader and for `inject lies`.
 fn run_with(
@@ -141,8 +156,7 @@ fn run_with(
     via: Via,
     source: Source,
     kinds: &str,
-    trader_extra: &[&str],
-    lies_extra: &[&str],
+    extra: &Extra<'_>,
 ) -> Option<Run> {
     let lab = lab_or_skip(tag)?;
     let c = lab.config().clone();
@@ -174,15 +188,29 @@ fn run_with(
     if source == Source::Named {
         args.extend(["--feed-source", &feed_arg]);
     }
-    args.extend(trader_extra);
+    let line_b_port = LINE_B_PORT.to_string();
+    let feed_b = SocketAddrV4::new(c.exchange_ip, lab::FEED_SOURCE_PORT_B).to_string();
+    let line_b = SocketAddrV4::new(c.trader_ip, LINE_B_PORT).to_string();
+    if extra.ab {
+        args.extend(["--port-b", &line_b_port, "--ab-wait-us", "50000"]);
+        if source == Source::Named {
+            args.extend(["--feed-source-b", &feed_b]);
+        }
+    }
+    args.extend(extra.trader);
+    let target = if extra.ab {
+        line_b.clone()
+    } else {
+        common::trader_md(&c)
+    };
     let mut trader = start_trader(&c, path, &trader_json, &args);
     let mut lies = in_ns(&ex, env!("CARGO_BIN_EXE_inject"));
     lies.args(["lies", "--iface", &c.exchange_if, "--kinds", kinds])
-        .args(["--target", &common::trader_md(&c)])
-        .args(["--feed-source", &feed_arg])
+        .args(["--target", &target])
+        .args(["--feed-source", if extra.ab { &feed_b } else { &feed_arg }])
         .args(["--rounds", &ROUNDS.to_string(), "--interval-us", "20000"])
         .args(["--price", &format!("{:.4}", f64::from(FORGED_PRICE) / 1e4)])
-        .args(lies_extra)
+        .args(extra.lies)
         .arg("--json-out")
         .arg(&lies_json);
     match via {
@@ -198,6 +226,9 @@ fn run_with(
         &replay_json,
     );
     replay.args(["--rate", "20k"]);
+    if extra.ab {
+        replay.args(["--target-b", &line_b]);
+    }
     if path == "trigger" {
         // XDP_TX into a veth needs a program on the receiving end.
         replay.args(["--xdp-pass-on", &c.exchange_if]);
@@ -475,8 +506,11 @@ fn unasked_answers(tag: &str, path: &str) {
         Via::Spoofed,
         Source::Named,
         "answer_ahead",
-        &["--retransmit-to", &server],
-        &["--answer-from", &server],
+        &Extra {
+            trader: &["--retransmit-to", &server],
+            lies: &["--answer-from", &server],
+            ab: false,
+        },
     ) else {
         return;
     };
@@ -509,4 +543,79 @@ fn unasked_answers(tag: &str, path: &str) {
         0,
         "{tag}: an order for a forged tick"
     );
+}
+
+/// Line B of an A/B feed, a stranger from another port of the exchange's address sending it
+/// every class of lie: named (`--feed-source-b`), the XDP program drops each; learned, line B's
+/// source is pinned from its first copy of the feed (copies of what line A already brought) and
+/// the loop drops each. Every real tick traded once (line B's copies are duplicates, or line
+/// A's when B's came first), nothing of the lies read on either line, parity exact.
+fn stranger_on_line_b(tag: &str, path: &str, source: Source) {
+    let extra = Extra {
+        ab: true,
+        ..Extra::default()
+    };
+    let Some(run) = run_with(tag, path, Via::OtherPort, source, ALL_KINDS, &extra) else {
+        return;
+    };
+    let (t, r, lies) = (&run.trader, &run.replay, &run.lies);
+    let sent = lies.totals.packets - lies.totals.refused;
+    assert_eq!(sent, u64::from(ROUNDS) * 8, "{tag}: {lies:?}");
+    let k = &t.counters;
+    let in_program = t
+        .xdp_counters
+        .as_ref()
+        .map_or(0, |x| x.foreign_source_addr + x.foreign_source_port);
+    assert_eq!(
+        (k.foreign_source_port + in_program, k.foreign_source_addr),
+        (sent, 0),
+        "{tag}: every lie dropped by port, in the program or the loop: {k:?} {:?}",
+        t.xdp_counters
+    );
+    if source == Source::Named && path != "udp" {
+        assert_eq!(in_program, sent, "{tag}: named, the program drops them all");
+    }
+    assert_eq!(
+        (
+            k.ticks,
+            k.gap_messages,
+            k.late_messages,
+            k.duplicate_messages
+        ),
+        (TICKS, 0, 0, TICKS),
+        "{tag}: every real tick traded once, its other copy a duplicate: {k:?}"
+    );
+    assert_eq!(
+        (
+            k.suspect_sequence,
+            k.malformed_framing,
+            k.heartbeats,
+            k.wrong_session
+        ),
+        (0, 0, 0, 0),
+        "{tag}: no lie was read: {k:?}"
+    );
+    let lines = &t.feed.lines;
+    assert_eq!(lines.len(), 2, "{tag}: {:?}", t.feed);
+    assert_eq!(
+        (lines[0].received_messages, lines[1].received_messages),
+        (TICKS, TICKS),
+        "{tag}: each line read the feed's copies and nothing else: {lines:?}"
+    );
+    assert!(r.parity.ok(), "{tag}: {:?}", r.parity);
+    assert_eq!(
+        check_orders(tag, &run),
+        0,
+        "{tag}: an order for a forged tick"
+    );
+}
+
+#[test]
+fn a_stranger_on_line_b_of_the_xdp_path_is_dropped_in_the_driver() {
+    stranger_on_line_b("tr-xab", "xdp", Source::Named);
+}
+
+#[test]
+fn a_stranger_on_line_b_of_the_udp_path_is_dropped_once_line_b_is_learned() {
+    stranger_on_line_b("tr-uab", "udp", Source::Learned);
 }

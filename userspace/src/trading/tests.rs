@@ -911,7 +911,11 @@ fn line_b_learns_its_source_from_copies_of_what_line_a_brought() {
     assert_eq!(end.reason, EndReason::EndOfSession);
     assert_eq!(io.pins, vec![(1, FeedSource::exactly(line_b))]);
     let c = t.counters;
-    assert_eq!((c.foreign_source_addr, c.foreign_source_port), (20, 0), "{c:?}");
+    assert_eq!(
+        (c.foreign_source_addr, c.foreign_source_port),
+        (20, 0),
+        "{c:?}"
+    );
     assert!(io.sent.iter().all(|o| o.price.0 != 999_990_000));
     let got: Vec<(u64, bool)> = io
         .sent
