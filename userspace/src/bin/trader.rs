@@ -753,7 +753,9 @@ fn run_udp(
 }
 
 /// The reflector: attach in reflect mode and wait. The end-of-session packet is not a trade,
-/// so the program passes it to the kernel, where a UDP socket on the feed port sees it.
+/// so the program passes it to the kernel, where a UDP socket on the feed port sees it. The
+/// reflector never learns a source (it reads no feed): name it (`--feed-source`, as the bench
+/// does), or the program reflects, and the socket takes an end of session from, anyone.
 fn run_reflect(o: &Options, stop: &AtomicBool) -> anyhow::Result<PathEnd> {
     let gateway = gateway(o)?;
     let mut prog = attach(o, None, Action::Reflect, &gateway)
@@ -772,7 +774,10 @@ fn run_reflect(o: &Options, stop: &AtomicBool) -> anyhow::Result<PathEnd> {
         if process::stopped(stop) {
             break EndReason::Stopped;
         }
-        if let Ok(n) = sock.recv(&mut buf)
+        // Only the named feed ends the run (the program passes nothing else to this port once
+        // a source is pinned; without --feed-source, nothing is pinned and anyone can).
+        if let Ok((n, std::net::SocketAddr::V4(from))) = sock.recv_from(&mut buf)
+            && o.feed_source.is_none_or(|s| s.check(from).is_ok())
             && wire::moldudp64::Packet::new_checked(&buf[..n]).is_ok_and(|p| p.is_end_of_session())
         {
             break EndReason::EndOfSession;
