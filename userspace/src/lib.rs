@@ -22,6 +22,7 @@ pub mod sockopt;
 /// The tick-to-trade core, a crate of its own so the PGO experiment can build it alone.
 pub use trader_core as t2t;
 pub use trader_core::stats;
+pub mod trader;
 pub mod trading;
 pub mod xdp;
 #[expect(

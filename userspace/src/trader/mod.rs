@@ -1,0 +1,226 @@
+//! The trader program: market data in, orders out, over AF_XDP (`--path xdp`) or a kernel UDP
+//! socket (`--path udp`). Same decode, same engine, same encode, same loop on both
+//! ([`crate::trading::run`]); only the I/O differs. `--path trigger` is the AF_XDP path with
+//! the decision in the driver: the trader arms the XDP program with the next tick's order and
+//! the program fires it. `--path reflect` runs no trader at all: the XDP program turns each
+//! tick into an order to the gateway itself (the lab's floor).
+//!
+//! [`Options`] are the command line (the `trader` binary parses them and calls [`run`]);
+//! `io` sets up each path's sockets and XDP program.
+use anyhow::bail;
+use results::{
+    FeedSeen, ForeignSession, FrameCounts, TraderPath, TraderReport, TriggerReport, XdpCounters,
+    XdpProgramStats, XskStats,
+};
+use wire::{itch::Stock, moldudp64::Session};
+
+use crate::{
+    cli, host, process,
+    stats::Latency,
+    t2t::{FeedRules, Trader},
+    trading::LoopEnd,
+};
+
+mod io;
+mod options;
+
+pub use options::{Options, Queues};
+
+/// What a path's run leaves for the report, besides the trader's own counts.
+pub(crate) struct PathEnd {
+    pub(crate) end: LoopEnd,
+    pub(crate) frames_not_ours: FrameCounts,
+    /// Feed frames taken per RX queue (XDP path).
+    pub(crate) rx_queue_frames: Vec<u64>,
+    pub(crate) xdp_counters: Option<XdpCounters>,
+    pub(crate) xdp_program: Option<XdpProgramStats>,
+    pub(crate) xsk_stats: Option<XskStats>,
+    pub(crate) rss_start_kib: u64,
+    /// The trigger path's arms and checks.
+    pub(crate) trigger: Option<TriggerReport>,
+}
+
+/// Runs the trader as `o` says: checks, sets up the path, trades until the session ends, the
+/// feed goes idle or a signal comes, then writes the report.
+pub fn run(mut o: Options) -> anyhow::Result<()> {
+    let stop = process::stop_flag()?;
+    for (what, path) in [("--stats-out", &o.stats_out), ("--hgrm-out", &o.hgrm_out)] {
+        if let Some(p) = path {
+            cli::check_writable(what, p)?;
+        }
+    }
+    // Before pinning: where housekeeping threads (the XDP log reader) may go.
+    o.housekeeping = affinity::allowed_cpus().unwrap_or_default();
+    let o = o;
+    if let Some(cpu) = o.cpu {
+        process::pin_to_cpu(cpu)?;
+    }
+    if let Some(prio) = o.fifo {
+        process::set_fifo(prio)?;
+    }
+    let params = engine::Params::from_n(o.n)
+        .map_err(|e| anyhow::anyhow!("bad strategy length --n {}: {e}", o.n))?;
+    let stock = Stock::new(&o.stock).map_err(|e| anyhow::anyhow!("bad --stock: {e}"))?;
+    o.check_combination()?;
+    if o.check {
+        return Ok(());
+    }
+    if o.xdp_log {
+        env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    }
+    let mut trader = Trader::new(params, Some(stock))
+        .with_engine_sampling(o.engine_sample_every)
+        .with_feed_rules(FeedRules {
+            session: o.session,
+            first_seq: o.first_seq,
+            max_jump: o.max_jump,
+            quiet_ns: o.quiet_us.saturating_mul(1_000),
+            max_rate: o.max_rate,
+        });
+    if o.retransmit_to.is_some() {
+        trader = trader.with_recovery();
+    }
+    if o.port_b.is_some() {
+        trader = trader.with_lines(o.ab_wait_us.saturating_mul(1_000));
+    }
+    let mut rx_to_tx = Latency::new();
+    let run = match o.path {
+        TraderPath::Xdp | TraderPath::Trigger => {
+            io::run_xdp(&o, &mut trader, &mut rx_to_tx, &stop)?
+        }
+        TraderPath::Udp => io::run_udp(&o, &mut trader, &mut rx_to_tx, &stop)?,
+        TraderPath::Reflect => io::run_reflect(&o, &stop)?,
+    };
+    trader.finish();
+    let report = TraderReport {
+        knobs: o.knobs(),
+        path: o.path,
+        wait: o.wait,
+        xdp_mode: (o.path != TraderPath::Udp).then_some(o.xdp_mode),
+        n: o.n,
+        counters: trader.counters,
+        feed: feed_report(&o, &trader),
+        frames_not_ours: run.frames_not_ours,
+        rx_queue_frames: run.rx_queue_frames,
+        rx_to_tx: rx_to_tx.summary(),
+        engine: trader.engine.summary(),
+        xdp_counters: run.xdp_counters,
+        xdp_program: run.xdp_program,
+        xsk_stats: run.xsk_stats,
+        end: run.end.reason,
+        rss_start_kib: run.rss_start_kib,
+        rss_end_kib: host::rss_kib(),
+        context_switches: run.end.context_switches,
+        thread_time: run.end.thread_time,
+        account: trader.account(),
+        trigger: run.trigger,
+    };
+    results::write(o.stats_out.as_deref(), &report)?;
+    warn_at_exit(&o, &report);
+    if let Some(p) = &o.hgrm_out {
+        rx_to_tx.write_hgrm(p)?;
+    }
+    if let Some(t) = &report.trigger
+        && t.mismatch > 0
+    {
+        bail!(
+            "{} of the {} orders the XDP program fired were not the order this trader would \
+             have sent for their tick (trigger.mismatch in the report), and the exchange got \
+             them: an arm that was wrong (corrupted: --corrupt-arms), or one that fired on a \
+             tick this trader then took as something else",
+            t.mismatch,
+            t.fired
+        );
+    }
+    Ok(())
+}
+
+/// Which feed the trader followed and what else it saw.
+fn feed_report(o: &Options, t: &Trader) -> FeedSeen {
+    // Escaped: a capture's session can hold any bytes (NUL-filled in some).
+    let name = |s: Session| s.trimmed().escape_ascii().to_string();
+    let foreign = t.foreign_sessions();
+    FeedSeen {
+        session: t.session().map(name),
+        session_pinned: o.session.is_some(),
+        first_seq: t.first_seq(),
+        max_jump: o.max_jump,
+        quiet_ns: o.quiet_us.saturating_mul(1_000),
+        max_rate: o.max_rate,
+        foreign_sessions: foreign
+            .iter()
+            .map(|(s, packets)| ForeignSession {
+                session: name(s),
+                packets,
+            })
+            .collect(),
+        foreign_sessions_unnamed: foreign.others,
+        lines: t
+            .line_counts()
+            .map(|(lines, _)| lines.to_vec())
+            .unwrap_or_default(),
+        lost_on_both: t.line_counts().map_or(0, |(_, lost)| lost),
+    }
+}
+
+/// Says on stderr, after the report, what the report shows but a user may not look for: feed
+/// frames the program could not hand to a socket, and feed datagrams dropped for a wrong UDP
+/// checksum in numbers that point at the sender leaving a partial checksum to an offload.
+fn warn_at_exit(o: &Options, report: &TraderReport) {
+    let iface = o.iface();
+    if let Some(x) = &report.xdp_counters
+        && x.redirect_failed > 0
+    {
+        eprintln!(
+            "warning: {} market-data frames could not be redirected (xdp_counters.redirect_failed) \
+             and went to the kernel untraded: they arrived on an RX queue this trader does not \
+             serve (it serves {} of them; --queues all serves every one). Steer the feed \
+             (`ethtool -N {iface} flow-type udp4 dst-port {} action 0`) or serve more queues; \
+             see the README, \"Serving every RX queue\"",
+            x.redirect_failed,
+            report.rx_queue_frames.len(),
+            o.port
+        );
+    }
+    let c = &report.counters;
+    if report.path != TraderPath::Reflect && report.feed.session.is_none() && c.packets > 0 {
+        eprintln!(
+            "warning: {} packets came, but no two of one session continued each other's sequence \
+             numbers, so nothing was traded (counters.unconfirmed_packets {}, wrong_session {}). \
+             Give --session (and --first-seq) if the feed is known",
+            c.packets, c.unconfirmed_packets, c.wrong_session
+        );
+    }
+    if c.wrong_session > 0 {
+        let names: Vec<String> = report
+            .feed
+            .foreign_sessions
+            .iter()
+            .map(|f| format!("{} ({} packets)", f.session, f.packets))
+            .collect();
+        eprintln!(
+            "note: {} packets of other sessions than {} were dropped: {}",
+            c.wrong_session,
+            report.feed.session.as_deref().unwrap_or("the feed's"),
+            names.join(", ")
+        );
+    }
+    if c.suspect_sequence > 0 {
+        eprintln!(
+            "note: {} packets carried sequence numbers that nothing confirmed (more than --max-jump \
+             {} ahead, or behind the feed) and were dropped untraded (counters.suspect_sequence)",
+            c.suspect_sequence, o.max_jump
+        );
+    }
+    // A few are someone's broken frames (counted in the report); as many as were taken, or
+    // all of them, is the sender's offload.
+    let bad = report.frames_not_ours.bad_udp_checksum;
+    if bad > 0 && bad >= report.counters.packets {
+        eprintln!(
+            "warning: {bad} market-data datagrams had a wrong UDP checksum and were dropped \
+             (frames_not_ours.bad_udp_checksum). If the feed comes over veth from this host, \
+             turn off TX checksum offload on the sending end (`ethtool -K <iface> tx off`): \
+             otherwise the kernel leaves a partial checksum that only a kernel receiver accepts"
+        );
+    }
+}

@@ -1,0 +1,325 @@
+//! The trader's options: what `trader --help` shows, and the checks of what goes together.
+use std::{net::Ipv4Addr, net::SocketAddrV4, path::PathBuf, time::Duration};
+
+use anyhow::bail;
+use clap::Parser;
+use netns::lab;
+use results::{Knobs, TraderPath, Wait, XdpMode};
+use wire::moldudp64::Session;
+
+use crate::trading::{FeedSource, LoopConfig, MAX_BATCH};
+
+/// Tick-to-trade trader: reads MoldUDP64/ITCH market data, runs the HMA/HMA3 strategy on
+/// each trade, and sends an order to the configured order gateway (--order-to) for each
+/// signal. It reads market data only from the feed's source (--feed-source, or the one it
+/// learns when it confirms the feed), never answers whoever sent a datagram.
+#[derive(Debug, Parser)]
+#[command(name = "trader", version)]
+pub struct Options {
+    /// I/O path.
+    #[arg(long, value_enum)]
+    pub path: TraderPath,
+    /// Interface to read market data from, in this network namespace (default `tr0`, the
+    /// lab's). The UDP path binds --addr; given there, the interface is checked to exist.
+    #[arg(long)]
+    pub iface: Option<String>,
+    /// Our IPv4 address (the UDP path binds it; the XDP path writes it into orders).
+    #[arg(long, default_value_t = lab::TRADER_IP)]
+    pub addr: Ipv4Addr,
+    /// Market-data UDP port.
+    #[arg(long, default_value_t = lab::MD_PORT)]
+    pub port: u16,
+    /// Line B of an A/B feed: the same feed on this UDP port too. The trader takes the first
+    /// copy of each sequence number from either line and reports per line.
+    #[arg(long)]
+    pub port_b: Option<u16>,
+    /// With --port-b: a packet that arrives past a gap waits up to this long (µs) for the other
+    /// line to fill the gap (less if both lines show they are past it), so a tick lost on one
+    /// line only is traded in order. 0: act on every gap at once.
+    #[arg(long, default_value_t = crate::t2t::lines::DEFAULT_WAIT_NS / 1_000, requires = "port_b")]
+    pub ab_wait_us: u64,
+    /// Where every order goes, on every path (the XDP program's own orders too): the order
+    /// gateway's IPv4 address and UDP port. Never the market data's sender. The XDP paths write
+    /// its next hop's MAC, read once at start from the neighbour table (an error if there is
+    /// no complete entry; the lab pins one).
+    #[arg(long, default_value_t = lab::EXCHANGE_ORDERS)]
+    pub order_to: SocketAddrV4,
+    /// The feed's source on line A: IP or IP:PORT. Datagrams to the feed port from anywhere
+    /// else are counted (`foreign_source_addr`, `foreign_source_port`) and dropped, in the XDP
+    /// program on the XDP paths and in the loop on every path. Without it, the source is
+    /// learned with the session when the feed is confirmed, and pinned from then on.
+    #[arg(long)]
+    pub feed_source: Option<FeedSource>,
+    /// Line B's source, as --feed-source is line A's (default, when --feed-source is given:
+    /// line A's address, any port).
+    #[arg(long, requires = "port_b")]
+    pub feed_source_b: Option<FeedSource>,
+    /// Strategy length n (HMA(n) against HMA3(n)).
+    #[arg(long, default_value_t = lab::STRATEGY_N)]
+    pub n: i64,
+    /// Trade only this stock symbol.
+    #[arg(long, default_value = lab::STOCK)]
+    pub stock: String,
+    /// Take only this MoldUDP64 session (up to 10 characters). Without it the session is
+    /// learned: the first packet is held until a packet of the same session continues its
+    /// sequence, so one stray datagram can't capture the trader.
+    #[arg(long, value_parser = parse_session)]
+    pub session: Option<Session>,
+    /// The feed's next sequence number is this (with --session: the first packet is traded at
+    /// once, not held for confirmation). Without it the trader starts where it joins.
+    #[arg(long, requires = "session")]
+    pub first_seq: Option<u64>,
+    /// A forward jump in sequence numbers larger than this is held until the next packet
+    /// continues it (a forged or corrupted number is then never acted on); smaller jumps are
+    /// gaps, acted on at once. A forged jump below it can cost up to this many real ticks.
+    #[arg(long, default_value_t = crate::t2t::DEFAULT_MAX_JUMP)]
+    pub max_jump: u64,
+    /// A jump past --max-jump, or an end of session past the next number, is believed only
+    /// when the stream it leaves has stopped: no packet of the feed in sequence for this long
+    /// (µs) before the packet that confirms it. While the feed flows, two forged packets in
+    /// sequence are never believed.
+    #[arg(long, default_value_t = crate::t2t::DEFAULT_QUIET_NS / 1_000)]
+    pub quiet_us: u64,
+    /// The most messages a second the feed can carry: a jump (or a lost tail) is believed only
+    /// if it is no larger than this × the feed's silence before it, + --max-jump.
+    #[arg(long, default_value_t = crate::t2t::DEFAULT_MAX_RATE)]
+    pub max_rate: u64,
+    /// Ask the exchange's MoldUDP64 re-request server at this address for every gap (e.g.
+    /// 198.18.0.1:26402, `replay --retransmit`): paced, at most 3 tries a gap. What comes back
+    /// is counted (`recovered_messages`), not traded: the strategy has moved past it.
+    #[arg(long)]
+    pub retransmit_to: Option<SocketAddrV4>,
+    /// Spin or block while waiting for data.
+    #[arg(long, value_enum, default_value_t = Wait::Spin)]
+    pub wait: Wait,
+    /// XDP attach mode (XDP and reflect paths).
+    #[arg(long, value_enum, default_value_t = XdpMode::Native)]
+    pub xdp_mode: XdpMode,
+    /// Turn on the XDP program's log (XDP and reflect paths): failed redirects, frames counted
+    /// as malformed with their reason and the header fields at fault, failed reflections;
+    /// never healthy packets, at most 20 records a second per CPU (the rest counted as
+    /// `log_suppressed`). Printed on stderr through `log` (filter with RUST_LOG, default
+    /// `info`). Off, the program's logging code is removed by the verifier.
+    #[arg(long)]
+    pub xdp_log: bool,
+    /// Count the XDP program's runs and their time (the kernel's BPF run-time statistics, on
+    /// while the trader runs and off again when it exits, however it exits); the report's
+    /// `xdp_program` gets the mean ns per run. Costs two clock reads per run, so compare runs
+    /// that all have it (XDP and reflect paths).
+    #[arg(long)]
+    pub xdp_stats: bool,
+    /// The CPUs this process may use, read before it pins itself: where housekeeping threads
+    /// (the XDP log reader) go. Not an option.
+    #[arg(skip)]
+    pub housekeeping: Vec<usize>,
+    /// RX queues to serve (XDP path): one AF_XDP socket per queue, 0 to N-1, all read by the
+    /// one loop. `all` (the default) serves every RX queue the interface has, so no feed frame
+    /// can land on a queue without a socket.
+    #[arg(long, default_value = "all", value_parser = parse_queues)]
+    pub queues: Queues,
+    /// Frames taken from the RX ring per turn (XDP path), 1 to 64.
+    #[arg(long, default_value_t = 64, value_parser = parse_batch)]
+    pub batch: usize,
+    /// Bind the AF_XDP socket without XDP_USE_NEED_WAKEUP.
+    #[arg(long)]
+    pub no_need_wakeup: bool,
+    /// Pin to this CPU.
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// mlockall(): no page faults on the measured path. (The UMEM is always populated and
+    /// pinned: xsk-rs maps it with MAP_POPULATE and XDP_UMEM_REG pins it.)
+    #[arg(long)]
+    pub mlock: bool,
+    /// Run under SCHED_FIFO at this priority (1-99).
+    #[arg(long, value_parser = clap::value_parser!(i32).range(1..=99))]
+    pub fifo: Option<i32>,
+    /// SO_BUSY_POLL on the socket for this many µs (the kernel polls the device in our
+    /// syscalls instead of waiting for its interrupt; the XDP path then polls the socket when
+    /// its ring is empty).
+    #[arg(long)]
+    pub busy_poll: Option<i32>,
+    /// With --busy-poll: SO_PREFER_BUSY_POLL (defer the device's interrupts to our polling).
+    #[arg(long, requires = "busy_poll")]
+    pub prefer_busy_poll: bool,
+    /// With --busy-poll: SO_BUSY_POLL_BUDGET, packets per busy poll (default: the kernel's, 8).
+    #[arg(long, requires = "busy_poll")]
+    pub busy_poll_budget: Option<i32>,
+    /// Back the UMEM with 2 MiB huge pages (XDP path; needs reserved huge pages,
+    /// /proc/sys/vm/nr_hugepages).
+    #[arg(long)]
+    pub huge_pages: bool,
+    /// UDP path: socket receive buffer in bytes. The default holds a few thousand ticks, as
+    /// the AF_XDP path's 2048-entry RX ring does, so both paths can absorb the same burst.
+    #[arg(long, default_value_t = 4 << 20)]
+    pub rcvbuf: i32,
+    /// UDP path: take up to this many datagrams per recvmmsg call (1 = recvfrom; more needs
+    /// --wait spin).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub recvmmsg: u16,
+    /// Time the engine (`on_tick`) on one tick in this many (0: never). A sampled tick reads
+    /// the clock twice more before its order leaves; the others read it only for their RX time.
+    #[arg(long, default_value_t = crate::t2t::DEFAULT_ENGINE_SAMPLE_EVERY)]
+    pub engine_sample_every: u32,
+    /// Exit after this many seconds without market data (0: never).
+    #[arg(long, default_value_t = 30)]
+    pub idle_exit: u64,
+    /// Write the trader's counters and internal latencies here as JSON (stdout if absent).
+    #[arg(long)]
+    pub stats_out: Option<PathBuf>,
+    /// Write the RX→TX histogram here (.hgrm).
+    #[arg(long)]
+    pub hgrm_out: Option<PathBuf>,
+    /// Print `ready` on stdout once the socket is receiving (for scripts).
+    #[arg(long)]
+    pub ready: bool,
+    /// Testing only: corrupt the first N arms the trigger path writes (their side flipped), to
+    /// show that the check of every fired order catches it (`trigger.mismatch`, an error at
+    /// exit). Never for trading: the corrupted orders reach the exchange.
+    #[arg(long, hide = true, default_value_t = 0)]
+    pub corrupt_arms: u64,
+    /// Check the options (CPU, scheduling, output paths), then exit without touching a
+    /// socket or an interface: what `cargo xtask bench` runs before it builds the lab.
+    #[arg(long)]
+    pub check: bool,
+}
+
+impl Options {
+    /// The market-data interface: --iface, or the lab's trader side.
+    pub fn iface(&self) -> &str {
+        self.iface.as_deref().unwrap_or(lab::TRADER_IF)
+    }
+
+    /// Line B's source: --feed-source-b, or, with --port-b and only line A named, line A's
+    /// address on any port (line B's copies are duplicates of line A's, so it might never be
+    /// learned, and an unpinned line would take anyone's datagrams).
+    pub fn line_b_source(&self) -> Option<FeedSource> {
+        self.feed_source_b.or_else(|| {
+            self.port_b?;
+            self.feed_source.map(|a| FeedSource {
+                ip: a.ip,
+                port: None,
+            })
+        })
+    }
+
+    /// The loop never sleeps on purpose (a spinning trader; the reflector always waits).
+    pub(crate) fn spins(&self) -> bool {
+        self.wait == Wait::Spin && self.path != TraderPath::Reflect
+    }
+
+    pub(crate) fn knobs(&self) -> Knobs {
+        Knobs {
+            cpu: self.cpu,
+            fifo: self.fifo,
+            mlock: self.mlock,
+            busy_poll_us: self.busy_poll,
+            prefer_busy_poll: self.prefer_busy_poll,
+            busy_poll_budget: self.busy_poll_budget,
+            huge_pages: self.huge_pages,
+            rx_batch: self.batch,
+            need_wakeup: !self.no_need_wakeup,
+            recvmmsg: usize::from(self.recvmmsg),
+            rcvbuf: self.rcvbuf,
+        }
+    }
+
+    pub(crate) fn loop_config(&self) -> LoopConfig {
+        LoopConfig {
+            batch: self.batch,
+            idle_exit: (self.idle_exit > 0).then(|| Duration::from_secs(self.idle_exit)),
+            spinning: self.spins(),
+            retransmit_to: self.retransmit_to,
+            sources: [self.feed_source, self.line_b_source()],
+        }
+    }
+}
+
+/// `--queues`: every RX queue, or the first N.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Queues {
+    /// Every RX queue the interface has.
+    All,
+    /// Queues 0 to N-1.
+    First(u32),
+}
+
+fn parse_queues(s: &str) -> Result<Queues, String> {
+    match s {
+        "all" => Ok(Queues::All),
+        n => match n.parse::<u32>() {
+            Ok(n) if (1..=xdp_common::MAX_QUEUES).contains(&n) => Ok(Queues::First(n)),
+            _ => Err(format!(
+                "bad --queues {s:?}: `all` or a count of RX queues, 1 to {}",
+                xdp_common::MAX_QUEUES
+            )),
+        },
+    }
+}
+
+/// The RX queues `iface` has (its `queues/rx-*` in sysfs), at least 1.
+pub(crate) fn rx_queues(iface: &str) -> u32 {
+    std::fs::read_dir(format!("/sys/class/net/{iface}/queues"))
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().starts_with("rx-"))
+                .count() as u32
+        })
+        .unwrap_or(1)
+        .max(1)
+}
+
+fn parse_session(s: &str) -> Result<Session, String> {
+    Session::new(s).map_err(|_| {
+        format!("bad session {s:?}: up to 10 printable ASCII characters (MoldUDP64's session)")
+    })
+}
+
+fn parse_batch(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=MAX_BATCH).contains(&n) => Ok(n),
+        _ => Err(format!("bad batch {s:?}: 1 to {MAX_BATCH} frames per turn")),
+    }
+}
+
+impl Options {
+    /// Refuses options that don't go together, each with what to give instead. Run before
+    /// anything is touched (`--check` stops right after).
+    pub fn check_combination(&self) -> anyhow::Result<()> {
+        let o = self;
+        if o.recvmmsg > 1 && (o.path != TraderPath::Udp || o.wait == Wait::Block) {
+            bail!("--recvmmsg needs --path udp and --wait spin");
+        }
+        if o.retransmit_to.is_some() && o.path == TraderPath::Reflect {
+            bail!(
+                "--retransmit-to needs a trader (--path xdp or udp): the reflector keeps no sequence"
+            );
+        }
+        if let Some(b) = o.port_b {
+            if b == o.port {
+                bail!("--port-b {b} is line A's port too: line B needs a port of its own");
+            }
+            if o.path == TraderPath::Reflect || o.recvmmsg > 1 {
+                bail!("--port-b (an A/B feed) needs --path xdp or --path udp without --recvmmsg");
+            }
+        }
+        if o.path == TraderPath::Trigger && (o.port_b.is_some() || o.recvmmsg > 1) {
+            bail!(
+                "--path trigger takes the feed on one line through AF_XDP: no --port-b (an A/B feed \
+             is arbitrated in userspace, so no copy can be fired in the driver) or --recvmmsg"
+            );
+        }
+        if o.path == TraderPath::Trigger && o.xdp_mode != XdpMode::Native {
+            bail!(
+                "--path trigger needs native XDP (--xdp-mode native): it relies on one RX queue \
+             being processed by one CPU at a time, which generic XDP doesn't promise"
+            );
+        }
+        if o.corrupt_arms > 0 && o.path != TraderPath::Trigger {
+            bail!("--corrupt-arms is a test of --path trigger");
+        }
+        if (o.xdp_log || o.xdp_stats) && o.path == TraderPath::Udp {
+            bail!("--xdp-log and --xdp-stats need an XDP program: --path xdp, trigger or reflect");
+        }
+        Ok(())
+    }
+}
