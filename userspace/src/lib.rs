@@ -1,10 +1,13 @@
-//! Userspace of the lab: the XDP loader, the AF_XDP socket, frame building and parsing, the
-//! tick-to-trade core both I/O paths share, the replay tool's feeds, and the measurement
-//! plumbing. The binaries `trader` and `replay` are thin drivers over these modules.
+//! Userspace of the lab: the XDP loader and the AF_XDP socket (`xdp`, `xsk`), frame building
+//! and parsing (`frame`), the trader's loop and its I/O paths (`trading`), the programs
+//! themselves as libraries: the trader (`trader`), the exchange side and its replay
+//! (`exchange`), the fault and lie injector (`inject`); and the measurement plumbing. The
+//! binaries `trader`, `replay` and `inject` only parse their options and call these.
 //!
-//! `unsafe` is denied everywhere but in the three modules that talk to the kernel through
+//! `unsafe` is denied everywhere but in the four modules that talk to the kernel through
 //! what has no safe wrapper: the AF_XDP rings (`xsk`), socket options and `recvmmsg`
-//! (`sockopt`), and `sched_setscheduler` (`process`).
+//! (`sockopt`), `sched_setscheduler` (`process`) and the injector's AF_PACKET socket
+//! (`inject::raw`).
 pub mod cli;
 pub mod clock;
 pub mod exchange;
@@ -12,6 +15,7 @@ pub mod exchange_io;
 pub mod feed;
 pub mod frame;
 pub mod host;
+pub mod inject;
 #[expect(unsafe_code, reason = "sched_setscheduler has no safe wrapper in nix")]
 pub mod process;
 #[expect(

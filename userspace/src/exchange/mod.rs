@@ -19,6 +19,7 @@ use crate::{feed::Feed, stats::Latency};
 
 mod pacing;
 mod parity;
+pub mod replay;
 pub mod retransmit;
 mod schedule;
 #[cfg(test)]

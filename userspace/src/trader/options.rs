@@ -7,7 +7,10 @@ use netns::lab;
 use results::{Knobs, TraderPath, Wait, XdpMode};
 use wire::moldudp64::Session;
 
-use crate::trading::{FeedSource, LoopConfig, MAX_BATCH};
+use crate::{
+    cli::parse_session,
+    trading::{FeedSource, LoopConfig, MAX_BATCH},
+};
 
 /// Tick-to-trade trader: reads MoldUDP64/ITCH market data, runs the HMA/HMA3 strategy on
 /// each trade, and sends an order to the configured order gateway (--order-to) for each
@@ -266,12 +269,6 @@ pub(crate) fn rx_queues(iface: &str) -> u32 {
         })
         .unwrap_or(1)
         .max(1)
-}
-
-fn parse_session(s: &str) -> Result<Session, String> {
-    Session::new(s).map_err(|_| {
-        format!("bad session {s:?}: up to 10 printable ASCII characters (MoldUDP64's session)")
-    })
 }
 
 fn parse_batch(s: &str) -> Result<usize, String> {

@@ -17,8 +17,8 @@ use netns::{ChildGuard, Lab, LabConfig, lab};
 use serde::de::DeserializeOwned;
 
 /// What `inject` writes: the binary's own report types, so the two can't disagree.
-#[path = "../../src/bin/inject/report.rs"]
-pub(crate) mod inject_report;
+#[allow(unused_imports, reason = "not every test reads what inject wrote")]
+pub(crate) use userspace::inject::report as inject_report;
 
 /// A lab of this test's own (`tag` keeps parallel tests apart), or `None` after a one-line
 /// "skipped" when this process may not build one (not root).

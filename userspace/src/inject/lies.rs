@@ -17,9 +17,9 @@ use std::{
     time::{Duration, Instant},
 };
 
+use crate::frame::{self, FrameBuilder, HEADERS_LEN};
 use anyhow::{Context as _, bail};
 use netns::{Capability, Mac, lab};
-use userspace::frame::{self, FrameBuilder, HEADERS_LEN};
 use wire::{
     itch::{self, Price4, Stock},
     moldudp64::{self, END_OF_SESSION, Packet, PacketBuilder, Session},
@@ -29,7 +29,7 @@ use xdp_common::{
     layout::{at, ethernet, ipv4},
 };
 
-use crate::{
+use super::{
     LiesOptions,
     raw::{PacketSocket, Sniffer},
     report::{LieKindReport, LieTotals, LiesReport, SentLie},
@@ -53,7 +53,7 @@ const MAX_RATE: u64 = 1_000_000;
 /// Each class of lie, as `--kinds` and the JSON report name them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, clap::ValueEnum)]
 #[value(rename_all = "snake_case")]
-pub(crate) enum LieKind {
+pub enum LieKind {
     /// Two packets of one trade each, numbered next+jump and the one after (a confirmed jump).
     Ahead,
     /// Two end-of-session packets (count 0xFFFF) numbered next+3.
@@ -99,7 +99,7 @@ impl LieKind {
 
 /// How the lies go out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum Via {
+pub enum Via {
     /// A plain UDP socket bound to --bind (another port or address of this namespace).
     Udp,
     /// Whole Ethernet frames through AF_PACKET, the feed's source spoofed (--spoof).
@@ -116,7 +116,7 @@ impl Via {
 }
 
 /// The feed's source: the trader's own type, so the two parse and check alike.
-pub(crate) use userspace::trading::FeedSource;
+pub(crate) use crate::trading::FeedSource;
 
 /// `--price`: dollars with up to four decimals, as a Price(4).
 pub(crate) fn parse_price(s: &str) -> Result<Price4, String> {
@@ -206,7 +206,7 @@ pub(crate) fn lies(kind: LieKind, next: u64, c: &Claims) -> Vec<Lie> {
 /// A packet of one forged trade numbered `seq`.
 fn trade(c: &Claims, seq: u64) -> Lie {
     let mut message = [0u8; itch::trade::LEN];
-    userspace::t2t::trade_message(seq, c.stock, c.price, 0)
+    crate::t2t::trade_message(seq, c.stock, c.price, 0)
         .emit_into(&mut message)
         .expect("a trade fits its own length");
     let mut buf = [0u8; moldudp64::HEADER_LEN + moldudp64::BLOCK_HEADER_LEN + itch::trade::LEN];
@@ -544,7 +544,7 @@ impl Plan {
             kinds.retain(|k| *k != LieKind::AnswerAhead);
             skipped.push(LieKind::AnswerAhead);
         }
-        userspace::cli::check_writable("--json-out", &json_out)?;
+        crate::cli::check_writable("--json-out", &json_out)?;
         Ok(Plan {
             via,
             iface,
@@ -617,7 +617,7 @@ pub(crate) fn run(o: LiesOptions) -> anyhow::Result<()> {
     let raw = match plan.via {
         Via::Raw => Some((
             PacketSocket::open(&plan.iface)?,
-            userspace::host::read_mac(&plan.iface)?,
+            crate::host::read_mac(&plan.iface)?,
         )),
         Via::Udp => None,
     };
@@ -769,7 +769,7 @@ fn send_all(
     };
     let (src_mac, dst_mac) = match sender {
         Sender::Raw { dst_mac, .. } => (
-            Some(userspace::host::read_mac(&plan.iface)?.to_string()),
+            Some(crate::host::read_mac(&plan.iface)?.to_string()),
             Some(dst_mac.to_string()),
         ),
         Sender::Udp(_) => (None, None),
@@ -999,8 +999,8 @@ mod tests {
     fn plan(args: &[&str]) -> anyhow::Result<Plan> {
         let mut argv = vec!["inject", "lies", "--json-out", "/tmp/lies.json"];
         argv.extend_from_slice(args);
-        match crate::Options::try_parse_from(argv)?.command {
-            crate::Cmd::Lies(o) => Plan::new(o),
+        match crate::inject::Options::try_parse_from(argv)?.command {
+            crate::inject::Cmd::Lies(o) => Plan::new(o),
             _ => unreachable!(),
         }
     }

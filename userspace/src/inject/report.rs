@@ -5,11 +5,11 @@ use std::{collections::BTreeMap, net::SocketAddrV4};
 use serde::{Deserialize, Serialize};
 
 /// `inject frames`: per kind of crafted traffic, what was sent.
-pub(crate) type FramesReport = BTreeMap<String, KindReport>;
+pub type FramesReport = BTreeMap<String, KindReport>;
 
 /// One kind of crafted traffic, over all rounds.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct KindReport {
+pub struct KindReport {
     /// Frames or datagrams the local kernel took.
     pub sent: u64,
     /// Sends the local kernel refused (e.g. a frame above the MTU).
@@ -20,7 +20,7 @@ pub(crate) struct KindReport {
 
 /// `inject relay`: exactly what the relay did.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct RelayReport {
+pub struct RelayReport {
     /// Datagrams received from the replay.
     pub received_packets: u64,
     /// Datagrams sent on, duplicates and end-of-session packets included.
@@ -45,7 +45,7 @@ pub(crate) struct RelayReport {
 
 /// `inject lies`: exactly what was sent, per kind of lie, and the feed it lied about.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct LiesReport {
+pub struct LiesReport {
     /// How the lies went out: `udp` (a socket of this namespace) or `raw` (whole Ethernet
     /// frames through AF_PACKET, the feed's source spoofed).
     pub via: String,
@@ -97,7 +97,7 @@ pub(crate) struct LiesReport {
 
 /// One kind of lie, over all rounds.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct LieKindReport {
+pub struct LieKindReport {
     /// Each packet the local kernel took, in the order sent.
     pub packets: Vec<SentLie>,
     /// Sends the local kernel refused (not in `packets`).
@@ -108,7 +108,7 @@ pub(crate) struct LieKindReport {
 
 /// One lying packet as sent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct SentLie {
+pub struct SentLie {
     /// The round it belongs to (from 0).
     pub round: u32,
     /// The feed's next sequence number it was numbered from.
@@ -127,7 +127,7 @@ pub(crate) struct SentLie {
 
 /// `inject lies`, all kinds together.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct LieTotals {
+pub struct LieTotals {
     /// Packets sent.
     pub packets: u64,
     /// Messages they claimed (data packets' counts; heartbeats and end of session claim none).

@@ -1,4 +1,5 @@
-//! Fault and garbage injection for the lab's reliability tests, run in the exchange namespace.
+//! Fault and garbage injection for the lab's reliability and trust tests, run in the exchange
+//! namespace (the `inject` binary parses [`Options`] and calls [`run`]).
 //!
 //! * `inject frames`: sends crafted Ethernet frames through an AF_PACKET socket on the exchange
 //!   veth (truncated headers, IHL < 5, IP options, fragments, VLAN, IPv6, other protocols,
@@ -26,32 +27,34 @@ use std::{
 };
 
 use clap::{Parser, Subcommand};
+
+use crate::cli::parse_session;
 use netns::{Mac, lab};
 use wire::{itch::Price4, moldudp64::Session};
 
-mod frames;
-mod lies;
+pub mod frames;
+pub mod lies;
 #[expect(
     unsafe_code,
     reason = "an AF_PACKET socket: libc calls with no safe wrapper"
 )]
 mod raw;
-mod relay;
-mod report;
+pub mod relay;
+pub mod report;
 
 /// Fault and garbage injection for the lab's reliability tests: crafted malformed frames
 /// (`frames`), a seeded lossy, duplicating, reordering, delaying relay (`relay`) where the
 /// kernel has no `tc netem`, and a forger of the feed's sequence (`lies`). Run it in the
 /// exchange namespace.
 #[derive(Debug, Parser)]
-#[command(version)]
-struct Options {
+#[command(name = "inject", version)]
+pub struct Options {
     #[command(subcommand)]
-    command: Cmd,
+    pub command: Cmd,
 }
 
 #[derive(Debug, Subcommand)]
-enum Cmd {
+pub enum Cmd {
     /// Send rounds of malformed and non-matching frames and lying MoldUDP64 packets.
     Frames(FramesOptions),
     /// Relay UDP with seeded loss, duplication, reordering and delay.
@@ -69,186 +72,178 @@ enum Cmd {
 }
 
 #[derive(Debug, clap::Args)]
-struct FramesOptions {
+pub struct FramesOptions {
     /// Interface to send raw frames on.
     #[arg(long, default_value = lab::EXCHANGE_IF)]
-    iface: String,
+    pub iface: String,
     /// Destination MAC (the trader's), e.g. 02:00:c6:12:00:02.
     #[arg(long)]
-    dst_mac: Mac,
+    pub dst_mac: Mac,
     /// Our IPv4 address.
     #[arg(long)]
-    src_ip: Ipv4Addr,
+    pub src_ip: Ipv4Addr,
     /// The trader's IPv4 address.
     #[arg(long)]
-    dst_ip: Ipv4Addr,
+    pub dst_ip: Ipv4Addr,
     /// The market-data port.
     #[arg(long, default_value_t = lab::MD_PORT)]
-    port: u16,
+    pub port: u16,
     /// A port the test listens on in the trader namespace: what should reach the kernel goes there.
     #[arg(long)]
-    sink_port: u16,
+    pub sink_port: u16,
     /// MoldUDP64 session of the lying packets (the feed's, so the trader doesn't drop them as
     /// another session's before looking at them).
     #[arg(long, default_value = lab::SESSION, value_parser = parse_session)]
-    session: Session,
+    pub session: Session,
     /// Sequence number the lying MoldUDP64 packets claim.
     #[arg(long)]
-    lie_seq: u64,
+    pub lie_seq: u64,
     /// Rounds of the whole set.
     #[arg(long, default_value_t = 10)]
-    rounds: u32,
+    pub rounds: u32,
     /// Pause between rounds, in microseconds.
     #[arg(long, default_value_t = 10_000)]
-    interval_us: u64,
+    pub interval_us: u64,
     /// Send only these kinds (comma-separated names, as the JSON report names them; default:
     /// every kind). `truncated_ethernet,truncated_ipv4,truncated_udp,ihl_below_5` are the
     /// frames the XDP program counts as malformed.
     #[arg(long, value_delimiter = ',')]
-    kinds: Vec<String>,
+    pub kinds: Vec<String>,
     /// Write what was sent here as JSON.
     #[arg(long)]
-    json_out: PathBuf,
+    pub json_out: PathBuf,
 }
 
 #[derive(Debug, clap::Args)]
-struct RelayOptions {
+pub struct RelayOptions {
     /// Where the replay sends (an address of this namespace).
     #[arg(long)]
-    listen: SocketAddrV4,
+    pub listen: SocketAddrV4,
     /// The trader's market-data address.
     #[arg(long)]
-    target: SocketAddrV4,
+    pub target: SocketAddrV4,
     /// Probability that a packet is dropped.
     #[arg(long, default_value_t = 0.0)]
-    loss: f64,
+    pub loss: f64,
     /// Probability that a packet is sent twice.
     #[arg(long, default_value_t = 0.0)]
-    dup: f64,
+    pub dup: f64,
     /// Probability that a packet is held back and sent after the next `reorder_depth` packets.
     #[arg(long, default_value_t = 0.0)]
-    reorder: f64,
+    pub reorder: f64,
     /// How many later packets overtake a held-back one.
     #[arg(long, default_value_t = 3)]
-    reorder_depth: usize,
+    pub reorder_depth: usize,
     /// Constant delay added to every packet, in microseconds (keeps the order).
     #[arg(long, default_value_t = 0)]
-    delay_us: u64,
+    pub delay_us: u64,
     /// Generator seed: the same seed makes the same faults.
     #[arg(long, default_value_t = 1)]
-    seed: u64,
+    pub seed: u64,
     /// Lies: before the packet whose first sequence number is one of these, send a copy of it
     /// in another session (`--stray-session`), as a stray datagram of another feed would
     /// arrive. Comma-separated.
     #[arg(long, value_delimiter = ',')]
-    stray_at: Vec<u64>,
+    pub stray_at: Vec<u64>,
     /// The session of the stray copies.
     #[arg(long, default_value = "STRAY", value_parser = parse_session)]
-    stray_session: Session,
+    pub stray_session: Session,
     /// Lies: before the packet whose first sequence number is one of these, send a copy of it
     /// in the feed's session numbered `--forge-jump` further on, as a corrupted or forged
     /// header would. Comma-separated.
     #[arg(long, value_delimiter = ',')]
-    forge_at: Vec<u64>,
+    pub forge_at: Vec<u64>,
     /// How far ahead the forged copies are numbered.
     #[arg(long, default_value_t = 1 << 40)]
-    forge_jump: u64,
+    pub forge_jump: u64,
     /// Exit after this many seconds without a packet.
     #[arg(long, default_value_t = 20)]
-    idle_exit: u64,
+    pub idle_exit: u64,
     /// Where the trader's orders come in (point its `--order-to` here). They go on to
     /// `--orders-to` unharmed, from the `--listen` socket: the replay's socket is connected
     /// to the address it sends to, so it takes datagrams from that address only.
     #[arg(long)]
-    orders_listen: Option<SocketAddrV4>,
+    pub orders_listen: Option<SocketAddrV4>,
     /// The replay's order address (its `--bind`).
     #[arg(long)]
-    orders_to: Option<SocketAddrV4>,
+    pub orders_to: Option<SocketAddrV4>,
     /// Print `ready` on stdout once listening.
     #[arg(long)]
-    ready: bool,
+    pub ready: bool,
     /// Write what was done here as JSON.
     #[arg(long)]
-    json_out: PathBuf,
+    pub json_out: PathBuf,
 }
 
 /// `inject lies`: see [`Cmd::Lies`].
 #[derive(Debug, clap::Args)]
-struct LiesOptions {
+pub struct LiesOptions {
     /// How the lies go out: `udp`, a plain UDP socket bound to --bind; `raw`, whole Ethernet
     /// frames through AF_PACKET with the feed's source spoofed (--spoof), the interface's MAC
     /// as Ethernet source and --dst-mac as destination, both checksums right.
     #[arg(long, value_enum)]
-    via: lies::Via,
+    pub via: lies::Via,
     /// The interface the feed goes out on (watched, and with --via raw sent on).
     #[arg(long, default_value = lab::EXCHANGE_IF)]
-    iface: String,
+    pub iface: String,
     /// Where the lies go: the trader's market-data address (the feed's destination).
     #[arg(long, default_value_t = lab::TRADER_MD)]
-    target: SocketAddrV4,
+    pub target: SocketAddrV4,
     /// `--via udp`: the address the socket binds, port 0 for an ephemeral one (another port of
     /// the exchange's address, or another address of this namespace) [default: 198.18.0.1:0].
     #[arg(long)]
-    bind: Option<SocketAddrV4>,
+    pub bind: Option<SocketAddrV4>,
     /// `--via raw`: the IPv4/UDP source the frames carry [default: the feed's, as seen].
     #[arg(long)]
-    spoof: Option<SocketAddrV4>,
+    pub spoof: Option<SocketAddrV4>,
     /// `--via raw`: the Ethernet destination, the trader's MAC [default: 02:00:c6:12:00:02].
     #[arg(long)]
-    dst_mac: Option<Mac>,
+    pub dst_mac: Option<Mac>,
     /// The feed to follow: UDP to --target from this address, and port if given (IP[:PORT]).
     #[arg(long, default_value_t = lies::FeedSource { ip: lab::EXCHANGE_IP, port: None })]
-    feed_source: lies::FeedSource,
+    pub feed_source: lies::FeedSource,
     /// The kinds to send, comma-separated [default: all; `answer_ahead` only with
     /// --answer-from].
     #[arg(long, value_enum, value_delimiter = ',')]
-    kinds: Vec<lies::LieKind>,
+    pub kinds: Vec<lies::LieKind>,
     /// Rounds: each kind is sent once per round.
     #[arg(long, default_value_t = 10)]
-    rounds: u32,
+    pub rounds: u32,
     /// Pause between rounds, in microseconds (the kinds of a round go back to back).
     #[arg(long, default_value_t = 20_000)]
-    interval_us: u64,
+    pub interval_us: u64,
     /// Stream mode: send the kinds round-robin at this many per second (`5k` = 5000) for
     /// --rounds rounds, instead of a round every --interval-us.
     #[arg(long, value_parser = lies::parse_rate, conflicts_with = "interval_us")]
-    rate: Option<u64>,
+    pub rate: Option<u64>,
     /// How far past the feed's next number `ahead` and `heartbeat_ahead` are numbered.
     #[arg(long, default_value_t = 100_000)]
-    jump: u64,
+    pub jump: u64,
     /// The forged trades' price in dollars (Price(4): at most 429496.7295), one the feed never
     /// has, so that an order at it can only come from a lie.
     #[arg(long, default_value = "99999.0000", value_parser = lies::parse_price)]
-    price: Price4,
+    pub price: Price4,
     /// The MoldUDP64 session every lie claims.
     #[arg(long, default_value = lab::SESSION, value_parser = parse_session)]
-    session: Session,
+    pub session: Session,
     /// `--via raw`: the source of the `answer_ahead` lies, the re-request server's address
     /// (e.g. 198.18.0.1:26402).
     #[arg(long)]
-    answer_from: Option<SocketAddrV4>,
+    pub answer_from: Option<SocketAddrV4>,
     /// The most seconds it runs, the wait for the feed's first packet included.
     #[arg(long, default_value_t = 20)]
-    max_seconds: u64,
+    pub max_seconds: u64,
     /// Write exactly what was sent here as JSON.
     #[arg(long)]
-    json_out: PathBuf,
+    pub json_out: PathBuf,
     /// Print `ready` on stdout once the feed's first packet was seen.
     #[arg(long)]
-    ready: bool,
+    pub ready: bool,
 }
 
-fn parse_session(s: &str) -> Result<Session, String> {
-    Session::new(s)
-        .map_err(|_| format!("{s:?} is not a session: use up to 10 printable ASCII characters"))
-}
-
-fn main() -> std::process::ExitCode {
-    userspace::cli::run_main(real_main)
-}
-
-fn real_main() -> anyhow::Result<()> {
-    match Options::parse().command {
+/// Runs the subcommand `o` names.
+pub fn run(o: Options) -> anyhow::Result<()> {
+    match o.command {
         Cmd::Frames(o) => frames::run(o),
         Cmd::Relay(o) => relay::run(o),
         Cmd::Lies(o) => lies::run(o),

@@ -1,0 +1,136 @@
+//! The replay's options: what `replay --help` shows.
+use std::{net::SocketAddrV4, path::PathBuf};
+
+use clap::Parser;
+use results::{ExchangeIo, Expect, XdpMode};
+use wire::moldudp64::Session;
+
+use crate::{cli::parse_session, exchange::Rate, feed::Source};
+
+/// The exchange side of the lab: replays market data at a set rate, takes the trader's orders
+/// back, measures tick-to-trade, books fills, and checks parity with the backtest.
+#[derive(Debug, Parser)]
+#[command(name = "replay", version)]
+pub struct Options {
+    /// Market data: gbm[:SEED[:BARS]], closes:PATH (raw f64 or .csv), itch:PATH, pcap:PATH.
+    #[arg(long, default_value_t = Source::DEFAULT)]
+    pub source: Source,
+    /// Send at most this many messages (default: the whole source).
+    #[arg(long, value_parser = parse_count)]
+    pub count: Option<u64>,
+    /// Send for at most this many seconds of schedule (needs a --rate).
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<f64>,
+    /// Messages per second, 1 to 1e8 (open loop, busy-waiting to the microsecond), or `max`.
+    #[arg(long, default_value_t = Rate::DEFAULT)]
+    pub rate: Rate,
+    /// ITCH messages per MoldUDP64 packet.
+    #[arg(long, default_value_t = 1)]
+    pub batch: u16,
+    /// The MoldUDP64 session the feed is sent in (a pcap source keeps its own).
+    #[arg(long, default_value = netns::lab::SESSION, value_parser = parse_session)]
+    pub session: Session,
+    /// The first message's sequence number (a pcap source keeps its own): 1 starts a session,
+    /// a larger one is a feed the trader joins in the middle.
+    #[arg(long, default_value_t = 1)]
+    pub first_seq: u64,
+    /// The trader's market-data address.
+    #[arg(long, default_value_t = netns::lab::TRADER_MD)]
+    pub target: SocketAddrV4,
+    /// Line B of an A/B feed: every packet is also sent here, right after line A (`--io udp`).
+    #[arg(long)]
+    pub target_b: Option<SocketAddrV4>,
+    /// Our address; orders come back to it.
+    #[arg(long, default_value_t = netns::lab::EXCHANGE_ORDERS)]
+    pub bind: SocketAddrV4,
+    /// The UDP port line A's feed leaves from, on --bind's address: the feed's source, as the
+    /// trader's --feed-source names it. 0: an ephemeral port.
+    #[arg(long, default_value_t = netns::lab::FEED_SOURCE_PORT)]
+    pub feed_port: u16,
+    /// The UDP port line B's feed leaves from (with --target-b). 0: an ephemeral port.
+    #[arg(long, default_value_t = netns::lab::FEED_SOURCE_PORT_B)]
+    pub feed_port_b: u16,
+    /// Strategy length n, for the parity check.
+    #[arg(long, default_value_t = netns::lab::STRATEGY_N)]
+    pub n: i64,
+    /// Stock symbol of the synthetic ticks, and the one traded.
+    #[arg(long, default_value = netns::lab::STOCK)]
+    pub stock: String,
+    /// Pin to this CPU.
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// After the last tick, wait this long for outstanding orders.
+    #[arg(long, default_value_t = 500)]
+    pub drain_ms: u64,
+    /// Harness self-test: after each send, stall this many µs before taking orders (a busy
+    /// wait, as a preemption of the replay would). Tick-to-trade, counted to each order's
+    /// arrival, must not move; the harness delay shows the stall.
+    #[arg(long, default_value_t = 0)]
+    pub stall_after_send_us: u64,
+    /// Label for this run in the results (e.g. the trader's path).
+    #[arg(long, default_value = "run")]
+    pub label: String,
+    /// Write the result here as JSON (stdout if absent).
+    #[arg(long)]
+    pub json_out: Option<PathBuf>,
+    /// Write the tick-to-trade histogram here (.hgrm, microseconds); beside it
+    /// `<name>-seen.hgrm` (to when the replay read each order) and `<name>-harness.hgrm` (the
+    /// difference: the harness's own delay).
+    #[arg(long)]
+    pub hgrm_out: Option<PathBuf>,
+    /// Write what was sent to this pcap file (after the run, not during it).
+    #[arg(long)]
+    pub pcap_out: Option<PathBuf>,
+    /// What the trader answers: `signals` (the strategy's orders; parity is checked) or
+    /// `every` (one order per tick: the XDP reflector floor).
+    #[arg(long, value_enum, default_value_t = Expect::Signals)]
+    pub expect: Expect,
+    /// Attach a pass-everything XDP program to this interface first (XDP_TX from the peer
+    /// into a veth needs an XDP program on this end).
+    #[arg(long)]
+    pub xdp_pass_on: Option<String>,
+    /// Exchange-side I/O: `udp` (kernel socket) or `xdp` (AF_XDP on --iface: the bypass
+    /// harness, neither end on the kernel UDP stack).
+    #[arg(long, value_enum, default_value_t = ExchangeIo::Udp)]
+    pub io: ExchangeIo,
+    /// Our interface (for --io xdp).
+    #[arg(long, default_value = netns::lab::EXCHANGE_IF)]
+    pub iface: String,
+    /// The trader's MAC (for --io xdp; the lab's fixed trader MAC by default).
+    #[arg(long, default_value_t = netns::lab::TRADER_MAC)]
+    pub target_mac: netns::Mac,
+    /// XDP mode on our interface (for --io xdp): `native` or `skb`.
+    #[arg(long, value_enum, default_value_t = XdpMode::Native)]
+    pub xdp_mode: XdpMode,
+    /// Serve MoldUDP64 re-requests (the trader's `--retransmit-to`) on --bind's address at
+    /// --retransmit-port, from a thread that sleeps until a request comes.
+    #[arg(long)]
+    pub retransmit: bool,
+    /// The re-request server's UDP port.
+    #[arg(long, default_value_t = netns::lab::RETRANSMIT_PORT)]
+    pub retransmit_port: u16,
+    /// Messages the re-request server keeps: requests for older ones are refused.
+    #[arg(long, default_value_t = 100_000)]
+    pub retransmit_history: u64,
+    /// Progress on stderr (default: when stderr is a terminal).
+    #[arg(long)]
+    pub progress: Option<bool>,
+    /// Check the options and the source (build the feed and the backtest), then exit without
+    /// opening a socket: what `cargo xtask bench` runs before it builds the lab.
+    #[arg(long)]
+    pub check: bool,
+}
+
+fn parse_count(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("bad count {s:?}: a number of messages, at least 1")),
+    }
+}
+
+fn parse_duration(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(d) if d > 0.0 && d.is_finite() => Ok(d),
+        _ => Err(format!("bad duration {s:?}: a positive number of seconds")),
+    }
+}
