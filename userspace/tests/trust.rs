@@ -414,7 +414,7 @@ fn another_address_on_the_trigger_path_learned_never_fires() {
 fn spoofed(tag: &str, path: &str) {
     // Not `end_ahead`: spoofed, it races the feed (if three real messages leave between the
     // forger's reading and its second end, that end is at the next number and ends the run:
-    // the README says so); trader-core's unit tests cover it deterministically.
+    // docs/trust.md says so); trader-core's unit tests cover it deterministically.
     let kinds = "ahead,at_next,just_past,empty_block,heartbeat_ahead";
     let Some(run) = run(tag, path, Via::Spoofed, Source::Named, kinds) else {
         return;
