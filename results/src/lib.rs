@@ -17,9 +17,10 @@ mod floor;
 mod replay;
 mod trader;
 
-pub use enums::{EndReason, ExchangeIo, Expect, TraderPath, Wait, XdpMode};
+pub use enums::EndReason;
 pub use feed::{Rate, Source};
 pub use floor::FloorReport;
+pub use paths::{ExchangeIo, Expect, TraderPath, Wait, XdpMode};
 pub use replay::{Arrival, LineSends, Parity, ParityVerdict, ReplayReport, RetransmitReport};
 pub use trader::{
     Account, FeedSeen, ForeignSession, FrameCounts, Knobs, LineCounts, Position, TraderCounters,

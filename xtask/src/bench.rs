@@ -27,80 +27,116 @@ const SOURCE: Source = Source::DEFAULT;
 /// The default send rate, messages/s: well below every path's zero-loss rate.
 pub(crate) const RATE: Rate = Rate::DEFAULT;
 
-/// Which I/O path(s) the trader uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+/// A `--path` value, from the path table (`paths::PATHS`): a path (all its bench rows), one of
+/// its rows by name (`trigger-block`), or `both` (xdp and udp).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum PathChoice {
-    /// AF_XDP (XDP redirect into a UMEM, busy-polled).
-    Xdp,
-    /// The kernel UDP stack.
-    Udp,
-    /// The decision in the driver: the trader arms the XDP program with the next tick's
-    /// order, the program fires it (XDP_TX); measured with the trader waiting as --wait says
-    /// and again with it blocking (`trigger-block`).
-    Trigger,
-    /// The trigger path with the trader blocking in poll() only.
-    TriggerBlock,
+    /// A path: every row it has in the bench.
+    Path(TraderPath),
+    /// One row of a path, the one that forces this wait.
+    Row(TraderPath, Wait),
     /// xdp and udp, one after the other in the same lab and run, reported side by side.
     Both,
 }
 
 impl PathChoice {
-    fn rows(self, wait: Wait) -> &'static [Row] {
+    /// Its rows under `--wait wait`: a row that follows `--wait` is left out where the path
+    /// has a row forcing that wait already (it would be that row again).
+    fn rows(self, wait: Wait) -> Vec<Row> {
         match self {
-            PathChoice::Xdp => &[Row::Xdp],
-            PathChoice::Udp => &[Row::Udp],
-            // Blocking already: the second row would be the first again.
-            PathChoice::Trigger if wait == Wait::Block => &[Row::TriggerBlock],
-            PathChoice::Trigger => &[Row::Trigger, Row::TriggerBlock],
-            PathChoice::TriggerBlock => &[Row::TriggerBlock],
-            PathChoice::Both => &[Row::Xdp, Row::Udp],
+            PathChoice::Path(p) => {
+                let rows = p.spec().bench_rows;
+                rows.iter()
+                    .filter(|r| r.wait.is_some() || !rows.iter().any(|f| f.wait == Some(wait)))
+                    .map(|r| Row::Path(p, r.wait))
+                    .collect()
+            }
+            PathChoice::Row(p, w) => vec![Row::Path(p, Some(w))],
+            PathChoice::Both => vec![Row::XDP, Row::UDP],
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            PathChoice::Path(p) => p.as_str(),
+            PathChoice::Row(p, w) => Row::Path(p, Some(w)).as_str(),
+            PathChoice::Both => "both",
         }
     }
 }
 
+/// Every `--path` value: each bench path of the table, each of its rows that forces a wait,
+/// and `both`.
+fn path_choices() -> &'static [PathChoice] {
+    static CHOICES: std::sync::LazyLock<Vec<PathChoice>> = std::sync::LazyLock::new(|| {
+        let mut v = Vec::new();
+        for spec in paths::PATHS.iter().filter(|s| !s.bench_rows.is_empty()) {
+            v.push(PathChoice::Path(spec.path));
+            for r in spec.bench_rows {
+                if let Some(w) = r.wait {
+                    v.push(PathChoice::Row(spec.path, w));
+                }
+            }
+        }
+        v.push(PathChoice::Both);
+        v
+    });
+    &CHOICES
+}
+
+impl clap::ValueEnum for PathChoice {
+    fn value_variants<'a>() -> &'a [Self] {
+        path_choices()
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let help = match *self {
+            PathChoice::Path(p) => p
+                .to_possible_value()
+                .and_then(|v| v.get_help().map(ToString::to_string))
+                .unwrap_or_default(),
+            PathChoice::Row(p, w) => format!("The {p} path with the trader waiting: {w} only"),
+            PathChoice::Both => {
+                "xdp and udp, one after the other in the same lab and run, reported side by side"
+                    .to_owned()
+            }
+        };
+        Some(clap::builder::PossibleValue::new(self.name()).help(help))
+    }
+}
+
 /// One row of the bench's report: a configuration measured, named as in the tables, the
-/// result files and report.json.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// result files and report.json. A path's rows come from the path table; the floors are the
+/// bench's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Row {
-    /// The trader on AF_XDP, the replay on kernel UDP.
-    #[serde(rename = "xdp")]
-    Xdp,
-    /// The trader on kernel UDP, the replay too.
-    #[serde(rename = "udp")]
-    Udp,
-    /// The trigger path (AF_XDP, orders fired by the XDP program), the trader waiting as
-    /// `--wait` says; the replay on kernel UDP.
-    #[serde(rename = "trigger")]
-    Trigger,
-    /// The trigger path with the trader blocking in poll().
-    #[serde(rename = "trigger-block")]
-    TriggerBlock,
+    /// A path's row (`paths::PathSpec::bench_rows`): the trader on that path, the replay on
+    /// kernel UDP, the trader waiting as the row forces (`None`: as `--wait` says).
+    Path(TraderPath, Option<Wait>),
     /// The XDP_TX reflector: the lab and harness without any userspace trader.
-    #[serde(rename = "reflect")]
     Reflect,
     /// The trader on AF_XDP and the replay too (the bypass harness): the trader's own figure.
-    #[serde(rename = "xdp-bypass")]
     XdpBypass,
     /// The XDP_TX reflector against the AF_XDP exchange: the floor of the bypass harness, what
     /// `xdp-bypass` is compared with.
-    #[serde(rename = "reflect-bypass")]
     ReflectBypass,
     /// Two pinned threads ping-ponging a cache line: the machine's floor.
-    #[serde(rename = "cpu floor")]
     CpuFloor,
     /// sockperf's UDP ping-pong: the outside reference for the kernel-UDP path.
-    #[serde(rename = "sockperf")]
     Sockperf,
 }
 
 impl Row {
-    /// Every row, in the report's order.
-    #[cfg(test)]
-    const ALL: [Row; 9] = [
-        Row::Xdp,
-        Row::Udp,
-        Row::Trigger,
-        Row::TriggerBlock,
+    /// The AF_XDP path's row.
+    pub(crate) const XDP: Row = Row::Path(TraderPath::Xdp, None);
+    /// The kernel UDP path's row.
+    pub(crate) const UDP: Row = Row::Path(TraderPath::Udp, None);
+    /// The trigger path's row, the trader waiting as `--wait` says.
+    pub(crate) const TRIGGER: Row = Row::Path(TraderPath::Trigger, None);
+    /// The trigger path with the trader blocking in poll().
+    pub(crate) const TRIGGER_BLOCK: Row = Row::Path(TraderPath::Trigger, Some(Wait::Block));
+    /// The floors, in the report's order.
+    const FLOORS: [Row; 5] = [
         Row::Reflect,
         Row::XdpBypass,
         Row::ReflectBypass,
@@ -108,13 +144,23 @@ impl Row {
         Row::Sockperf,
     ];
 
+    /// Every row, in the report's order: the table's, then the floors.
+    pub(crate) fn all() -> impl Iterator<Item = Row> {
+        paths::PATHS
+            .iter()
+            .flat_map(|s| s.bench_rows.iter().map(|r| Row::Path(s.path, r.wait)))
+            .chain(Row::FLOORS)
+    }
+
     /// The row's name in the tables, file names and report.json.
-    pub(crate) const fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
-            Row::Xdp => "xdp",
-            Row::Udp => "udp",
-            Row::Trigger => "trigger",
-            Row::TriggerBlock => "trigger-block",
+            Row::Path(p, wait) => p
+                .spec()
+                .bench_rows
+                .iter()
+                .find(|r| r.wait == wait)
+                .map_or(p.as_str(), |r| r.label),
             Row::Reflect => "reflect",
             Row::XdpBypass => "xdp-bypass",
             Row::ReflectBypass => "reflect-bypass",
@@ -126,12 +172,9 @@ impl Row {
     /// The lab run behind the row (`None`: measured without the trader and the replay).
     pub(crate) const fn ends(self) -> Option<Ends> {
         match self {
-            Row::Xdp => Some(Ends::kernel_exchange(TraderPath::Xdp)),
-            Row::Udp => Some(Ends::kernel_exchange(TraderPath::Udp)),
-            Row::Trigger => Some(Ends::kernel_exchange(TraderPath::Trigger)),
-            Row::TriggerBlock => Some(Ends {
-                wait: Some(Wait::Block),
-                ..Ends::kernel_exchange(TraderPath::Trigger)
+            Row::Path(path, wait) => Some(Ends {
+                wait,
+                ..Ends::kernel_exchange(path)
             }),
             Row::Reflect => Some(Ends::kernel_exchange(TraderPath::Reflect)),
             Row::XdpBypass => Some(Ends {
@@ -149,18 +192,31 @@ impl Row {
     }
 
     /// What failed, in an error message.
-    const fn run_name(self) -> &'static str {
+    fn run_name(self) -> String {
         match self {
-            Row::Xdp => "the xdp run",
-            Row::Udp => "the udp run",
-            Row::Trigger => "the trigger run",
-            Row::TriggerBlock => "the trigger run with the trader blocking",
-            Row::Reflect => "the reflector run",
-            Row::XdpBypass => "the bypass-harness run",
-            Row::ReflectBypass => "the reflector run against the AF_XDP exchange",
-            Row::CpuFloor => "the CPU floor",
-            Row::Sockperf => "the sockperf reference",
+            Row::Path(p, None) => format!("the {p} run"),
+            Row::Path(p, Some(w)) => format!("the {p} run with the trader waiting: {w}"),
+            Row::Reflect => "the reflector run".into(),
+            Row::XdpBypass => "the bypass-harness run".into(),
+            Row::ReflectBypass => "the reflector run against the AF_XDP exchange".into(),
+            Row::CpuFloor => "the CPU floor".into(),
+            Row::Sockperf => "the sockperf reference".into(),
         }
+    }
+}
+
+impl Serialize for Row {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Row {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        Row::all()
+            .find(|r| r.as_str() == name)
+            .ok_or_else(|| serde::de::Error::custom(format!("no bench row {name:?}")))
     }
 }
 
@@ -315,9 +371,16 @@ impl Options {
         }
     }
 
-    /// Whether `row` can't run under these options: the trigger needs native XDP.
+    /// Whether `row` can't run under these options: its path's program doesn't run in this
+    /// XDP mode (the trigger needs native XDP).
     fn skips(&self, row: Row) -> bool {
-        matches!(row, Row::Trigger | Row::TriggerBlock) && self.xdp_mode != XdpMode::Native
+        match row {
+            Row::Path(p, _) => {
+                let spec = p.spec();
+                spec.action.is_some() && !spec.modes.contains(&self.xdp_mode)
+            }
+            _ => false,
+        }
     }
 
     /// The lab runs, in order: the paths asked for, then the floors that need the lab.
@@ -329,7 +392,7 @@ impl Options {
         };
         let mut rows: Vec<Row> = Vec::new();
         for p in &self.paths {
-            for &row in p.rows(self.wait) {
+            for row in p.rows(self.wait) {
                 if !rows.contains(&row) && !self.skips(row) {
                     rows.push(row);
                 }
@@ -350,17 +413,21 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
         );
     }
     let rows = o.lab_rows();
-    let trigger_asked =
-        o.paths.contains(&PathChoice::Trigger) || o.paths.contains(&PathChoice::TriggerBlock);
-    if trigger_asked && o.skips(Row::Trigger) {
-        eprintln!(
-            "note: no trigger rows with --xdp-mode {}: the trigger path needs native XDP",
-            o.xdp_mode
-        );
+    for choice in &o.paths {
+        if let PathChoice::Path(p) | PathChoice::Row(p, _) = *choice
+            && o.skips(Row::Path(p, None))
+        {
+            let modes: Vec<&str> = p.spec().modes.iter().map(|m| m.as_str()).collect();
+            eprintln!(
+                "note: no {p} rows with --xdp-mode {}: --path {p} runs in XDP mode {} only",
+                o.xdp_mode,
+                modes.join(" or ")
+            );
+        }
     }
-    let (_, first) = *rows
-        .first()
-        .context("no path to run (the trigger path alone needs --xdp-mode native)")?;
+    let (_, first) = *rows.first().context(
+        "no path to run in this XDP mode (the trigger path alone needs --xdp-mode native)",
+    )?;
     let session = Session::start(&o, "bench", first)?;
     let stop = Arc::clone(&session.stop);
     // Restored when dropped: after the runs, on an error and after Ctrl-C alike.
@@ -485,9 +552,19 @@ fn strict(measured: &[Measured]) -> anyhow::Result<()> {
 mod tests {
     use super::*;
 
+    trait HelpText {
+        fn command_for_help() -> String;
+    }
+
+    impl<T: clap::CommandFactory> HelpText for T {
+        fn command_for_help() -> String {
+            T::command().render_long_help().to_string()
+        }
+    }
+
     #[test]
     fn rows_spell_alike_in_tables_and_json() {
-        for row in Row::ALL {
+        for row in Row::all() {
             assert_eq!(
                 serde_json::to_string(&row).unwrap(),
                 format!("\"{}\"", row.as_str())
@@ -504,8 +581,8 @@ mod tests {
         assert_eq!(
             rows,
             [
-                Row::Xdp,
-                Row::Udp,
+                Row::XDP,
+                Row::UDP,
                 Row::Reflect,
                 Row::XdpBypass,
                 Row::ReflectBypass
@@ -516,10 +593,10 @@ mod tests {
             (ends.trader, ends.exchange, ends.expect()),
             (TraderPath::Reflect, ExchangeIo::Xdp, results::Expect::Every)
         );
-        o.paths = vec![PathChoice::Udp];
+        o.paths = vec![PathChoice::Path(TraderPath::Udp)];
         o.floors = false;
         let rows: Vec<Row> = o.lab_rows().into_iter().map(|(r, _)| r).collect();
-        assert_eq!(rows, [Row::Udp]);
+        assert_eq!(rows, [Row::UDP]);
     }
 
     #[test]
@@ -537,27 +614,57 @@ mod tests {
         };
         assert_eq!(
             rows(&[]),
-            [Row::Xdp, Row::Udp, Row::Trigger, Row::TriggerBlock]
+            [Row::XDP, Row::UDP, Row::TRIGGER, Row::TRIGGER_BLOCK]
         );
         assert_eq!(
             rows(&["--path", "xdp,udp,trigger"]),
-            [Row::Xdp, Row::Udp, Row::Trigger, Row::TriggerBlock]
+            [Row::XDP, Row::UDP, Row::TRIGGER, Row::TRIGGER_BLOCK]
         );
         assert_eq!(
             rows(&["--path", "trigger,both,xdp"]),
-            [Row::Trigger, Row::TriggerBlock, Row::Xdp, Row::Udp]
+            [Row::TRIGGER, Row::TRIGGER_BLOCK, Row::XDP, Row::UDP]
         );
         assert_eq!(
             rows(&["--path", "trigger", "--wait", "block"]),
-            [Row::TriggerBlock]
+            [Row::TRIGGER_BLOCK]
         );
         assert_eq!(
-            Row::TriggerBlock.ends().and_then(|e| e.wait),
+            Row::TRIGGER_BLOCK.ends().and_then(|e| e.wait),
             Some(Wait::Block)
         );
         assert!(Cli::try_parse_from(["bench", "--path", "xdp,bogus"]).is_err());
         // Generic XDP: the trigger (native only) is left out.
-        assert_eq!(rows(&["--xdp-mode", "skb"]), [Row::Xdp, Row::Udp]);
+        assert_eq!(rows(&["--xdp-mode", "skb"]), [Row::XDP, Row::UDP]);
+    }
+
+    /// A path is one entry in the path table: the tests' `dummy` (feature `dummy-path`, on in
+    /// every test build) is a `--path` value with its own row, named as its entry says, with
+    /// the right ends, and a row of report.json, without a line of the bench about it.
+    #[test]
+    fn a_path_added_to_the_table_is_a_bench_path_with_its_rows() {
+        use clap::Parser as _;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            o: Options,
+        }
+        let cli = Cli::try_parse_from(["bench", "--path", "dummy,xdp"]).unwrap();
+        let rows: Vec<(Row, Ends)> = cli.o.lab_rows();
+        let dummy = Row::Path(TraderPath::Dummy, None);
+        assert_eq!(rows[0].0, dummy);
+        assert_eq!(rows[1].0, Row::XDP);
+        assert_eq!(dummy.as_str(), "dummy");
+        assert_eq!(rows[0].1, Ends::kernel_exchange(TraderPath::Dummy));
+        assert!(Row::all().any(|r| r == dummy));
+        assert_eq!(
+            serde_json::from_str::<Row>(&serde_json::to_string(&dummy).unwrap()).unwrap(),
+            dummy
+        );
+        // Its entry takes no XDP program, so generic XDP doesn't leave it out.
+        let skb = Cli::try_parse_from(["bench", "--path", "dummy", "--xdp-mode", "skb"]).unwrap();
+        assert_eq!(skb.o.lab_rows().len(), 1);
+        let help = Cli::command_for_help();
+        assert!(help.contains("dummy"), "{help}");
     }
 
     #[test]

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use anyhow::bail;
 use clap::ValueEnum as _;
+use paths::{Io, PathSpec};
 use results::{Rate, ReplayReport, Summary, TraderPath, TraderReport, Wait, XdpMode};
 use serde::{Deserialize, Serialize};
 
@@ -84,17 +85,6 @@ pub(crate) enum Knob {
     SpoofedStream,
 }
 
-/// Every trader path.
-const ALL: &[TraderPath] = &[TraderPath::Xdp, TraderPath::Udp, TraderPath::Trigger];
-/// The AF_XDP paths (the trigger's is AF_XDP with the decision in the driver).
-const XDP: &[TraderPath] = &[TraderPath::Xdp, TraderPath::Trigger];
-/// The AF_XDP path alone: generic XDP (the trigger needs native XDP).
-const XDP_ONLY: &[TraderPath] = &[TraderPath::Xdp];
-/// The paths that trade packets of several messages (the trigger fires only one-message
-/// packets: with more it would be the AF_XDP path).
-const BATCHED: &[TraderPath] = &[TraderPath::Xdp, TraderPath::Udp];
-const UDP: &[TraderPath] = &[TraderPath::Udp];
-
 impl Knob {
     /// Its name, as `--knobs` takes it and the tables show it.
     pub(crate) fn as_str(self) -> &'static str {
@@ -148,18 +138,23 @@ impl Knob {
         }
     }
 
-    /// The trader paths it applies to.
-    fn paths(self) -> &'static [TraderPath] {
+    /// Whether it applies to the path `spec` describes (from the path table: a new path is
+    /// measured with every knob its entry says it can take).
+    fn applies(self, spec: &PathSpec) -> bool {
         match self {
+            // The AF_XDP socket's and the XDP program's knobs.
             Knob::HugePages
             | Knob::RxBatch1
             | Knob::NoNeedWakeup
             | Knob::XdpLog
             | Knob::MalformedStream
-            | Knob::XdpLogMalformed => XDP,
-            Knob::Skb => XDP_ONLY,
-            Knob::MoldBatch4 => BATCHED,
-            Knob::Recvmmsg | Knob::SmallRcvbuf => UDP,
+            | Knob::XdpLogMalformed => spec.io.afxdp(),
+            // Generic XDP, where the path's program runs in it.
+            Knob::Skb => spec.io.trades() && spec.modes.contains(&XdpMode::Skb),
+            // Packets of several messages, where the path trades them on its fast path.
+            Knob::MoldBatch4 => spec.io.trades() && spec.batched,
+            Knob::Recvmmsg => spec.recvmmsg,
+            Knob::SmallRcvbuf => spec.io == Io::Udp,
             Knob::Block
             | Knob::BusyPoll
             | Knob::Unpinned
@@ -167,7 +162,7 @@ impl Knob {
             | Knob::Mlock
             | Knob::Isolate
             | Knob::LieStream
-            | Knob::SpoofedStream => ALL,
+            | Knob::SpoofedStream => spec.io.trades(),
         }
     }
 
@@ -447,7 +442,7 @@ fn variants(paths: &[TraderPath], knobs: &[Knob]) -> Vec<(Option<Knob>, TraderPa
     let turned = knobs.iter().flat_map(|&k| {
         paths
             .iter()
-            .filter(move |p| k.paths().contains(p))
+            .filter(move |p| k.applies(p.spec()))
             .map(move |&p| (Some(k), p))
     });
     baselines.chain(turned).collect()
@@ -822,6 +817,27 @@ mod tests {
                 (Some(Knob::Mlock), TraderPath::Xdp),
                 (Some(Knob::Mlock), TraderPath::Udp),
                 (Some(Knob::Recvmmsg), TraderPath::Udp),
+            ]
+        );
+    }
+
+    /// The tests' `dummy` path (a kernel UDP socket without `recvmmsg`, no XDP program, in
+    /// the table only) gets the knobs its entry allows and no other.
+    #[test]
+    fn a_path_added_to_the_table_gets_the_knobs_its_entry_allows() {
+        let knobs = [
+            Knob::Block,
+            Knob::Recvmmsg,
+            Knob::HugePages,
+            Knob::MoldBatch4,
+        ];
+        let v = variants(&[TraderPath::Dummy], &knobs);
+        assert_eq!(
+            v,
+            [
+                (None, TraderPath::Dummy),
+                (Some(Knob::Block), TraderPath::Dummy),
+                (Some(Knob::MoldBatch4), TraderPath::Dummy),
             ]
         );
     }

@@ -65,12 +65,12 @@ const COLUMNS: [Column; 8] = [
 /// trigger, trigger-block and reflect; the AF_XDP exchange for xdp-bypass and reflect-bypass),
 /// so the harness's own cost is the same on both sides of the ratio.
 const RATIOS: [(Row, Row); 7] = [
-    (Row::Xdp, Row::Udp),
-    (Row::Xdp, Row::Reflect),
-    (Row::Udp, Row::Reflect),
-    (Row::Xdp, Row::Trigger),
-    (Row::Trigger, Row::Reflect),
-    (Row::TriggerBlock, Row::Reflect),
+    (Row::XDP, Row::UDP),
+    (Row::XDP, Row::Reflect),
+    (Row::UDP, Row::Reflect),
+    (Row::XDP, Row::TRIGGER),
+    (Row::TRIGGER, Row::Reflect),
+    (Row::TRIGGER_BLOCK, Row::Reflect),
     (Row::XdpBypass, Row::ReflectBypass),
 ];
 
@@ -565,11 +565,11 @@ fn counts_table(t: &mut String, measured: &[Measured]) {
         // Throughput: what the send loop achieved (with --rate max, the only figure that is
         // not closed-loop).
         let msgs = format!("{:.0}", replay.achieved_rate_per_s);
-        // Frames for the socket that the XDP program could not redirect (only queue 0 is
-        // served); none on the UDP path.
+        // Frames for the sockets that the XDP program could not redirect (a queue without
+        // one); none on a path without AF_XDP sockets.
         let redirect_failed = trader
             .xdp_counters
-            .filter(|_| matches!(trader.path, TraderPath::Xdp | TraderPath::Trigger))
+            .filter(|_| trader.path.spec().io.afxdp())
             .map_or("-".to_owned(), |x| {
                 if x.redirect_failed > 0 {
                     format!("{LOSS_MARK} {}", x.redirect_failed)
@@ -929,8 +929,8 @@ mod tests {
         let mut bypass_replay = fixtures::replay(8.0);
         bypass_replay.exchange_io = results::ExchangeIo::Xdp;
         [
-            (Row::Xdp, fixtures::replay(10.0), xdp),
-            (Row::Udp, udp, udp_trader),
+            (Row::XDP, fixtures::replay(10.0), xdp),
+            (Row::UDP, udp, udp_trader),
             (
                 Row::Reflect,
                 reflect(5.0, results::ExchangeIo::Udp),

@@ -36,9 +36,10 @@ const TRADER_IDLE_EXIT_S: u64 = 60;
 /// reflector has none to measure), with their help.
 pub(crate) fn trader_paths() -> impl clap::builder::TypedValueParser<Value = TraderPath> {
     use clap::{ValueEnum as _, builder::TypedValueParser as _};
-    let traders = [TraderPath::Xdp, TraderPath::Udp, TraderPath::Trigger];
     clap::builder::PossibleValuesParser::new(
-        traders.into_iter().filter_map(|p| p.to_possible_value()),
+        TraderPath::all()
+            .filter(|p| p.spec().io.trades())
+            .filter_map(|p| p.to_possible_value()),
     )
     .try_map(|name: String| TraderPath::from_str(&name, false))
 }
@@ -64,12 +65,10 @@ impl Ends {
         }
     }
 
-    /// What the replay expects back: the reflector answers every tick, a trader its signals.
-    pub(crate) const fn expect(self) -> Expect {
-        match self.trader {
-            TraderPath::Reflect => Expect::Every,
-            TraderPath::Xdp | TraderPath::Udp | TraderPath::Trigger => Expect::Signals,
-        }
+    /// What the replay expects back (the path table says): the reflector answers every tick,
+    /// a trader its signals.
+    pub(crate) fn expect(self) -> Expect {
+        self.trader.spec().expect
     }
 }
 
@@ -458,7 +457,7 @@ fn trader_command(mut base: Command, o: &Options, lab: &LabConfig, ends: Ends) -
         base.args(["--session", lab::SESSION, "--first-seq", "1"]);
     }
     base.args(&o.trader_args);
-    if o.xdp_stats && ends.trader != TraderPath::Udp {
+    if o.xdp_stats && ends.trader.spec().action.is_some() {
         base.arg("--xdp-stats");
     }
     if !o.no_pin {
@@ -565,6 +564,8 @@ mod tests {
             [TraderPath::Udp, TraderPath::Xdp]
         );
         assert!(parse("reflect").is_err());
+        // A path added to the table (the tests' `dummy`) is one too.
+        assert_eq!(parse("dummy").unwrap().paths, [TraderPath::Dummy]);
     }
 
     #[test]

@@ -8,7 +8,8 @@ use std::{
 };
 
 use anyhow::{Context as _, bail};
-use results::{EndReason, FrameCounts, TraderPath, TriggerReport, Wait, XdpCounters, XskStats};
+use paths::{Io, QueueRule};
+use results::{EndReason, FrameCounts, TriggerReport, Wait, XdpCounters, XskStats};
 use wire::itch::Stock;
 use xdp_common::{Action, OrderTo};
 
@@ -29,11 +30,10 @@ pub(crate) fn run_xdp(
     rx_to_tx: &mut Latency,
     stop: &AtomicBool,
 ) -> anyhow::Result<PathEnd> {
-    let action = if o.path == TraderPath::Trigger {
-        Action::Trigger
-    } else {
-        Action::Redirect
-    };
+    let spec = o.path.spec();
+    let action = spec
+        .action
+        .context("an AF_XDP path has an XDP program (the path table says which)")?;
     let gateway = gateway(o)?;
     let mut prog = attach(o, o.port_b, action, &gateway)
         .with_context(|| format!("failed to set up XDP on {}", o.iface()))?;
@@ -60,11 +60,12 @@ pub(crate) fn run_xdp(
         ),
         Queues::First(n) => n,
     };
-    if o.path == TraderPath::Trigger && serve != 1 {
+    if spec.queues == QueueRule::One && serve != 1 {
         bail!(
-            "--path trigger serves one RX queue ({} has {have}; give --queues 1 and steer the \
+            "--path {} serves one RX queue ({} has {have}; give --queues 1 and steer the \
              feed to queue 0): the fired ticks and the socket's are merged in sequence order, \
              which only one queue guarantees",
+            o.path,
             o.iface()
         );
     }
@@ -213,7 +214,7 @@ fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
     rx_to_tx: &mut Latency,
     stop: &AtomicBool,
 ) -> anyhow::Result<XskEnd> {
-    if o.path == TraderPath::Trigger {
+    if o.path.spec().io == Io::Trigger {
         let stock = Stock::new(&o.stock).map_err(|e| anyhow::anyhow!("bad --stock: {e}"))?;
         // The socket's I/O never blocks itself: the trigger's waits on the socket and the ring.
         let xdp = xdp_io::<false, BUSY_POLL>(o, prog, xsks, g)?;
@@ -402,9 +403,9 @@ fn attach(
         Load {
             log: o.xdp_log,
             // A blocking trigger trader sleeps on the ring too: firing must wake it.
-            fired_wakeup: o.path == TraderPath::Trigger && o.wait == Wait::Block,
+            fired_wakeup: action == Action::Trigger && o.wait == Wait::Block,
             // The trigger fires only what the socket path would take: frames to us.
-            trigger_dst: if o.path == TraderPath::Trigger {
+            trigger_dst: if action == Action::Trigger {
                 Some((g.our_mac, o.addr))
             } else {
                 None

@@ -8,8 +8,9 @@
 //! [`Options`] are the command line (the `trader` binary parses them and calls [`run`]);
 //! `io` sets up each path's sockets and XDP program.
 use anyhow::bail;
+use paths::Io;
 use results::{
-    FeedSeen, ForeignSession, FrameCounts, TraderPath, TraderReport, TriggerReport, XdpCounters,
+    FeedSeen, ForeignSession, FrameCounts, TraderReport, TriggerReport, XdpCounters,
     XdpProgramStats, XskStats,
 };
 use wire::{itch::Stock, moldudp64::Session};
@@ -84,19 +85,18 @@ pub fn run(mut o: Options) -> anyhow::Result<()> {
         trader = trader.with_lines(o.ab_wait_us.saturating_mul(1_000));
     }
     let mut rx_to_tx = Latency::new();
-    let run = match o.path {
-        TraderPath::Xdp | TraderPath::Trigger => {
-            io::run_xdp(&o, &mut trader, &mut rx_to_tx, &stop)?
-        }
-        TraderPath::Udp => io::run_udp(&o, &mut trader, &mut rx_to_tx, &stop)?,
-        TraderPath::Reflect => io::run_reflect(&o, &stop)?,
+    // The path's I/O, as the path table says: a new path is one entry there and one arm here.
+    let run = match o.path.spec().io {
+        Io::Xsk | Io::Trigger => io::run_xdp(&o, &mut trader, &mut rx_to_tx, &stop)?,
+        Io::Udp => io::run_udp(&o, &mut trader, &mut rx_to_tx, &stop)?,
+        Io::Reflector => io::run_reflect(&o, &stop)?,
     };
     trader.finish();
     let report = TraderReport {
         knobs: o.knobs(),
         path: o.path,
         wait: o.wait,
-        xdp_mode: (o.path != TraderPath::Udp).then_some(o.xdp_mode),
+        xdp_mode: o.path.spec().action.map(|_| o.xdp_mode),
         n: o.n,
         counters: trader.counters,
         feed: feed_report(&o, &trader),
@@ -176,14 +176,14 @@ fn warn_at_exit(o: &Options, report: &TraderReport) {
              and went to the kernel untraded: they arrived on an RX queue this trader does not \
              serve (it serves {} of them; --queues all serves every one). Steer the feed \
              (`ethtool -N {iface} flow-type udp4 dst-port {} action 0`) or serve more queues; \
-             see the README, \"Serving every RX queue\"",
+             see docs/rx-queues.md",
             x.redirect_failed,
             report.rx_queue_frames.len(),
             o.port
         );
     }
     let c = &report.counters;
-    if report.path != TraderPath::Reflect && report.feed.session.is_none() && c.packets > 0 {
+    if report.path.spec().io.trades() && report.feed.session.is_none() && c.packets > 0 {
         eprintln!(
             "warning: {} packets came, but no two of one session continued each other's sequence \
              numbers, so nothing was traded (counters.unconfirmed_packets {}, wrong_session {}). \

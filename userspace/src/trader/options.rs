@@ -4,6 +4,7 @@ use std::{net::Ipv4Addr, net::SocketAddrV4, path::PathBuf, time::Duration};
 use anyhow::bail;
 use clap::Parser;
 use netns::lab;
+use paths::{Io, PathSpec, QueueRule};
 use results::{Knobs, TraderPath, Wait, XdpMode};
 use wire::moldudp64::Session;
 
@@ -207,7 +208,7 @@ impl Options {
 
     /// The loop never sleeps on purpose (a spinning trader; the reflector always waits).
     pub(crate) fn spins(&self) -> bool {
-        self.wait == Wait::Spin && self.path != TraderPath::Reflect
+        self.wait == Wait::Spin && self.path.spec().io.trades()
     }
 
     pub(crate) fn knobs(&self) -> Knobs {
@@ -282,41 +283,139 @@ impl Options {
     /// Refuses options that don't go together, each with what to give instead. Run before
     /// anything is touched (`--check` stops right after).
     pub fn check_combination(&self) -> anyhow::Result<()> {
-        let o = self;
-        if o.recvmmsg > 1 && (o.path != TraderPath::Udp || o.wait == Wait::Block) {
-            bail!("--recvmmsg needs --path udp and --wait spin");
-        }
-        if o.retransmit_to.is_some() && o.path == TraderPath::Reflect {
+        let (o, spec) = (self, self.path.spec());
+        if o.recvmmsg > 1 && (!spec.recvmmsg || o.wait == Wait::Block) {
             bail!(
-                "--retransmit-to needs a trader (--path xdp or udp): the reflector keeps no sequence"
+                "--recvmmsg needs --wait spin and a path that takes it: {}",
+                paths_where(|s| s.recvmmsg)
+            );
+        }
+        if o.retransmit_to.is_some() && !spec.io.trades() {
+            bail!(
+                "--retransmit-to needs a trader ({}): --path {} keeps no sequence",
+                paths_where(|s| s.io.trades()),
+                o.path
             );
         }
         if let Some(b) = o.port_b {
             if b == o.port {
                 bail!("--port-b {b} is line A's port too: line B needs a port of its own");
             }
-            if o.path == TraderPath::Reflect || o.recvmmsg > 1 {
-                bail!("--port-b (an A/B feed) needs --path xdp or --path udp without --recvmmsg");
+            if !spec.ab || o.recvmmsg > 1 {
+                bail!(
+                    "--port-b (an A/B feed) needs a path that arbitrates two lines ({}), without \
+                     --recvmmsg{}",
+                    paths_where(|s| s.ab),
+                    if spec.io == Io::Trigger {
+                        ": the trigger fires in the driver, where no copy can be arbitrated"
+                    } else {
+                        ""
+                    }
+                );
             }
         }
-        if o.path == TraderPath::Trigger && (o.port_b.is_some() || o.recvmmsg > 1) {
+        match spec.action {
+            Some(_) if !spec.modes.contains(&o.xdp_mode) => bail!(
+                "--path {} runs in XDP mode {} only (not --xdp-mode {}){}",
+                o.path,
+                spec.modes
+                    .iter()
+                    .map(|m| m.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" or "),
+                o.xdp_mode,
+                if spec.queues == QueueRule::One {
+                    ": it relies on one RX queue being processed by one CPU at a time, which \
+                     generic XDP doesn't promise"
+                } else {
+                    ""
+                }
+            ),
+            None if o.xdp_log || o.xdp_stats => bail!(
+                "--xdp-log and --xdp-stats need an XDP program: --path {}",
+                paths_where(|s| s.action.is_some())
+            ),
+            _ => {}
+        }
+        if o.corrupt_arms > 0 && spec.io != Io::Trigger {
             bail!(
-                "--path trigger takes the feed on one line through AF_XDP: no --port-b (an A/B feed \
-             is arbitrated in userspace, so no copy can be fired in the driver) or --recvmmsg"
+                "--corrupt-arms is a test of {}",
+                paths_where(|s| s.io == Io::Trigger)
             );
-        }
-        if o.path == TraderPath::Trigger && o.xdp_mode != XdpMode::Native {
-            bail!(
-                "--path trigger needs native XDP (--xdp-mode native): it relies on one RX queue \
-             being processed by one CPU at a time, which generic XDP doesn't promise"
-            );
-        }
-        if o.corrupt_arms > 0 && o.path != TraderPath::Trigger {
-            bail!("--corrupt-arms is a test of --path trigger");
-        }
-        if (o.xdp_log || o.xdp_stats) && o.path == TraderPath::Udp {
-            bail!("--xdp-log and --xdp-stats need an XDP program: --path xdp, trigger or reflect");
         }
         Ok(())
+    }
+}
+
+/// The paths for which `keep` holds, as `a, b or c`.
+fn paths_where(keep: impl Fn(&PathSpec) -> bool) -> String {
+    let names: Vec<&str> = PathSpec::select(keep)
+        .into_iter()
+        .map(TraderPath::as_str)
+        .collect();
+    match names.split_last() {
+        Some((last, [])) => (*last).to_owned(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => "none".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+
+    fn check(args: &[&str]) -> Result<(), String> {
+        let o = Options::try_parse_from(std::iter::once("trader").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        o.check_combination().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_checks_come_from_the_path_table() {
+        assert!(check(&["--path", "xdp", "--port-b", "26403"]).is_ok());
+        let e = check(&["--path", "trigger", "--port-b", "26403"]).unwrap_err();
+        assert!(
+            e.contains("xdp or udp") && e.contains("in the driver"),
+            "{e}"
+        );
+        let e = check(&["--path", "trigger", "--xdp-mode", "skb"]).unwrap_err();
+        assert!(
+            e.contains("native only") && e.contains("one RX queue"),
+            "{e}"
+        );
+        assert!(check(&["--path", "xdp", "--xdp-mode", "skb"]).is_ok());
+        let e = check(&["--path", "udp", "--xdp-stats"]).unwrap_err();
+        assert!(e.contains("xdp, reflect or trigger"), "{e}");
+        let e = check(&["--path", "xdp", "--recvmmsg", "8"]).unwrap_err();
+        assert!(e.contains("udp"), "{e}");
+        assert!(check(&["--path", "udp", "--recvmmsg", "8"]).is_ok());
+        let e = check(&["--path", "reflect", "--retransmit-to", "198.18.0.1:26402"]).unwrap_err();
+        assert!(e.contains("keeps no sequence"), "{e}");
+        let e = check(&["--path", "udp", "--corrupt-arms", "3"]).unwrap_err();
+        assert!(e.contains("trigger"), "{e}");
+    }
+
+    /// A path is one entry in the path table: the tests' `dummy` (feature `dummy-path`, on in
+    /// every test build: a kernel UDP socket, no XDP program, one line, no `recvmmsg`) is a
+    /// `--path` value, and every check reads what its entry says, naming it where a path is
+    /// listed, without a line of the trader about it.
+    #[test]
+    fn a_path_added_to_the_table_is_checked_as_its_entry_says() {
+        assert!(check(&["--path", "dummy"]).is_ok());
+        let e = check(&["--path", "dummy", "--port-b", "26403"]).unwrap_err();
+        assert!(e.contains("--port-b") && e.contains("xdp or udp"), "{e}");
+        let e = check(&["--path", "dummy", "--xdp-log"]).unwrap_err();
+        assert!(e.contains("need an XDP program"), "{e}");
+        let e = check(&["--path", "dummy", "--recvmmsg", "4"]).unwrap_err();
+        assert!(e.contains("--recvmmsg"), "{e}");
+        // It trades, so it keeps a sequence and may ask for gaps.
+        assert!(check(&["--path", "dummy", "--retransmit-to", "198.18.0.1:26402"]).is_ok());
+        let e = check(&["--path", "reflect", "--retransmit-to", "198.18.0.1:26402"]).unwrap_err();
+        assert!(
+            e.contains("dummy"),
+            "the list of paths that trade is the table's: {e}"
+        );
     }
 }

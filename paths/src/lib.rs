@@ -1,0 +1,422 @@
+//! The lab's paths, one table: for each way the trader can take market data in and send
+//! orders out, its XDP program action, its I/O, the attach modes, queues and options it takes,
+//! what the exchange expects back, and its rows in the bench ([`PATHS`], looked up with
+//! [`TraderPath::spec`]). The trader's option checks, the bench's rows and the matrix's path
+//! sets are all read from it: adding a path is one entry here and one `TraderIo` in the
+//! trader (`userspace::trading`).
+//!
+//! Also the option values the binaries and xtask share, one spelling each: clap parses them,
+//! serde writes them into reports, `as_str` builds command lines from them.
+use serde::{Deserialize, Serialize};
+use xdp_common::Action;
+
+/// Defines a fieldless enum that clap parses (`ValueEnum`, doc comments as help), serde writes
+/// in kebab case, and `as_str`/`Display` spell exactly as both do.
+macro_rules! arg_enum {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident {
+            $( $(#[$vmeta:meta])* $variant:ident = $text:literal, )+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, Serialize, Deserialize)]
+        pub enum $name {
+            $(
+                $(#[$vmeta])*
+                #[value(name = $text)]
+                #[serde(rename = $text)]
+                $variant,
+            )+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The value as clap parses it and serde writes it.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)+
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+/// How the trader takes market data in and sends orders out. What each one is and takes is
+/// its [`PathSpec`] ([`TraderPath::spec`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, Serialize, Deserialize)]
+pub enum TraderPath {
+    /// AF_XDP: the XDP program redirects the feed into a UMEM the trader polls.
+    #[value(name = "xdp")]
+    #[serde(rename = "xdp")]
+    Xdp,
+    /// The kernel's UDP stack.
+    #[value(name = "udp")]
+    #[serde(rename = "udp")]
+    Udp,
+    /// The lab's floor, no trader at all: the XDP program turns each tick into an
+    /// order-shaped reply and sends it back with XDP_TX. (The exchange end needs an XDP
+    /// program too for XDP_TX into a veth: `replay --xdp-pass-on ex0`.)
+    #[value(name = "reflect")]
+    #[serde(rename = "reflect")]
+    Reflect,
+    /// AF_XDP with the decision in the driver: between ticks the trader arms the XDP
+    /// program with the next tick's firing prices and order; the program sends that order
+    /// itself (XDP_TX) when such a price arrives, and passes every other packet to the
+    /// trader, which checks and re-arms.
+    #[value(name = "trigger")]
+    #[serde(rename = "trigger")]
+    Trigger,
+    /// Tests only (feature `dummy-path`): a path that is nothing but its table entry.
+    #[cfg(feature = "dummy-path")]
+    #[value(name = "dummy")]
+    #[serde(rename = "dummy")]
+    Dummy,
+}
+
+impl TraderPath {
+    /// Every path, in the table's order.
+    pub fn all() -> impl Iterator<Item = TraderPath> {
+        PATHS.iter().map(|s| s.path)
+    }
+
+    /// The path as clap parses it and serde writes it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            TraderPath::Xdp => "xdp",
+            TraderPath::Udp => "udp",
+            TraderPath::Reflect => "reflect",
+            TraderPath::Trigger => "trigger",
+            #[cfg(feature = "dummy-path")]
+            TraderPath::Dummy => "dummy",
+        }
+    }
+
+    /// What the path is and takes: its entry in [`PATHS`].
+    pub fn spec(self) -> &'static PathSpec {
+        PATHS
+            .iter()
+            .find(|s| s.path == self)
+            .expect("every path has an entry in PATHS (a test checks it)")
+    }
+
+    /// The XDP program sends from the trader's end with XDP_TX (the reflector's answers, the
+    /// trigger's orders): on a veth the other end needs an XDP program for them to arrive.
+    pub fn xdp_tx(self) -> bool {
+        self.spec()
+            .action
+            .is_some_and(|a| matches!(a, Action::Reflect | Action::Trigger))
+    }
+}
+
+impl std::fmt::Display for TraderPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What runs in userspace on a path, and so which of the trader's I/O implementations
+/// (`TraderIo`) it gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Io {
+    /// AF_XDP sockets, one per RX queue, read by the trader loop.
+    Xsk,
+    /// AF_XDP with the XDP program firing the armed order; the loop arms it and reads the rest.
+    Trigger,
+    /// A kernel UDP socket (`recvmmsg` with `--recvmmsg`).
+    Udp,
+    /// No trader loop: the XDP program answers alone (the reflector).
+    Reflector,
+}
+
+impl Io {
+    /// A trader loop runs (a strategy, a sequence, re-requests, parity).
+    pub const fn trades(self) -> bool {
+        !matches!(self, Io::Reflector)
+    }
+
+    /// Through AF_XDP sockets.
+    pub const fn afxdp(self) -> bool {
+        matches!(self, Io::Xsk | Io::Trigger)
+    }
+}
+
+/// How many RX queues a path serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueRule {
+    /// Every RX queue the interface has (or the first N, `--queues`).
+    Any,
+    /// Queue 0 only.
+    One,
+}
+
+/// One row a path adds to the bench's report: the path with the trader waiting as `--wait`
+/// says (`wait: None`), or as this row forces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BenchRow {
+    /// The row's name in the tables, file names and report.json.
+    pub label: &'static str,
+    /// The wait this row forces (`None`: `--wait`).
+    pub wait: Option<Wait>,
+}
+
+/// A path: everything the trader, the bench and the matrix need to know of it.
+#[derive(Debug)]
+pub struct PathSpec {
+    /// Its name.
+    pub path: TraderPath,
+    /// What runs in userspace.
+    pub io: Io,
+    /// What the XDP program does with the feed (`None`: no program, the kernel's stack).
+    pub action: Option<Action>,
+    /// The XDP attach modes it works in (empty without a program).
+    pub modes: &'static [XdpMode],
+    /// The RX queues it serves.
+    pub queues: QueueRule,
+    /// It takes an A/B feed (`--port-b`).
+    pub ab: bool,
+    /// It takes several datagrams per call (`--recvmmsg`).
+    pub recvmmsg: bool,
+    /// It trades packets of several messages on its fast path (the trigger fires only
+    /// one-message packets; more, and it is the AF_XDP path).
+    pub batched: bool,
+    /// What the exchange expects back.
+    pub expect: Expect,
+    /// Its rows in the bench's report, in order (empty: not a bench path).
+    pub bench_rows: &'static [BenchRow],
+}
+
+impl PathSpec {
+    /// The paths for which `keep` holds, in the table's order.
+    pub fn select(keep: impl Fn(&PathSpec) -> bool) -> Vec<TraderPath> {
+        PATHS.iter().filter(|s| keep(s)).map(|s| s.path).collect()
+    }
+
+    /// Its row that forces `wait`, or else the one that follows `--wait`.
+    pub fn row(&self, wait: Option<Wait>) -> Option<&'static BenchRow> {
+        self.bench_rows
+            .iter()
+            .find(|r| r.wait == wait)
+            .or_else(|| self.bench_rows.iter().find(|r| r.wait.is_none()))
+    }
+}
+
+const NATIVE_OR_SKB: &[XdpMode] = &[XdpMode::Native, XdpMode::Skb];
+
+const XDP: PathSpec = PathSpec {
+    path: TraderPath::Xdp,
+    io: Io::Xsk,
+    action: Some(Action::Redirect),
+    modes: NATIVE_OR_SKB,
+    queues: QueueRule::Any,
+    ab: true,
+    recvmmsg: false,
+    batched: true,
+    expect: Expect::Signals,
+    bench_rows: &[BenchRow {
+        label: "xdp",
+        wait: None,
+    }],
+};
+
+const UDP: PathSpec = PathSpec {
+    path: TraderPath::Udp,
+    io: Io::Udp,
+    action: None,
+    modes: &[],
+    queues: QueueRule::Any,
+    ab: true,
+    recvmmsg: true,
+    batched: true,
+    expect: Expect::Signals,
+    bench_rows: &[BenchRow {
+        label: "udp",
+        wait: None,
+    }],
+};
+
+const REFLECT: PathSpec = PathSpec {
+    path: TraderPath::Reflect,
+    io: Io::Reflector,
+    action: Some(Action::Reflect),
+    modes: NATIVE_OR_SKB,
+    queues: QueueRule::Any,
+    ab: false,
+    recvmmsg: false,
+    batched: false,
+    expect: Expect::Every,
+    // A floor, measured with `bench --floors`, not a path to choose.
+    bench_rows: &[],
+};
+
+const TRIGGER: PathSpec = PathSpec {
+    path: TraderPath::Trigger,
+    io: Io::Trigger,
+    action: Some(Action::Trigger),
+    // One RX queue processed by one CPU at a time, which generic XDP doesn't promise.
+    modes: &[XdpMode::Native],
+    queues: QueueRule::One,
+    // An A/B feed is arbitrated in userspace, so no copy can be fired in the driver.
+    ab: false,
+    recvmmsg: false,
+    batched: false,
+    expect: Expect::Signals,
+    bench_rows: &[
+        BenchRow {
+            label: "trigger",
+            wait: None,
+        },
+        BenchRow {
+            label: "trigger-block",
+            wait: Some(Wait::Block),
+        },
+    ],
+};
+
+#[cfg(feature = "dummy-path")]
+const DUMMY: PathSpec = PathSpec {
+    path: TraderPath::Dummy,
+    io: Io::Udp,
+    action: None,
+    modes: &[],
+    queues: QueueRule::Any,
+    ab: false,
+    recvmmsg: false,
+    batched: true,
+    expect: Expect::Signals,
+    bench_rows: &[BenchRow {
+        label: "dummy",
+        wait: None,
+    }],
+};
+
+/// Every path.
+#[cfg(not(feature = "dummy-path"))]
+pub static PATHS: &[PathSpec] = &[XDP, UDP, REFLECT, TRIGGER];
+
+/// Every path, the tests' dummy included.
+#[cfg(feature = "dummy-path")]
+pub static PATHS: &[PathSpec] = &[XDP, UDP, REFLECT, TRIGGER, DUMMY];
+
+arg_enum! {
+    /// What a measured loop does while no data is there.
+    pub enum Wait {
+        /// Busy-poll the ring or socket on one core.
+        Spin = "spin",
+        /// Sleep in poll()/recv() until data arrives.
+        Block = "block",
+    }
+}
+
+arg_enum! {
+    /// Where the XDP program runs.
+    #[derive(Default)]
+    pub enum XdpMode {
+        /// In the driver (veth supports it): the fast path.
+        #[default]
+        #[value(alias = "driver", alias = "drv")]
+        Native = "native",
+        /// Generic XDP, after the kernel has built an skb: works on any interface, slower.
+        #[value(alias = "generic")]
+        Skb = "skb",
+    }
+}
+
+arg_enum! {
+    /// The exchange side's (the replay's) I/O.
+    pub enum ExchangeIo {
+        /// A kernel UDP socket.
+        Udp = "udp",
+        /// AF_XDP on the exchange's interface: the bypass harness, neither end on the kernel
+        /// UDP stack.
+        Xdp = "xdp",
+    }
+}
+
+arg_enum! {
+    /// What the replay expects the trader to answer.
+    pub enum Expect {
+        /// The strategy's orders; parity with the backtest is checked.
+        Signals = "signals",
+        /// One order per tick: the XDP reflector floor.
+        Every = "every",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::ValueEnum as _;
+
+    use super::*;
+
+    #[test]
+    fn clap_serde_and_as_str_spell_alike() {
+        for p in TraderPath::value_variants() {
+            let clap_name = p.to_possible_value().unwrap().get_name().to_owned();
+            assert_eq!(clap_name, p.as_str());
+            assert_eq!(
+                serde_json::to_string(p).unwrap(),
+                format!("\"{clap_name}\"")
+            );
+        }
+        assert_eq!(XdpMode::from_str("drv", false).unwrap(), XdpMode::Native);
+        assert_eq!(XdpMode::from_str("generic", false).unwrap(), XdpMode::Skb);
+        assert_eq!(
+            serde_json::from_str::<ExchangeIo>("\"xdp\"").unwrap(),
+            ExchangeIo::Xdp
+        );
+        assert!(serde_json::from_str::<Wait>("\"sleep\"").is_err());
+    }
+
+    #[test]
+    fn every_path_has_one_entry_and_its_rows_are_named_once() {
+        for p in TraderPath::value_variants() {
+            assert_eq!(
+                PATHS.iter().filter(|s| s.path == *p).count(),
+                1,
+                "{p}: one entry"
+            );
+            let s = p.spec();
+            assert_eq!(
+                s.io.afxdp() || s.io == Io::Reflector,
+                s.action.is_some(),
+                "{p}"
+            );
+            assert_eq!(s.action.is_none(), s.modes.is_empty(), "{p}");
+        }
+        let labels: Vec<&str> = PATHS
+            .iter()
+            .flat_map(|s| s.bench_rows.iter().map(|r| r.label))
+            .collect();
+        let mut unique = labels.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), labels.len(), "{labels:?}");
+        assert_eq!(
+            TraderPath::all().count(),
+            TraderPath::value_variants().len()
+        );
+    }
+
+    #[test]
+    fn the_trigger_block_row_forces_blocking_and_the_others_follow_wait() {
+        let t = TraderPath::Trigger.spec();
+        assert_eq!(t.row(Some(Wait::Block)).unwrap().label, "trigger-block");
+        assert_eq!(t.row(None).unwrap().label, "trigger");
+        assert_eq!(
+            TraderPath::Xdp.spec().row(Some(Wait::Block)).unwrap().label,
+            "xdp"
+        );
+        assert!(TraderPath::Reflect.spec().row(None).is_none());
+        assert!(TraderPath::Trigger.xdp_tx() && TraderPath::Reflect.xdp_tx());
+        assert!(!TraderPath::Xdp.xdp_tx() && !TraderPath::Udp.xdp_tx());
+    }
+}
