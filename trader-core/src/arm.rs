@@ -66,7 +66,7 @@ impl Trader {
             seq: self.next_seq,
             token: self.token + 1,
             threshold,
-            shares: if reverse { 2 * LOT } else { LOT },
+            shares: order_shares(reverse),
             session: session.0,
             stock: stock.0,
             armed: 1,
@@ -79,13 +79,21 @@ impl Trader {
     }
 }
 
-/// The order side for a signal's side, as `on_packet` sends it.
+/// The order side that takes a signal's side: the one spelling of it for the trader's
+/// `on_packet`, the arm the XDP program fires, and the exchange checking what came.
 #[inline]
-pub(crate) const fn order_side(side: EngineSide) -> Side {
+pub const fn order_side(side: EngineSide) -> Side {
     match side {
         EngineSide::Long => Side::Buy,
         EngineSide::Short => Side::Sell,
     }
+}
+
+/// A signal's order's shares: one lot to open a position, two to reverse one (close and
+/// open). The one spelling of it for `on_packet`, the arm and the exchange.
+#[inline]
+pub const fn order_shares(reverse: bool) -> u32 {
+    if reverse { 2 * LOT } else { LOT }
 }
 
 /// The order the XDP program sent, as `on_packet` would have emitted it for its tick (of

@@ -927,7 +927,7 @@ impl Trader {
                         let order = OrderRepr {
                             side: arm::order_side(signal.side),
                             reverse: signal.reverse,
-                            shares: if signal.reverse { 2 * LOT } else { LOT },
+                            shares: arm::order_shares(signal.reverse),
                             token: self.token,
                             tick_seq: seq,
                             price: t.price,

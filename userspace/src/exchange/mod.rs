@@ -161,7 +161,7 @@ impl<'f> Exchange<'f> {
                     if let Some(sig) = s.on_tick(p) {
                         expected.push(ExpectedOrder {
                             seq: t.seq,
-                            side: wire_side(sig.side),
+                            side: crate::t2t::arm::order_side(sig.side),
                         });
                     }
                 }
@@ -278,7 +278,7 @@ impl<'f> Exchange<'f> {
             if ord.stock != self.stock {
                 self.counts.stock_mismatch += 1;
             }
-            if ord.shares != order_shares(ord.reverse) {
+            if ord.shares != crate::t2t::arm::order_shares(ord.reverse) {
                 self.counts.shares_mismatch += 1;
             }
             self.latency.record(now_ns.saturating_sub(sent_at));
@@ -357,23 +357,5 @@ impl<'f> Exchange<'f> {
             },
             schedule: self.schedule,
         }
-    }
-}
-
-/// The share count of a correct order: one lot to open a position, two to reverse one (close
-/// and open).
-fn order_shares(reverse: bool) -> u32 {
-    if reverse {
-        2 * crate::t2t::LOT
-    } else {
-        crate::t2t::LOT
-    }
-}
-
-/// The order side that takes the engine's position side.
-fn wire_side(side: engine::Side) -> Side {
-    match side {
-        engine::Side::Long => Side::Buy,
-        engine::Side::Short => Side::Sell,
     }
 }
