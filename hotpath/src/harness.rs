@@ -266,48 +266,9 @@ pub struct Dist {
     pub hgrm: String,
 }
 
-/// HdrHistogram's percentile-distribution text, values in ns (the format its plotting tools
-/// read; the 100 % row has no 1/(1-Percentile) column).
+/// The `.hgrm` text of `h` (recorded in ps, written in ns): the workspace's one writer.
 fn hgrm(h: &Histogram<u64>) -> String {
-    use std::fmt::Write;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{:>12} {:>14} {:>10} {:>14}\n",
-        "Value", "Percentile", "TotalCount", "1/(1-Percentile)"
-    );
-    if !h.is_empty() {
-        let mut total = 0u64;
-        for v in h.iter_quantiles(5) {
-            total += v.count_since_last_iteration();
-            let q = v.quantile_iterated_to();
-            let value = v.value_iterated_to() as f64 / PS_PER_NS;
-            if q < 1.0 {
-                let inv = 1.0 / (1.0 - q);
-                let _ = writeln!(s, "{value:>12.3} {q:>2.12} {total:>10} {inv:>14.2}");
-            } else {
-                let _ = writeln!(s, "{value:>12.3} {q:>2.12} {total:>10}");
-            }
-        }
-    }
-    let (mean, stdev, max) = if h.is_empty() {
-        (0.0, 0.0, 0.0)
-    } else {
-        (h.mean(), h.stdev(), h.max() as f64)
-    };
-    let _ = writeln!(
-        s,
-        "#[Mean    = {:>12.3}, StdDeviation   = {:>12.3}]",
-        mean / PS_PER_NS,
-        stdev / PS_PER_NS
-    );
-    let _ = writeln!(
-        s,
-        "#[Max     = {:>12.3}, Total count    = {:>12}]",
-        max / PS_PER_NS,
-        h.len()
-    );
-    s
+    trader_core::stats::percentile_distribution(h, PS_PER_NS)
 }
 
 /// A variant of one experiment: a name and a closure that takes one round's samples.

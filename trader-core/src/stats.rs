@@ -81,43 +81,7 @@ impl Latency {
     /// histogram's maximum) are said in a last comment line, which HdrHistogram's tools skip.
     pub fn hgrm(&self) -> String {
         let h = &self.hist;
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
-            "{:>12} {:>14} {:>10} {:>14}\n",
-            "Value", "Percentile", "TotalCount", "1/(1-Percentile)"
-        );
-        if !h.is_empty() {
-            let mut total = 0u64;
-            for v in h.iter_quantiles(5) {
-                total += v.count_since_last_iteration();
-                let q = v.quantile_iterated_to();
-                let value = v.value_iterated_to() as f64 / 1000.0;
-                if q < 1.0 {
-                    let inv = 1.0 / (1.0 - q);
-                    let _ = writeln!(s, "{value:>12.3} {q:>2.12} {total:>10} {inv:>14.2}");
-                } else {
-                    let _ = writeln!(s, "{value:>12.3} {q:>2.12} {total:>10}");
-                }
-            }
-        }
-        let (mean, stdev, max) = if h.is_empty() {
-            (0.0, 0.0, 0.0)
-        } else {
-            (h.mean(), h.stdev(), h.max() as f64)
-        };
-        let _ = writeln!(
-            s,
-            "#[Mean    = {:>12.3}, StdDeviation   = {:>12.3}]",
-            mean / 1000.0,
-            stdev / 1000.0
-        );
-        let _ = writeln!(
-            s,
-            "#[Max     = {:>12.3}, Total count    = {:>12}]",
-            max / 1000.0,
-            h.len()
-        );
+        let mut s = percentile_distribution(h, 1000.0);
         let _ = writeln!(
             s,
             "#[Buckets = {:>12}, SubBuckets     = {:>12}]",
@@ -146,6 +110,52 @@ impl Latency {
         std::fs::write(path, self.hgrm())
             .with_context(|| format!("failed to write {}", path.display()))
     }
+}
+
+/// HdrHistogram's percentile-distribution text (`outputPercentileDistribution`): the header,
+/// five rows per halving of the tail (the last, 100 %, without its 1/(1-Percentile) column),
+/// and the `Mean` and `Max` footer lines, every value divided by `per_unit` (1000 for ns
+/// recorded and µs written). The one writer of `.hgrm` text in the workspace.
+pub fn percentile_distribution(h: &Histogram<u64>, per_unit: f64) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:>12} {:>14} {:>10} {:>14}\n",
+        "Value", "Percentile", "TotalCount", "1/(1-Percentile)"
+    );
+    if !h.is_empty() {
+        let mut total = 0u64;
+        for v in h.iter_quantiles(5) {
+            total += v.count_since_last_iteration();
+            let q = v.quantile_iterated_to();
+            let value = v.value_iterated_to() as f64 / per_unit;
+            if q < 1.0 {
+                let inv = 1.0 / (1.0 - q);
+                let _ = writeln!(s, "{value:>12.3} {q:>2.12} {total:>10} {inv:>14.2}");
+            } else {
+                let _ = writeln!(s, "{value:>12.3} {q:>2.12} {total:>10}");
+            }
+        }
+    }
+    let (mean, stdev, max) = if h.is_empty() {
+        (0.0, 0.0, 0.0)
+    } else {
+        (h.mean(), h.stdev(), h.max() as f64)
+    };
+    let _ = writeln!(
+        s,
+        "#[Mean    = {:>12.3}, StdDeviation   = {:>12.3}]",
+        mean / per_unit,
+        stdev / per_unit
+    );
+    let _ = writeln!(
+        s,
+        "#[Max     = {:>12.3}, Total count    = {:>12}]",
+        max / per_unit,
+        h.len()
+    );
+    s
 }
 
 #[cfg(test)]
