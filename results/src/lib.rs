@@ -1,6 +1,6 @@
-//! The lab's results, typed: what the `trader`, `replay` and `floor` binaries write as JSON, and
-//! the options they share with `xtask` (path, wait, XDP mode, exchange I/O, the replay's source
-//! and rate).
+//! The lab's results, typed: what the `trader`, `replay` and `floor` binaries write as JSON
+//! (the options they share with `xtask` are the `paths` crate's, re-exported here), and the
+//! UTC stamp reports and results folders carry (`utc`).
 //!
 //! The binaries serialize these structs; `xtask` and the tests deserialize the same structs, so
 //! a renamed or missing field is a compile error or a parse error naming the file, never a
@@ -16,6 +16,7 @@ mod feed;
 mod floor;
 mod replay;
 mod trader;
+pub mod utc;
 
 pub use enums::EndReason;
 pub use feed::{Rate, Source};
