@@ -4,16 +4,14 @@
 //! distributions (percentiles from a histogram, never only means), its comparisons with the
 //! study's figures, curves worth a plot, findings, and which choice the trader makes today.
 //! [`suite::SUITE`] lists them; the `hotpath` binary runs a selection and writes the report;
-//! `cargo xtask hotpath` builds and orchestrates it. [`doctor`] reads the machine's latency
-//! readiness; [`isolate`] moves work off the measured CPU and restores it exactly.
+//! `cargo xtask hotpath` builds and orchestrates it. The machine's readiness (`doctor`) and
+//! the runtime isolation of the measured CPU (`isolate`) are the `tuning` crate's.
 
 #[cfg(feature = "experiments")]
 pub mod chase;
 #[cfg(feature = "experiments")]
 pub mod code;
-pub mod doctor;
 pub mod harness;
-pub mod isolate;
 #[cfg(feature = "experiments")]
 pub mod memory;
 pub mod report;

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use hotpath::isolate::{HOUSEKEEPING, Paths, restore_leftover, snapshot};
+use tuning::isolate::{HOUSEKEEPING, Paths, restore_leftover, snapshot};
 
 /// What must come back exactly: the workqueue mask, every IRQ's affinity mask (where the kernel
 /// routes an IRQ whose mask spans several CPUs is its own choice when the mask is written: the

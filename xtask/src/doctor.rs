@@ -1,5 +1,5 @@
 //! `cargo xtask doctor`: is this machine set up for low latency?
-use hotpath::doctor::{Finding, Machine, Status, check, render};
+use tuning::doctor::{Finding, Machine, Status, check, render};
 
 /// Which CPU, and how to print.
 #[derive(Debug, clap::Args)]

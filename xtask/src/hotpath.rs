@@ -137,7 +137,7 @@ impl Settings {
 /// A setting's value as written back: the bracketed choice of a multiple-choice file
 /// (`always [madvise] never`), else the trimmed text.
 fn selected(text: &str) -> String {
-    hotpath::doctor::bracketed(text)
+    tuning::doctor::bracketed(text)
         .unwrap_or(text.trim())
         .trim()
         .to_string()

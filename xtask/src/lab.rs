@@ -31,7 +31,7 @@ pub(crate) fn up(Options { name }: Options) -> anyhow::Result<()> {
 pub(crate) fn down(Options { name }: Options) -> anyhow::Result<()> {
     let config = config(&name)?;
     // What a killed `--isolate` run left goes back with the lab.
-    if let Some(note) = hotpath::isolate::restore_leftover(&hotpath::isolate::Paths::live())? {
+    if let Some(note) = tuning::isolate::restore_leftover(&tuning::isolate::Paths::live())? {
         eprintln!("{note}");
     }
     if netns::down(&config).context("failed to remove the lab")? {

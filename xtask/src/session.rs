@@ -110,7 +110,7 @@ impl Session {
             crate::setup::ensure()?;
         }
         // A run killed while it had a CPU isolated left the machine changed: put it back.
-        if let Some(note) = hotpath::isolate::restore_leftover(&hotpath::isolate::Paths::live())? {
+        if let Some(note) = tuning::isolate::restore_leftover(&tuning::isolate::Paths::live())? {
             eprintln!("{note}");
         }
         let stop = Arc::new(AtomicBool::new(false));
@@ -363,8 +363,8 @@ impl Run {
 
 /// Isolates `cpu` at runtime (`--isolate`, the matrix's `isolate` knob), keeping this process
 /// (whose children, started later, are the measured ones) where it is. Restores on drop.
-pub(crate) fn isolate(cpu: usize) -> anyhow::Result<hotpath::isolate::Isolation> {
-    use hotpath::isolate::{Isolation, Paths};
+pub(crate) fn isolate(cpu: usize) -> anyhow::Result<tuning::isolate::Isolation> {
+    use tuning::isolate::{Isolation, Paths};
     let mut iso = Isolation::apply(Paths::live(), cpu, &[std::process::id() as i32])
         .with_context(|| format!("isolating CPU {cpu}"))?;
     // xtask polls its children from the other CPUs; they pin themselves where they belong.

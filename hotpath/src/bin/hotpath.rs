@@ -101,11 +101,11 @@ fn run() -> anyhow::Result<()> {
         }
         Command::Run(o) => run_suite(o),
         Command::Doctor { cpu, json } => {
-            let f = hotpath::doctor::check(&hotpath::doctor::Machine::live(), cpu);
+            let f = tuning::doctor::check(&tuning::doctor::Machine::live(), cpu);
             if json {
                 println!("{}", serde_json::to_string_pretty(&f)?);
             } else {
-                print!("{}", hotpath::doctor::render(&f));
+                print!("{}", tuning::doctor::render(&f));
             }
             Ok(())
         }
@@ -214,7 +214,7 @@ fn run_suite(o: RunOptions) -> anyhow::Result<()> {
 }
 
 fn isolate(cpu: usize, restore: bool, command: &[String]) -> anyhow::Result<()> {
-    use hotpath::isolate::{Isolation, Paths, restore_leftover};
+    use tuning::isolate::{Isolation, Paths, restore_leftover};
     if !nix_is_root() {
         anyhow::bail!("isolating a CPU needs root (cpusets, /proc/irq, the workqueue mask)");
     }
