@@ -1,17 +1,16 @@
 //! `cargo xtask bench`: tick-to-trade through the lab, one path or both side by side.
 use std::{
-    path::PathBuf,
     process::Command,
     sync::{Arc, atomic::Ordering},
 };
 
 use anyhow::{Context as _, bail};
-use results::{ExchangeIo, FloorReport, Rate, Source, TraderPath, Wait, XdpMode};
-use serde::{Deserialize, Serialize};
+use results::FloorReport;
 
 use crate::{
     report::{self, Measured},
-    session::{Ends, Session},
+    run::{Ends, Options, PathChoice, Row},
+    session::Session,
     sockperf,
     util::{exec_until, succeeded},
 };
@@ -21,389 +20,6 @@ use crate::{
 const FLOOR_SECONDS_DEFAULT: f64 = 1.0;
 const FLOOR_SECONDS_MIN: f64 = 0.5;
 const FLOOR_SECONDS_MAX: f64 = 60.0;
-
-/// The replay's default source: the spec's 150k-bar GBM series.
-const SOURCE: Source = Source::DEFAULT;
-/// The default send rate, messages/s: well below every path's zero-loss rate.
-pub(crate) const RATE: Rate = Rate::DEFAULT;
-
-/// A `--path` value, from the path table (`paths::PATHS`): a path (all its bench rows), one of
-/// its rows by name (`trigger-block`), or `both` (xdp and udp).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum PathChoice {
-    /// A path: every row it has in the bench.
-    Path(TraderPath),
-    /// One row of a path, the one that forces this wait.
-    Row(TraderPath, Wait),
-    /// xdp and udp, one after the other in the same lab and run, reported side by side.
-    Both,
-}
-
-impl PathChoice {
-    /// Its rows under `--wait wait`: a row that follows `--wait` is left out where the path
-    /// has a row forcing that wait already (it would be that row again).
-    fn rows(self, wait: Wait) -> Vec<Row> {
-        match self {
-            PathChoice::Path(p) => {
-                let rows = p.spec().bench_rows;
-                rows.iter()
-                    .filter(|r| r.wait.is_some() || !rows.iter().any(|f| f.wait == Some(wait)))
-                    .map(|r| Row::Path(p, r.wait))
-                    .collect()
-            }
-            PathChoice::Row(p, w) => vec![Row::Path(p, Some(w))],
-            PathChoice::Both => vec![Row::XDP, Row::UDP],
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            PathChoice::Path(p) => p.as_str(),
-            PathChoice::Row(p, w) => Row::Path(p, Some(w)).as_str(),
-            PathChoice::Both => "both",
-        }
-    }
-}
-
-/// Every `--path` value: each bench path of the table, each of its rows that forces a wait,
-/// and `both`.
-fn path_choices() -> &'static [PathChoice] {
-    static CHOICES: std::sync::LazyLock<Vec<PathChoice>> = std::sync::LazyLock::new(|| {
-        let mut v = Vec::new();
-        for spec in paths::PATHS.iter().filter(|s| !s.bench_rows.is_empty()) {
-            v.push(PathChoice::Path(spec.path));
-            for r in spec.bench_rows {
-                if let Some(w) = r.wait {
-                    v.push(PathChoice::Row(spec.path, w));
-                }
-            }
-        }
-        v.push(PathChoice::Both);
-        v
-    });
-    &CHOICES
-}
-
-impl clap::ValueEnum for PathChoice {
-    fn value_variants<'a>() -> &'a [Self] {
-        path_choices()
-    }
-
-    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        let help = match *self {
-            PathChoice::Path(p) => p
-                .to_possible_value()
-                .and_then(|v| v.get_help().map(ToString::to_string))
-                .unwrap_or_default(),
-            PathChoice::Row(p, w) => format!("The {p} path with the trader waiting: {w} only"),
-            PathChoice::Both => {
-                "xdp and udp, one after the other in the same lab and run, reported side by side"
-                    .to_owned()
-            }
-        };
-        Some(clap::builder::PossibleValue::new(self.name()).help(help))
-    }
-}
-
-/// One row of the bench's report: a configuration measured, named as in the tables, the
-/// result files and report.json. A path's rows come from the path table; the floors are the
-/// bench's own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Row {
-    /// A path's row (`paths::PathSpec::bench_rows`): the trader on that path, the replay on
-    /// kernel UDP, the trader waiting as the row forces (`None`: as `--wait` says).
-    Path(TraderPath, Option<Wait>),
-    /// The XDP_TX reflector: the lab and harness without any userspace trader.
-    Reflect,
-    /// The trader on AF_XDP and the replay too (the bypass harness): the trader's own figure.
-    XdpBypass,
-    /// The XDP_TX reflector against the AF_XDP exchange: the floor of the bypass harness, what
-    /// `xdp-bypass` is compared with.
-    ReflectBypass,
-    /// Two pinned threads ping-ponging a cache line: the machine's floor.
-    CpuFloor,
-    /// sockperf's UDP ping-pong: the outside reference for the kernel-UDP path.
-    Sockperf,
-}
-
-impl Row {
-    /// The AF_XDP path's row.
-    pub(crate) const XDP: Row = Row::Path(TraderPath::Xdp, None);
-    /// The kernel UDP path's row.
-    pub(crate) const UDP: Row = Row::Path(TraderPath::Udp, None);
-    /// The trigger path's row, the trader waiting as `--wait` says.
-    pub(crate) const TRIGGER: Row = Row::Path(TraderPath::Trigger, None);
-    /// The trigger path with the trader blocking in poll().
-    pub(crate) const TRIGGER_BLOCK: Row = Row::Path(TraderPath::Trigger, Some(Wait::Block));
-    /// The floors, in the report's order.
-    const FLOORS: [Row; 5] = [
-        Row::Reflect,
-        Row::XdpBypass,
-        Row::ReflectBypass,
-        Row::CpuFloor,
-        Row::Sockperf,
-    ];
-
-    /// Every row, in the report's order: the table's, then the floors.
-    pub(crate) fn all() -> impl Iterator<Item = Row> {
-        paths::PATHS
-            .iter()
-            .flat_map(|s| s.bench_rows.iter().map(|r| Row::Path(s.path, r.wait)))
-            .chain(Row::FLOORS)
-    }
-
-    /// The row's name in the tables, file names and report.json.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Row::Path(p, wait) => p
-                .spec()
-                .bench_rows
-                .iter()
-                .find(|r| r.wait == wait)
-                .map_or(p.as_str(), |r| r.label),
-            Row::Reflect => "reflect",
-            Row::XdpBypass => "xdp-bypass",
-            Row::ReflectBypass => "reflect-bypass",
-            Row::CpuFloor => "cpu floor",
-            Row::Sockperf => "sockperf",
-        }
-    }
-
-    /// The lab run behind the row (`None`: measured without the trader and the replay).
-    pub(crate) const fn ends(self) -> Option<Ends> {
-        match self {
-            Row::Path(path, wait) => Some(Ends {
-                wait,
-                ..Ends::kernel_exchange(path)
-            }),
-            Row::Reflect => Some(Ends::kernel_exchange(TraderPath::Reflect)),
-            Row::XdpBypass => Some(Ends {
-                trader: TraderPath::Xdp,
-                exchange: ExchangeIo::Xdp,
-                wait: None,
-            }),
-            Row::ReflectBypass => Some(Ends {
-                trader: TraderPath::Reflect,
-                exchange: ExchangeIo::Xdp,
-                wait: None,
-            }),
-            Row::CpuFloor | Row::Sockperf => None,
-        }
-    }
-
-    /// What failed, in an error message.
-    fn run_name(self) -> String {
-        match self {
-            Row::Path(p, None) => format!("the {p} run"),
-            Row::Path(p, Some(w)) => format!("the {p} run with the trader waiting: {w}"),
-            Row::Reflect => "the reflector run".into(),
-            Row::XdpBypass => "the bypass-harness run".into(),
-            Row::ReflectBypass => "the reflector run against the AF_XDP exchange".into(),
-            Row::CpuFloor => "the CPU floor".into(),
-            Row::Sockperf => "the sockperf reference".into(),
-        }
-    }
-}
-
-impl Serialize for Row {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for Row {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let name = String::deserialize(d)?;
-        Row::all()
-            .find(|r| r.as_str() == name)
-            .ok_or_else(|| serde::de::Error::custom(format!("no bench row {name:?}")))
-    }
-}
-
-impl std::fmt::Display for Row {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Options of a tick-to-trade benchmark.
-#[derive(Debug, Clone, clap::Args)]
-pub(crate) struct Options {
-    /// Trader I/O paths, comma-separated, measured one after the other in the same lab and
-    /// reported side by side (e.g. `xdp,udp,trigger`).
-    #[arg(
-        long = "path",
-        value_enum,
-        value_delimiter = ',',
-        default_value = "xdp,udp,trigger"
-    )]
-    pub(crate) paths: Vec<PathChoice>,
-    /// Market data: gbm[:SEED[:BARS]], closes:PATH, itch:PATH, pcap:PATH.
-    #[arg(long, default_value_t = SOURCE)]
-    pub(crate) source: Source,
-    /// Messages to send (default: the whole source).
-    #[arg(long)]
-    pub(crate) count: Option<u64>,
-    /// Send rate in messages/s (50k, 1M, ...) or `max`.
-    #[arg(long, default_value_t = RATE)]
-    pub(crate) rate: Rate,
-    /// ITCH messages per MoldUDP64 packet.
-    #[arg(long, default_value_t = 1)]
-    pub(crate) batch: u16,
-    /// Strategy length n.
-    #[arg(long, default_value_t = netns::lab::STRATEGY_N)]
-    pub(crate) n: i64,
-    /// XDP attach mode for the AF_XDP path.
-    #[arg(long, value_enum, default_value_t = XdpMode::Native)]
-    pub(crate) xdp_mode: XdpMode,
-    /// How the trader waits for data.
-    #[arg(long, value_enum, default_value_t = Wait::Spin)]
-    pub(crate) wait: Wait,
-    /// CPU for the trader.
-    #[arg(long, default_value_t = 1)]
-    pub(crate) trader_cpu: usize,
-    /// Don't pin the trader and the replay to CPUs (let the scheduler place them).
-    #[arg(long)]
-    pub(crate) no_pin: bool,
-    /// CPU for the replay (exchange side).
-    #[arg(long, default_value_t = 0)]
-    pub(crate) replay_cpu: usize,
-    /// Results folder (default: target/bench/<UTC time>).
-    #[arg(long)]
-    pub(crate) out: Option<PathBuf>,
-    /// Lab name.
-    #[arg(long, default_value = netns::PREFIX)]
-    pub(crate) lab: String,
-    /// Leave the lab up afterwards (a lab that was already up is always left up).
-    #[arg(long)]
-    pub(crate) keep_lab: bool,
-    /// Extra trader flags, e.g. `--trader-arg=--mlock`.
-    #[arg(long = "trader-arg", allow_hyphen_values = true)]
-    pub(crate) trader_args: Vec<String>,
-    /// Extra replay flags.
-    #[arg(long = "replay-arg", allow_hyphen_values = true)]
-    pub(crate) replay_args: Vec<String>,
-    /// Also measure the floors in the same run: the XDP_TX reflector (the lab and harness
-    /// without any userspace trader) against each exchange side, the bypass harness (the
-    /// replay on AF_XDP too, so the figure is the trader's own) and the CPU floor (two pinned
-    /// threads ping-ponging a cache line).
-    #[arg(long)]
-    pub(crate) floors: bool,
-    /// Seconds of sockperf ping-pong between the same namespaces, as the outside reference
-    /// for the kernel-UDP path (0 to skip).
-    #[arg(long, default_value_t = 5)]
-    pub(crate) sockperf: u64,
-    /// Fail unless every run delivered every expected order, lost no tick, had no frame the
-    /// XDP program could not redirect, and (for strategy runs) parity held: for CI and soaks.
-    #[arg(long)]
-    pub(crate) strict: bool,
-    /// Don't install missing dependencies first.
-    #[arg(long)]
-    pub(crate) no_setup: bool,
-    /// Isolate the trader's CPU at runtime for the whole run: every other movable task to a
-    /// cpuset of the other CPUs, unbound workqueues and IRQs off it. Everything is restored
-    /// exactly afterwards (also after Ctrl-C; after SIGKILL the next run or `netns-down`
-    /// restores it from /run/t2t-isolate.json). Compare with the matrix's `isolate` knob.
-    #[arg(long)]
-    pub(crate) isolate: bool,
-    /// A stream of malformed frames at the trader during each run (the matrix's
-    /// `malformed-stream` knobs): not an option of its own.
-    #[arg(skip)]
-    pub(crate) malformed_stream: bool,
-    /// A stream of lies at the trader during each run (the matrix's `lie-stream` and
-    /// `spoofed-stream` knobs): not an option of its own.
-    #[arg(skip)]
-    pub(crate) lie_stream: Option<LieStream>,
-    /// `trader --xdp-stats` on the XDP and reflect paths (the matrix's `--xdp-stats`).
-    #[arg(skip)]
-    pub(crate) xdp_stats: bool,
-}
-
-/// Who tells the lies of a matrix's lie stream (`inject lies` at [`LIES_PER_SECOND`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum LieStream {
-    /// Another port of the exchange's address: every class of lie, all dropped by the source
-    /// check (in the XDP program, or the loop on the UDP path).
-    Stranger,
-    /// The feed's exact source, spoofed: the classes the feed gate refuses at no cost to the
-    /// trading (far jumps, empty blocks, heartbeats ahead).
-    Spoofed,
-}
-
-/// Lies a second in a matrix's lie stream.
-pub(crate) const LIES_PER_SECOND: u64 = 1_000;
-
-impl Options {
-    /// The defaults of a single benchmark trial (the matrix's and the zero-loss search's):
-    /// `count` messages of a GBM series long enough for them, n = 6, native XDP, spinning,
-    /// trader on cpu1 and replay on cpu0, no sockperf.
-    pub(crate) fn trial(count: u64, lab: &str, out: Option<PathBuf>, no_setup: bool) -> Options {
-        Options {
-            paths: vec![PathChoice::Both],
-            source: Source::Gbm {
-                seed: Source::GBM_SEED,
-                bars: usize::try_from(count)
-                    .unwrap_or(usize::MAX)
-                    .max(Source::GBM_BARS),
-            },
-            count: Some(count),
-            rate: RATE,
-            batch: 1,
-            n: 6,
-            xdp_mode: XdpMode::Native,
-            wait: Wait::Spin,
-            trader_cpu: 1,
-            no_pin: false,
-            replay_cpu: 0,
-            out,
-            lab: lab.into(),
-            keep_lab: false,
-            trader_args: Vec::new(),
-            replay_args: Vec::new(),
-            floors: false,
-            sockperf: 0,
-            strict: false,
-            no_setup,
-            isolate: false,
-            malformed_stream: false,
-            lie_stream: None,
-            xdp_stats: false,
-        }
-    }
-
-    /// Whether `row` can't run under these options: its path's program doesn't run in this
-    /// XDP mode (the trigger needs native XDP).
-    fn skips(&self, row: Row) -> bool {
-        match row {
-            Row::Path(p, _) => {
-                let spec = p.spec();
-                spec.action.is_some() && !spec.modes.contains(&self.xdp_mode)
-            }
-            _ => false,
-        }
-    }
-
-    /// The lab runs, in order: the paths asked for, then the floors that need the lab.
-    fn lab_rows(&self) -> Vec<(Row, Ends)> {
-        let floors: &[Row] = if self.floors {
-            &[Row::Reflect, Row::XdpBypass, Row::ReflectBypass]
-        } else {
-            &[]
-        };
-        let mut rows: Vec<Row> = Vec::new();
-        for p in &self.paths {
-            for row in p.rows(self.wait) {
-                if !rows.contains(&row) && !self.skips(row) {
-                    rows.push(row);
-                }
-            }
-        }
-        rows.iter()
-            .chain(floors)
-            .filter_map(|&row| Some((row, row.ends()?)))
-            .collect()
-    }
-}
 
 pub(crate) fn run(o: Options) -> anyhow::Result<()> {
     if o.isolate && o.no_pin {
@@ -550,6 +166,8 @@ fn strict(measured: &[Measured]) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use results::{Rate, TraderPath, Wait};
+
     use super::*;
 
     trait HelpText {
@@ -591,7 +209,11 @@ mod tests {
         let (_, ends) = o.lab_rows()[4];
         assert_eq!(
             (ends.trader, ends.exchange, ends.expect()),
-            (TraderPath::Reflect, ExchangeIo::Xdp, results::Expect::Every)
+            (
+                TraderPath::Reflect,
+                results::ExchangeIo::Xdp,
+                results::Expect::Every
+            )
         );
         o.paths = vec![PathChoice::Path(TraderPath::Udp)];
         o.floors = false;

@@ -5,10 +5,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use crate::{
-    report::utc_stamp,
-    util::{cargo, exec, target_dir, workspace_root},
-};
+use crate::util::{cargo, exec, target_dir, workspace_root};
 
 /// Options of the boundary benchmark (passed through to `boundary-bench`).
 #[derive(Debug, Clone, clap::Args)]
@@ -57,7 +54,10 @@ pub(crate) fn run(opts: Options) -> anyhow::Result<()> {
             .arg(&json_target),
     )?;
     // Results stay under the workspace's target/ even where the build goes elsewhere.
-    let out = out.unwrap_or_else(|| root.join("target/bench-boundary").join(utc_stamp()));
+    let out = out.unwrap_or_else(|| {
+        root.join("target/bench-boundary")
+            .join(results::utc::now_for_file_names())
+    });
     exec(
         Command::new(target.join("release/boundary-bench"))
             .arg("--out")

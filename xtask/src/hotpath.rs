@@ -90,7 +90,12 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
         }
     }
     if pgo && !stop.load(std::sync::atomic::Ordering::Relaxed) {
-        crate::pgo::run(&out, &o, only_pgo)?;
+        let plan = crate::pgo::Plan {
+            size: o.size.clone(),
+            cpu: o.cpu,
+            other_cpu: o.other_cpu,
+        };
+        crate::pgo::run(&out, &plan, only_pgo)?;
     }
     // The summary tables on the terminal; each experiment's distributions stay in the file.
     let md = std::fs::read_to_string(out.join("report.md"))

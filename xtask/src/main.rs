@@ -11,6 +11,7 @@ mod lab;
 mod matrix;
 mod pgo;
 mod report;
+mod run;
 mod session;
 mod setup;
 mod sockperf;
@@ -48,7 +49,7 @@ enum Command {
     /// Tick-to-trade benchmark in the lab: replay market data, trade on it over AF_XDP and/or
     /// kernel UDP, report latency percentiles, fills and parity. Results go to
     /// target/bench/<time>/ (report.md, report.json, .hgrm files, latency.svg).
-    Bench(bench::Options),
+    Bench(crate::run::Options),
     /// The knob matrix: each design choice alone against a baseline, per path, and which
     /// moves p50 and which moves p99.9/p99.99. Results in target/matrix/<time>/.
     Matrix(matrix::Options),

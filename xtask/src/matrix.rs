@@ -10,9 +10,9 @@ use results::{Rate, ReplayReport, Summary, TraderPath, TraderReport, Wait, XdpMo
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    bench,
     report::{self, Delivery},
-    session::{self, Ends, Session},
+    run::Ends,
+    session::Session,
 };
 
 /// Fewer reserved 2 MiB pages than this and the huge-pages knob is skipped (the UMEM needs
@@ -167,7 +167,7 @@ impl Knob {
     }
 
     /// The baseline's options with this knob turned.
-    fn apply(self, base: &bench::Options) -> bench::Options {
+    fn apply(self, base: &crate::run::Options) -> crate::run::Options {
         let mut o = base.clone();
         let trader: &[&str] = match self {
             Knob::Block => {
@@ -206,11 +206,11 @@ impl Knob {
                 &["--xdp-log"]
             }
             Knob::LieStream => {
-                o.lie_stream = Some(bench::LieStream::Stranger);
+                o.lie_stream = Some(crate::run::LieStream::Stranger);
                 &[]
             }
             Knob::SpoofedStream => {
-                o.lie_stream = Some(bench::LieStream::Spoofed);
+                o.lie_stream = Some(crate::run::LieStream::Spoofed);
                 &[]
             }
         };
@@ -246,13 +246,13 @@ pub(crate) struct Options {
     #[arg(long, value_delimiter = ',', default_value = "all", value_parser = parse_selection)]
     pub(crate) knobs: Vec<Selection>,
     /// Paths (comma-separated): xdp, udp, trigger.
-    #[arg(long, value_delimiter = ',', default_value = "xdp,udp", value_parser = session::trader_paths())]
+    #[arg(long, value_delimiter = ',', default_value = "xdp,udp", value_parser = crate::run::trader_paths())]
     pub(crate) paths: Vec<TraderPath>,
     /// Messages per run.
     #[arg(long, default_value_t = 20_000)]
     pub(crate) count: u64,
     /// Rate per run (msg/s).
-    #[arg(long, default_value_t = bench::RATE)]
+    #[arg(long, default_value_t = crate::run::RATE)]
     pub(crate) rate: Rate,
     /// Lab name.
     #[arg(long, default_value = netns::PREFIX)]
@@ -358,10 +358,10 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
     let Some(&first) = o.paths.first() else {
         bail!("no path to run");
     };
-    let b = bench::Options {
+    let b = crate::run::Options {
         rate: o.rate,
         xdp_stats: o.xdp_stats,
-        ..bench::Options::trial(o.count, &o.lab, o.out.clone(), o.no_setup)
+        ..crate::run::Options::trial(o.count, &o.lab, o.out.clone(), o.no_setup)
     };
     let session = Session::start(&b, "matrix", Ends::kernel_exchange(first))?;
     let (rows, skipped) = measure(&session, &b, &variants(&o.paths, &knobs), o.rounds);
@@ -452,7 +452,7 @@ fn variants(paths: &[TraderPath], knobs: &[Knob]) -> Vec<(Option<Knob>, TraderPa
 /// knob doesn't cost the others' results.
 fn measure(
     session: &Session,
-    base: &bench::Options,
+    base: &crate::run::Options,
     variants: &[(Option<Knob>, TraderPath)],
     rounds: u32,
 ) -> (Vec<Row>, Vec<Skipped>) {
@@ -844,7 +844,7 @@ mod tests {
 
     #[test]
     fn a_knob_turns_only_itself() {
-        let base = bench::Options::trial(1000, "t2t", None, true);
+        let base = crate::run::Options::trial(1000, "t2t", None, true);
         let skb = Knob::Skb.apply(&base);
         assert_eq!(skb.xdp_mode, XdpMode::Skb);
         assert!(skb.trader_args.is_empty() && skb.wait == base.wait);
@@ -859,7 +859,7 @@ mod tests {
             knobs: vec![Selection::All],
             paths: vec![TraderPath::Xdp],
             count: 20_000,
-            rate: bench::RATE,
+            rate: crate::run::RATE,
             lab: netns::PREFIX.into(),
             out: None,
             strict: false,
@@ -939,7 +939,7 @@ mod tests {
             knobs: vec![Selection::One(Knob::Isolate)],
             paths: vec![TraderPath::Xdp],
             count: 20_000,
-            rate: bench::RATE,
+            rate: crate::run::RATE,
             lab: netns::PREFIX.into(),
             out: None,
             strict: false,

@@ -109,9 +109,17 @@ fn median(v: &mut [f64]) -> f64 {
     }
 }
 
+/// Where and how long PGO measures: the suite's size (`small` or `default`) and its two CPUs.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    pub(crate) size: String,
+    pub(crate) cpu: usize,
+    pub(crate) other_cpu: usize,
+}
+
 /// Builds, profiles, measures, and adds the `pgo` outcome to the report in `out` (creating the
 /// report when the suite ran nothing else).
-pub(crate) fn run(out: &Path, o: &crate::hotpath::Options, alone: bool) -> anyhow::Result<()> {
+pub(crate) fn run(out: &Path, o: &Plan, alone: bool) -> anyhow::Result<()> {
     let small = o.size == "small";
     let pick = |p: (usize, usize)| if small { p.0 } else { p.1 };
     eprintln!("[pgo] the trader core and the engine sweep, plain vs profile-guided");
@@ -133,7 +141,7 @@ pub(crate) fn run(out: &Path, o: &crate::hotpath::Options, alone: bool) -> anyho
     let mut report = if alone {
         let tsc = Tsc::calibrate(std::time::Duration::from_millis(50));
         Report {
-            started_utc: crate::report::utc_stamp(),
+            started_utc: results::utc::now_for_file_names(),
             machine: crate::doctor::machine(),
             kernel: results::Machine::read().kernel,
             size: o.size.clone(),

@@ -13,15 +13,9 @@ use results::{
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    bench::{Options, Row},
-    session::Ends,
+    run::{Ends, Options, Row},
     sockperf::RoundTrip,
 };
-
-/// `YYYY-MM-DDTHH-MM-SSZ`, from the system clock (UTC).
-pub(crate) fn utc_stamp() -> String {
-    results::utc::now_for_file_names()
-}
 
 /// The lab's link, for the conditions a result was measured under.
 const LINK: &str = "veth pair between two network namespaces (copy-mode AF_XDP)";
@@ -1186,12 +1180,5 @@ verdict: 4 problem(s):
             md.contains("verdict: 1 problem(s):\n- xdp: nothing to check"),
             "{md}"
         );
-    }
-
-    #[test]
-    fn stamp_looks_like_a_utc_time() {
-        let s = utc_stamp();
-        assert_eq!(s.len(), 20, "{s}");
-        assert!(s.starts_with("20") && s.ends_with('Z'), "{s}");
     }
 }

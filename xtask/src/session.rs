@@ -15,11 +15,10 @@ use std::{
 
 use anyhow::{Context as _, bail};
 use netns::{ChildGuard, Found, Lab, LabConfig, lab};
-use results::{ExchangeIo, Expect, ReplayReport, Source, TraderPath, TraderReport, Wait};
+use results::{ExchangeIo, ReplayReport, Source, TraderReport};
 
 use crate::{
-    bench::{self, LieStream, Options},
-    report,
+    run::{Ends, LieStream, Options},
     util::{cargo, exec, exec_until, require_root, shown, target_dir, workspace_root},
 };
 
@@ -31,46 +30,6 @@ const EXIT_TIMEOUT: Duration = Duration::from_secs(10);
 const TERM_GRACE: Duration = Duration::from_secs(3);
 /// The trader's `--idle-exit`, seconds: a trader whose replay died doesn't spin forever.
 const TRADER_IDLE_EXIT_S: u64 = 60;
-
-/// `--paths` of the matrix and the zero-loss search: the paths with a trader on them (the
-/// reflector has none to measure), with their help.
-pub(crate) fn trader_paths() -> impl clap::builder::TypedValueParser<Value = TraderPath> {
-    use clap::{ValueEnum as _, builder::TypedValueParser as _};
-    clap::builder::PossibleValuesParser::new(
-        TraderPath::all()
-            .filter(|p| p.spec().io.trades())
-            .filter_map(|p| p.to_possible_value()),
-    )
-    .try_map(|name: String| TraderPath::from_str(&name, false))
-}
-
-/// What a lab run puts at each end of the veth.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Ends {
-    /// The trader's I/O path.
-    pub(crate) trader: TraderPath,
-    /// The exchange side's (the replay's) I/O.
-    pub(crate) exchange: ExchangeIo,
-    /// How the trader waits, if not as the options say (the trigger path's blocking row).
-    pub(crate) wait: Option<Wait>,
-}
-
-impl Ends {
-    /// A trader on `trader` against the replay on a kernel UDP socket.
-    pub(crate) const fn kernel_exchange(trader: TraderPath) -> Ends {
-        Ends {
-            trader,
-            exchange: ExchangeIo::Udp,
-            wait: None,
-        }
-    }
-
-    /// What the replay expects back (the path table says): the reflector answers every tick,
-    /// a trader its signals.
-    pub(crate) fn expect(self) -> Expect {
-        self.trader.spec().expect
-    }
-}
 
 /// What every lab benchmark needs: root, dependencies, a stop flag, the binaries, a results
 /// folder and the lab.
@@ -241,7 +200,7 @@ const SPOOFED_KINDS: &str = "ahead,empty_block,heartbeat_ahead";
 
 impl Session {
     /// `inject lies` in the exchange namespace, following the feed and sending
-    /// [`bench::LIES_PER_SECOND`] lies a second at the trader for the run's length (its JSON
+    /// [`crate::run::LIES_PER_SECOND`] lies a second at the trader for the run's length (its JSON
     /// beside the run's reports).
     fn lie_stream(&self, o: &Options, who: LieStream, tag: &str) -> anyhow::Result<ChildGuard> {
         let lab = self.lab.config();
@@ -259,7 +218,7 @@ impl Session {
             .filter(|k| *k == "ahead" || *k == "end_ahead")
             .count();
         let per_round = (kinds.split(',').count() + doubles) as f64;
-        let rounds = (secs * bench::LIES_PER_SECOND as f64 / per_round)
+        let rounds = (secs * crate::run::LIES_PER_SECOND as f64 / per_round)
             .ceil()
             .max(1.0) as u64;
         let feed = feed_source(lab).to_string();
@@ -270,7 +229,7 @@ impl Session {
                 &SocketAddrV4::new(lab.trader_ip, lab::MD_PORT).to_string(),
             ])
             .args(["--feed-source", &feed])
-            .args(["--rate", &bench::LIES_PER_SECOND.to_string()])
+            .args(["--rate", &crate::run::LIES_PER_SECOND.to_string()])
             .args(["--rounds", &rounds.to_string()])
             .args(["--max-seconds", &(secs.ceil() as u64 + 30).to_string()]);
         match who {
@@ -380,7 +339,7 @@ pub(crate) fn isolate(cpu: usize) -> anyhow::Result<tuning::isolate::Isolation> 
 /// gets `-2`, `-3`, ... rather than writing into the first one's.
 pub(crate) fn new_results_dir(parent: &Path) -> anyhow::Result<PathBuf> {
     std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
-    let stamp = report::utc_stamp();
+    let stamp = results::utc::now_for_file_names();
     for i in 1..1000 {
         let dir = if i == 1 {
             parent.join(&stamp)
@@ -548,6 +507,8 @@ fn preflight(o: &Options, bins: &Binaries, lab: &LabConfig, ends: Ends) -> anyho
 
 #[cfg(test)]
 mod tests {
+    use results::{TraderPath, Wait};
+
     use super::*;
     use crate::fixtures;
 
@@ -555,7 +516,7 @@ mod tests {
     fn trader_paths_are_the_paths_with_a_trader() {
         #[derive(clap::Parser)]
         struct Cli {
-            #[arg(long, value_delimiter = ',', value_parser = trader_paths())]
+            #[arg(long, value_delimiter = ',', value_parser = crate::run::trader_paths())]
             paths: Vec<TraderPath>,
         }
         let parse = |a: &str| <Cli as clap::Parser>::try_parse_from(["x", "--paths", a]);

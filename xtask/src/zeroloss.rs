@@ -7,9 +7,9 @@ use results::{ExchangeIo, Rate, ReplayReport, Summary, TraderPath, TraderReport}
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    bench,
     report::{Delivery, LOSS_MARK},
-    session::{self, Ends, Session},
+    run::Ends,
+    session::Session,
 };
 
 /// A trial whose sender achieved less than this share of the offered rate measured the sender,
@@ -22,7 +22,7 @@ const LOADS: [f64; 3] = [0.1, 0.5, 0.9];
 #[derive(Debug, clap::Args)]
 pub(crate) struct Options {
     /// Paths (comma-separated): xdp, udp, trigger (the decision in the driver).
-    #[arg(long, value_delimiter = ',', default_value = "xdp,udp", value_parser = session::trader_paths())]
+    #[arg(long, value_delimiter = ',', default_value = "xdp,udp", value_parser = crate::run::trader_paths())]
     pub(crate) paths: Vec<TraderPath>,
     /// Messages per trial.
     #[arg(long, default_value_t = 100_000)]
@@ -149,9 +149,9 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
     let Some(&first) = o.paths.first() else {
         bail!("no path to run");
     };
-    let base = bench::Options {
+    let base = crate::run::Options {
         batch: o.batch,
-        ..bench::Options::trial(o.count, &o.lab, o.out.clone(), o.no_setup)
+        ..crate::run::Options::trial(o.count, &o.lab, o.out.clone(), o.no_setup)
     };
     let session = Session::start(
         &base,
@@ -194,7 +194,7 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
 struct Searcher<'a> {
     o: &'a Options,
     session: &'a Session,
-    base: bench::Options,
+    base: crate::run::Options,
     trials: usize,
 }
 
