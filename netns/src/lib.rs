@@ -38,7 +38,8 @@ pub use mac::{BadMac, Mac};
 mod mac;
 
 /// The lab's fixed layout: every binary's defaults and xtask's command lines derive from these
-/// (`LabConfig::new` uses them too), so a port or an address is written down once.
+/// (`LabConfig::new` uses them too), so a port or an address is written down once. (What the
+/// feed carries and the strategy trades, its session, stock and n, is `paths::market`.)
 pub mod lab {
     use std::net::{Ipv4Addr, SocketAddrV4};
 
@@ -52,12 +53,6 @@ pub mod lab {
     /// The UDP port the replay serves MoldUDP64 re-requests on (`replay --retransmit`), on the
     /// exchange side.
     pub const RETRANSMIT_PORT: u16 = 26402;
-    /// The MoldUDP64 session the replay's synthetic feeds carry (10 alphanumerics).
-    pub const SESSION: &str = "T2TLAB0001";
-    /// The stock symbol of the synthetic ticks, and the one the trader trades.
-    pub const STOCK: &str = "SYNTH";
-    /// The strategy's default length: HMA(6) against HMA3(6), the engine spec's combo 0.
-    pub const STRATEGY_N: i64 = 6;
     /// The exchange side's interface, inside its namespace.
     pub const EXCHANGE_IF: &str = "ex0";
     /// The trader side's interface, inside its namespace.

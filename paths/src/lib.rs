@@ -10,6 +10,18 @@
 use serde::{Deserialize, Serialize};
 use xdp_common::Action;
 
+/// The lab's market: what the replay's synthetic feed carries and the strategy trades, the
+/// defaults of the trader, the replay, the injector and xtask alike. (Where it goes, the
+/// addresses and ports, is `netns::lab`.)
+pub mod market {
+    /// The MoldUDP64 session the replay's synthetic feeds carry (10 alphanumerics).
+    pub const SESSION: &str = "T2TLAB0001";
+    /// The stock symbol of the synthetic ticks, and the one the trader trades.
+    pub const STOCK: &str = "SYNTH";
+    /// The strategy's default length: HMA(6) against HMA3(6), the engine spec's combo 0.
+    pub const STRATEGY_N: i64 = 6;
+}
+
 /// Defines a fieldless enum that clap parses (`ValueEnum`, doc comments as help), serde writes
 /// in kebab case, and `as_str`/`Display` spell exactly as both do.
 macro_rules! arg_enum {

@@ -134,7 +134,7 @@ mod tests {
 
     fn trader(n: i64) -> Trader {
         Trader::new(Params::from_n(n).unwrap(), Some(stock())).with_feed_rules(FeedRules {
-            session: Some(Session::new(netns::lab::SESSION).unwrap()),
+            session: Some(Session::new(paths::market::SESSION).unwrap()),
             first_seq: Some(1),
             ..FeedRules::default()
         })
@@ -147,7 +147,8 @@ mod tests {
             .unwrap();
         let mut buf = [0u8; 128];
         let mut b =
-            PacketBuilder::new(&mut buf, Session::new(netns::lab::SESSION).unwrap(), seq).unwrap();
+            PacketBuilder::new(&mut buf, Session::new(paths::market::SESSION).unwrap(), seq)
+                .unwrap();
         b.push(&m).unwrap();
         b.finish().to_vec()
     }
@@ -203,7 +204,7 @@ mod tests {
         match arm {
             Ok(arm) => {
                 prop_assert_eq!(arm.seq, seq);
-                prop_assert_eq!(&arm.session[..], netns::lab::SESSION.as_bytes());
+                prop_assert_eq!(&arm.session[..], paths::market::SESSION.as_bytes());
                 prop_assert_eq!(arm.stock, stock().0);
                 prop_assert_eq!(
                     arm.contains(price),
@@ -264,7 +265,7 @@ mod tests {
         let mut learning = Trader::new(p, Some(stock()));
         assert_eq!(learning.next_arm(), Err(NotArmed::FeedUnknown));
         let rules = FeedRules {
-            session: Some(Session::new(netns::lab::SESSION).unwrap()),
+            session: Some(Session::new(paths::market::SESSION).unwrap()),
             first_seq: Some(1),
             ..FeedRules::default()
         };

@@ -13,7 +13,7 @@ fn stock() -> Stock {
 }
 
 fn lab() -> Session {
-    Session::new(netns::lab::SESSION).unwrap()
+    Session::new(paths::market::SESSION).unwrap()
 }
 
 fn stray() -> Session {

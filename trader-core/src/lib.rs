@@ -1136,7 +1136,8 @@ mod tests {
     fn packet(seq: u64, blocks: &[&[u8]]) -> Vec<u8> {
         let mut buf = [0u8; 1500];
         let mut b =
-            PacketBuilder::new(&mut buf, Session::new(netns::lab::SESSION).unwrap(), seq).unwrap();
+            PacketBuilder::new(&mut buf, Session::new(paths::market::SESSION).unwrap(), seq)
+                .unwrap();
         for m in blocks {
             b.push(m).unwrap();
         }
@@ -1151,7 +1152,7 @@ mod tests {
     /// tests are about sequence tracking, not learning the feed (`gate_tests`).
     fn trader() -> Trader {
         Trader::new(Params::from_n(6).unwrap(), Some(stock())).with_feed_rules(FeedRules {
-            session: Some(Session::new(netns::lab::SESSION).unwrap()),
+            session: Some(Session::new(paths::market::SESSION).unwrap()),
             first_seq: Some(1),
             ..FeedRules::default()
         })

@@ -3,7 +3,7 @@
 use std::{fs::File, path::Path};
 
 use anyhow::{Context as _, bail};
-use netns::lab::SESSION;
+use paths::market::SESSION;
 use wire::{
     itch::{self, Message, Price4, Stock},
     moldudp64::{self, PacketBuilder, Session},

@@ -303,7 +303,7 @@ fn the_reflector_answers_each_trade_with_its_order() {
                 .expect("attach the pass program");
             let s = UdpSocket::bind((c.exchange_ip, lab::ORDER_PORT)).unwrap();
             s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-            let session = Session::new(lab::SESSION).unwrap();
+            let session = Session::new(paths::market::SESSION).unwrap();
             let mut orders = Vec::new();
             for seq in 1..=N {
                 let mut trade = [0u8; itch::trade::LEN];

@@ -89,7 +89,7 @@ fn a_trader_joining_mid_session_starts_where_it_joins() {
             &tag,
             &["--count", &count, "--first-seq", "1000000"],
         );
-        check(&tag, &out, lab::SESSION, 1_000_000);
+        check(&tag, &out, paths::market::SESSION, 1_000_000);
     }
 }
 

@@ -733,7 +733,11 @@ fn check_lies(tag: &str, run: &FaultRun) {
         (0, 0, 0),
         "{tag}: {k:?}"
     );
-    assert_eq!(feed.session.as_deref(), Some(lab::SESSION), "{tag}");
+    assert_eq!(
+        feed.session.as_deref(),
+        Some(paths::market::SESSION),
+        "{tag}"
+    );
     assert!(!feed.session_pinned, "{tag}: learned");
     assert_eq!(feed.first_seq, Some(1), "{tag}");
     assert_eq!(feed.foreign_sessions.len(), 1, "{tag}: {feed:?}");

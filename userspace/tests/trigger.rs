@@ -95,7 +95,7 @@ fn an_armed_order_fires_once_on_its_tick_at_a_price_in_its_set() {
         direction: ARM_AT_OR_ABOVE,
         ..arm_b(seq)
     };
-    let s = lab::SESSION;
+    let s = paths::market::SESSION;
     // (arm to write before the step, step)
     let steps: Vec<(Write, Step)> = vec![
         // Not its tick.
@@ -281,7 +281,7 @@ fn an_armed_order_fires_once_on_its_tick_at_a_price_in_its_set() {
                         b.finish().to_vec()
                     }
                     Step::SendTwo(seq, price) => {
-                        let session = Session::new(lab::SESSION).unwrap();
+                        let session = Session::new(paths::market::SESSION).unwrap();
                         let mut b = PacketBuilder::new(&mut buf, session, *seq).unwrap();
                         b.push(&trade(*seq, "SYNTH", *price)).unwrap();
                         b.push(&trade(*seq + 1, "SYNTH", *price)).unwrap();

@@ -181,7 +181,7 @@ fn run_with(
         "--wait",
         "block",
         "--session",
-        lab::SESSION,
+        paths::market::SESSION,
         "--first-seq",
         "1",
     ];

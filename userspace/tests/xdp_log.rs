@@ -8,7 +8,7 @@
 //! be built.
 use std::{fs::File, process::Stdio, time::Duration};
 
-use netns::{ChildGuard, LabConfig, lab};
+use netns::{ChildGuard, LabConfig};
 use results::{ReplayReport, TraderReport};
 
 mod common;
@@ -44,7 +44,7 @@ fn run(
             "--wait",
             "block",
             "--session",
-            lab::SESSION,
+            paths::market::SESSION,
             "--first-seq",
             "1",
         ])

@@ -119,7 +119,7 @@ pub(crate) fn trader(path: TraderPath) -> TraderReport {
             ..TraderCounters::default()
         },
         feed: results::FeedSeen {
-            session: Some(netns::lab::SESSION.to_owned()),
+            session: Some(paths::market::SESSION.to_owned()),
             session_pinned: true,
             first_seq: Some(1),
             max_jump: 256,

@@ -236,7 +236,7 @@ pub(crate) struct Options {
     #[arg(long, default_value_t = 1)]
     pub(crate) batch: u16,
     /// Strategy length n.
-    #[arg(long, default_value_t = netns::lab::STRATEGY_N)]
+    #[arg(long, default_value_t = paths::market::STRATEGY_N)]
     pub(crate) n: i64,
     /// XDP attach mode for the AF_XDP path.
     #[arg(long, value_enum, default_value_t = XdpMode::Native)]

@@ -413,7 +413,7 @@ fn trader_command(mut base: Command, o: &Options, lab: &LabConfig, ends: Ends) -
         // starts, so its first packet is traded at once rather than held until the second
         // confirms it (which would put one packet interval into the first order's
         // tick-to-trade).
-        base.args(["--session", lab::SESSION, "--first-seq", "1"]);
+        base.args(["--session", paths::market::SESSION, "--first-seq", "1"]);
     }
     base.args(&o.trader_args);
     if o.xdp_stats && ends.trader.spec().action.is_some() {
@@ -635,7 +635,7 @@ mod tests {
         let t = args(&trader_command(Command::new("trader"), &o, &lab, block));
         assert_eq!(value_of(&t, "--path"), Some("trigger"));
         assert_eq!(value_of(&t, "--wait"), Some("block"));
-        assert_eq!(value_of(&t, "--session"), Some(lab::SESSION));
+        assert_eq!(value_of(&t, "--session"), Some(paths::market::SESSION));
         let r = args(&replay_command(Command::new("replay"), &o, &lab, block));
         assert_eq!(value_of(&r, "--expect"), Some("signals"));
         assert_eq!(

@@ -606,7 +606,7 @@ fn numbered(bars: usize, first: u64) -> anyhow::Result<Feed> {
         None,
         1,
         stock(),
-        moldudp64::Session::new(netns::lab::SESSION).unwrap(),
+        moldudp64::Session::new(paths::market::SESSION).unwrap(),
         first,
     )
 }

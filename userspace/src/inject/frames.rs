@@ -338,7 +338,7 @@ fn wrong_checksum_or_destination(flow: &Flow, tick: &[u8]) -> Vec<Kind> {
 /// A valid MoldUDP64 packet of `session` from `seq` with `blocks` copies of an ITCH trade of
 /// the lab's stock (price 100.00).
 fn mold_packet(session: Session, seq: u64, blocks: usize) -> anyhow::Result<Vec<u8>> {
-    let stock = Stock::new(netns::lab::STOCK).expect("the lab's stock symbol is valid");
+    let stock = Stock::new(paths::market::STOCK).expect("the lab's stock symbol is valid");
     let mut trade = [0u8; itch::trade::LEN];
     crate::t2t::trade_message(
         seq,

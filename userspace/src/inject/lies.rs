@@ -557,7 +557,7 @@ impl Plan {
             skipped,
             claims: Claims {
                 session,
-                stock: Stock::new(lab::STOCK).expect("the lab's stock symbol is valid"),
+                stock: Stock::new(paths::market::STOCK).expect("the lab's stock symbol is valid"),
                 price,
                 jump,
             },
@@ -750,7 +750,7 @@ fn send_all(
                         seq: lie.seq,
                         count: lie.count,
                         price: lie.trade.then_some(plan.claims.price.0),
-                        stock: lie.trade.then(|| lab::STOCK.to_owned()),
+                        stock: lie.trade.then(|| paths::market::STOCK.to_owned()),
                         source: from,
                     });
                 }
@@ -783,7 +783,7 @@ fn send_all(
         target,
         feed_source: plan.feed.to_string(),
         session: String::from_utf8_lossy(plan.claims.session.trimmed()).into_owned(),
-        stock: lab::STOCK.to_owned(),
+        stock: paths::market::STOCK.to_owned(),
         price: plan.claims.price.0,
         jump: plan.claims.jump,
         rounds: plan.rounds,
@@ -809,8 +809,8 @@ mod tests {
 
     fn claims() -> Claims {
         Claims {
-            session: Session::new(lab::SESSION).unwrap(),
-            stock: Stock::new(lab::STOCK).unwrap(),
+            session: Session::new(paths::market::SESSION).unwrap(),
+            stock: Stock::new(paths::market::STOCK).unwrap(),
             price: parse_price("99999").unwrap(),
             jump: 100_000,
         }
@@ -831,7 +831,7 @@ mod tests {
     fn each_kind_parses_back_to_its_claim() {
         let c = claims();
         let next = 1_234;
-        let session = Session::new(lab::SESSION).unwrap();
+        let session = Session::new(paths::market::SESSION).unwrap();
         for kind in LieKind::ALL {
             let ls = lies(kind, next, &c);
             // (first sequence number, count as on the wire, carries a trade) of each packet.

@@ -93,7 +93,7 @@ pub struct FramesOptions {
     pub sink_port: u16,
     /// MoldUDP64 session of the lying packets (the feed's, so the trader doesn't drop them as
     /// another session's before looking at them).
-    #[arg(long, default_value = lab::SESSION, value_parser = parse_session)]
+    #[arg(long, default_value = paths::market::SESSION, value_parser = parse_session)]
     pub session: Session,
     /// Sequence number the lying MoldUDP64 packets claim.
     #[arg(long)]
@@ -224,7 +224,7 @@ pub struct LiesOptions {
     #[arg(long, default_value = "99999.0000", value_parser = lies::parse_price)]
     pub price: Price4,
     /// The MoldUDP64 session every lie claims.
-    #[arg(long, default_value = lab::SESSION, value_parser = parse_session)]
+    #[arg(long, default_value = paths::market::SESSION, value_parser = parse_session)]
     pub session: Session,
     /// `--via raw`: the source of the `answer_ahead` lies, the re-request server's address
     /// (e.g. 198.18.0.1:26402).

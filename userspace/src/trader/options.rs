@@ -59,10 +59,10 @@ pub struct Options {
     #[arg(long, requires = "port_b")]
     pub feed_source_b: Option<FeedSource>,
     /// Strategy length n (HMA(n) against HMA3(n)).
-    #[arg(long, default_value_t = lab::STRATEGY_N)]
+    #[arg(long, default_value_t = paths::market::STRATEGY_N)]
     pub n: i64,
     /// Trade only this stock symbol.
-    #[arg(long, default_value = lab::STOCK)]
+    #[arg(long, default_value = paths::market::STOCK)]
     pub stock: String,
     /// Take only this MoldUDP64 session (up to 10 characters). Without it the session is
     /// learned: the first packet is held until a packet of the same session continues its

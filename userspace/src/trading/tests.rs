@@ -291,11 +291,11 @@ fn fake_clock() -> u64 {
 }
 
 fn stock() -> Stock {
-    Stock::new(netns::lab::STOCK).unwrap()
+    Stock::new(paths::market::STOCK).unwrap()
 }
 
 fn session() -> Session {
-    Session::new(netns::lab::SESSION).unwrap()
+    Session::new(paths::market::SESSION).unwrap()
 }
 
 /// A random-walk feed of `n` single-trade packets, sequence numbers 1..=n, and the end of

@@ -28,7 +28,7 @@ pub struct Options {
     #[arg(long, default_value_t = 1)]
     pub batch: u16,
     /// The MoldUDP64 session the feed is sent in (a pcap source keeps its own).
-    #[arg(long, default_value = netns::lab::SESSION, value_parser = parse_session)]
+    #[arg(long, default_value = paths::market::SESSION, value_parser = parse_session)]
     pub session: Session,
     /// The first message's sequence number (a pcap source keeps its own): 1 starts a session,
     /// a larger one is a feed the trader joins in the middle.
@@ -51,10 +51,10 @@ pub struct Options {
     #[arg(long, default_value_t = netns::lab::FEED_SOURCE_PORT_B)]
     pub feed_port_b: u16,
     /// Strategy length n, for the parity check.
-    #[arg(long, default_value_t = netns::lab::STRATEGY_N)]
+    #[arg(long, default_value_t = paths::market::STRATEGY_N)]
     pub n: i64,
     /// Stock symbol of the synthetic ticks, and the one traded.
-    #[arg(long, default_value = netns::lab::STOCK)]
+    #[arg(long, default_value = paths::market::STOCK)]
     pub stock: String,
     /// Pin to this CPU.
     #[arg(long)]
