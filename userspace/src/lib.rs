@@ -4,10 +4,10 @@
 //! (`exchange`), the fault and lie injector (`inject`); and the measurement plumbing. The
 //! binaries `trader`, `replay` and `inject` only parse their options and call these.
 //!
-//! `unsafe` is denied everywhere but in the four modules that talk to the kernel through
-//! what has no safe wrapper: the AF_XDP rings (`xsk`), socket options and `recvmmsg`
-//! (`sockopt`), `sched_setscheduler` (`process`) and the injector's AF_PACKET socket
-//! (`inject::raw`).
+//! `unsafe` is denied everywhere but in the five modules that talk to the kernel through
+//! what has no safe wrapper: the AF_XDP rings (`xsk`), the trigger's memory-mapped arm
+//! (`xdp::arm_mem`), socket options and `recvmmsg` (`sockopt`), `sched_setscheduler`
+//! (`process`) and the injector's AF_PACKET socket (`inject::raw`).
 pub mod cli;
 pub mod clock;
 pub mod exchange;
