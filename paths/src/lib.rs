@@ -2,8 +2,9 @@
 //! orders out, its XDP program action, its I/O, the attach modes, queues and options it takes,
 //! what the exchange expects back, and its rows in the bench ([`PATHS`], looked up with
 //! [`TraderPath::spec`]). The trader's option checks, the bench's rows and the matrix's path
-//! sets are all read from it: adding a path is one entry here and one `TraderIo` in the
-//! trader (`userspace::trading`).
+//! sets are all read from it. A path on an existing kind of I/O ([`Io`]) is a variant of
+//! [`TraderPath`], its `as_str` arm and its entry here; a new kind of I/O needs more
+//! (ARCHITECTURE.md lists what).
 //!
 //! Also the option values the binaries and xtask share, one spelling each: clap parses them,
 //! serde writes them into reports, `as_str` builds command lines from them.
@@ -181,7 +182,7 @@ pub struct BenchRow {
 }
 
 /// A path: everything the trader, the bench and the matrix need to know of it.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub struct PathSpec {
     /// Its name.
     pub path: TraderPath,
@@ -210,14 +211,6 @@ impl PathSpec {
     /// The paths for which `keep` holds, in the table's order.
     pub fn select(keep: impl Fn(&PathSpec) -> bool) -> Vec<TraderPath> {
         PATHS.iter().filter(|s| keep(s)).map(|s| s.path).collect()
-    }
-
-    /// Its row that forces `wait`, or else the one that follows `--wait`.
-    pub fn row(&self, wait: Option<Wait>) -> Option<&'static BenchRow> {
-        self.bench_rows
-            .iter()
-            .find(|r| r.wait == wait)
-            .or_else(|| self.bench_rows.iter().find(|r| r.wait.is_none()))
     }
 }
 
@@ -310,13 +303,25 @@ const DUMMY: PathSpec = PathSpec {
     }],
 };
 
-/// Every path.
-#[cfg(not(feature = "dummy-path"))]
-pub static PATHS: &[PathSpec] = &[XDP, UDP, REFLECT, TRIGGER];
+/// The paths, written once: a new path's entry goes here.
+const REAL: [PathSpec; 4] = [XDP, UDP, REFLECT, TRIGGER];
 
-/// Every path, the tests' dummy included.
+/// The real paths, then (test builds) the dummy.
+#[cfg(not(feature = "dummy-path"))]
+const ALL: [PathSpec; REAL.len()] = REAL;
 #[cfg(feature = "dummy-path")]
-pub static PATHS: &[PathSpec] = &[XDP, UDP, REFLECT, TRIGGER, DUMMY];
+const ALL: [PathSpec; REAL.len() + 1] = {
+    let mut all = [DUMMY; REAL.len() + 1];
+    let mut i = 0;
+    while i < REAL.len() {
+        all[i] = REAL[i];
+        i += 1;
+    }
+    all
+};
+
+/// Every path, in order (the tests' `dummy` last, where the feature is on).
+pub static PATHS: &[PathSpec] = &ALL;
 
 arg_enum! {
     /// What a measured loop does while no data is there.
@@ -403,6 +408,25 @@ mod tests {
                 "{p}"
             );
             assert_eq!(s.action.is_none(), s.modes.is_empty(), "{p}");
+            // What the trader's setup assumes of each kind of I/O (the table can't say a
+            // reflector runs a trigger program, say).
+            let want_action = match s.io {
+                Io::Xsk => Some(Action::Redirect),
+                Io::Trigger => Some(Action::Trigger),
+                Io::Reflector => Some(Action::Reflect),
+                Io::Udp => None,
+            };
+            assert_eq!(s.action, want_action, "{p}: its I/O and its program agree");
+            assert!(
+                !s.recvmmsg || s.io == Io::Udp,
+                "{p}: recvmmsg is a UDP socket's"
+            );
+            assert!(
+                s.queues == QueueRule::Any || s.io.afxdp(),
+                "{p}: one queue is an AF_XDP rule"
+            );
+            assert!(!s.ab || s.io.trades(), "{p}: an A/B feed needs a trader");
+            assert_eq!(s.expect == Expect::Every, !s.io.trades(), "{p}");
         }
         let labels: Vec<&str> = PATHS
             .iter()
@@ -420,14 +444,20 @@ mod tests {
 
     #[test]
     fn the_trigger_block_row_forces_blocking_and_the_others_follow_wait() {
-        let t = TraderPath::Trigger.spec();
-        assert_eq!(t.row(Some(Wait::Block)).unwrap().label, "trigger-block");
-        assert_eq!(t.row(None).unwrap().label, "trigger");
+        let label = |p: TraderPath, w: Option<Wait>| {
+            p.spec()
+                .bench_rows
+                .iter()
+                .find(|r| r.wait == w)
+                .map(|r| r.label)
+        };
         assert_eq!(
-            TraderPath::Xdp.spec().row(Some(Wait::Block)).unwrap().label,
-            "xdp"
+            label(TraderPath::Trigger, Some(Wait::Block)),
+            Some("trigger-block")
         );
-        assert!(TraderPath::Reflect.spec().row(None).is_none());
+        assert_eq!(label(TraderPath::Trigger, None), Some("trigger"));
+        assert_eq!(label(TraderPath::Xdp, None), Some("xdp"));
+        assert!(TraderPath::Reflect.spec().bench_rows.is_empty());
         assert!(TraderPath::Trigger.xdp_tx() && TraderPath::Reflect.xdp_tx());
         assert!(!TraderPath::Xdp.xdp_tx() && !TraderPath::Udp.xdp_tx());
     }

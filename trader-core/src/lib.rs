@@ -1,4 +1,4 @@
-//! The tick-to-trade core shared by both I/O paths: MoldUDP64 payload in, ITCH decode,
+//! The tick-to-trade core every trader path shares: MoldUDP64 payload in, ITCH decode,
 //! sequence tracking, the engine's streaming strategy, orders out.
 //!
 //! The XDP path and the kernel-UDP path differ only in how a payload arrives and how an

@@ -76,10 +76,25 @@ impl clap::ValueEnum for PathChoice {
 
     fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
         let help = match *self {
-            PathChoice::Path(p) => p
-                .to_possible_value()
-                .and_then(|v| v.get_help().map(ToString::to_string))
-                .unwrap_or_default(),
+            PathChoice::Path(p) => {
+                let about = p
+                    .to_possible_value()
+                    .and_then(|v| v.get_help().map(ToString::to_string))
+                    .unwrap_or_default();
+                // Its other rows run too: say which.
+                let more: Vec<&str> = p
+                    .spec()
+                    .bench_rows
+                    .iter()
+                    .filter(|r| r.wait.is_some())
+                    .map(|r| r.label)
+                    .collect();
+                if more.is_empty() {
+                    about
+                } else {
+                    format!("{about} (also measured as {})", more.join(", "))
+                }
+            }
             PathChoice::Row(p, w) => format!("The {p} path with the trader waiting: {w} only"),
             PathChoice::Both => {
                 "xdp and udp, one after the other in the same lab and run, reported side by side"

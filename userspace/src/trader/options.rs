@@ -96,10 +96,10 @@ pub struct Options {
     /// Spin or block while waiting for data.
     #[arg(long, value_enum, default_value_t = Wait::Spin)]
     pub wait: Wait,
-    /// XDP attach mode (XDP and reflect paths).
+    /// XDP attach mode (the paths with an XDP program).
     #[arg(long, value_enum, default_value_t = XdpMode::Native)]
     pub xdp_mode: XdpMode,
-    /// Turn on the XDP program's log (XDP and reflect paths): failed redirects, frames counted
+    /// Turn on the XDP program's log (the paths with an XDP program): failed redirects, frames counted
     /// as malformed with their reason and the header fields at fault, failed reflections;
     /// never healthy packets, at most 20 records a second per CPU (the rest counted as
     /// `log_suppressed`). Printed on stderr through `log` (filter with RUST_LOG, default
@@ -109,7 +109,7 @@ pub struct Options {
     /// Count the XDP program's runs and their time (the kernel's BPF run-time statistics, on
     /// while the trader runs and off again when it exits, however it exits); the report's
     /// `xdp_program` gets the mean ns per run. Costs two clock reads per run, so compare runs
-    /// that all have it (XDP and reflect paths).
+    /// that all have it (the paths with an XDP program).
     #[arg(long)]
     pub xdp_stats: bool,
     /// The CPUs this process may use, read before it pins itself: where housekeeping threads
