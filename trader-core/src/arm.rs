@@ -118,6 +118,13 @@ pub fn fired_order(f: &Fired, stock: Stock) -> Option<OrderRepr> {
 
 #[cfg(test)]
 mod tests {
+    /// The spec's lots, pinned here: the exchange checks every order's shares with the same
+    /// function, so a change to it would pass the exchange unseen.
+    #[test]
+    fn one_lot_opens_and_two_reverse() {
+        assert_eq!((order_shares(false), order_shares(true)), (100, 200));
+    }
+
     use engine::Params;
     use proptest::prelude::*;
     use wire::{

@@ -821,6 +821,32 @@ mod tests {
         );
     }
 
+    /// Every knob on exactly the paths it applied to before the path table (the constants
+    /// ALL, XDP, XDP_ONLY, BATCHED and UDP it replaced), so the table changes none.
+    #[test]
+    fn every_knob_applies_where_it_did_before_the_path_table() {
+        let real = [TraderPath::Xdp, TraderPath::Udp, TraderPath::Trigger];
+        let on = |k: Knob| -> Vec<TraderPath> {
+            real.into_iter().filter(|p| k.applies(p.spec())).collect()
+        };
+        use TraderPath::{Trigger, Udp, Xdp};
+        for k in Knob::value_variants() {
+            let want: &[TraderPath] = match k {
+                Knob::HugePages
+                | Knob::RxBatch1
+                | Knob::NoNeedWakeup
+                | Knob::XdpLog
+                | Knob::MalformedStream
+                | Knob::XdpLogMalformed => &[Xdp, Trigger],
+                Knob::Skb => &[Xdp],
+                Knob::MoldBatch4 => &[Xdp, Udp],
+                Knob::Recvmmsg | Knob::SmallRcvbuf => &[Udp],
+                _ => &[Xdp, Udp, Trigger],
+            };
+            assert_eq!(on(*k), want, "{}", k.as_str());
+        }
+    }
+
     /// The tests' `dummy` path (a kernel UDP socket without `recvmmsg`, no XDP program, in
     /// the table only) gets the knobs its entry allows and no other.
     #[test]
