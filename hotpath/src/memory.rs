@@ -423,8 +423,8 @@ pub fn run_with(ctx: &Ctx, max: usize, rounds: usize, steps: usize) -> anyhow::R
         )
     ));
     out.trader = "The trader's hot data is small and mostly walked in order: each packet is \
-                  read front to back from a UMEM frame (userspace/src/trading/xdp.rs; the UMEM \
-                  is 4096 frames × 2048 B = 8 MiB, XskConfig in userspace/src/xsk.rs, of which \
+                  read front to back from a UMEM frame (trader/src/trading/xdp.rs; the UMEM \
+                  is 4096 frames × 2048 B = 8 MiB, XskConfig in afxdp/src/xsk.rs, of which \
                   only the frames in flight are hot), the tick-to-trade core keeps an 8 KiB \
                   `seen` bitmap and fixed pending arrays (trader-core/src/lib.rs), and the \
                   engine's rolling windows are ring buffers (engine/src/strategy.rs). Nothing \

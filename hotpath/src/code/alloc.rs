@@ -532,12 +532,12 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
         `Trader::on_packet` builds each `OrderRepr` (wire/src/order.rs, a Copy value) on the \
         stack, keeps engine samples and fills in the fixed arrays of `Pending` (64 entries) \
         until `settle`, and tracks sequence numbers in `seen`, a `Box<[u64]>` made once in \
-        `Trader::new`; `UdpSink::send` (userspace/src/trading/udp.rs) encodes into a stack \
+        `Trader::new`; `UdpSink::send` (trader/src/trading/udp.rs) encodes into a stack \
         buffer, `UdpIo` receives into a `Box<[u8; 2048]>` made once, and the engine's \
         `Strategy` allocates its rings only in `Strategy::new` (engine/src/strategy.rs). The one \
         pool is the AF_XDP path's: `XskTx::send` pops a TX frame from its preallocated `free` \
         Vec and completions push it back, and RX frames waiting for the fill ring sit in \
-        `Refill.pending`, sized for the whole RX pool so it never grows (userspace/src/xsk.rs). \
+        `Refill.pending`, sized for the whole RX pool so it never grows (afxdp/src/xsk.rs). \
         Orders themselves are never heap objects, so the trader needs no order pool or arena, \
         and its global allocator (glibc: no #[global_allocator] anywhere) serves setup and exit."
         .to_string();

@@ -443,14 +443,14 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
         ),
     ];
     o.trader = "Static dispatch throughout: `trading::run<I: TraderIo>` and \
-        `PacketHandler::on_packet<S: OrderSink>` (userspace/src/trading/mod.rs) are generic, so \
+        `PacketHandler::on_packet<S: OrderSink>` (trader/src/trading/mod.rs) are generic, so \
         each path's `send`/`flush` (XdpSink, UdpSink) is a direct, inlinable call; \
         `Trader::on_packet` takes the clock as `impl Fn() -> u64` and the order emitter as `impl \
-        FnMut(&OrderRepr) -> bool` (trader-core/src/lib.rs); userspace/src/bin/trader.rs picks the \
+        FnMut(&OrderRepr) -> bool` (trader-core/src/lib.rs); trader/src/program picks the \
         I/O once with a `match` and runs a monomorphised `XdpIo::<BLOCK, BUSY_POLL>` (const \
         generics), `UdpIo` or `MmsgIo`. The ITCH message is an enum matched per message \
         (`wire::itch::Message`). No `dyn` or boxed closure on the hot path (`dyn Error` appears \
-        only in setup error handling, userspace/src/xdp.rs)."
+        only in setup error handling, afxdp/src/xdp.rs)."
         .to_string();
     Ok(o)
 }

@@ -349,7 +349,7 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
                   writes: its counters are plain `u64` fields of `Trader::counters` \
                   (`results::TraderCounters`, bumped in `trader-core/src/lib.rs` `on_packet`), \
                   read after the run; the only shared atomic in its loop is the stop flag \
-                  (`userspace/src/trading/mod.rs` `run_with_clock`: one relaxed load per turn, \
+                  (`trader/src/trading/mod.rs` `run_with_clock`: one relaxed load per turn, \
                   written only by the signal handler, so its line stays shared-clean); the XDP \
                   program's counters are a per-CPU map (`xdp-ebpf/src/main.rs` `COUNTERS: \
                   PerCpuArray`). Nothing to pad today; the `floor` binary already keeps its \

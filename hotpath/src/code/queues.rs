@@ -912,12 +912,12 @@ fn summarise(
             .to_string(),
     ];
     out.trader = "No hand-off on the trader's hot path: the trader is one thread that takes \
-                  packets from its I/O and sends the orders itself (`userspace/src/trading/mod.rs` \
+                  packets from its I/O and sends the orders itself (`trader/src/trading/mod.rs` \
                   `run_with_clock`: one loop calling `io.recv` and, per packet, \
                   `Trader::on_packet` and the sink's send and flush), so no queue sits between \
                   feed and strategy; the feed arrives over the network (AF_XDP's RX ring is \
                   itself a single-producer single-consumer ring between the kernel and this \
-                  thread: `userspace/src/xsk.rs`). No statistics atomics on the path either: \
+                  thread: `afxdp/src/xsk.rs`). No statistics atomics on the path either: \
                   the trader's counters are plain fields (`trader-core/src/lib.rs`); the boundary \
                   server's atomics (`boundary/src/server.rs` `Counters`, `Connections`) change \
                   per connection accepted or closed, not per request, and each connection's \

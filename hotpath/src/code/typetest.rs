@@ -455,7 +455,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
         23 (type, length) pairs), compares the byte with `trade::KIND` and returns `Message::Trade` \
         or `Message::Other { kind }`, which `Trader::on_packet` (trader-core/src/lib.rs) matches. \
         No `Any` or downcast on the hot path (`downcast_ref` appears only in setup error \
-        handling: userspace/src/xdp.rs, userspace/src/xsk.rs)."
+        handling: afxdp/src/xdp.rs, afxdp/src/xsk.rs)."
         .to_string();
     Ok(o)
 }

@@ -450,9 +450,9 @@ pub fn run_with(ctx: &Ctx, len: usize, rounds: usize) -> anyhow::Result<Outcome>
     );
     out.trader = "The trader pre-faults what its loop touches: the UMEM is mapped by xsk-rs with \
                   MAP_ANONYMOUS | MAP_SHARED | MAP_POPULATE (xsk-rs src/umem/mem/mmap.rs) and pinned \
-                  by XDP_UMEM_REG (created in userspace/src/xsk.rs, Xsk::new → Umem::new); \
+                  by XDP_UMEM_REG (created in afxdp/src/xsk.rs, Xsk::new → Umem::new); \
                   `trader --mlock` adds mlockall(MCL_CURRENT | MCL_FUTURE) \
-                  (userspace/src/process.rs lock_memory, called in userspace/src/bin/trader.rs \
+                  (afxdp/src/process.rs lock_memory, called in trader/src/program/io.rs \
                   before the loop), off by default. The tick-to-trade core allocates nothing per \
                   tick (trader-core/src/lib.rs: its `seen` window and pending arrays are made once \
                   in Trader::new), so after the first packets its pages stay mapped."

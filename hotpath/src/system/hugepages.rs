@@ -266,8 +266,8 @@ pub fn run_with(ctx: &Ctx, p: &Params) -> anyhow::Result<Outcome> {
     chase_part(ctx, p, &mut out)?;
     thp_fault_part(ctx, p, &mut out)?;
     out.trader = "The UMEM can sit on explicit 2 MiB HugeTLB pages: `trader --huge-pages` \
-                  (userspace/src/bin/trader.rs) sets XskConfig::huge_pages, which Xsk::new \
-                  (userspace/src/xsk.rs) passes to xsk-rs's Umem::new, which adds MAP_HUGETLB to \
+                  (trader/src/program) sets XskConfig::huge_pages, which Xsk::new \
+                  (afxdp/src/xsk.rs) passes to xsk-rs's Umem::new, which adds MAP_HUGETLB to \
                   its MAP_POPULATE mapping (xsk-rs src/umem/mem/mmap.rs); it is off by default \
                   and needs /proc/sys/vm/nr_hugepages reserved (`cargo xtask matrix` runs it as \
                   the huge-pages knob only when enough are). The default UMEM is 4096 frames × \

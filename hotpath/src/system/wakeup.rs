@@ -495,11 +495,11 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
          but under CFS it shares its CPU with anything runnable there."
             .into(),
     );
-    out.trader = "The trader spins by default (`--wait spin`, userspace/src/bin/trader.rs; \
+    out.trader = "The trader spins by default (`--wait spin`, trader/src/program; \
                   the AF_XDP loop polls its RX ring and the UDP loop a non-blocking socket, \
-                  userspace/src/trading/xdp.rs and udp.rs), pinned with `--cpu`; `--wait block` \
+                  trader/src/trading/xdp.rs and udp.rs), pinned with `--cpu`; `--wait block` \
                   sleeps in the kernel instead (the UDP socket with a 100 ms read timeout). \
-                  `--fifo PRIO` runs it under SCHED_FIFO (userspace/src/process.rs set_fifo, \
+                  `--fifo PRIO` runs it under SCHED_FIFO (afxdp/src/process.rs set_fifo, \
                   whose comment warns that a spinning FIFO loop must stay off the CPU that runs \
                   the kernel's own work: RT throttling allows 95 %); `cargo xtask matrix` tries \
                   it as the fifo knob at priority 50 (xtask/src/matrix.rs). By default it is a \

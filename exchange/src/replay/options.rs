@@ -5,7 +5,7 @@ use clap::Parser;
 use results::{ExchangeIo, Expect, XdpMode};
 use wire::moldudp64::Session;
 
-use crate::{cli::parse_session, exchange::Rate, feed::Source};
+use crate::{Rate, cli::parse_session, feed::Source};
 
 /// The exchange side of the lab: replays market data at a set rate, takes the trader's orders
 /// back, measures tick-to-trade, books fills, and checks parity with the backtest.

@@ -17,15 +17,11 @@ use results::{Arrival, ContextSwitches, ExchangeIo, Expect, ReplayReport, Thread
 use wire::{itch::Stock, moldudp64::Session};
 
 use crate::{
-    cli,
-    exchange::{
-        Driver, Exchange, Monotonic, Port, Progress, Rate, SendLoop, Settlement,
-        retransmit::{self, Retransmitter},
-    },
-    exchange_io,
+    Driver, Exchange, Monotonic, Port, Progress, Rate, SendLoop, Settlement, cli, exchange_io,
     feed::{Feed, Source},
     frame::{self, FrameBuilder},
     host, process,
+    retransmit::{self, Retransmitter},
 };
 
 mod options;

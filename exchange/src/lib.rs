@@ -1,4 +1,5 @@
-//! The exchange side of the lab as a library: what the `replay` binary drives.
+//! The exchange side of the lab as a library: what the `replay` binary drives (the program
+//! itself is [`replay`]), its sockets ([`exchange_io`]) and the feeds it replays ([`feed`]).
 //!
 //! [`Exchange`] is sans-IO (quiche's model): it is told what went out and when, and what came
 //! back and when, and answers with the verdict. It knows the schedule (sequence number → send
@@ -17,6 +18,13 @@ use wire::itch::{Side, Stock};
 
 use crate::{feed::Feed, stats::Latency};
 
+pub(crate) use afxdp::{cli, clock, frame, host, process, sockopt, xdp, xsk};
+/// The tick-to-trade core (the signal's order, the histograms).
+pub use trader_core as t2t;
+pub use trader_core::stats;
+
+pub mod exchange_io;
+pub mod feed;
 mod pacing;
 mod parity;
 pub mod replay;

@@ -10,7 +10,7 @@ use anyhow::Context as _;
 use xdp_common::Action;
 
 use crate::{
-    exchange::Port,
+    Port,
     frame::{self, FrameBuilder, parse_udp},
     xdp::{XdpMode, XdpProgram},
     xsk::{Xsk, XskConfig},
