@@ -464,6 +464,9 @@ mod arm_mem {
         /// if that tick's price is in its set (`armed = 0`: nothing fires). A sequence lock's
         /// write: the generation made odd, the arm, the generation made even; a program run
         /// reading meanwhile sees the generation odd or changed and doesn't fire.
+        // This, `begin`, `end` and `FiredRing::next_fired` run per tick on the trigger path,
+        // called from the trader crate: `#[inline]` lets them inline there.
+        #[inline]
         pub fn set(&mut self, arm: &Arm) {
             self.begin(arm);
             self.end();
@@ -473,6 +476,7 @@ mod arm_mem {
         /// program run in the middle of a write sees it. For the test that such an arm never
         /// fires; [`ArmMap::set`] is the whole write.
         #[doc(hidden)]
+        #[inline]
         pub fn begin(&mut self, arm: &Arm) {
             let odd = self.generation.wrapping_add(1);
             let p = self.arm.as_ptr();
@@ -495,6 +499,7 @@ mod arm_mem {
 
         /// The second half of [`ArmMap::set`]: the generation made even again.
         #[doc(hidden)]
+        #[inline]
         pub fn end(&mut self) {
             let even = self.generation.wrapping_add(self.generation & 1);
             // The arm's bytes before the even generation.
@@ -524,6 +529,7 @@ impl std::fmt::Debug for FiredRing {
 
 impl FiredRing {
     /// The next record, if one is waiting.
+    #[inline]
     pub fn next_fired(&mut self) -> Option<Fired> {
         let item = self.0.next()?;
         Fired::from_bytes(&item)
