@@ -165,6 +165,22 @@ pub fn irqs_on_cpu(interrupts: &str, cpu: usize) -> Vec<(String, u64, String)> {
 /// Reads every finding. `cpu` is the CPU the trader is pinned to (the latency-critical one).
 pub fn check(m: &Machine, cpu: usize) -> Vec<Finding> {
     let mut out = Vec::new();
+    for section in [
+        cpus_and_isolation,
+        mitigations,
+        memory,
+        power,
+        clock,
+        scheduling,
+        platform,
+    ] {
+        section(m, cpu, &mut out);
+    }
+    out
+}
+
+/// Findings on the online CPUs, and whether isolcpus, nohz_full and rcu_nocbs cover the trader's.
+fn cpus_and_isolation(m: &Machine, cpu: usize, out: &mut Vec<Finding>) {
     let cmdline = m.read("proc/cmdline").unwrap_or_default();
     let cpus = m
         .read("sys/devices/system/cpu/online")
@@ -229,6 +245,11 @@ pub fn check(m: &Machine, cpu: usize) -> Vec<Finding> {
             },
         });
     }
+}
+
+/// Findings on the speculation mitigations the kernel runs.
+fn mitigations(m: &Machine, _cpu: usize, out: &mut Vec<Finding>) {
+    let cmdline = m.read("proc/cmdline").unwrap_or_default();
     let mitigations = cmdline_value(&cmdline, "mitigations").unwrap_or("auto (default)");
     let vulns: Vec<String> = m
         .list("sys/devices/system/cpu/vulnerabilities")
@@ -245,6 +266,10 @@ pub fn check(m: &Machine, cpu: usize) -> Vec<Finding> {
         why: "speculation mitigations make syscalls and context switches dearer (the UDP path pays per packet, AF_XDP less)",
         fix: "mitigations=off trades security for cheaper kernel entries; the study does not recommend it in general".into(),
     });
+}
+
+/// Findings on transparent huge pages and reserved HugeTLB pages.
+fn memory(m: &Machine, _cpu: usize, out: &mut Vec<Finding>) {
     let thp = m
         .read("sys/kernel/mm/transparent_hugepage/enabled")
         .and_then(|s| bracketed(&s).map(str::to_string))
@@ -270,6 +295,10 @@ pub fn check(m: &Machine, cpu: usize) -> Vec<Finding> {
         why: "explicit huge pages give UMEM and the hot data few TLB entries, and can't be split or collapsed",
         fix: "reserve at boot (hugepages=N) or before the run (vm.nr_hugepages); the hotpath suite reserves and restores its own".into(),
     });
+}
+
+/// Findings on the trader CPU's C-states and frequency governor.
+fn power(m: &Machine, cpu: usize, out: &mut Vec<Finding>) {
     let idle_driver = m
         .read("sys/devices/system/cpu/cpuidle/current_driver")
         .filter(|d| d != "none");
@@ -321,6 +350,10 @@ pub fn check(m: &Machine, cpu: usize) -> Vec<Finding> {
             ),
         },
     });
+}
+
+/// Findings on the clocksource and the hypervisor's steal.
+fn clock(m: &Machine, _cpu: usize, out: &mut Vec<Finding>) {
     let cs = m
         .read("sys/devices/system/clocksource/clocksource0/current_clocksource")
         .unwrap_or_else(|| "?".into());
@@ -354,6 +387,10 @@ pub fn check(m: &Machine, cpu: usize) -> Vec<Finding> {
         why: "time the host ran something else on our vCPU: invisible to the guest's scheduler, it lands in the tail",
         fix: "dedicated (pinned) vCPUs on the host, or bare metal".into(),
     });
+}
+
+/// Findings on RT throttling, IRQs, unbound workqueues, the watchdog and timer migration on the trader's CPU.
+fn scheduling(m: &Machine, cpu: usize, out: &mut Vec<Finding>) {
     let rt = m.read("proc/sys/kernel/sched_rt_runtime_us");
     let period = m.read("proc/sys/kernel/sched_rt_period_us");
     out.push(Finding {
@@ -448,6 +485,10 @@ pub fn check(m: &Machine, cpu: usize) -> Vec<Finding> {
             });
         }
     }
+}
+
+/// Findings on NUMA nodes, and the kernel's XDP and BPF JIT.
+fn platform(m: &Machine, _cpu: usize, out: &mut Vec<Finding>) {
     let nodes = m
         .list("sys/devices/system/node")
         .into_iter()
@@ -497,7 +538,6 @@ pub fn check(m: &Machine, cpu: usize) -> Vec<Finding> {
             String::new()
         },
     });
-    out
 }
 
 /// The findings as text, one block each.
