@@ -69,15 +69,7 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         bail!("--target-b (an A/B feed) needs --io udp");
     }
     let stop = process::stop_flag()?;
-    for (what, path) in [
-        ("--json-out", &json_out),
-        ("--hgrm-out", &hgrm_out),
-        ("--pcap-out", &pcap_out),
-    ] {
-        if let Some(p) = path {
-            cli::check_writable(what, p)?;
-        }
-    }
+    check_outputs(&json_out, &hgrm_out, &pcap_out)?;
     if let Some(cpu) = cpu {
         process::pin_to_cpu(cpu)?;
     }
@@ -153,33 +145,11 @@ pub fn run(o: Options) -> anyhow::Result<()> {
             anyhow::Ok(span)
         })();
         serving_done.store(true, Ordering::Relaxed);
-        // A server that failed costs the re-request figures, not the run's report.
-        let served = server.and_then(|h| match h.join() {
-            Ok(Ok(r)) => Some(r),
-            Ok(Err(e)) => {
-                eprintln!("warning: the re-request server failed: {e}; its figures are missing");
-                None
-            }
-            Err(_) => {
-                eprintln!("warning: the re-request server panicked; its figures are missing");
-                None
-            }
-        });
+        let served = server.and_then(served_figures);
         anyhow::Ok((run?, ex.settle(), served))
     })?;
     let mut settled = settled;
-    if let Some(r) = &served
-        && r.served_messages > 0
-        && !settled.parity.ok()
-    {
-        settled.parity.explanation.push_str(&format!(
-            "; {} messages were retransmitted on request: a recovered tick is accounted by the \
-             trader, not traded (the strategy had decided later ticks without it), so the \
-             live orders still diverge where a tick first went missing",
-            r.served_messages
-        ));
-    }
-
+    explain_recovered(&mut settled, served.as_ref());
     let asked = Asked {
         label,
         io,
@@ -193,9 +163,7 @@ pub fn run(o: Options) -> anyhow::Result<()> {
     rep.line_sends = driver.port().line_sends();
     results::write(json_out.as_deref(), &rep)?;
     if let Some(p) = &hgrm_out {
-        settled.tick_to_trade.write_hgrm(p)?;
-        settled.tick_to_trade_seen.write_hgrm(&sibling(p, "seen"))?;
-        settled.harness_delay.write_hgrm(&sibling(p, "harness"))?;
+        write_histograms(&settled, p)?;
     }
     if let Some(p) = &pcap_out {
         write_pcap(
@@ -206,6 +174,66 @@ pub fn run(o: Options) -> anyhow::Result<()> {
             target,
         )?;
     }
+    Ok(())
+}
+
+/// The re-request server's figures, once its thread is joined. A server that failed costs
+/// them, not the run's report: said on stderr.
+fn served_figures(
+    h: std::thread::ScopedJoinHandle<'_, std::io::Result<results::RetransmitReport>>,
+) -> Option<results::RetransmitReport> {
+    match h.join() {
+        Ok(Ok(r)) => Some(r),
+        Ok(Err(e)) => {
+            eprintln!("warning: the re-request server failed: {e}; its figures are missing");
+            None
+        }
+        Err(_) => {
+            eprintln!("warning: the re-request server panicked; its figures are missing");
+            None
+        }
+    }
+}
+
+/// Each output file asked for can be written: an error naming the option before anything runs.
+fn check_outputs(
+    json: &Option<PathBuf>,
+    hgrm: &Option<PathBuf>,
+    pcap: &Option<PathBuf>,
+) -> anyhow::Result<()> {
+    for (what, path) in [
+        ("--json-out", json),
+        ("--hgrm-out", hgrm),
+        ("--pcap-out", pcap),
+    ] {
+        if let Some(p) = path {
+            cli::check_writable(what, p)?;
+        }
+    }
+    Ok(())
+}
+
+/// A parity failure after retransmissions: says that a recovered tick is accounted, not
+/// traded, so the live orders still diverge where a tick first went missing.
+fn explain_recovered(settled: &mut Settlement, served: Option<&results::RetransmitReport>) {
+    if let Some(r) = served
+        && r.served_messages > 0
+        && !settled.parity.ok()
+    {
+        settled.parity.explanation.push_str(&format!(
+            "; {} messages were retransmitted on request: a recovered tick is accounted by the \
+             trader, not traded (the strategy had decided later ticks without it), so the \
+             live orders still diverge where a tick first went missing",
+            r.served_messages
+        ));
+    }
+}
+
+/// The three histograms, tick-to-trade at `p` and its two siblings (`-seen`, `-harness`).
+fn write_histograms(settled: &Settlement, p: &Path) -> anyhow::Result<()> {
+    settled.tick_to_trade.write_hgrm(p)?;
+    settled.tick_to_trade_seen.write_hgrm(&sibling(p, "seen"))?;
+    settled.harness_delay.write_hgrm(&sibling(p, "harness"))?;
     Ok(())
 }
 
