@@ -159,12 +159,25 @@ pub(crate) fn run(out: &Path, o: &Plan, alone: bool) -> anyhow::Result<()> {
     report.write(out)
 }
 
-fn measure(
+/// The workload's arguments: passes over the packets, packets, engine sweeps.
+fn workload_args(passes: usize, packets: usize, sweeps: usize) -> Vec<String> {
+    vec![
+        "--passes".to_string(),
+        passes.to_string(),
+        "--packets".into(),
+        packets.to_string(),
+        "--sweeps".into(),
+        sweeps.to_string(),
+    ]
+}
+
+/// Builds the workload plain, then instrumented, trains it (one pass, one sweep), merges the
+/// profile with `tool` and builds it again with the profile: the plain and the PGO binaries.
+fn build_plain_and_pgo(
     out: &Path,
     tool: &Path,
-    pick: impl Fn((usize, usize)) -> usize,
-    o_cpu: usize,
-) -> anyhow::Result<Outcome> {
+    pick: &impl Fn((usize, usize)) -> usize,
+) -> anyhow::Result<(PathBuf, PathBuf)> {
     let base = build("base", None)?;
     let profiles = out.join("pgo-profiles");
     let _ = std::fs::remove_dir_all(&profiles);
@@ -174,21 +187,11 @@ fn measure(
         "generate",
         Some(format!("-Cprofile-generate={}", profiles.display())),
     )?;
-    let args = |passes: usize, packets: usize, sweeps: usize| {
-        vec![
-            "--passes".to_string(),
-            passes.to_string(),
-            "--packets".into(),
-            packets.to_string(),
-            "--sweeps".into(),
-            sweeps.to_string(),
-        ]
-    };
     // The training run: the same workload, one pass and one sweep (the measured runs make
     // several of each).
     run_workload(
         &gen_bin,
-        &args(1, pick(PACKETS), 1),
+        &workload_args(1, pick(PACKETS), 1),
         Some(("LLVM_PROFILE_FILE", &profiles.join("core-%p-%m.profraw"))),
     )?;
     let merged = out.join("pgo.profdata");
@@ -197,7 +200,17 @@ fn measure(
     exec(&mut cmd)?;
     // The profile's path is new for every run, so cargo rebuilds with this run's profile.
     let pgo = build("use", Some(format!("-Cprofile-use={}", merged.display())))?;
-    let mut a = args(pick(PASSES), pick(PACKETS), pick(SWEEPS));
+    Ok((base, pgo))
+}
+
+fn measure(
+    out: &Path,
+    tool: &Path,
+    pick: impl Fn((usize, usize)) -> usize,
+    o_cpu: usize,
+) -> anyhow::Result<Outcome> {
+    let (base, pgo) = build_plain_and_pgo(out, tool, &pick)?;
+    let mut a = workload_args(pick(PASSES), pick(PACKETS), pick(SWEEPS));
     // Pinned like every measured loop: the suite's CPU.
     a.extend(["--cpu".to_string(), o_cpu.to_string()]);
     let unit = Tsc {
