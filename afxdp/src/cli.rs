@@ -37,7 +37,5 @@ pub fn run_main(main: impl FnOnce() -> anyhow::Result<()>) -> std::process::Exit
 
 /// A MoldUDP64 session from the command line (`--session`), with what is wrong with it.
 pub fn parse_session(s: &str) -> Result<wire::moldudp64::Session, String> {
-    wire::moldudp64::Session::new(s).map_err(|_| {
-        format!("bad session {s:?}: up to 10 printable ASCII characters (MoldUDP64's session)")
-    })
+    wire::moldudp64::Session::parse_arg(s)
 }

@@ -27,6 +27,14 @@ pub const MAX_COUNT: u16 = END_OF_SESSION - 1;
 pub struct Session(pub [u8; 10]);
 
 impl Session {
+    /// A session named on a command line (`--session`): up to 10 printable ASCII characters,
+    /// or an error that says so.
+    pub fn parse_arg(s: &str) -> core::result::Result<Self, String> {
+        Self::new(s).map_err(|_| {
+            format!("bad session {s:?}: up to 10 printable ASCII characters (MoldUDP64's session)")
+        })
+    }
+
     /// Builds a session from text of at most 10 printable ASCII characters, padding with spaces.
     pub fn new(name: &str) -> Result<Self> {
         let mut out = [b' '; 10];

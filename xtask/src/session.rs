@@ -14,6 +14,7 @@ use std::{
 };
 
 use anyhow::{Context as _, bail};
+use clap::Parser as _;
 use netns::{ChildGuard, Found, Lab, LabConfig, lab};
 use results::{ExchangeIo, ReplayReport, Source, TraderReport};
 
@@ -394,16 +395,18 @@ fn in_ns(ns: &str, bin: &Path) -> Command {
 /// The trader's command line for `ends`, on `base` (the binary, in its namespace or not),
 /// without result files (a `--check` writes none).
 fn trader_command(mut base: Command, o: &Options, lab: &LabConfig, ends: Ends) -> Command {
-    base.args(["--path", ends.trader.as_str(), "--iface", &lab.trader_if])
-        .args(["--addr", &lab.trader_ip.to_string()])
-        .args(["--port", &lab::MD_PORT.to_string()])
-        .args(["--order-to", &orders_at(lab).to_string()])
-        // The feed's source named, as a trader is told it: nothing else is read.
-        .args(["--feed-source", &feed_source(lab).to_string()])
-        .args(["--n", &o.n.to_string()])
-        .args(["--xdp-mode", o.xdp_mode.as_str()])
-        .args(["--wait", ends.wait.unwrap_or(o.wait).as_str()])
-        .args(["--idle-exit", &TRADER_IDLE_EXIT_S.to_string(), "--ready"]);
+    let mut t = trader::Options::parse_from(["trader", "--path", ends.trader.as_str()]);
+    t.iface = Some(lab.trader_if.clone());
+    t.addr = lab.trader_ip;
+    t.port = lab::MD_PORT;
+    t.order_to = orders_at(lab);
+    // The feed's source named, as a trader is told it: nothing else is read.
+    t.feed_source = Some(trader::FeedSource::exactly(feed_source(lab)));
+    t.n = o.n;
+    t.xdp_mode = o.xdp_mode;
+    t.wait = ends.wait.unwrap_or(o.wait);
+    t.idle_exit = TRADER_IDLE_EXIT_S;
+    t.ready = true;
     let renumbered = o
         .replay_args
         .iter()
@@ -413,15 +416,16 @@ fn trader_command(mut base: Command, o: &Options, lab: &LabConfig, ends: Ends) -
         // starts, so its first packet is traded at once rather than held until the second
         // confirms it (which would put one packet interval into the first order's
         // tick-to-trade).
-        base.args(["--session", paths::market::SESSION, "--first-seq", "1"]);
+        t.session =
+            Some(wire::moldudp64::Session::new(paths::market::SESSION).expect("the lab's session"));
+        t.first_seq = Some(1);
     }
-    base.args(&o.trader_args);
-    if o.xdp_stats && ends.trader.spec().action.is_some() {
-        base.arg("--xdp-stats");
-    }
+    t.xdp_stats = o.xdp_stats && ends.trader.spec().action.is_some();
     if !o.no_pin {
-        base.args(["--cpu", &o.trader_cpu.to_string()]);
+        t.cpu = Some(o.trader_cpu);
     }
+    // From the trader's own options type; what the user adds (--trader-arg) after it, as typed.
+    base.args(t.to_args()).args(&o.trader_args);
     base
 }
 

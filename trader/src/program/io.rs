@@ -13,7 +13,8 @@ use results::{EndReason, FrameCounts, TriggerReport, Wait, XdpCounters, XskStats
 use wire::itch::Stock;
 use xdp_common::{Action, OrderTo};
 
-use super::{Options, PathEnd, Queues, options::rx_queues};
+use super::{PathEnd, loop_config};
+use crate::{Options, Queues};
 use crate::{
     frame::{self, Endpoint},
     host, process, sockopt,
@@ -221,13 +222,13 @@ fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
         let mut io =
             TriggerIo::<BLOCK, BUSY_POLL>::new(xdp, prog.take_arm()?, prog.take_fired()?, stock)
                 .corrupting_arms(o.corrupt_arms);
-        let end = trading::run(&mut io, trader, rx_to_tx, o.loop_config(), stop)
+        let end = trading::run(&mut io, trader, rx_to_tx, loop_config(o), stop)
             .context("the AF_XDP socket or the trigger's ring")?;
         let trigger = Some(io.summary());
         return Ok(xsk_end(end, io.xdp(), prog, trigger));
     }
     let mut io = xdp_io::<BLOCK, BUSY_POLL>(o, prog, xsks, g)?;
-    let end = trading::run(&mut io, trader, rx_to_tx, o.loop_config(), stop)
+    let end = trading::run(&mut io, trader, rx_to_tx, loop_config(o), stop)
         .context("the AF_XDP socket")?;
     Ok(xsk_end(end, &io, prog, None))
 }
@@ -294,7 +295,7 @@ pub(crate) fn run_udp(
         if let Some(server) = o.retransmit_to {
             io = io.with_retransmit_source(server);
         }
-        trading::run(&mut io, trader, rx_to_tx, o.loop_config(), stop)
+        trading::run(&mut io, trader, rx_to_tx, loop_config(o), stop)
             .context("recvmmsg on the market-data socket")?
     } else {
         let mut io = UdpIo::new(sock, o.order_to)?;
@@ -316,7 +317,7 @@ pub(crate) fn run_udp(
         if let Some(server) = o.retransmit_to {
             io = io.with_retransmit_source(server);
         }
-        trading::run(&mut io, trader, rx_to_tx, o.loop_config(), stop)
+        trading::run(&mut io, trader, rx_to_tx, loop_config(o), stop)
             .context("recv on the market-data socket")?
     };
     Ok(PathEnd {
@@ -452,4 +453,16 @@ fn ready(o: &Options) -> u64 {
         o.order_to
     );
     host::rss_kib()
+}
+
+/// The RX queues `iface` has (its `queues/rx-*` in sysfs), at least 1.
+fn rx_queues(iface: &str) -> u32 {
+    std::fs::read_dir(format!("/sys/class/net/{iface}/queues"))
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().starts_with("rx-"))
+                .count() as u32
+        })
+        .unwrap_or(1)
+        .max(1)
 }

@@ -23,9 +23,19 @@ use crate::{
 };
 
 mod io;
-mod options;
 
-pub use options::{Options, Queues};
+use crate::{Options, trading::LoopConfig};
+
+/// The loop's configuration from the options.
+pub(crate) fn loop_config(o: &Options) -> LoopConfig {
+    LoopConfig {
+        batch: o.batch,
+        idle_exit: (o.idle_exit > 0).then(|| std::time::Duration::from_secs(o.idle_exit)),
+        spinning: o.spins(),
+        retransmit_to: o.retransmit_to,
+        sources: [o.feed_source, o.line_b_source()],
+    }
+}
 
 /// What a path's run leaves for the report, besides the trader's own counts.
 pub(crate) struct PathEnd {

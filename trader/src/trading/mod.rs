@@ -28,18 +28,16 @@ use crate::{
     t2t::{PacketOutcome, Trader},
 };
 
-mod sources;
 mod trigger;
 mod udp;
 mod xdp;
 
-pub use sources::{FeedSource, Sender, Sources};
+pub use crate::sources::{FeedSource, Sender, Sources};
 pub use trigger::TriggerIo;
 pub use udp::{MmsgIo, UdpIo};
 pub use xdp::XdpIo;
 
-/// The most packets one turn of the loop takes (the AF_XDP RX batch's upper bound).
-pub const MAX_BATCH: usize = 64;
+pub use crate::MAX_BATCH;
 
 /// Where the orders of one received packet go.
 pub trait OrderSink {

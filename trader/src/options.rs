@@ -1,5 +1,5 @@
 //! The trader's options: what `trader --help` shows, and the checks of what goes together.
-use std::{net::Ipv4Addr, net::SocketAddrV4, path::PathBuf, time::Duration};
+use std::{net::Ipv4Addr, net::SocketAddrV4, path::PathBuf};
 
 use anyhow::bail;
 use clap::Parser;
@@ -8,10 +8,12 @@ use paths::{Io, PathSpec, QueueRule};
 use results::{Knobs, TraderPath, Wait, XdpMode};
 use wire::moldudp64::Session;
 
-use crate::{
-    cli::parse_session,
-    trading::{FeedSource, LoopConfig, MAX_BATCH},
-};
+use crate::{FeedSource, MAX_BATCH};
+
+/// `--session`'s parser.
+fn parse_session(s: &str) -> Result<Session, String> {
+    Session::parse_arg(s)
+}
 
 /// Tick-to-trade trader: reads MoldUDP64/ITCH market data, runs the HMA/HMA3 strategy on
 /// each trade, and sends an order to the configured order gateway (--order-to) for each
@@ -207,11 +209,12 @@ impl Options {
     }
 
     /// The loop never sleeps on purpose (a spinning trader; the reflector always waits).
-    pub(crate) fn spins(&self) -> bool {
+    pub fn spins(&self) -> bool {
         self.wait == Wait::Spin && self.path.spec().io.trades()
     }
 
-    pub(crate) fn knobs(&self) -> Knobs {
+    /// The run's knobs, as the report states them.
+    pub fn knobs(&self) -> Knobs {
         Knobs {
             cpu: self.cpu,
             fifo: self.fifo,
@@ -224,16 +227,6 @@ impl Options {
             need_wakeup: !self.no_need_wakeup,
             recvmmsg: usize::from(self.recvmmsg),
             rcvbuf: self.rcvbuf,
-        }
-    }
-
-    pub(crate) fn loop_config(&self) -> LoopConfig {
-        LoopConfig {
-            batch: self.batch,
-            idle_exit: (self.idle_exit > 0).then(|| Duration::from_secs(self.idle_exit)),
-            spinning: self.spins(),
-            retransmit_to: self.retransmit_to,
-            sources: [self.feed_source, self.line_b_source()],
         }
     }
 }
@@ -260,22 +253,142 @@ fn parse_queues(s: &str) -> Result<Queues, String> {
     }
 }
 
-/// The RX queues `iface` has (its `queues/rx-*` in sysfs), at least 1.
-pub(crate) fn rx_queues(iface: &str) -> u32 {
-    std::fs::read_dir(format!("/sys/class/net/{iface}/queues"))
-        .map(|d| {
-            d.filter_map(Result::ok)
-                .filter(|e| e.file_name().to_string_lossy().starts_with("rx-"))
-                .count() as u32
-        })
-        .unwrap_or(1)
-        .max(1)
-}
-
 fn parse_batch(s: &str) -> Result<usize, String> {
     match s.parse::<usize>() {
         Ok(n) if (1..=MAX_BATCH).contains(&n) => Ok(n),
         _ => Err(format!("bad batch {s:?}: 1 to {MAX_BATCH} frames per turn")),
+    }
+}
+
+impl Options {
+    /// The command line that parses back into these options (the program's name not
+    /// included): how xtask starts the trader from a value of this type rather than from
+    /// strings it spells itself. Every field is named here (a new one fails to compile until
+    /// it is); options that need another (`--ab-wait-us` needs `--port-b`) are written only
+    /// with it, flags only when set, and `housekeeping`, not an option, never.
+    pub fn to_args(&self) -> Vec<String> {
+        let Options {
+            path,
+            iface,
+            addr,
+            port,
+            port_b,
+            ab_wait_us,
+            order_to,
+            feed_source,
+            feed_source_b,
+            n,
+            stock,
+            session,
+            first_seq,
+            max_jump,
+            quiet_us,
+            max_rate,
+            retransmit_to,
+            wait,
+            xdp_mode,
+            xdp_log,
+            xdp_stats,
+            housekeeping: _,
+            queues,
+            batch,
+            no_need_wakeup,
+            cpu,
+            mlock,
+            fifo,
+            busy_poll,
+            prefer_busy_poll,
+            busy_poll_budget,
+            huge_pages,
+            rcvbuf,
+            recvmmsg,
+            engine_sample_every,
+            idle_exit,
+            stats_out,
+            hgrm_out,
+            ready,
+            corrupt_arms,
+            check,
+        } = self;
+        let mut a = Args::default();
+        a.value("--path", path);
+        a.some("--iface", iface.as_ref());
+        a.value("--addr", addr);
+        a.value("--port", port);
+        a.some("--port-b", port_b.as_ref());
+        if port_b.is_some() {
+            a.value("--ab-wait-us", ab_wait_us);
+            a.some("--feed-source-b", feed_source_b.as_ref());
+        }
+        a.value("--order-to", order_to);
+        a.some("--feed-source", feed_source.as_ref());
+        a.value("--n", n);
+        a.value("--stock", stock);
+        if let Some(s) = session {
+            a.value("--session", String::from_utf8_lossy(s.trimmed()));
+            a.some("--first-seq", first_seq.as_ref());
+        }
+        a.value("--max-jump", max_jump);
+        a.value("--quiet-us", quiet_us);
+        a.value("--max-rate", max_rate);
+        a.some("--retransmit-to", retransmit_to.as_ref());
+        a.value("--wait", wait);
+        a.value("--xdp-mode", xdp_mode);
+        a.flag("--xdp-log", *xdp_log);
+        a.flag("--xdp-stats", *xdp_stats);
+        a.value(
+            "--queues",
+            match queues {
+                Queues::All => "all".to_owned(),
+                Queues::First(n) => n.to_string(),
+            },
+        );
+        a.value("--batch", batch);
+        a.flag("--no-need-wakeup", *no_need_wakeup);
+        a.some("--cpu", cpu.as_ref());
+        a.flag("--mlock", *mlock);
+        a.some("--fifo", fifo.as_ref());
+        a.some("--busy-poll", busy_poll.as_ref());
+        if busy_poll.is_some() {
+            a.flag("--prefer-busy-poll", *prefer_busy_poll);
+            a.some("--busy-poll-budget", busy_poll_budget.as_ref());
+        }
+        a.flag("--huge-pages", *huge_pages);
+        a.value("--rcvbuf", rcvbuf);
+        a.value("--recvmmsg", recvmmsg);
+        a.value("--engine-sample-every", engine_sample_every);
+        a.value("--idle-exit", idle_exit);
+        a.some("--stats-out", stats_out.as_ref().map(|p| p.display()));
+        a.some("--hgrm-out", hgrm_out.as_ref().map(|p| p.display()));
+        a.flag("--ready", *ready);
+        if *corrupt_arms > 0 {
+            a.value("--corrupt-arms", corrupt_arms);
+        }
+        a.flag("--check", *check);
+        a.0
+    }
+}
+
+/// A command line being written.
+#[derive(Default)]
+struct Args(Vec<String>);
+
+impl Args {
+    fn value(&mut self, name: &str, v: impl std::fmt::Display) {
+        self.0.push(name.to_owned());
+        self.0.push(v.to_string());
+    }
+
+    fn some(&mut self, name: &str, v: Option<impl std::fmt::Display>) {
+        if let Some(v) = v {
+            self.value(name, v);
+        }
+    }
+
+    fn flag(&mut self, name: &str, on: bool) {
+        if on {
+            self.0.push(name.to_owned());
+        }
     }
 }
 
@@ -370,6 +483,96 @@ mod tests {
         let o = Options::try_parse_from(std::iter::once("trader").chain(args.iter().copied()))
             .map_err(|e| e.to_string())?;
         o.check_combination().map_err(|e| e.to_string())
+    }
+
+    /// What xtask renders parses back into the same options: with every option at its
+    /// default, and with every option set to something else.
+    #[test]
+    fn to_args_parses_back_into_the_same_options() {
+        let every: &[&str] = &[
+            "--path",
+            "udp",
+            "--iface",
+            "tr9",
+            "--addr",
+            "198.18.0.6",
+            "--port",
+            "1000",
+            "--port-b",
+            "1001",
+            "--ab-wait-us",
+            "7",
+            "--order-to",
+            "198.18.0.9:99",
+            "--feed-source",
+            "198.18.0.1:26404",
+            "--feed-source-b",
+            "198.18.0.1",
+            "--n",
+            "9",
+            "--stock",
+            "AAPL",
+            "--session",
+            "ABC",
+            "--first-seq",
+            "5",
+            "--max-jump",
+            "3",
+            "--quiet-us",
+            "2",
+            "--max-rate",
+            "7",
+            "--retransmit-to",
+            "198.18.0.1:26402",
+            "--wait",
+            "block",
+            "--xdp-mode",
+            "skb",
+            "--xdp-log",
+            "--xdp-stats",
+            "--queues",
+            "2",
+            "--batch",
+            "8",
+            "--no-need-wakeup",
+            "--cpu",
+            "1",
+            "--mlock",
+            "--fifo",
+            "5",
+            "--busy-poll",
+            "50",
+            "--prefer-busy-poll",
+            "--busy-poll-budget",
+            "16",
+            "--huge-pages",
+            "--rcvbuf",
+            "1000",
+            "--recvmmsg",
+            "4",
+            "--engine-sample-every",
+            "3",
+            "--idle-exit",
+            "9",
+            "--stats-out",
+            "/tmp/t.json",
+            "--hgrm-out",
+            "/tmp/t.hgrm",
+            "--ready",
+            "--corrupt-arms",
+            "2",
+            "--check",
+        ];
+        for line in [&["--path", "xdp"][..], every] {
+            let o = Options::try_parse_from(std::iter::once("trader").chain(line.iter().copied()))
+                .unwrap();
+            let args = o.to_args();
+            let again = Options::try_parse_from(
+                std::iter::once("trader".to_owned()).chain(args.iter().cloned()),
+            )
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            assert_eq!(format!("{again:?}"), format!("{o:?}"), "{args:?}");
+        }
     }
 
     #[test]
