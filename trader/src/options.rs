@@ -264,8 +264,10 @@ impl Options {
     /// The command line that parses back into these options (the program's name not
     /// included): how xtask starts the trader from a value of this type rather than from
     /// strings it spells itself. Every field is named here (a new one fails to compile until
-    /// it is); options that need another (`--ab-wait-us` needs `--port-b`) are written only
-    /// with it, flags only when set, and `housekeeping`, not an option, never.
+    /// it is); a value is written only where it differs from the default (so options added
+    /// after it, `--trader-arg`, can still set the rest), options that need another
+    /// (`--ab-wait-us` needs `--port-b`) only with it, flags only when set, and
+    /// `housekeeping`, not an option, never.
     pub fn to_args(&self) -> Vec<String> {
         let Options {
             path,
@@ -310,40 +312,38 @@ impl Options {
             corrupt_arms,
             check,
         } = self;
+        let d = Options::try_parse_from(["trader", "--path", path.as_str()])
+            .expect("a path alone is a whole command line");
         let mut a = Args::default();
         a.value("--path", path);
         a.some("--iface", iface.as_ref());
-        a.value("--addr", addr);
-        a.value("--port", port);
+        a.changed("--addr", addr, &d.addr);
+        a.changed("--port", port, &d.port);
         a.some("--port-b", port_b.as_ref());
         if port_b.is_some() {
-            a.value("--ab-wait-us", ab_wait_us);
+            a.changed("--ab-wait-us", ab_wait_us, &d.ab_wait_us);
             a.some("--feed-source-b", feed_source_b.as_ref());
         }
-        a.value("--order-to", order_to);
+        a.changed("--order-to", order_to, &d.order_to);
         a.some("--feed-source", feed_source.as_ref());
-        a.value("--n", n);
-        a.value("--stock", stock);
+        a.changed("--n", n, &d.n);
+        a.changed("--stock", stock, &d.stock);
         if let Some(s) = session {
             a.value("--session", String::from_utf8_lossy(s.trimmed()));
             a.some("--first-seq", first_seq.as_ref());
         }
-        a.value("--max-jump", max_jump);
-        a.value("--quiet-us", quiet_us);
-        a.value("--max-rate", max_rate);
+        a.changed("--max-jump", max_jump, &d.max_jump);
+        a.changed("--quiet-us", quiet_us, &d.quiet_us);
+        a.changed("--max-rate", max_rate, &d.max_rate);
         a.some("--retransmit-to", retransmit_to.as_ref());
-        a.value("--wait", wait);
-        a.value("--xdp-mode", xdp_mode);
+        a.changed("--wait", wait, &d.wait);
+        a.changed("--xdp-mode", xdp_mode, &d.xdp_mode);
         a.flag("--xdp-log", *xdp_log);
         a.flag("--xdp-stats", *xdp_stats);
-        a.value(
-            "--queues",
-            match queues {
-                Queues::All => "all".to_owned(),
-                Queues::First(n) => n.to_string(),
-            },
-        );
-        a.value("--batch", batch);
+        if let Queues::First(n) = queues {
+            a.value("--queues", n);
+        }
+        a.changed("--batch", batch, &d.batch);
         a.flag("--no-need-wakeup", *no_need_wakeup);
         a.some("--cpu", cpu.as_ref());
         a.flag("--mlock", *mlock);
@@ -354,10 +354,14 @@ impl Options {
             a.some("--busy-poll-budget", busy_poll_budget.as_ref());
         }
         a.flag("--huge-pages", *huge_pages);
-        a.value("--rcvbuf", rcvbuf);
-        a.value("--recvmmsg", recvmmsg);
-        a.value("--engine-sample-every", engine_sample_every);
-        a.value("--idle-exit", idle_exit);
+        a.changed("--rcvbuf", rcvbuf, &d.rcvbuf);
+        a.changed("--recvmmsg", recvmmsg, &d.recvmmsg);
+        a.changed(
+            "--engine-sample-every",
+            engine_sample_every,
+            &d.engine_sample_every,
+        );
+        a.changed("--idle-exit", idle_exit, &d.idle_exit);
         a.some("--stats-out", stats_out.as_ref().map(|p| p.display()));
         a.some("--hgrm-out", hgrm_out.as_ref().map(|p| p.display()));
         a.flag("--ready", *ready);
@@ -377,6 +381,12 @@ impl Args {
     fn value(&mut self, name: &str, v: impl std::fmt::Display) {
         self.0.push(name.to_owned());
         self.0.push(v.to_string());
+    }
+
+    fn changed<T: std::fmt::Display + PartialEq>(&mut self, name: &str, v: &T, default: &T) {
+        if v != default {
+            self.value(name, v);
+        }
     }
 
     fn some(&mut self, name: &str, v: Option<impl std::fmt::Display>) {

@@ -511,7 +511,9 @@ fn preflight(o: &Options, bins: &Binaries, lab: &LabConfig, ends: Ends) -> anyho
 
 #[cfg(test)]
 mod tests {
-    use results::{TraderPath, Wait};
+    use results::{TraderPath, Wait, XdpMode};
+
+    use clap::Parser as _;
 
     use super::*;
     use crate::fixtures;
@@ -583,13 +585,20 @@ mod tests {
             exchange: ExchangeIo::Xdp,
             wait: None,
         };
+        // The trader's, read back through its own parser.
         let t = args(&trader_command(Command::new("trader"), &o, &lab, bypass));
-        assert_eq!(value_of(&t, "--path"), Some("xdp"));
-        assert_eq!(value_of(&t, "--port"), Some("26400"));
-        assert_eq!(value_of(&t, "--order-to"), Some("198.18.0.1:26401"));
-        assert_eq!(value_of(&t, "--feed-source"), Some("198.18.0.1:26404"));
-        assert_eq!(value_of(&t, "--xdp-mode"), Some("native"));
-        assert_eq!(value_of(&t, "--wait"), Some("spin"));
+        let t =
+            trader::Options::try_parse_from(std::iter::once("trader".to_owned()).chain(t)).unwrap();
+        assert_eq!(t.path, TraderPath::Xdp);
+        assert_eq!(t.iface.as_deref(), Some(lab.trader_if.as_str()));
+        assert_eq!((t.addr, t.port), (lab.trader_ip, 26400));
+        assert_eq!(t.order_to.to_string(), "198.18.0.1:26401");
+        assert_eq!(
+            t.feed_source.map(|s| s.to_string()).as_deref(),
+            Some("198.18.0.1:26404")
+        );
+        assert_eq!((t.xdp_mode, t.wait), (XdpMode::Native, Wait::Spin));
+        assert_eq!((t.first_seq, t.cpu, t.ready), (Some(1), Some(1), true));
         let r = args(&replay_command(Command::new("replay"), &o, &lab, bypass));
         assert_eq!(value_of(&r, "--target"), Some("198.18.0.2:26400"));
         assert_eq!(value_of(&r, "--bind"), Some("198.18.0.1:26401"));
