@@ -18,11 +18,13 @@ use wire::itch::{Side, Stock};
 
 use crate::{feed::Feed, stats::Latency};
 
+#[cfg(feature = "io")]
 pub(crate) use afxdp::{cli, clock, frame, host, process, sockopt, xdp, xsk};
 /// The tick-to-trade core (the signal's order, the histograms).
 pub use trader_core as t2t;
 pub use trader_core::stats;
 
+#[cfg(feature = "io")]
 pub mod exchange_io;
 pub mod feed;
 mod pacing;
@@ -33,7 +35,9 @@ mod schedule;
 #[cfg(test)]
 mod tests;
 
-pub use pacing::{Clock, Driver, Monotonic, Port, Progress, Rate, SendLoop};
+#[cfg(feature = "io")]
+pub use pacing::Monotonic;
+pub use pacing::{Clock, Driver, Port, Progress, Rate, SendLoop};
 pub use schedule::Schedule;
 
 /// An order the trader should send: the strategy's signal on a tick (or, for

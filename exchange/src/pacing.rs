@@ -22,9 +22,11 @@ pub trait Clock {
 }
 
 /// The lab's clock, CLOCK_MONOTONIC ([`crate::clock::now_ns`]): the trader reads the same one.
+#[cfg(feature = "io")]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Monotonic;
 
+#[cfg(feature = "io")]
 impl Clock for Monotonic {
     #[inline]
     fn now_ns(&mut self) -> u64 {

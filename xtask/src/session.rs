@@ -441,35 +441,31 @@ fn feed_source(lab: &LabConfig) -> SocketAddrV4 {
 
 /// The replay's command line, as [`trader_command`]'s.
 fn replay_command(mut base: Command, o: &Options, lab: &LabConfig, ends: Ends) -> Command {
-    let target = SocketAddrV4::new(lab.trader_ip, lab::MD_PORT);
-    let bind = orders_at(lab);
-    base.args([
-        "--source",
-        &o.source.to_string(),
-        "--rate",
-        &o.rate.to_string(),
-    ])
-    .args(["--batch", &o.batch.to_string(), "--n", &o.n.to_string()])
-    .args(["--target", &target.to_string(), "--bind", &bind.to_string()])
-    .args(["--feed-port", &feed_source(lab).port().to_string()])
-    .args(["--expect", ends.expect().as_str()])
-    .args(["--io", ends.exchange.as_str()])
-    .args(["--progress", "true"]);
+    let mut r = exchange::replay::Options::parse_from(["replay"]);
+    r.source = o.source.clone();
+    r.rate = o.rate;
+    r.batch = o.batch;
+    r.n = o.n;
+    r.target = SocketAddrV4::new(lab.trader_ip, lab::MD_PORT);
+    r.bind = orders_at(lab);
+    r.feed_port = feed_source(lab).port();
+    r.expect = ends.expect();
+    r.io = ends.exchange;
+    r.progress = Some(true);
     if ends.exchange == ExchangeIo::Xdp {
-        base.args(["--iface", &lab.exchange_if]);
+        r.iface = lab.exchange_if.clone();
     }
     if ends.trader.xdp_tx() && ends.exchange == ExchangeIo::Udp {
         // XDP_TX from the trader's end (the reflector's answers, the trigger's orders) into a
         // veth needs an XDP program on this end too (the AF_XDP exchange has its own there).
-        base.args(["--xdp-pass-on", &lab.exchange_if]);
+        r.xdp_pass_on = Some(lab.exchange_if.clone());
     }
-    if let Some(c) = o.count {
-        base.args(["--count", &c.to_string()]);
-    }
+    r.count = o.count;
     if !o.no_pin {
-        base.args(["--cpu", &o.replay_cpu.to_string()]);
+        r.cpu = Some(o.replay_cpu);
     }
-    base.args(&o.replay_args);
+    // From the replay's own options type; what the user adds (--replay-arg) after it.
+    base.args(r.to_args()).args(&o.replay_args);
     base
 }
 
@@ -599,40 +595,49 @@ mod tests {
         );
         assert_eq!((t.xdp_mode, t.wait), (XdpMode::Native, Wait::Spin));
         assert_eq!((t.first_seq, t.cpu, t.ready), (Some(1), Some(1), true));
-        let r = args(&replay_command(Command::new("replay"), &o, &lab, bypass));
-        assert_eq!(value_of(&r, "--target"), Some("198.18.0.2:26400"));
-        assert_eq!(value_of(&r, "--bind"), Some("198.18.0.1:26401"));
-        assert_eq!(value_of(&r, "--feed-port"), Some("26404"));
-        assert_eq!(value_of(&r, "--source"), Some("gbm:42:150000"));
-        assert_eq!(value_of(&r, "--rate"), Some("20k"));
-        assert_eq!(value_of(&r, "--io"), Some("xdp"));
-        assert_eq!(value_of(&r, "--iface"), Some(lab.exchange_if.as_str()));
-        assert_eq!(value_of(&r, "--expect"), Some("signals"));
-        assert_eq!(value_of(&r, "--xdp-pass-on"), None);
-        let reflect = Ends::kernel_exchange(TraderPath::Reflect);
-        let r = args(&replay_command(Command::new("replay"), &o, &lab, reflect));
-        assert_eq!(value_of(&r, "--expect"), Some("every"));
-        assert_eq!(value_of(&r, "--io"), Some("udp"));
+        // The replay's, read back through its own parser.
+        let r = replay_of(&replay_command(Command::new("replay"), &o, &lab, bypass));
+        assert_eq!(r.target.to_string(), "198.18.0.2:26400");
+        assert_eq!(r.bind.to_string(), "198.18.0.1:26401");
+        assert_eq!(r.feed_port, 26404);
+        assert_eq!(r.source.to_string(), "gbm:42:150000");
+        assert_eq!(r.rate.to_string(), "20k");
         assert_eq!(
-            value_of(&r, "--xdp-pass-on"),
-            Some(lab.exchange_if.as_str())
+            (r.io, r.expect),
+            (ExchangeIo::Xdp, results::Expect::Signals)
         );
-        assert_eq!(value_of(&r, "--iface"), None);
+        assert_eq!(r.iface, lab.exchange_if);
+        assert_eq!(r.xdp_pass_on, None);
+        assert_eq!(
+            (r.cpu, r.progress, r.count),
+            (Some(0), Some(true), Some(1000))
+        );
+        let reflect = Ends::kernel_exchange(TraderPath::Reflect);
+        let r = replay_of(&replay_command(Command::new("replay"), &o, &lab, reflect));
+        assert_eq!((r.io, r.expect), (ExchangeIo::Udp, results::Expect::Every));
+        assert_eq!(r.xdp_pass_on.as_deref(), Some(lab.exchange_if.as_str()));
         let reflect_bypass = Ends {
             trader: TraderPath::Reflect,
             exchange: ExchangeIo::Xdp,
             wait: None,
         };
-        let r = args(&replay_command(
+        let r = replay_of(&replay_command(
             Command::new("replay"),
             &o,
             &lab,
             reflect_bypass,
         ));
-        assert_eq!(value_of(&r, "--expect"), Some("every"));
-        assert_eq!(value_of(&r, "--io"), Some("xdp"));
-        assert_eq!(value_of(&r, "--iface"), Some(lab.exchange_if.as_str()));
-        assert_eq!(value_of(&r, "--xdp-pass-on"), None);
+        assert_eq!((r.io, r.expect), (ExchangeIo::Xdp, results::Expect::Every));
+        assert_eq!(r.iface, lab.exchange_if);
+        assert_eq!(r.xdp_pass_on, None);
+    }
+
+    /// A replay command line, parsed by the replay's own options.
+    fn replay_of(c: &Command) -> exchange::replay::Options {
+        exchange::replay::Options::try_parse_from(
+            std::iter::once("replay".to_owned()).chain(args(c)),
+        )
+        .unwrap()
     }
 
     /// The trigger's orders leave with XDP_TX like the reflector's (the exchange's end needs a
@@ -649,11 +654,8 @@ mod tests {
         assert_eq!(value_of(&t, "--path"), Some("trigger"));
         assert_eq!(value_of(&t, "--wait"), Some("block"));
         assert_eq!(value_of(&t, "--session"), Some(paths::market::SESSION));
-        let r = args(&replay_command(Command::new("replay"), &o, &lab, block));
-        assert_eq!(value_of(&r, "--expect"), Some("signals"));
-        assert_eq!(
-            value_of(&r, "--xdp-pass-on"),
-            Some(lab.exchange_if.as_str())
-        );
+        let r = replay_of(&replay_command(Command::new("replay"), &o, &lab, block));
+        assert_eq!(r.expect, results::Expect::Signals);
+        assert_eq!(r.xdp_pass_on.as_deref(), Some(lab.exchange_if.as_str()));
     }
 }

@@ -5,7 +5,12 @@ use clap::Parser;
 use results::{ExchangeIo, Expect, XdpMode};
 use wire::moldudp64::Session;
 
-use crate::{Rate, cli::parse_session, feed::Source};
+use results::{Rate, Source};
+
+/// `--session`'s parser.
+fn parse_session(s: &str) -> Result<Session, String> {
+    Session::parse_arg(s)
+}
 
 /// The exchange side of the lab: replays market data at a set rate, takes the trader's orders
 /// back, measures tick-to-trade, books fills, and checks parity with the backtest.
@@ -132,5 +137,222 @@ fn parse_duration(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(d) if d > 0.0 && d.is_finite() => Ok(d),
         _ => Err(format!("bad duration {s:?}: a positive number of seconds")),
+    }
+}
+
+impl Options {
+    /// The command line that parses back into these options (the program's name not
+    /// included): how xtask starts the replay from a value of this type. Every field is named
+    /// here (a new one fails to compile until it is); a value only where it differs from the
+    /// default (so options after it, `--replay-arg`, can still set the rest), flags only when
+    /// set.
+    pub fn to_args(&self) -> Vec<String> {
+        let Options {
+            source,
+            count,
+            duration,
+            rate,
+            batch,
+            session,
+            first_seq,
+            target,
+            target_b,
+            bind,
+            feed_port,
+            feed_port_b,
+            n,
+            stock,
+            cpu,
+            drain_ms,
+            stall_after_send_us,
+            label,
+            json_out,
+            hgrm_out,
+            pcap_out,
+            expect,
+            xdp_pass_on,
+            io,
+            iface,
+            target_mac,
+            xdp_mode,
+            retransmit,
+            retransmit_port,
+            retransmit_history,
+            progress,
+            check,
+        } = self;
+        let d = Options::try_parse_from(["replay"]).expect("no option is required");
+        let mut a = Vec::new();
+        let mut changed = |name: &str, v: String, default: String| {
+            if v != default {
+                a.push(name.to_owned());
+                a.push(v);
+            }
+        };
+        changed("--source", source.to_string(), d.source.to_string());
+        changed("--rate", rate.to_string(), d.rate.to_string());
+        changed("--batch", batch.to_string(), d.batch.to_string());
+        changed("--session", trimmed(session), trimmed(&d.session));
+        changed(
+            "--first-seq",
+            first_seq.to_string(),
+            d.first_seq.to_string(),
+        );
+        changed("--target", target.to_string(), d.target.to_string());
+        changed("--bind", bind.to_string(), d.bind.to_string());
+        changed(
+            "--feed-port",
+            feed_port.to_string(),
+            d.feed_port.to_string(),
+        );
+        changed(
+            "--feed-port-b",
+            feed_port_b.to_string(),
+            d.feed_port_b.to_string(),
+        );
+        changed("--n", n.to_string(), d.n.to_string());
+        changed("--stock", stock.clone(), d.stock.clone());
+        changed("--drain-ms", drain_ms.to_string(), d.drain_ms.to_string());
+        changed(
+            "--stall-after-send-us",
+            stall_after_send_us.to_string(),
+            d.stall_after_send_us.to_string(),
+        );
+        changed("--label", label.clone(), d.label.clone());
+        changed("--expect", expect.to_string(), d.expect.to_string());
+        changed("--io", io.to_string(), d.io.to_string());
+        changed("--iface", iface.clone(), d.iface.clone());
+        changed(
+            "--target-mac",
+            target_mac.to_string(),
+            d.target_mac.to_string(),
+        );
+        changed("--xdp-mode", xdp_mode.to_string(), d.xdp_mode.to_string());
+        changed(
+            "--retransmit-port",
+            retransmit_port.to_string(),
+            d.retransmit_port.to_string(),
+        );
+        changed(
+            "--retransmit-history",
+            retransmit_history.to_string(),
+            d.retransmit_history.to_string(),
+        );
+        let some =
+            |name: &str, v: Option<String>| v.map(|v| [name.to_owned(), v]).into_iter().flatten();
+        a.extend(some("--count", count.map(|c| c.to_string())));
+        a.extend(some("--duration", duration.map(|x| x.to_string())));
+        a.extend(some("--target-b", target_b.map(|t| t.to_string())));
+        a.extend(some("--cpu", cpu.map(|c| c.to_string())));
+        a.extend(some(
+            "--json-out",
+            json_out.as_ref().map(|p| p.display().to_string()),
+        ));
+        a.extend(some(
+            "--hgrm-out",
+            hgrm_out.as_ref().map(|p| p.display().to_string()),
+        ));
+        a.extend(some(
+            "--pcap-out",
+            pcap_out.as_ref().map(|p| p.display().to_string()),
+        ));
+        a.extend(some("--xdp-pass-on", xdp_pass_on.clone()));
+        a.extend(some("--progress", progress.map(|p| p.to_string())));
+        for (name, on) in [("--retransmit", *retransmit), ("--check", *check)] {
+            if on {
+                a.push(name.to_owned());
+            }
+        }
+        a
+    }
+}
+
+/// A session as `--session` takes it.
+fn trimmed(s: &Session) -> String {
+    String::from_utf8_lossy(s.trimmed()).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What xtask renders parses back into the same options: with every option at its
+    /// default, and with every option set to something else.
+    #[test]
+    fn to_args_parses_back_into_the_same_options() {
+        let every: &[&str] = &[
+            "--source",
+            "gbm:7:1000",
+            "--count",
+            "500",
+            "--duration",
+            "2.5",
+            "--rate",
+            "50k",
+            "--batch",
+            "4",
+            "--session",
+            "ABC",
+            "--first-seq",
+            "9",
+            "--target",
+            "198.18.0.2:1000",
+            "--target-b",
+            "198.18.0.2:1001",
+            "--bind",
+            "198.18.0.1:2000",
+            "--feed-port",
+            "3000",
+            "--feed-port-b",
+            "3001",
+            "--n",
+            "7",
+            "--stock",
+            "AAPL",
+            "--cpu",
+            "0",
+            "--drain-ms",
+            "10",
+            "--stall-after-send-us",
+            "5",
+            "--label",
+            "x",
+            "--json-out",
+            "/tmp/r.json",
+            "--hgrm-out",
+            "/tmp/r.hgrm",
+            "--pcap-out",
+            "/tmp/r.pcap",
+            "--expect",
+            "every",
+            "--xdp-pass-on",
+            "ex9",
+            "--io",
+            "xdp",
+            "--iface",
+            "ex9",
+            "--target-mac",
+            "02:00:00:00:00:09",
+            "--xdp-mode",
+            "skb",
+            "--retransmit",
+            "--retransmit-port",
+            "4000",
+            "--retransmit-history",
+            "10",
+            "--progress",
+            "false",
+            "--check",
+        ];
+        for line in [&[][..], every] {
+            let o = Options::try_parse_from(std::iter::once("replay").chain(line.iter().copied()))
+                .unwrap();
+            let args = o.to_args();
+            let again = Options::try_parse_from(
+                std::iter::once("replay".to_owned()).chain(args.iter().cloned()),
+            )
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            assert_eq!(format!("{again:?}"), format!("{o:?}"), "{args:?}");
+        }
     }
 }
