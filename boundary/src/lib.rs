@@ -13,6 +13,7 @@
 //! - [`check`]: the gate every measured mode passes before its time is reported.
 #![forbid(unsafe_code)]
 
+pub mod bench;
 pub mod check;
 pub mod client;
 pub mod proto;

@@ -1,17 +1,15 @@
-//! `boundary-bench` (run by `cargo xtask bench-boundary`): the boundary study on this machine,
-//! with a native client.
+//! The boundary study on this machine, with a native client: what the `boundary-bench` binary
+//! (run by `cargo xtask bench-boundary`) parses [`Options`] for and [`run`]s.
 //!
 //! On the spec's workload (150,000 bars, 80 combos) it times, interleaved round by round so
 //! that load from elsewhere falls on every mode alike: the in-process sweep; one batched call
 //! over a Unix socket; one call per combo re-sending the series (chatty); one call per combo
 //! against a preloaded series (stateful); the batched call over TCP loopback; a process spawned
-//! per sweep. Every result of every call passes [`boundary::check`] against the in-process
+//! per sweep. Every result of every call passes [`crate::check`] against the in-process
 //! results before any time is kept. Then the echo round trip from 1 to 150,000 floats, and
 //! encoding plus decoding the series as raw bytes and as JSON.
 //!
 //! Writes `results.json`, `report.md` and `echo.svg` to `--out`.
-#![forbid(unsafe_code)]
-
 mod runtimes;
 
 use std::fmt::Write as _;
@@ -21,9 +19,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::check;
+use crate::client::{Client, spawn_sweep};
 use anyhow::{Context as _, bail};
-use boundary::check;
-use boundary::client::{Client, spawn_sweep};
 use clap::Parser;
 use engine::{ComboResult, Params};
 use serde_json::json;
@@ -40,34 +38,35 @@ mod study {
     pub(crate) const JSON_ENCODE_US: f64 = 66_000.0;
 }
 
+/// Options of the boundary study.
 #[derive(Debug, Parser)]
 #[command(
     name = "boundary-bench",
     about = "The engine-boundary study on this machine"
 )]
-struct Options {
+pub struct Options {
     /// Results folder (created).
     #[arg(long)]
-    out: PathBuf,
+    pub out: PathBuf,
     /// Timed calls of each sweep mode, after one checked warm-up call.
     #[arg(long, default_value_t = 3)]
-    reps: usize,
+    pub reps: usize,
     /// Threads of one sweep, in process and in the server alike.
     #[arg(long, default_value_t = 1)]
-    threads: usize,
+    pub threads: usize,
     /// Bars of the seed-42 GBM series (the spec: 150,000).
     #[arg(long, default_value_t = 150_000)]
-    bars: usize,
+    pub bars: usize,
     /// Echo calls per payload size at the small end (fewer for big payloads, at least 200).
     #[arg(long, default_value_t = 5_000)]
-    echo_calls: usize,
+    pub echo_calls: usize,
     /// The server binary (default: `boundary` beside this one).
     #[arg(long)]
-    server: Option<PathBuf>,
+    pub server: Option<PathBuf>,
     /// The `json-default` binary (boundary/json-default: serde_json's default, inexact float
     /// parsing, built on its own); without it that row is left out.
     #[arg(long)]
-    json_default: Option<PathBuf>,
+    pub json_default: Option<PathBuf>,
 }
 
 /// A running `boundary serve`, stopped (socket removed) when dropped: closing its stdin
@@ -195,7 +194,7 @@ fn or_unknown(text: String) -> String {
     }
 }
 
-type Sweeper<'a> = Box<dyn FnMut() -> Result<Vec<ComboResult>, boundary::Error> + 'a>;
+type Sweeper<'a> = Box<dyn FnMut() -> Result<Vec<ComboResult>, crate::Error> + 'a>;
 
 struct Mode<'a> {
     name: &'static str,
@@ -207,8 +206,8 @@ struct Mode<'a> {
 
 fn per_combo(
     grid: &[Params],
-    mut one: impl FnMut(&[Params]) -> Result<Vec<ComboResult>, boundary::Error>,
-) -> Result<Vec<ComboResult>, boundary::Error> {
+    mut one: impl FnMut(&[Params]) -> Result<Vec<ComboResult>, crate::Error>,
+) -> Result<Vec<ComboResult>, crate::Error> {
     let mut out = Vec::with_capacity(grid.len());
     for p in grid {
         out.extend(one(std::slice::from_ref(p))?);
@@ -282,7 +281,8 @@ fn time_median(reps: usize, mut f: impl FnMut()) -> f64 {
     median(&s)
 }
 
-fn main() -> anyhow::Result<()> {
+/// Runs the study as `o` says and writes its results.
+pub fn run(o: Options) -> anyhow::Result<()> {
     let Options {
         out,
         reps,
@@ -291,7 +291,7 @@ fn main() -> anyhow::Result<()> {
         echo_calls,
         server,
         json_default,
-    } = Options::parse();
+    } = o;
     if reps == 0 || threads == 0 || bars == 0 {
         bail!("--reps, --threads and --bars must be at least 1");
     }
@@ -367,7 +367,7 @@ fn main() -> anyhow::Result<()> {
         (None, None)
     };
     if let Some(cpu) = client_cpu {
-        boundary::pin_current_thread(cpu)?;
+        crate::pin_current_thread(cpu)?;
     }
     let srv = ServerProcess::start(&exe, "threads", cores, threads, SPIN, server_cpu)?;
     let mut c = Client::connect_uds(&srv.uds)?;

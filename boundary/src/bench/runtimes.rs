@@ -4,12 +4,12 @@ use std::fmt::Write as _;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
+use crate::client::Client;
 use anyhow::Context as _;
-use boundary::client::Client;
 use hdrhistogram::Histogram;
 use serde_json::json;
 
-use crate::{EchoPoint, ModeResult, ServerProcess, median_of};
+use super::{EchoPoint, ModeResult, ServerProcess, median_of};
 
 /// The runtimes compared, by their `--runtime` name.
 pub(crate) const RUNTIMES: [&str; 3] = ["threads", "tokio-current", "tokio-multi"];
@@ -255,7 +255,7 @@ pub(crate) fn section(
             "runtime": e.runtime, "echo_8b_median_us": m, "echo_8b_p99_us": p99,
             "echo_8b_spin_median_us": sm, "echo_8b_spin_p99_us": sp99, "echo_1_2mb_median_us": big,
             "batched_s": batched, "chatty_per_call_us": chatty, "stateful_per_call_us": stateful,
-            "echo_uds": crate::echo_json(&e.block), "echo_uds_spin": crate::echo_json(&e.spin),
+            "echo_uds": super::echo_json(&e.block), "echo_uds_spin": super::echo_json(&e.spin),
         }));
     }
     writeln!(
