@@ -215,7 +215,11 @@ impl<C: Fn() -> u64> PacketHandler for Turn<'_, C> {
         }
         // Only while this line's source is still to learn: nothing extra per packet after.
         let learning = self.sources.learning(line);
-        let taken = if learning { feed_messages(self.trader) } else { 0 };
+        let taken = if learning {
+            feed_messages(self.trader)
+        } else {
+            0
+        };
         // When it came: what the feed gate measures the feed's silence by.
         self.trader.arrived(t_rx);
         let mut sent_any = false;
