@@ -573,7 +573,7 @@ fn trigger(ctx: &XdpContext) -> Shot {
     // time in native XDP).
     let seen = unsafe { core::ptr::read_volatile(next) };
     let whole = g1 & 1 == 0 && g1 == g2;
-    if a.armed != 0 && whole && seq == a.seq && seq >= seen && !intact(ctx) {
+    if a.armed != 0 && whole && seq == a.seq && seq >= seen && !udp_checksum_ok(ctx) {
         // A corrupt UDP checksum: the trader drops it too, so it neither fires nor counts as
         // the tick's arrival (the real tick may still fire).
         return Shot::Miss;
@@ -583,7 +583,7 @@ fn trigger(ctx: &XdpContext) -> Shot {
     // right too. (Nearer, a corrupted packet costs at most that arm's fire, never a wrong
     // one: its tick goes to the trader.)
     let end = seq.saturating_add(u64::from(count));
-    if end > seen && (end <= a.seq.saturating_add(TRIGGER_NEAR) || intact(ctx)) {
+    if end > seen && (end <= a.seq.saturating_add(TRIGGER_NEAR) || udp_checksum_ok(ctx)) {
         let cap = a.seq.saturating_add(TRIGGER_NEAR).max(seen);
         // SAFETY: as above.
         unsafe { core::ptr::write_volatile(next, end.min(cap)) };
@@ -676,15 +676,11 @@ fn one_trade_of(ctx: &XdpContext, a: &Arm) -> bool {
     usize::from(u16::from_be_bytes(udp_len)) == ONE_TRADE_UDP_LEN
 }
 
-/// Whether the frame is one the trader's socket path would take: addressed to the trader (if
-/// the address was given), its IPv4 total length the UDP datagram's, its IPv4 header checksum
-/// and its UDP checksum (if it has one) right. What fails goes to the trader, which counts and
-/// drops it.
+/// The rest of what the trader's socket path checks, once [`headers_intact`] has passed (the
+/// trigger checks that first, for every packet that may move its mark): the UDP checksum, if
+/// the datagram has one. What fails goes to the trader, which counts and drops it.
 #[inline(always)]
-fn intact(ctx: &XdpContext) -> bool {
-    if !headers_intact(ctx) {
-        return false;
-    }
+fn udp_checksum_ok(ctx: &XdpContext) -> bool {
     let Ok(ip) = read::<[u8; ipv4::HEADER_LEN]>(ctx, IP) else {
         return false;
     };
@@ -720,7 +716,7 @@ fn intact(ctx: &XdpContext) -> bool {
     checksum::fold(pseudo + u64::from(datagram)) == 0xffff
 }
 
-/// The part of [`intact`] every packet that moves the trigger's mark must pass: addressed to
+/// What every packet that moves the trigger's mark must pass: addressed to
 /// the trader (if the address was given), a right IPv4 header checksum, the UDP datagram within
 /// the IPv4 payload. No UDP checksum: that is summed only for a packet that may fire, or that
 /// would move the mark far.
