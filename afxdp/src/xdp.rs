@@ -15,7 +15,7 @@ use xdp_common::{
 /// missing at build time.
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/xdp-ebpf"));
 
-pub use results::XdpMode;
+pub use paths::XdpMode;
 
 fn to_aya(mode: XdpMode) -> AyaXdpMode {
     match mode {

@@ -11,7 +11,7 @@ use wire::{
 
 use crate::t2t::trade_message;
 
-pub use results::Source;
+pub use paths::Source;
 
 /// One prebuilt packet and what it carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

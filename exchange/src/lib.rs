@@ -13,7 +13,8 @@
 #![forbid(unsafe_code)]
 
 use engine::{ComboResult, Params};
-use results::{Expect, Parity};
+use paths::Expect;
+use results::Parity;
 use wire::itch::{Side, Stock};
 
 use crate::{feed::Feed, stats::Latency};

@@ -34,7 +34,7 @@ impl Clock for Monotonic {
     }
 }
 
-pub use results::Rate;
+pub use paths::Rate;
 
 /// The first packet is due this long after the send loop starts.
 const START_DELAY_NS: u64 = 2_000_000;

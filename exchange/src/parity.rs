@@ -1,6 +1,7 @@
 //! Booking the fills and the parity verdict: pure functions of what was sent and taken.
 use engine::{ComboResult, Ledger};
-use results::{Expect, ParityVerdict};
+use paths::Expect;
+use results::ParityVerdict;
 use wire::itch::Side;
 
 use super::{ExpectedOrder, Fill, OrderCounts, Schedule, Sent};

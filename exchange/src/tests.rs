@@ -2,7 +2,8 @@
 //! trader behind a fake port, time from a clock that steps.
 use std::{cell::RefCell, collections::HashMap, io, rc::Rc};
 
-use results::{Expect, ParityVerdict};
+use paths::Expect;
+use results::ParityVerdict;
 use wire::{
     itch::{Price4, Stock},
     moldudp64,

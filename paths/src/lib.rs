@@ -7,9 +7,13 @@
 //! (ARCHITECTURE.md lists what).
 //!
 //! Also the option values the binaries and xtask share, one spelling each: clap parses them,
-//! serde writes them into reports, `as_str` builds command lines from them.
+//! serde writes them into reports, `as_str` (or `Display`, for the replay's [`Source`] and
+//! [`Rate`]) builds command lines from them.
 use serde::{Deserialize, Serialize};
 use xdp_common::Action;
+
+mod feed;
+pub use feed::{Rate, Source};
 
 /// The lab's market: what the replay's synthetic feed carries and the strategy trades, the
 /// defaults of the trader, the replay, the injector and xtask alike. (Where it goes, the

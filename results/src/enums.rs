@@ -1,5 +1,4 @@
-//! Why a trader's loop ended. (The option values the binaries and xtask share, and the path
-//! table, are the `paths` crate's; re-exported from the crate root.)
+//! Why a trader's loop ended.
 use serde::{Deserialize, Serialize};
 
 /// Why a trader's loop ended.

@@ -1,6 +1,6 @@
-//! The lab's results, typed: what the `trader`, `replay` and `floor` binaries write as JSON
-//! (the options they share with `xtask` are the `paths` crate's, re-exported here), and the
-//! UTC stamp reports and results folders carry (`utc`).
+//! The lab's results, typed: what the `trader`, `replay` and `floor` binaries write as JSON, and
+//! the UTC stamp reports and results folders carry (`utc`). Reports only: the option values they
+//! record (path, mode, source, rate) are the `paths` crate's.
 //!
 //! The binaries serialize these structs; `xtask` and the tests deserialize the same structs, so
 //! a renamed or missing field is a compile error or a parse error naming the file, never a
@@ -12,16 +12,13 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 mod enums;
-mod feed;
 mod floor;
 mod replay;
 mod trader;
 pub mod utc;
 
 pub use enums::EndReason;
-pub use feed::{Rate, Source};
 pub use floor::FloorReport;
-pub use paths::{ExchangeIo, Expect, TraderPath, Wait, XdpMode};
 pub use replay::{Arrival, LineSends, Parity, ParityVerdict, ReplayReport, RetransmitReport};
 pub use trader::{
     Account, FeedSeen, ForeignSession, FrameCounts, Knobs, LineCounts, Position, TraderCounters,

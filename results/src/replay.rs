@@ -1,7 +1,9 @@
 //! What the `replay` binary (the exchange side) reports (`--json-out`).
 use serde::{Deserialize, Serialize};
 
-use crate::{ContextSwitches, ExchangeIo, Expect, Machine, Summary, ThreadTime};
+use paths::{ExchangeIo, Expect};
+
+use crate::{ContextSwitches, Machine, Summary, ThreadTime};
 
 /// One replay run: what was sent, what came back, tick-to-trade, parity.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,7 +1,9 @@
 //! What the `trader` binary reports (`--stats-out`).
 use serde::{Deserialize, Serialize};
 
-use crate::{ContextSwitches, EndReason, Summary, ThreadTime, TraderPath, Wait, XdpMode};
+use paths::{TraderPath, Wait, XdpMode};
+
+use crate::{ContextSwitches, EndReason, Summary, ThreadTime};
 
 /// One trader run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -5,7 +5,8 @@ use anyhow::bail;
 use clap::Parser;
 use netns::lab;
 use paths::{Io, PathSpec, QueueRule};
-use results::{Knobs, TraderPath, Wait, XdpMode};
+use paths::{TraderPath, Wait, XdpMode};
+use results::Knobs;
 use wire::moldudp64::Session;
 
 use crate::{FeedSource, MAX_BATCH};

@@ -22,7 +22,8 @@ use std::{
 };
 
 use netns::{ChildGuard, LabConfig, Signal, in_netns, lab};
-use results::{EndReason, FrameCounts, ParityVerdict, ReplayReport, TraderPath, TraderReport};
+use paths::TraderPath;
+use results::{EndReason, FrameCounts, ParityVerdict, ReplayReport, TraderReport};
 use wire::itch::{self, Price4, Stock};
 
 mod common;

@@ -166,7 +166,7 @@ fn strict(measured: &[Measured]) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use results::{Rate, TraderPath, Wait};
+    use paths::{Rate, TraderPath, Wait};
 
     use super::*;
 
@@ -211,8 +211,8 @@ mod tests {
             (ends.trader, ends.exchange, ends.expect()),
             (
                 TraderPath::Reflect,
-                results::ExchangeIo::Xdp,
-                results::Expect::Every
+                paths::ExchangeIo::Xdp,
+                paths::Expect::Every
             )
         );
         o.paths = vec![PathChoice::Path(TraderPath::Udp)];

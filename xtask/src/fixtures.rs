@@ -1,8 +1,8 @@
 //! Reports as the binaries write them, built by hand for the tables' and readers' tests.
+use paths::{ExchangeIo, Expect, TraderPath, Wait, XdpMode};
 use results::{
-    ContextSwitches, EndReason, ExchangeIo, Expect, FloorReport, FrameCounts, Knobs, Machine,
-    Parity, ParityVerdict, ReplayReport, Summary, ThreadTime, TraderCounters, TraderPath,
-    TraderReport, Wait, XdpMode,
+    ContextSwitches, EndReason, FloorReport, FrameCounts, Knobs, Machine, Parity, ParityVerdict,
+    ReplayReport, Summary, ThreadTime, TraderCounters, TraderReport,
 };
 
 /// A summary of `count` values whose percentiles are `base` times 1, 2, ... 8.

@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 use anyhow::bail;
 use clap::ValueEnum as _;
 use paths::{Io, PathSpec};
-use results::{Rate, ReplayReport, Summary, TraderPath, TraderReport, Wait, XdpMode};
+use paths::{Rate, TraderPath, Wait, XdpMode};
+use results::{ReplayReport, Summary, TraderReport};
 use serde::{Deserialize, Serialize};
 
 use crate::{

@@ -6,9 +6,9 @@ use std::{
 };
 
 use anyhow::Context as _;
+use paths::{Rate, Source, TraderPath, Wait, XdpMode};
 use results::{
-    ContextSwitches, FloorReport, Machine, Rate, ReplayReport, Source, Summary, ThreadTime,
-    TraderPath, TraderReport, Wait, XdpMode,
+    ContextSwitches, FloorReport, Machine, ReplayReport, Summary, ThreadTime, TraderReport,
 };
 use serde::{Deserialize, Serialize};
 
@@ -129,7 +129,7 @@ fn arrival_name(a: results::Arrival) -> &'static str {
 /// backtest of the same quantised ticks. `None` when they agree to the bit (or there is no
 /// strategy: the reflector); otherwise which disagree.
 pub(crate) fn accounts_differ(replay: &ReplayReport, trader: &TraderReport) -> Option<String> {
-    if replay.expect != results::Expect::Signals {
+    if replay.expect != paths::Expect::Signals {
         return None;
     }
     let p = &replay.parity;
@@ -162,7 +162,7 @@ pub(crate) fn problems(row: &str, replay: &ReplayReport, trader: &TraderReport) 
             ticks(d.ticks_lost)
         ));
     }
-    if replay.expect == results::Expect::Signals && !replay.parity.ok() {
+    if replay.expect == paths::Expect::Signals && !replay.parity.ok() {
         p.push(format!("{row}: {}", replay.parity.verdict));
     }
     if let Some(differ) = accounts_differ(replay, trader) {
@@ -868,10 +868,10 @@ mod tests {
         udp.thread_time.stolen_ms = None;
         let mut udp_trader = fixtures::trader(TraderPath::Udp);
         udp_trader.counters.gap_messages = 4;
-        let reflect = |base: f64, io: results::ExchangeIo| {
+        let reflect = |base: f64, io: paths::ExchangeIo| {
             let mut r = fixtures::replay(base);
             r.exchange_io = io;
-            r.expect = results::Expect::Every;
+            r.expect = paths::Expect::Every;
             r.parity.verdict = ParityVerdict::NotApplicable {
                 answered: 1000,
                 ticks: 1000,
@@ -901,19 +901,19 @@ mod tests {
             ..Default::default()
         });
         let mut bypass_replay = fixtures::replay(8.0);
-        bypass_replay.exchange_io = results::ExchangeIo::Xdp;
+        bypass_replay.exchange_io = paths::ExchangeIo::Xdp;
         [
             (Row::XDP, fixtures::replay(10.0), xdp),
             (Row::UDP, udp, udp_trader),
             (
                 Row::Reflect,
-                reflect(5.0, results::ExchangeIo::Udp),
+                reflect(5.0, paths::ExchangeIo::Udp),
                 reflector.clone(),
             ),
             (Row::XdpBypass, bypass_replay, bypass),
             (
                 Row::ReflectBypass,
-                reflect(4.0, results::ExchangeIo::Xdp),
+                reflect(4.0, paths::ExchangeIo::Xdp),
                 reflector,
             ),
         ]

@@ -4,7 +4,7 @@
 //! (`paths::PATHS`), and what a run puts at each end of the veth ([`Ends`]).
 use std::path::PathBuf;
 
-use results::{ExchangeIo, Expect, Rate, Source, TraderPath, Wait, XdpMode};
+use paths::{ExchangeIo, Expect, Rate, Source, TraderPath, Wait, XdpMode};
 use serde::{Deserialize, Serialize};
 
 /// The replay's default source: the spec's 150k-bar GBM series.

@@ -16,7 +16,8 @@ use std::{
 use anyhow::{Context as _, bail};
 use clap::Parser as _;
 use netns::{ChildGuard, Found, Lab, LabConfig, lab};
-use results::{ExchangeIo, ReplayReport, Source, TraderReport};
+use paths::{ExchangeIo, Source};
+use results::{ReplayReport, TraderReport};
 
 use crate::{
     run::{Ends, LieStream, Options},
@@ -507,7 +508,7 @@ fn preflight(o: &Options, bins: &Binaries, lab: &LabConfig, ends: Ends) -> anyho
 
 #[cfg(test)]
 mod tests {
-    use results::{TraderPath, Wait, XdpMode};
+    use paths::{TraderPath, Wait, XdpMode};
 
     use clap::Parser as _;
 
@@ -602,10 +603,7 @@ mod tests {
         assert_eq!(r.feed_port, 26404);
         assert_eq!(r.source.to_string(), "gbm:42:150000");
         assert_eq!(r.rate.to_string(), "20k");
-        assert_eq!(
-            (r.io, r.expect),
-            (ExchangeIo::Xdp, results::Expect::Signals)
-        );
+        assert_eq!((r.io, r.expect), (ExchangeIo::Xdp, paths::Expect::Signals));
         assert_eq!(r.iface, lab.exchange_if);
         assert_eq!(r.xdp_pass_on, None);
         assert_eq!(
@@ -614,7 +612,7 @@ mod tests {
         );
         let reflect = Ends::kernel_exchange(TraderPath::Reflect);
         let r = replay_of(&replay_command(Command::new("replay"), &o, &lab, reflect));
-        assert_eq!((r.io, r.expect), (ExchangeIo::Udp, results::Expect::Every));
+        assert_eq!((r.io, r.expect), (ExchangeIo::Udp, paths::Expect::Every));
         assert_eq!(r.xdp_pass_on.as_deref(), Some(lab.exchange_if.as_str()));
         let reflect_bypass = Ends {
             trader: TraderPath::Reflect,
@@ -627,7 +625,7 @@ mod tests {
             &lab,
             reflect_bypass,
         ));
-        assert_eq!((r.io, r.expect), (ExchangeIo::Xdp, results::Expect::Every));
+        assert_eq!((r.io, r.expect), (ExchangeIo::Xdp, paths::Expect::Every));
         assert_eq!(r.iface, lab.exchange_if);
         assert_eq!(r.xdp_pass_on, None);
     }
@@ -655,7 +653,7 @@ mod tests {
         assert_eq!(value_of(&t, "--wait"), Some("block"));
         assert_eq!(value_of(&t, "--session"), Some(paths::market::SESSION));
         let r = replay_of(&replay_command(Command::new("replay"), &o, &lab, block));
-        assert_eq!(r.expect, results::Expect::Signals);
+        assert_eq!(r.expect, paths::Expect::Signals);
         assert_eq!(r.xdp_pass_on.as_deref(), Some(lab.exchange_if.as_str()));
     }
 }

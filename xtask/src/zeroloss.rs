@@ -3,7 +3,8 @@
 use std::fmt::Write as _;
 
 use anyhow::bail;
-use results::{ExchangeIo, Rate, ReplayReport, Summary, TraderPath, TraderReport};
+use paths::{ExchangeIo, Rate, TraderPath};
+use results::{ReplayReport, Summary, TraderReport};
 use serde::{Deserialize, Serialize};
 
 use crate::{

@@ -2,10 +2,10 @@
 use std::{net::SocketAddrV4, path::PathBuf};
 
 use clap::Parser;
-use results::{ExchangeIo, Expect, XdpMode};
+use paths::{ExchangeIo, Expect, XdpMode};
 use wire::moldudp64::Session;
 
-use results::{Rate, Source};
+use paths::{Rate, Source};
 
 /// `--session`'s parser.
 fn parse_session(s: &str) -> Result<Session, String> {

@@ -10,7 +10,8 @@ use std::{
 };
 
 use anyhow::{Context as _, bail};
-use results::{Arrival, ContextSwitches, ExchangeIo, Expect, ReplayReport, ThreadTime};
+use paths::{ExchangeIo, Expect};
+use results::{Arrival, ContextSwitches, ReplayReport, ThreadTime};
 use wire::{itch::Stock, moldudp64::Session};
 
 use crate::{

@@ -8,8 +8,9 @@ use std::{
 };
 
 use anyhow::{Context as _, bail};
+use paths::Wait;
 use paths::{Io, QueueRule};
-use results::{EndReason, FrameCounts, TriggerReport, Wait, XdpCounters, XskStats};
+use results::{EndReason, FrameCounts, TriggerReport, XdpCounters, XskStats};
 use wire::itch::Stock;
 use xdp_common::{Action, OrderTo};
 
