@@ -153,7 +153,8 @@ fn classify_short(frame: &[u8], port: u16) -> FrameError {
 }
 
 /// Classifies the headers `h` of a frame of `len` bytes as the XDP program's `classify` does,
-/// same reasons, same order, and adds the lengths the kernel checks (the IPv4 total length
+/// same reasons, same order, each header rule the same function (`xdp_common::layout`'s
+/// `ipv4::header_len`, `ipv4::is_fragment`, `udp::length_holds_header`), and adds the lengths the kernel checks (the IPv4 total length
 /// within the frame, the UDP length within the IPv4 payload). Returns the UDP length.
 ///
 /// Every read below the IPv4 total-length check is of the EtherType, version/IHL and total
@@ -163,11 +164,9 @@ fn classify(h: &[u8; HEADERS_LEN], len: usize, port: u16) -> Result<usize, Frame
     if be16(h, ethernet::ETHERTYPE) != ethernet::ETHERTYPE_IPV4 {
         return Err(FrameError::NotIpv4);
     }
-    let ver_ihl = h[IP + ipv4::VER_IHL];
-    let ihl = usize::from(ver_ihl & 0x0f) * 4;
-    if ver_ihl >> 4 != 4 || ihl < ipv4::HEADER_LEN {
+    let Some(ihl) = ipv4::header_len(h[IP + ipv4::VER_IHL]) else {
         return Err(FrameError::Malformed);
-    }
+    };
     let total_len = usize::from(be16(h, at(IP, ipv4::TOTAL_LEN)));
     if total_len < ihl || IP + total_len > len {
         return Err(FrameError::Malformed);
@@ -175,9 +174,7 @@ fn classify(h: &[u8; HEADERS_LEN], len: usize, port: u16) -> Result<usize, Frame
     if h[IP + ipv4::PROTOCOL] != ipv4::PROTOCOL_UDP {
         return Err(FrameError::NotUdp);
     }
-    // Anything but "don't fragment" (more fragments, or an offset) means a fragment.
-    let frag = be16(h, at(IP, ipv4::FLAGS_FRAG));
-    if frag & (ipv4::FLAG_MORE_FRAGMENTS | ipv4::FRAG_OFFSET_MASK) != 0 {
+    if ipv4::is_fragment(be16(h, at(IP, ipv4::FLAGS_FRAG))) {
         return Err(FrameError::Fragment);
     }
     if ihl != ipv4::HEADER_LEN {
@@ -186,14 +183,14 @@ fn classify(h: &[u8; HEADERS_LEN], len: usize, port: u16) -> Result<usize, Frame
     if total_len < ipv4::HEADER_LEN + udp::HEADER_LEN {
         return Err(FrameError::Malformed);
     }
-    let udp_len = usize::from(be16(h, at(UDP, udp::LENGTH)));
-    if udp_len < udp::HEADER_LEN || udp_len > total_len - ipv4::HEADER_LEN {
+    let udp_len = be16(h, at(UDP, udp::LENGTH));
+    if !udp::length_holds_header(udp_len) || usize::from(udp_len) > total_len - ipv4::HEADER_LEN {
         return Err(FrameError::Malformed);
     }
     if be16(h, at(UDP, udp::DST_PORT)) != port {
         return Err(FrameError::OtherPort);
     }
-    Ok(udp_len)
+    Ok(usize::from(udp_len))
 }
 
 /// The datagram of headers that [`classify`] accepted.

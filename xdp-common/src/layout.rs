@@ -73,6 +73,26 @@ pub mod ipv4 {
     pub const FRAG_OFFSET_MASK: u16 = 0x1fff;
     /// IANA protocol number of UDP.
     pub const PROTOCOL_UDP: u8 = 17;
+
+    /// The header length a `VER_IHL` byte gives, if it is a version 4 header of at least
+    /// [`HEADER_LEN`] bytes; `None` is a malformed header. The XDP program's `classify` and
+    /// `afxdp::frame`'s both read the byte through this.
+    #[inline(always)]
+    pub const fn header_len(ver_ihl: u8) -> Option<usize> {
+        let ihl = (ver_ihl & 0x0f) as usize * 4;
+        if ver_ihl >> 4 != 4 || ihl < HEADER_LEN {
+            None
+        } else {
+            Some(ihl)
+        }
+    }
+
+    /// Whether a `FLAGS_FRAG` field marks a fragment: anything but "don't fragment" (more
+    /// fragments, or an offset). Both classifiers pass fragments to the kernel.
+    #[inline(always)]
+    pub const fn is_fragment(flags_frag: u16) -> bool {
+        flags_frag & (FLAG_MORE_FRAGMENTS | FRAG_OFFSET_MASK) != 0
+    }
 }
 
 /// UDP header (RFC 768).
@@ -89,6 +109,12 @@ pub mod udp {
     pub const CHECKSUM: Field = 6..8;
     /// Header length.
     pub const HEADER_LEN: usize = CHECKSUM.end;
+
+    /// Whether a UDP `LENGTH` field can be one: at least the header.
+    #[inline(always)]
+    pub const fn length_holds_header(length: u16) -> bool {
+        length as usize >= HEADER_LEN
+    }
 }
 
 /// Everything in front of the UDP payload of an Ethernet II / IPv4 (no options) / UDP frame.
@@ -199,6 +225,20 @@ pub mod order {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_header_rules() {
+        assert_eq!(ipv4::header_len(0x45), Some(20));
+        assert_eq!(ipv4::header_len(0x4f), Some(60));
+        assert_eq!(ipv4::header_len(0x44), None, "IHL below 5");
+        assert_eq!(ipv4::header_len(0x65), None, "version 6");
+        assert!(!ipv4::is_fragment(ipv4::FLAG_DONT_FRAGMENT));
+        assert!(!ipv4::is_fragment(0));
+        assert!(ipv4::is_fragment(ipv4::FLAG_MORE_FRAGMENTS));
+        assert!(ipv4::is_fragment(1));
+        assert!(ipv4::is_fragment(ipv4::FLAG_DONT_FRAGMENT | 8));
+        assert!(udp::length_holds_header(8) && !udp::length_holds_header(7));
+    }
 
     /// Each header's fields tile it: no gap, no overlap (a mistyped offset shows up here).
     #[test]

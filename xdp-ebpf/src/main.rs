@@ -385,10 +385,9 @@ fn classify(ctx: &XdpContext) -> Result<Verdict, Malformed> {
         return Ok(Verdict::Pass(Counter::PassedNotIpv4));
     }
     let ver_ihl = read::<u8>(ctx, IP + ipv4::VER_IHL).map_err(|()| Malformed::TRUNCATED)?;
-    let ihl = usize::from(ver_ihl & 0x0f) * 4;
-    if ver_ihl >> 4 != 4 || ihl < ipv4::HEADER_LEN {
+    let Some(ihl) = ipv4::header_len(ver_ihl) else {
         return Err(Malformed::new(Reason::VersionIhl, u16::from(ver_ihl), 0));
-    }
+    };
     let total = u16::from_be_bytes(header(ctx, at(IP, ipv4::TOTAL_LEN))?);
     let total_len = usize::from(total);
     if total_len < ihl {
@@ -399,9 +398,7 @@ fn classify(ctx: &XdpContext) -> Result<Verdict, Malformed> {
     {
         return Ok(Verdict::Pass(Counter::PassedNotUdp));
     }
-    // Anything but "don't fragment" (more fragments, or an offset) means a fragment.
-    let frag = u16::from_be_bytes(header(ctx, at(IP, ipv4::FLAGS_FRAG))?);
-    if frag & (ipv4::FLAG_MORE_FRAGMENTS | ipv4::FRAG_OFFSET_MASK) != 0 {
+    if ipv4::is_fragment(u16::from_be_bytes(header(ctx, at(IP, ipv4::FLAGS_FRAG))?)) {
         return Ok(Verdict::Pass(Counter::PassedFragment));
     }
     if ihl != ipv4::HEADER_LEN {
@@ -412,7 +409,7 @@ fn classify(ctx: &XdpContext) -> Result<Verdict, Malformed> {
     }
     let dst_port = u16::from_be_bytes(header(ctx, at(UDP, udp::DST_PORT))?);
     let udp_len = u16::from_be_bytes(header(ctx, at(UDP, udp::LENGTH))?);
-    if usize::from(udp_len) < udp::HEADER_LEN {
+    if !udp::length_holds_header(udp_len) {
         return Err(Malformed::new(Reason::UdpLength, udp_len, 0));
     }
     let port_b = read_global(&MD_PORT_B);
