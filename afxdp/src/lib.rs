@@ -2,13 +2,14 @@
 //! (`xdp`: the eBPF object is built by `build.rs` and embedded), the AF_XDP socket and its UMEM
 //! (`xsk`), frame building and parsing (`frame`), socket options and `recvmmsg` (`sockopt`),
 //! the host's neighbour table, MACs and accounting (`host`), the clock (`clock`), and the
-//! programs' process plumbing: pinning, scheduling, signals (`process`) and `main` (`cli`).
+//! programs' process plumbing: pinning, scheduling, signals (`process`), and `cli`
+//! (each binary's `main` wrapper: `paths::cli`, re-exported).
 //!
 //! `unsafe` is denied everywhere but in the four modules that talk to the kernel through what
 //! has no safe wrapper: the AF_XDP rings (`xsk`), the trigger's memory-mapped arm
 //! (`xdp::arm_mem`), socket options and `recvmmsg` (`sockopt`) and `sched_setscheduler`
 //! (`process`).
-pub mod cli;
+pub use paths::cli;
 pub mod clock;
 pub mod frame;
 pub mod host;

@@ -17,7 +17,7 @@ use xdp_common::{
     layout::{at, ethernet, ipv4, udp},
 };
 
-use super::{
+use crate::{
     FramesOptions,
     raw::PacketSocket,
     report::{FramesReport, KindReport},

@@ -29,8 +29,8 @@ use xdp_common::{
     layout::{at, ethernet, ipv4},
 };
 
-use super::{
-    LiesOptions,
+use crate::{
+    FeedSource, LieKind, LiesOptions, Via,
     raw::{PacketSocket, Sniffer},
     report::{LieKindReport, LieTotals, LiesReport, SentLie},
 };
@@ -47,108 +47,6 @@ const LOOK_EVERY: Duration = Duration::from_millis(1);
 /// How many of our own payloads are remembered, to tell them from the feed's when the watching
 /// socket sees them go out (it does within microseconds).
 const OURS_REMEMBERED: usize = 4096;
-/// The largest rate `--rate` takes, kinds per second.
-const MAX_RATE: u64 = 1_000_000;
-
-/// Each class of lie, as `--kinds` and the JSON report name them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, clap::ValueEnum)]
-#[value(rename_all = "snake_case")]
-pub enum LieKind {
-    /// Two packets of one trade each, numbered next+jump and the one after (a confirmed jump).
-    Ahead,
-    /// Two end-of-session packets (count 0xFFFF) numbered next+3.
-    EndAhead,
-    /// One trade at the absurd --price, numbered exactly next (racing the feed's own).
-    AtNext,
-    /// One trade at the absurd --price, numbered next+1 (a one-message gap).
-    JustPast,
-    /// A packet numbered next whose one message block is empty (length 0).
-    EmptyBlock,
-    /// A heartbeat (count 0) numbered next+jump.
-    HeartbeatAhead,
-    /// A trade at --price numbered next, from --answer-from (the re-request server, spoofed;
-    /// --via raw only; skipped without it).
-    AnswerAhead,
-}
-
-impl LieKind {
-    /// Every kind, in the order a round sends them.
-    pub(crate) const ALL: [LieKind; 7] = [
-        LieKind::Ahead,
-        LieKind::EndAhead,
-        LieKind::AtNext,
-        LieKind::JustPast,
-        LieKind::EmptyBlock,
-        LieKind::HeartbeatAhead,
-        LieKind::AnswerAhead,
-    ];
-
-    /// The name `--kinds` and the report use.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            LieKind::Ahead => "ahead",
-            LieKind::EndAhead => "end_ahead",
-            LieKind::AtNext => "at_next",
-            LieKind::JustPast => "just_past",
-            LieKind::EmptyBlock => "empty_block",
-            LieKind::HeartbeatAhead => "heartbeat_ahead",
-            LieKind::AnswerAhead => "answer_ahead",
-        }
-    }
-}
-
-/// How the lies go out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Via {
-    /// A plain UDP socket bound to --bind (another port or address of this namespace).
-    Udp,
-    /// Whole Ethernet frames through AF_PACKET, the feed's source spoofed (--spoof).
-    Raw,
-}
-
-impl Via {
-    fn name(self) -> &'static str {
-        match self {
-            Via::Udp => "udp",
-            Via::Raw => "raw",
-        }
-    }
-}
-
-/// The feed's source: the trader's own type, so the two parse and check alike.
-pub(crate) use crate::trading::FeedSource;
-
-/// `--price`: dollars with up to four decimals, as a Price(4).
-pub(crate) fn parse_price(s: &str) -> Result<Price4, String> {
-    let x: f64 = s
-        .parse()
-        .map_err(|_| format!("{s:?} is not a price in dollars, e.g. 99999.0000"))?;
-    Price4::from_f64_quantised(x).map_err(|_| {
-        format!(
-            "price {s} is not an ITCH Price(4): 0 to {} dollars",
-            Price4::MAX
-        )
-    })
-}
-
-/// `--rate`: kinds per second, a whole number, `k` for thousands (`5k`).
-pub(crate) fn parse_rate(s: &str) -> Result<u64, String> {
-    let (num, mult) = match s.strip_suffix(['k', 'K']) {
-        Some(n) => (n, 1_000),
-        None => (s, 1),
-    };
-    let rate = num
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(mult))
-        .ok_or_else(|| format!("bad rate {s:?}: kinds per second, e.g. 500 or 5k"))?;
-    if !(1..=MAX_RATE).contains(&rate) {
-        return Err(format!(
-            "rate {s} is out of range: 1 to {MAX_RATE} per second"
-        ));
-    }
-    Ok(rate)
-}
 
 /// Whether `ip` lies in 198.18.0.0/15 (RFC 2544's benchmarking range), the only addresses
 /// this lab sends from or to.
@@ -806,6 +704,7 @@ mod tests {
     use wire::moldudp64::Repr;
 
     use super::*;
+    use crate::parse_price;
 
     fn claims() -> Claims {
         Claims {
@@ -999,8 +898,8 @@ mod tests {
     fn plan(args: &[&str]) -> anyhow::Result<Plan> {
         let mut argv = vec!["inject", "lies", "--json-out", "/tmp/lies.json"];
         argv.extend_from_slice(args);
-        match crate::inject::Options::try_parse_from(argv)?.command {
-            crate::inject::Cmd::Lies(o) => Plan::new(o),
+        match crate::Options::try_parse_from(argv)?.command {
+            crate::Cmd::Lies(o) => Plan::new(o),
             _ => unreachable!(),
         }
     }

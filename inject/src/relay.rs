@@ -9,7 +9,7 @@ use std::{
 use anyhow::{Context as _, bail};
 use wire::moldudp64;
 
-use super::{RelayOptions, report::RelayReport};
+use crate::{RelayOptions, report::RelayReport};
 
 /// A small seeded generator (SplitMix64): the same seed gives the same faults.
 struct Rng(u64);

@@ -1,4 +1,5 @@
-//! What every binary's `main` shares: errors for people, options checked before a run.
+//! What every binary's `main` shares: errors for people ([`run_main`], the one wrapper the
+//! lab's, xtask's and the studies' binaries use), options checked before a run.
 
 /// Fails now, before a run, if a result can't be written where asked (rather than after it).
 pub fn check_writable(what: &str, path: &std::path::Path) -> anyhow::Result<()> {
@@ -33,9 +34,4 @@ pub fn run_main(main: impl FnOnce() -> anyhow::Result<()>) -> std::process::Exit
             std::process::ExitCode::FAILURE
         }
     }
-}
-
-/// A MoldUDP64 session from the command line (`--session`), with what is wrong with it.
-pub fn parse_session(s: &str) -> Result<wire::moldudp64::Session, String> {
-    wire::moldudp64::Session::parse_arg(s)
 }

@@ -12,6 +12,8 @@
 use serde::{Deserialize, Serialize};
 use xdp_common::Action;
 
+pub mod args;
+pub mod cli;
 mod feed;
 pub use feed::{Rate, Source};
 

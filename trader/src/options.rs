@@ -5,16 +5,11 @@ use anyhow::bail;
 use clap::Parser;
 use netns::lab;
 use paths::{Io, PathSpec, QueueRule};
-use paths::{TraderPath, Wait, XdpMode};
+use paths::{TraderPath, Wait, XdpMode, args::Args};
 use results::Knobs;
 use wire::moldudp64::Session;
 
 use crate::{FeedSource, MAX_BATCH};
-
-/// `--session`'s parser.
-fn parse_session(s: &str) -> Result<Session, String> {
-    Session::parse_arg(s)
-}
 
 /// Tick-to-trade trader: reads MoldUDP64/ITCH market data, runs the HMA/HMA3 strategy on
 /// each trade, and sends an order to the configured order gateway (--order-to) for each
@@ -70,7 +65,7 @@ pub struct Options {
     /// Take only this MoldUDP64 session (up to 10 characters). Without it the session is
     /// learned: the first packet is held until a packet of the same session continues its
     /// sequence, so one stray datagram can't capture the trader.
-    #[arg(long, value_parser = parse_session)]
+    #[arg(long, value_parser = Session::parse_arg)]
     pub session: Option<Session>,
     /// The feed's next sequence number is this (with --session: the first packet is traded at
     /// once, not held for confirmation). Without it the trader starts where it joins.
@@ -370,36 +365,7 @@ impl Options {
             a.value("--corrupt-arms", corrupt_arms);
         }
         a.flag("--check", *check);
-        a.0
-    }
-}
-
-/// A command line being written.
-#[derive(Default)]
-struct Args(Vec<String>);
-
-impl Args {
-    fn value(&mut self, name: &str, v: impl std::fmt::Display) {
-        self.0.push(name.to_owned());
-        self.0.push(v.to_string());
-    }
-
-    fn changed<T: std::fmt::Display + PartialEq>(&mut self, name: &str, v: &T, default: &T) {
-        if v != default {
-            self.value(name, v);
-        }
-    }
-
-    fn some(&mut self, name: &str, v: Option<impl std::fmt::Display>) {
-        if let Some(v) = v {
-            self.value(name, v);
-        }
-    }
-
-    fn flag(&mut self, name: &str, on: bool) {
-        if on {
-            self.0.push(name.to_owned());
-        }
+        a.into_vec()
     }
 }
 

@@ -71,13 +71,9 @@ enum Command {
     Doctor(doctor::Options),
 }
 
-/// An error is a message for the user: printed with its causes on one line, no backtrace.
+/// An error is a message for the user: printed with its causes, no backtrace.
 fn main() -> std::process::ExitCode {
-    if let Err(e) = run() {
-        eprintln!("Error: {e:#}");
-        return std::process::ExitCode::FAILURE;
-    }
-    std::process::ExitCode::SUCCESS
+    paths::cli::run_main(run)
 }
 
 fn run() -> anyhow::Result<()> {

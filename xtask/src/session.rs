@@ -15,6 +15,7 @@ use std::{
 
 use anyhow::{Context as _, bail};
 use clap::Parser as _;
+use inject::LieKind;
 use netns::{ChildGuard, Found, Lab, LabConfig, lab};
 use paths::{ExchangeIo, Source};
 use results::{ReplayReport, TraderReport};
@@ -155,95 +156,114 @@ impl Session {
     }
 }
 
-/// Malformed frames a second in the matrix's malformed-stream runs: four kinds the XDP program
-/// counts as malformed, one round of them every [`MALFORMED_ROUND_US`].
-const MALFORMED_KINDS: &str = "truncated_ethernet,truncated_ipv4,truncated_udp,ihl_below_5";
+/// The frames of the matrix's malformed-stream runs: four kinds the XDP program counts as
+/// malformed, one round of them every [`MALFORMED_ROUND_US`] (1,000 frames a second).
+const MALFORMED_KINDS: [&str; 4] = [
+    "truncated_ethernet",
+    "truncated_ipv4",
+    "truncated_udp",
+    "ihl_below_5",
+];
 const MALFORMED_ROUND_US: u64 = 4_000;
 
-impl Session {
-    /// `inject frames` in the exchange namespace sending [`MALFORMED_KINDS`] at the trader,
-    /// 1,000 frames a second, for the run's length and two seconds more (bounded: it ends by
-    /// itself, and is stopped with the run).
-    fn malformed_stream(&self, o: &Options, tag: &str) -> anyhow::Result<ChildGuard> {
-        let lab = self.lab.config();
-        let secs = match (o.count, o.rate.per_sec()) {
-            (Some(n), Some(r)) => n as f64 / r,
-            _ => 10.0,
-        } + 2.0;
-        let rounds = (secs * 1e6 / MALFORMED_ROUND_US as f64).ceil() as u64;
-        let mut c = in_ns(&lab.exchange_ns(), &self.bins.inject);
-        c.args(["frames", "--iface", &lab.exchange_if])
-            .args(["--dst-mac", &lab.trader_mac.to_string()])
-            .args(["--src-ip", &lab.exchange_ip.to_string()])
-            .args(["--dst-ip", &lab.trader_ip.to_string()])
-            .args([
-                "--sink-port",
-                "9",
-                "--lie-seq",
-                "0",
-                "--kinds",
-                MALFORMED_KINDS,
-            ])
-            .args(["--rounds", &rounds.to_string()])
-            .args(["--interval-us", &MALFORMED_ROUND_US.to_string()])
-            .arg("--json-out")
-            .arg(self.out.join(format!("{tag}-malformed.json")));
-        eprintln!("+ {}", shown(&c));
-        let child = c
-            .spawn()
-            .context("starting the malformed stream (inject frames)")?;
-        Ok(ChildGuard::new(child).with_grace(TERM_GRACE))
+/// The classes of lie each [`LieStream`] tells.
+const STRANGER_KINDS: [LieKind; 6] = [
+    LieKind::Ahead,
+    LieKind::EndAhead,
+    LieKind::AtNext,
+    LieKind::JustPast,
+    LieKind::EmptyBlock,
+    LieKind::HeartbeatAhead,
+];
+const SPOOFED_KINDS: [LieKind; 3] = [LieKind::Ahead, LieKind::EmptyBlock, LieKind::HeartbeatAhead];
+
+/// A run's length in seconds as its options give it (10 s when unpaced or unbounded).
+fn run_secs(o: &Options) -> f64 {
+    match (o.count, o.rate.per_sec()) {
+        (Some(n), Some(r)) => n as f64 / r,
+        _ => 10.0,
     }
 }
 
-/// The classes of lie each [`LieStream`] tells.
-const STRANGER_KINDS: &str = "ahead,end_ahead,at_next,just_past,empty_block,heartbeat_ahead";
-const SPOOFED_KINDS: &str = "ahead,empty_block,heartbeat_ahead";
-
 impl Session {
+    /// `inject frames` in the exchange namespace sending [`MALFORMED_KINDS`] at the trader for
+    /// the run's length and two seconds more (bounded: it ends by itself, and is stopped with
+    /// the run).
+    fn malformed_stream(&self, o: &Options, tag: &str) -> anyhow::Result<ChildGuard> {
+        let lab = self.lab.config();
+        let secs = run_secs(o) + 2.0;
+        let frames = inject::FramesOptions {
+            iface: lab.exchange_if.clone(),
+            dst_mac: lab.trader_mac,
+            src_ip: lab.exchange_ip,
+            dst_ip: lab.trader_ip,
+            port: lab::MD_PORT,
+            sink_port: 9,
+            session: wire::moldudp64::Session::parse_arg(paths::market::SESSION)
+                .map_err(anyhow::Error::msg)?,
+            lie_seq: 0,
+            rounds: (secs * 1e6 / MALFORMED_ROUND_US as f64).ceil() as u32,
+            interval_us: MALFORMED_ROUND_US,
+            kinds: MALFORMED_KINDS.map(str::to_owned).to_vec(),
+            json_out: self.out.join(format!("{tag}-malformed.json")),
+        };
+        self.spawn_inject(inject::Cmd::Frames(frames), "the malformed stream")
+    }
+
     /// `inject lies` in the exchange namespace, following the feed and sending
     /// [`crate::run::LIES_PER_SECOND`] lies a second at the trader for the run's length (its JSON
     /// beside the run's reports).
     fn lie_stream(&self, o: &Options, who: LieStream, tag: &str) -> anyhow::Result<ChildGuard> {
         let lab = self.lab.config();
-        let secs = match (o.count, o.rate.per_sec()) {
-            (Some(n), Some(r)) => n as f64 / r,
-            _ => 10.0,
-        };
+        let secs = run_secs(o);
         let kinds = match who {
-            LieStream::Stranger => STRANGER_KINDS,
-            LieStream::Spoofed => SPOOFED_KINDS,
+            LieStream::Stranger => STRANGER_KINDS.to_vec(),
+            LieStream::Spoofed => SPOOFED_KINDS.to_vec(),
         };
         // A round is one lie of each kind, two for a jump or an end.
         let doubles = kinds
-            .split(',')
-            .filter(|k| *k == "ahead" || *k == "end_ahead")
+            .iter()
+            .filter(|k| matches!(k, LieKind::Ahead | LieKind::EndAhead))
             .count();
-        let per_round = (kinds.split(',').count() + doubles) as f64;
+        let per_round = (kinds.len() + doubles) as f64;
         let rounds = (secs * crate::run::LIES_PER_SECOND as f64 / per_round)
             .ceil()
-            .max(1.0) as u64;
-        let feed = feed_source(lab).to_string();
-        let mut c = in_ns(&lab.exchange_ns(), &self.bins.inject);
-        c.args(["lies", "--iface", &lab.exchange_if, "--kinds", kinds])
-            .args([
-                "--target",
-                &SocketAddrV4::new(lab.trader_ip, lab::MD_PORT).to_string(),
-            ])
-            .args(["--feed-source", &feed])
-            .args(["--rate", &crate::run::LIES_PER_SECOND.to_string()])
-            .args(["--rounds", &rounds.to_string()])
-            .args(["--max-seconds", &(secs.ceil() as u64 + 30).to_string()]);
+            .max(1.0) as u32;
+        let feed = feed_source(lab);
+        let mut lies =
+            inject::Options::try_parse_from(["inject", "lies", "--via", "udp", "--json-out", "-"])
+                .map(|o| match o.command {
+                    inject::Cmd::Lies(l) => l,
+                    _ => unreachable!("parsed as lies"),
+                })
+                .context("inject's lies defaults")?;
+        lies.iface = lab.exchange_if.clone();
+        lies.kinds = kinds;
+        lies.target = SocketAddrV4::new(lab.trader_ip, lab::MD_PORT);
+        lies.feed_source = inject::FeedSource::exactly(feed);
+        lies.rate = Some(crate::run::LIES_PER_SECOND);
+        lies.rounds = rounds;
+        lies.max_seconds = secs.ceil() as u64 + 30;
         match who {
-            LieStream::Stranger => {
-                c.args(["--via", "udp", "--bind", &format!("{}:0", lab.exchange_ip)])
+            LieStream::Stranger => lies.bind = Some(SocketAddrV4::new(lab.exchange_ip, 0)),
+            LieStream::Spoofed => {
+                lies.via = inject::Via::Raw;
+                lies.spoof = Some(feed);
             }
-            LieStream::Spoofed => c.args(["--via", "raw", "--spoof", &feed]),
-        };
-        c.arg("--json-out")
-            .arg(self.out.join(format!("{tag}-lies.json")));
+        }
+        lies.json_out = self.out.join(format!("{tag}-lies.json"));
+        self.spawn_inject(inject::Cmd::Lies(lies), "the lie stream")
+    }
+
+    /// Starts `inject` in the exchange namespace with `command`.
+    fn spawn_inject(&self, command: inject::Cmd, what: &str) -> anyhow::Result<ChildGuard> {
+        let lab = self.lab.config();
+        let mut c = in_ns(&lab.exchange_ns(), &self.bins.inject);
+        c.args(inject::Options { command }.to_args());
         eprintln!("+ {}", shown(&c));
-        let child = c.spawn().context("starting the lie stream (inject lies)")?;
+        let child = c
+            .spawn()
+            .with_context(|| format!("starting {what} (inject)"))?;
         Ok(ChildGuard::new(child).with_grace(TERM_GRACE))
     }
 }

@@ -5,6 +5,6 @@
 
 use clap::Parser as _;
 
-fn main() -> anyhow::Result<()> {
-    boundary::bench::run(boundary::bench::Options::parse())
+fn main() -> std::process::ExitCode {
+    paths::cli::run_main(|| boundary::bench::run(boundary::bench::Options::parse()))
 }

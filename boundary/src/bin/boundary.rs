@@ -144,7 +144,12 @@ enum Cmd {
     },
 }
 
-fn main() -> anyhow::Result<()> {
+/// An error is a message for the user: printed with its causes, no backtrace.
+fn main() -> std::process::ExitCode {
+    paths::cli::run_main(run)
+}
+
+fn run() -> anyhow::Result<()> {
     match Cli::parse().command {
         Cmd::Serve {
             uds,

@@ -2,15 +2,10 @@
 use std::{net::SocketAddrV4, path::PathBuf};
 
 use clap::Parser;
-use paths::{ExchangeIo, Expect, XdpMode};
+use paths::{ExchangeIo, Expect, XdpMode, args::Args};
 use wire::moldudp64::Session;
 
 use paths::{Rate, Source};
-
-/// `--session`'s parser.
-fn parse_session(s: &str) -> Result<Session, String> {
-    Session::parse_arg(s)
-}
 
 /// The exchange side of the lab: replays market data at a set rate, takes the trader's orders
 /// back, measures tick-to-trade, books fills, and checks parity with the backtest.
@@ -33,7 +28,7 @@ pub struct Options {
     #[arg(long, default_value_t = 1)]
     pub batch: u16,
     /// The MoldUDP64 session the feed is sent in (a pcap source keeps its own).
-    #[arg(long, default_value = paths::market::SESSION, value_parser = parse_session)]
+    #[arg(long, default_value = paths::market::SESSION, value_parser = Session::parse_arg)]
     pub session: Session,
     /// The first message's sequence number (a pcap source keeps its own): 1 starts a session,
     /// a larger one is a feed the trader joins in the middle.
@@ -182,88 +177,48 @@ impl Options {
             check,
         } = self;
         let d = Options::try_parse_from(["replay"]).expect("no option is required");
-        let mut a = Vec::new();
-        let mut changed = |name: &str, v: String, default: String| {
-            if v != default {
-                a.push(name.to_owned());
-                a.push(v);
-            }
-        };
-        changed("--source", source.to_string(), d.source.to_string());
-        changed("--rate", rate.to_string(), d.rate.to_string());
-        changed("--batch", batch.to_string(), d.batch.to_string());
-        changed("--session", trimmed(session), trimmed(&d.session));
-        changed(
-            "--first-seq",
-            first_seq.to_string(),
-            d.first_seq.to_string(),
-        );
-        changed("--target", target.to_string(), d.target.to_string());
-        changed("--bind", bind.to_string(), d.bind.to_string());
-        changed(
-            "--feed-port",
-            feed_port.to_string(),
-            d.feed_port.to_string(),
-        );
-        changed(
-            "--feed-port-b",
-            feed_port_b.to_string(),
-            d.feed_port_b.to_string(),
-        );
-        changed("--n", n.to_string(), d.n.to_string());
-        changed("--stock", stock.clone(), d.stock.clone());
-        changed("--drain-ms", drain_ms.to_string(), d.drain_ms.to_string());
-        changed(
+        let mut a = Args::default();
+        a.changed("--source", source, &d.source);
+        a.changed("--rate", rate, &d.rate);
+        a.changed("--batch", batch, &d.batch);
+        a.changed("--session", &trimmed(session), &trimmed(&d.session));
+        a.changed("--first-seq", first_seq, &d.first_seq);
+        a.changed("--target", target, &d.target);
+        a.changed("--bind", bind, &d.bind);
+        a.changed("--feed-port", feed_port, &d.feed_port);
+        a.changed("--feed-port-b", feed_port_b, &d.feed_port_b);
+        a.changed("--n", n, &d.n);
+        a.changed("--stock", stock, &d.stock);
+        a.changed("--drain-ms", drain_ms, &d.drain_ms);
+        a.changed(
             "--stall-after-send-us",
-            stall_after_send_us.to_string(),
-            d.stall_after_send_us.to_string(),
+            stall_after_send_us,
+            &d.stall_after_send_us,
         );
-        changed("--label", label.clone(), d.label.clone());
-        changed("--expect", expect.to_string(), d.expect.to_string());
-        changed("--io", io.to_string(), d.io.to_string());
-        changed("--iface", iface.clone(), d.iface.clone());
-        changed(
-            "--target-mac",
-            target_mac.to_string(),
-            d.target_mac.to_string(),
-        );
-        changed("--xdp-mode", xdp_mode.to_string(), d.xdp_mode.to_string());
-        changed(
-            "--retransmit-port",
-            retransmit_port.to_string(),
-            d.retransmit_port.to_string(),
-        );
-        changed(
+        a.changed("--label", label, &d.label);
+        a.changed("--expect", expect, &d.expect);
+        a.changed("--io", io, &d.io);
+        a.changed("--iface", iface, &d.iface);
+        a.changed("--target-mac", target_mac, &d.target_mac);
+        a.changed("--xdp-mode", xdp_mode, &d.xdp_mode);
+        a.changed("--retransmit-port", retransmit_port, &d.retransmit_port);
+        a.changed(
             "--retransmit-history",
-            retransmit_history.to_string(),
-            d.retransmit_history.to_string(),
+            retransmit_history,
+            &d.retransmit_history,
         );
-        let some =
-            |name: &str, v: Option<String>| v.map(|v| [name.to_owned(), v]).into_iter().flatten();
-        a.extend(some("--count", count.map(|c| c.to_string())));
-        a.extend(some("--duration", duration.map(|x| x.to_string())));
-        a.extend(some("--target-b", target_b.map(|t| t.to_string())));
-        a.extend(some("--cpu", cpu.map(|c| c.to_string())));
-        a.extend(some(
-            "--json-out",
-            json_out.as_ref().map(|p| p.display().to_string()),
-        ));
-        a.extend(some(
-            "--hgrm-out",
-            hgrm_out.as_ref().map(|p| p.display().to_string()),
-        ));
-        a.extend(some(
-            "--pcap-out",
-            pcap_out.as_ref().map(|p| p.display().to_string()),
-        ));
-        a.extend(some("--xdp-pass-on", xdp_pass_on.clone()));
-        a.extend(some("--progress", progress.map(|p| p.to_string())));
-        for (name, on) in [("--retransmit", *retransmit), ("--check", *check)] {
-            if on {
-                a.push(name.to_owned());
-            }
-        }
-        a
+        a.some("--count", count.as_ref());
+        a.some("--duration", duration.as_ref());
+        a.some("--target-b", target_b.as_ref());
+        a.some("--cpu", cpu.as_ref());
+        a.some("--json-out", json_out.as_ref().map(|p| p.display()));
+        a.some("--hgrm-out", hgrm_out.as_ref().map(|p| p.display()));
+        a.some("--pcap-out", pcap_out.as_ref().map(|p| p.display()));
+        a.some("--xdp-pass-on", xdp_pass_on.as_ref());
+        a.some("--progress", progress.as_ref());
+        a.flag("--retransmit", *retransmit);
+        a.flag("--check", *check);
+        a.into_vec()
     }
 }
 

@@ -84,11 +84,7 @@ struct RunOptions {
 }
 
 fn main() -> std::process::ExitCode {
-    if let Err(e) = run() {
-        eprintln!("Error: {e:#}");
-        return std::process::ExitCode::FAILURE;
-    }
-    std::process::ExitCode::SUCCESS
+    paths::cli::run_main(run)
 }
 
 fn run() -> anyhow::Result<()> {

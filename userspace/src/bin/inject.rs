@@ -3,7 +3,7 @@
 //! reordering, delaying relay (`inject relay`), and a forger of the feed's sequence
 //! (`inject lies`).
 //!
-//! The program is the library's [`userspace::inject`]; this parses the command line and runs
+//! The program is the `inject` crate's; this parses the command line and runs
 //! it.
 use clap::Parser as _;
 use userspace::{cli, inject};
