@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use crate::Ctx;
-use crate::harness::{Recorder, Variant, interleave, tsc};
+use crate::harness::{Dist, Recorder, Variant, interleave, tsc};
 use crate::report::{self, Comparison, Level, Outcome};
 use crate::system::{MapOptions, Mapping, PAGE};
 
@@ -159,6 +159,76 @@ struct Tally {
     error: Option<String>,
 }
 
+impl Tally {
+    fn new(ctx: &Ctx, m: Method) -> Tally {
+        Tally {
+            populate: Recorder::new(ctx.tsc),
+            populate_faults: Vec::new(),
+            touch_faults: Vec::new(),
+            second: (m == Method::FirstTouch).then(|| Recorder::new(ctx.tsc)),
+            pages_written: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// One round of variant `m`: a fresh mapping of `len` bytes (an eighth of it, rounded up
+    /// to a page, while `warm`), populated as `m` says, every page's first write timed into
+    /// `rec`. Outside the warm-up it also tallies the populate cost and the faults, and for
+    /// demand paging times a second write to every page; `pages` is what `len` holds.
+    fn round(&mut self, m: Method, len: usize, pages: usize, warm: bool, rec: &mut Recorder) {
+        // The warm-up needs page tables and free lists, not the whole size.
+        let len = if warm {
+            (len / 8).next_multiple_of(PAGE)
+        } else {
+            len
+        };
+        let mut p = match prepare(m, len) {
+            Ok(p) => p,
+            Err(e) => {
+                self.error = Some(format!("{}: {e}", m.name()));
+                return;
+            }
+        };
+        let faults = touch_pages(&p.map, 1, Some(rec));
+        if warm {
+            return;
+        }
+        if m != Method::FirstTouch {
+            self.populate.record_ticks(p.populate_ticks, pages as u32);
+            self.populate_faults.push(p.populate_faults);
+        }
+        self.touch_faults.push(faults);
+        if let Some(second) = self.second.as_mut() {
+            touch_pages(&p.map, 1, Some(second));
+            let n = pages_holding(&mut p.map, 2);
+            self.pages_written.push(n);
+        } else {
+            let n = pages_holding(&mut p.map, 1);
+            self.pages_written.push(n);
+        }
+    }
+}
+
+/// What the recorded rounds left: the variants that ran, each one's first-write distribution
+/// and its tally, in the same order.
+#[derive(Debug)]
+struct Measured {
+    methods: Vec<Method>,
+    dists: Vec<Dist>,
+    tallies: Vec<Tally>,
+}
+
+impl Measured {
+    /// The faults `m` took while accessing and while populating, per round, if it ran.
+    fn faults_of(&self, m: Method) -> Option<(Vec<u64>, Vec<u64>)> {
+        self.methods
+            .iter()
+            .position(|&x| x == m)
+            .map(|i| &self.tallies[i])
+            .map(|t| (t.touch_faults.clone(), t.populate_faults.clone()))
+    }
+}
+
 pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
     ctx.pin()?;
     let len = ctx.pick(32usize << 20, 512 << 20);
@@ -168,13 +238,31 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
 
 /// The experiment at `len` bytes per mapping and `rounds` recorded rounds (plus one warm-up).
 pub fn run_with(ctx: &Ctx, len: usize, rounds: usize) -> anyhow::Result<Outcome> {
-    let pages = len / PAGE;
     let mut out = Outcome::new(
         "faults",
         "Page faults: demand paging vs pre-faulting",
         Level::System,
     );
-    // mlock needs CAP_IPC_LOCK or a big enough RLIMIT_MEMLOCK: probe at the real size.
+    let methods = methods_that_run(len, &mut out);
+    let measured = measure(ctx, methods, len, rounds)?;
+    push_dists(&mut out, &measured);
+    compare(&mut out, &measured, len);
+    push_notes(&mut out, &measured, len);
+    out.trader = "The trader pre-faults what its loop touches: the UMEM is mapped by xsk-rs with \
+                  MAP_ANONYMOUS | MAP_SHARED | MAP_POPULATE (xsk-rs src/umem/mem/mmap.rs) and pinned \
+                  by XDP_UMEM_REG (created in afxdp/src/xsk.rs, Xsk::new → Umem::new); \
+                  `trader --mlock` adds mlockall(MCL_CURRENT | MCL_FUTURE) \
+                  (afxdp/src/process.rs lock_memory, called in trader/src/program/io.rs \
+                  before the loop), off by default. The tick-to-trade core allocates nothing per \
+                  tick (trader-core/src/lib.rs: its `seen` window and pending arrays are made once \
+                  in Trader::new), so after the first packets its pages stay mapped."
+        .into();
+    Ok(out)
+}
+
+/// Every method, less mlock when an mlock of `len` bytes fails here (it needs CAP_IPC_LOCK or
+/// a big enough RLIMIT_MEMLOCK: probed at the real size), which a note then says.
+fn methods_that_run(len: usize, out: &mut Outcome) -> Vec<Method> {
     let mlock_ok = match prepare(Method::Mlock, len) {
         Ok(_) => None,
         Err(e) => Some(e.to_string()),
@@ -189,18 +277,16 @@ pub fn run_with(ctx: &Ctx, len: usize, rounds: usize) -> anyhow::Result<Outcome>
             len >> 20
         ));
     }
+    methods
+}
+
+/// Runs `methods` round by round, one warm-up round and `rounds` recorded ones, and checks
+/// that every mapping was prepared and every page of it written each round.
+fn measure(ctx: &Ctx, methods: Vec<Method>, len: usize, rounds: usize) -> anyhow::Result<Measured> {
+    let pages = len / PAGE;
     let tallies: Vec<RefCell<Tally>> = methods
         .iter()
-        .map(|&m| {
-            RefCell::new(Tally {
-                populate: Recorder::new(ctx.tsc),
-                populate_faults: Vec::new(),
-                touch_faults: Vec::new(),
-                second: (m == Method::FirstTouch).then(|| Recorder::new(ctx.tsc)),
-                pages_written: Vec::new(),
-                error: None,
-            })
-        })
+        .map(|&m| RefCell::new(Tally::new(ctx, m)))
         .collect();
     let warm = std::cell::Cell::new(true);
     let mut variants: Vec<Variant<'_>> = methods
@@ -209,37 +295,7 @@ pub fn run_with(ctx: &Ctx, len: usize, rounds: usize) -> anyhow::Result<Outcome>
         .map(|(&m, tally)| {
             let warm = &warm;
             Variant::new(m.name(), move |rec: &mut Recorder| {
-                let mut t = tally.borrow_mut();
-                // The warm-up needs page tables and free lists, not the whole size.
-                let len = if warm.get() {
-                    (len / 8).next_multiple_of(PAGE)
-                } else {
-                    len
-                };
-                let mut p = match prepare(m, len) {
-                    Ok(p) => p,
-                    Err(e) => {
-                        t.error = Some(format!("{}: {e}", m.name()));
-                        return;
-                    }
-                };
-                let faults = touch_pages(&p.map, 1, Some(rec));
-                if warm.get() {
-                    return;
-                }
-                if m != Method::FirstTouch {
-                    t.populate.record_ticks(p.populate_ticks, pages as u32);
-                    t.populate_faults.push(p.populate_faults);
-                }
-                t.touch_faults.push(faults);
-                if let Some(second) = t.second.as_mut() {
-                    touch_pages(&p.map, 1, Some(second));
-                    let n = pages_holding(&mut p.map, 2);
-                    t.pages_written.push(n);
-                } else {
-                    let n = pages_holding(&mut p.map, 1);
-                    t.pages_written.push(n);
-                }
+                tally.borrow_mut().round(m, len, pages, warm.get(), rec);
             })
         })
         .collect();
@@ -270,15 +326,30 @@ pub fn run_with(ctx: &Ctx, len: usize, rounds: usize) -> anyhow::Result<Outcome>
             );
         }
     }
+    Ok(Measured {
+        methods,
+        dists,
+        tallies,
+    })
+}
+
+/// The distributions, named for the report: each variant's first write per page (first touch
+/// first, with its second write after it), then every populating call's cost per page.
+fn push_dists(out: &mut Outcome, measured: &Measured) {
     let mut populate_dists = Vec::new();
-    for (i, (m, d)) in methods.iter().zip(dists).enumerate() {
+    for (i, (m, d)) in measured
+        .methods
+        .iter()
+        .zip(measured.dists.iter().cloned())
+        .enumerate()
+    {
         let name = if *m == Method::FirstTouch {
             "first touch: first write per page (fault)".to_string()
         } else {
             format!("{}: first write per page after populating", m.name())
         };
         out.dists.push(crate::harness::Dist { name, ..d });
-        let t = &tallies[i];
+        let t = &measured.tallies[i];
         if let Some(second) = &t.second {
             out.dists
                 .push(second.finish("first touch: second write per page (no fault)"));
@@ -291,16 +362,16 @@ pub fn run_with(ctx: &Ctx, len: usize, rounds: usize) -> anyhow::Result<Outcome>
         }
     }
     out.dists.extend(populate_dists);
+}
 
-    let faults_of = |m: Method| {
-        methods
-            .iter()
-            .position(|&x| x == m)
-            .map(|i| &tallies[i])
-            .map(|t| (t.touch_faults.clone(), t.populate_faults.clone()))
-    };
+/// The comparisons with the study: first touch's faults and cost, then each pre-faulting
+/// method's steady-state access and populating cost against first touch.
+fn compare(out: &mut Outcome, measured: &Measured, len: usize) {
+    let pages = len / PAGE;
     let first = out.dists[0].clone();
-    let (ft_faults, _) = faults_of(Method::FirstTouch).expect("first touch always runs");
+    let (ft_faults, _) = measured
+        .faults_of(Method::FirstTouch)
+        .expect("first touch always runs");
     let mib = len >> 20;
     out.comparisons.push(Comparison {
         what: format!("minor faults, first touch of a {mib} MiB mapping ({pages} pages of 4 KiB)"),
@@ -340,76 +411,91 @@ pub fn run_with(ctx: &Ctx, len: usize, rounds: usize) -> anyhow::Result<Outcome>
         Method::MadvPopulateWrite,
         Method::Mlock,
     ] {
-        if !methods.contains(&m) {
-            out.comparisons.push(Comparison {
-                what: format!(
-                    "{}: steady-state first access vs first touch, p50",
-                    m.name()
-                ),
-                ours: "not measurable here: mlock failed (see notes)".into(),
-                our_ratio: None,
-                study: "≈ 20 ns vs ≈ 2 µs (MAP_POPULATE)".into(),
-                study_ratio: Some(100.0),
-                verdict: "–".into(),
-            });
-            continue;
-        }
-        let after = out
-            .dists
-            .iter()
-            .find(|d| d.name.starts_with(m.name()) && d.name.contains("after populating"))
-            .expect("the variant's distribution")
-            .clone();
-        let pop = out
-            .dists
-            .iter()
-            .find(|d| d.name.starts_with(m.name()) && d.name.contains("populating, per page"))
-            .expect("the populate distribution")
-            .clone();
-        let (touch, popf) = faults_of(m).expect("ran");
-        out.comparisons.push(Comparison {
-            what: format!(
-                "{}: steady-state first access vs first touch, p50 (faults while accessing)",
-                m.name()
-            ),
-            ours: format!(
-                "{} vs {} ({:?} faults)",
-                report::ns(after.p50_ns),
-                report::ns(first.p50_ns),
-                touch
-            ),
-            our_ratio: Some(first.p50_ns / after.p50_ns.max(1e-3)),
-            study: if m == Method::MapPopulate {
-                "≈ 20 ns vs ≈ 2 µs".into()
-            } else {
-                "(the study measured MAP_POPULATE)".into()
-            },
-            study_ratio: (m == Method::MapPopulate).then_some(100.0),
-            verdict: if touch.iter().all(|&f| f == 0) {
-                "agrees: no faults left once populated; the access pays only a TLB and cache miss"
-                    .into()
-            } else {
-                "faults remained after populating (memory pressure?)".into()
-            },
-        });
-        out.comparisons.push(Comparison {
-            what: format!(
-                "{}: populating cost, per page and whole mapping (p50)",
-                m.name()
-            ),
-            ours: format!(
-                "{} per page, {} for {mib} MiB ({:?} faults charged to the call)",
-                report::ns(pop.p50_ns),
-                report::ns(pop.p50_ns * pages as f64),
-                popf
-            ),
-            our_ratio: Some(first.p50_ns / pop.p50_ns.max(1e-3)),
-            study: "not stated".into(),
-            study_ratio: None,
-            verdict: populate_verdict(first.p50_ns / pop.p50_ns.max(1e-3)),
-        });
+        compare_populated(out, measured, m, &first, len);
     }
-    let pop_faults = faults_of(Method::MapPopulate).map(|(_, p)| p);
+}
+
+/// Pre-faulting method `m`'s two rows: its steady-state first access against first touch
+/// (`first`), and its populating cost; one "not measurable" row when it did not run.
+fn compare_populated(out: &mut Outcome, measured: &Measured, m: Method, first: &Dist, len: usize) {
+    let (pages, mib) = (len / PAGE, len >> 20);
+    if !measured.methods.contains(&m) {
+        out.comparisons.push(Comparison {
+            what: format!(
+                "{}: steady-state first access vs first touch, p50",
+                m.name()
+            ),
+            ours: "not measurable here: mlock failed (see notes)".into(),
+            our_ratio: None,
+            study: "≈ 20 ns vs ≈ 2 µs (MAP_POPULATE)".into(),
+            study_ratio: Some(100.0),
+            verdict: "–".into(),
+        });
+        return;
+    }
+    let after = out
+        .dists
+        .iter()
+        .find(|d| d.name.starts_with(m.name()) && d.name.contains("after populating"))
+        .expect("the variant's distribution")
+        .clone();
+    let pop = out
+        .dists
+        .iter()
+        .find(|d| d.name.starts_with(m.name()) && d.name.contains("populating, per page"))
+        .expect("the populate distribution")
+        .clone();
+    let (touch, popf) = measured.faults_of(m).expect("ran");
+    out.comparisons.push(Comparison {
+        what: format!(
+            "{}: steady-state first access vs first touch, p50 (faults while accessing)",
+            m.name()
+        ),
+        ours: format!(
+            "{} vs {} ({:?} faults)",
+            report::ns(after.p50_ns),
+            report::ns(first.p50_ns),
+            touch
+        ),
+        our_ratio: Some(first.p50_ns / after.p50_ns.max(1e-3)),
+        study: if m == Method::MapPopulate {
+            "≈ 20 ns vs ≈ 2 µs".into()
+        } else {
+            "(the study measured MAP_POPULATE)".into()
+        },
+        study_ratio: (m == Method::MapPopulate).then_some(100.0),
+        verdict: if touch.iter().all(|&f| f == 0) {
+            "agrees: no faults left once populated; the access pays only a TLB and cache miss"
+                .into()
+        } else {
+            "faults remained after populating (memory pressure?)".into()
+        },
+    });
+    out.comparisons.push(Comparison {
+        what: format!(
+            "{}: populating cost, per page and whole mapping (p50)",
+            m.name()
+        ),
+        ours: format!(
+            "{} per page, {} for {mib} MiB ({:?} faults charged to the call)",
+            report::ns(pop.p50_ns),
+            report::ns(pop.p50_ns * pages as f64),
+            popf
+        ),
+        our_ratio: Some(first.p50_ns / pop.p50_ns.max(1e-3)),
+        study: "not stated".into(),
+        study_ratio: None,
+        verdict: populate_verdict(first.p50_ns / pop.p50_ns.max(1e-3)),
+    });
+}
+
+/// The notes on method and on what the samples are: the round's shape and page sizes, what a
+/// first-touch sample and a steady-state sample pay (with this run's outliers), and where the
+/// fault counts come from.
+fn push_notes(out: &mut Outcome, measured: &Measured, len: usize) {
+    let (pages, mib) = (len / PAGE, len >> 20);
+    let first = out.dists[0].clone();
+    let pop_faults = measured.faults_of(Method::MapPopulate).map(|(_, p)| p);
     let thp = crate::system::current_setting(&crate::system::read_trimmed(
         "/sys/kernel/mm/transparent_hugepage/enabled",
     ));
@@ -448,16 +534,6 @@ pub fn run_with(ctx: &Ctx, len: usize, rounds: usize) -> anyhow::Result<Outcome>
          the 'faults charged to the call' show; none of them reach user space as traps."
             .into(),
     );
-    out.trader = "The trader pre-faults what its loop touches: the UMEM is mapped by xsk-rs with \
-                  MAP_ANONYMOUS | MAP_SHARED | MAP_POPULATE (xsk-rs src/umem/mem/mmap.rs) and pinned \
-                  by XDP_UMEM_REG (created in afxdp/src/xsk.rs, Xsk::new → Umem::new); \
-                  `trader --mlock` adds mlockall(MCL_CURRENT | MCL_FUTURE) \
-                  (afxdp/src/process.rs lock_memory, called in trader/src/program/io.rs \
-                  before the loop), off by default. The tick-to-trade core allocates nothing per \
-                  tick (trader-core/src/lib.rs: its `seen` window and pending arrays are made once \
-                  in Trader::new), so after the first packets its pages stay mapped."
-        .into();
-    Ok(out)
 }
 
 /// The populate row's verdict from first-touch p50 ÷ populate-per-page p50: within 1.1 either

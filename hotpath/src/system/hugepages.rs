@@ -279,9 +279,64 @@ pub fn run_with(ctx: &Ctx, p: &Params) -> anyhow::Result<Outcome> {
     Ok(out)
 }
 
+/// The chase on every backing that can be had here, its TLB misses where perf counts them, and
+/// the comparisons with the study.
 fn chase_part(ctx: &Ctx, p: &Params, out: &mut Outcome) -> anyhow::Result<()> {
-    let (want, rounds, steps) = (p.len, p.rounds, p.steps);
-    // HugeTLB: grow the pool by what the set needs (root only), restored exactly afterwards.
+    let (rounds, steps) = (p.rounds, p.steps);
+    let (reservation, len) = reserve_hugetlb(ctx, p, out);
+    let hugetlb = reservation
+        .as_ref()
+        .is_some_and(|r| r.got * HUGE_PAGE >= len);
+    let bufs = chase_buffers(ctx, len, hugetlb, out)?;
+    let thp_huge_kb = bufs
+        .iter()
+        .find(|(b, _)| *b == Backing::Thp)
+        .and_then(|(_, m)| anon_huge_kb(m.addr()));
+    let dists = time_chases(ctx, &bufs, rounds, steps)?;
+
+    // TLB misses, where perf can count them.
+    let perf = perf_tlb_probe();
+    let tlb = if perf.is_ok() {
+        tlb_counts(&bufs)
+    } else {
+        Vec::new()
+    };
+    drop(bufs);
+    if let Some(r) = reservation {
+        out.notes.push(release_hugetlb(r, p));
+    }
+
+    compare_chases(ctx, out, &dists, len, thp_huge_kb);
+    out.comparisons.push(tlb_comparison(&perf, &tlb));
+    out.notes.push(format!(
+        "The chase: {} MiB, one load per 64-byte line along one random cycle through all {} \
+         lines (each step a random 4 KiB page and a random line of it), the same chain in \
+         every buffer; {rounds} rounds × {steps} dependent \
+         loads per variant, variants interleaved; a sample is a round's mean per access, so the \
+         percentiles are of {steps}-access means. All variants end on the same slot (checked). \
+         Ticks are the TSC's (constant rate, {:.3} GHz here), not core cycles: the study's \
+         'cycles' are core cycles of a 3.2-3.6 GHz i5-6500.",
+        len >> 20,
+        len / chase::LINE,
+        ctx.tsc.ticks_per_ns
+    ));
+    out.notes.push(
+        "What dominates: at this size every step misses the caches (the set is far beyond the \
+         L3) and, on 4 KiB pages, the TLB too, so a step is a DRAM access plus a page walk whose \
+         own entries miss the caches. In a KVM guest a TLB miss walks two page tables (the \
+         guest's and the host's EPT/NPT), so 4 KiB pages hurt more here than on bare metal, \
+         unless the host backs guest memory with huge pages."
+            .into(),
+    );
+    Ok(())
+}
+
+/// HugeTLB: grows the pool by what the set needs (root only; restored exactly when the
+/// reservation drops), noting a short or failed reservation. Returns the reservation and the
+/// working set every variant uses: `p.len`, or what a short reservation holds if that is at
+/// least 4 huge pages.
+fn reserve_hugetlb(ctx: &Ctx, p: &Params, out: &mut Outcome) -> (Option<Reservation>, usize) {
+    let want = p.len;
     let mut len = want;
     let reservation = if ctx.root {
         match Reservation::grow(&p.nr_hugepages, want / HUGE_PAGE) {
@@ -315,9 +370,17 @@ fn chase_part(ctx: &Ctx, p: &Params, out: &mut Outcome) -> anyhow::Result<()> {
         // Too little for a fair comparison: run 4 KiB and THP at the size asked for.
         len = want;
     }
-    let hugetlb = reservation
-        .as_ref()
-        .is_some_and(|r| r.got * HUGE_PAGE >= len);
+    (reservation, len)
+}
+
+/// The chain linked into a `len`-byte buffer on 4 KiB pages, on THP and (when `hugetlb`) on
+/// HugeTLB pages; a HugeTLB mapping that fails is noted and left out, any other fails the run.
+fn chase_buffers(
+    ctx: &Ctx,
+    len: usize,
+    hugetlb: bool,
+    out: &mut Outcome,
+) -> anyhow::Result<Vec<(Backing, Mapping)>> {
     let mut backings = vec![Backing::Small, Backing::Thp];
     if hugetlb {
         backings.push(Backing::HugeTlb);
@@ -341,11 +404,18 @@ fn chase_part(ctx: &Ctx, p: &Params, out: &mut Outcome) -> anyhow::Result<()> {
         bufs.len(),
         started.elapsed().as_secs_f64()
     ));
-    let thp_huge_kb = bufs
-        .iter()
-        .find(|(b, _)| *b == Backing::Thp)
-        .and_then(|(_, m)| anon_huge_kb(m.addr()));
+    Ok(bufs)
+}
 
+/// Two warm-up rounds and `rounds` recorded rounds of `steps` dependent loads on every buffer,
+/// interleaved, a sample being one round's mean per access; fails unless every chase ended on
+/// the same slot.
+fn time_chases(
+    ctx: &Ctx,
+    bufs: &[(Backing, Mapping)],
+    rounds: usize,
+    steps: usize,
+) -> anyhow::Result<Vec<Dist>> {
     let ends: Vec<Cell<usize>> = bufs.iter().map(|_| Cell::new(0)).collect();
     let mut variants: Vec<Variant<'_>> = bufs
         .iter()
@@ -367,36 +437,50 @@ fn chase_part(ctx: &Ctx, p: &Params, out: &mut Outcome) -> anyhow::Result<()> {
     if checksums.windows(2).any(|w| w[0] != w[1]) {
         anyhow::bail!("the chases ended on different slots: {checksums:?}");
     }
+    Ok(dists)
+}
 
-    // TLB misses, where perf can count them.
-    let perf = perf_tlb_probe();
+/// Each buffer's dTLB (misses, loads) from `perf stat -t` over half a second of chasing; `None`
+/// where perf's output could not be read.
+fn tlb_counts(bufs: &[(Backing, Mapping)]) -> Vec<(Backing, Option<(u64, u64)>)> {
     let mut tlb = Vec::new();
-    if perf.is_ok() {
-        for (b, m) in &bufs {
-            let words = m.words_shared();
-            let r = perf_tlb_during(|| {
-                let mut e = 0;
-                let until = Instant::now() + Duration::from_millis(500);
-                while Instant::now() < until {
-                    e = chase::walk(words, e, 100_000);
-                }
-                std::hint::black_box(e);
-            });
-            tlb.push((*b, r));
-        }
+    for (b, m) in bufs {
+        let words = m.words_shared();
+        let r = perf_tlb_during(|| {
+            let mut e = 0;
+            let until = Instant::now() + Duration::from_millis(500);
+            while Instant::now() < until {
+                e = chase::walk(words, e, 100_000);
+            }
+            std::hint::black_box(e);
+        });
+        tlb.push((*b, r));
     }
-    drop(bufs);
-    if let Some(r) = reservation {
-        let before = r.old().to_string();
-        drop(r);
-        let after = crate::system::current_setting(&crate::system::read_trimmed(&p.nr_hugepages));
-        out.notes.push(restore_note(
-            &format!("HugeTLB pool ({})", p.nr_hugepages),
-            &before,
-            &after,
-        ));
-    }
+    tlb
+}
 
+/// Drops the reservation (the pool shrinks back) and says whether the pool reads back as it was.
+fn release_hugetlb(r: Reservation, p: &Params) -> String {
+    let before = r.old().to_string();
+    drop(r);
+    let after = crate::system::current_setting(&crate::system::read_trimmed(&p.nr_hugepages));
+    restore_note(
+        &format!("HugeTLB pool ({})", p.nr_hugepages),
+        &before,
+        &after,
+    )
+}
+
+/// The chases' distributions, and their rows against the study: 4 KiB vs HugeTLB (or why it is
+/// not measurable) and 4 KiB vs THP. `thp_huge_kb` is how much of the THP buffer was on huge
+/// pages, if read.
+fn compare_chases(
+    ctx: &Ctx,
+    out: &mut Outcome,
+    dists: &[Dist],
+    len: usize,
+    thp_huge_kb: Option<u64>,
+) {
     let t = ctx.tsc;
     let get = |b: Backing| dists.iter().find(|d| d.name == b.name()).cloned();
     let small = get(Backing::Small).expect("4 KiB always runs");
@@ -448,7 +532,12 @@ fn chase_part(ctx: &Ctx, p: &Params, out: &mut Outcome) -> anyhow::Result<()> {
             ),
         });
     }
-    let tlb_row = match &perf {
+}
+
+/// The dTLB miss-share row: 4 KiB against huge pages (HugeTLB, else THP) from `tlb`, or why
+/// perf could not count (`perf`'s error).
+fn tlb_comparison(perf: &Result<(), String>, tlb: &[(Backing, Option<(u64, u64)>)]) -> Comparison {
+    let tlb_row = match perf {
         Ok(()) => {
             let share = |b: Backing| {
                 tlb.iter()
@@ -469,7 +558,7 @@ fn chase_part(ctx: &Ctx, p: &Params, out: &mut Outcome) -> anyhow::Result<()> {
         }
         Err(why) => (perf_unavailable(why), None),
     };
-    out.comparisons.push(Comparison {
+    Comparison {
         what: "dTLB-load miss share, 4 KiB → huge pages".into(),
         ours: tlb_row.0,
         our_ratio: tlb_row.1,
@@ -480,28 +569,7 @@ fn chase_part(ctx: &Ctx, p: &Params, out: &mut Outcome) -> anyhow::Result<()> {
         } else {
             "the time per access above is the only evidence here".into()
         },
-    });
-    out.notes.push(format!(
-        "The chase: {} MiB, one load per 64-byte line along one random cycle through all {} \
-         lines (each step a random 4 KiB page and a random line of it), the same chain in \
-         every buffer; {rounds} rounds × {steps} dependent \
-         loads per variant, variants interleaved; a sample is a round's mean per access, so the \
-         percentiles are of {steps}-access means. All variants end on the same slot (checked). \
-         Ticks are the TSC's (constant rate, {:.3} GHz here), not core cycles: the study's \
-         'cycles' are core cycles of a 3.2-3.6 GHz i5-6500.",
-        len >> 20,
-        len / chase::LINE,
-        t.ticks_per_ns
-    ));
-    out.notes.push(
-        "What dominates: at this size every step misses the caches (the set is far beyond the \
-         L3) and, on 4 KiB pages, the TLB too, so a step is a DRAM access plus a page walk whose \
-         own entries miss the caches. In a KVM guest a TLB miss walks two page tables (the \
-         guest's and the host's EPT/NPT), so 4 KiB pages hurt more here than on bare metal, \
-         unless the host backs guest memory with huge pages."
-            .into(),
-    );
-    Ok(())
+    }
 }
 
 /// Whether a setting read back after its guard dropped is what was saved before the run.

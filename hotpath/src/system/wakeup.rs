@@ -317,7 +317,30 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
         "Wake-up latency: CFS vs SCHED_FIFO vs spinning, idle and loaded",
         Level::System,
     );
-    let fifo = match PolicyGuard::enter(Policy::Fifo(FIFO_PRIO)) {
+    let fifo = fifo_allowed(&mut out);
+    let cases = cases(fifo);
+    out.dists = measure_cases(ctx, p, &cases)?;
+    let ct = run_cyclictests(ctx, fifo, p.cyclictest_loops, &mut out);
+    compare(&mut out, fifo, &ct);
+    out.dists.extend(ct);
+    push_notes(&mut out, p);
+    out.trader = "The trader spins by default (`--wait spin`, trader/src/program; \
+                  the AF_XDP loop polls its RX ring and the UDP loop a non-blocking socket, \
+                  trader/src/trading/xdp.rs and udp.rs), pinned with `--cpu`; `--wait block` \
+                  sleeps in the kernel instead (the UDP socket with a 100 ms read timeout). \
+                  `--fifo PRIO` runs it under SCHED_FIFO (afxdp/src/process.rs set_fifo, \
+                  whose comment warns that a spinning FIFO loop must stay off the CPU that runs \
+                  the kernel's own work: RT throttling allows 95 %); `cargo xtask matrix` tries \
+                  it as the fifo knob at priority 50 (xtask/src/matrix.rs). By default it is a \
+                  CFS spinner: this experiment's 'flag spin, CFS' case."
+        .into();
+    Ok(out)
+}
+
+/// Whether this thread may enter SCHED_FIFO (tried once and left at once); a note says why
+/// not when it may not.
+fn fifo_allowed(out: &mut Outcome) -> bool {
+    match PolicyGuard::enter(Policy::Fifo(FIFO_PRIO)) {
         Ok(g) => {
             drop(g);
             true
@@ -329,7 +352,12 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
             ));
             false
         }
-    };
+    }
+}
+
+/// Every (kind, policy, load) case, load by load: each kind under CFS, and the sleeping kinds
+/// with timer slack under FIFO too when `fifo` is allowed.
+fn cases(fifo: bool) -> Vec<(Kind, Policy, Load)> {
     let mut cases: Vec<(Kind, Policy, Load)> = Vec::new();
     for load in Load::ALL {
         for kind in Kind::ALL {
@@ -341,6 +369,17 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
             }
         }
     }
+    cases
+}
+
+/// Our own wake-up cases, interleaved round by round (one warm-up round), with the busy threads
+/// and the waker running beside them and stopped however this ends; the distributions in the
+/// order of `cases`.
+fn measure_cases(
+    ctx: &Ctx,
+    p: Params,
+    cases: &[(Kind, Policy, Load)],
+) -> anyhow::Result<Vec<Dist>> {
     let efd = eventfd()?;
     let shared = Shared::default();
     let (stop, on_other, on_same) = (
@@ -402,9 +441,12 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
         p.per_round,
         started.elapsed().as_secs_f64()
     ));
-    out.dists = dists;
+    Ok(dists)
+}
 
-    // cyclictest on the same CPU, idle and with the busy thread there, FIFO and CFS.
+/// cyclictest on the same CPU, idle and with the busy thread there, FIFO (when allowed) and
+/// CFS, `loops` loops each; a run that fails, or no cyclictest at all, is noted instead.
+fn run_cyclictests(ctx: &Ctx, fifo: bool, loops: u64, out: &mut Outcome) -> Vec<Dist> {
     let mut ct: Vec<Dist> = Vec::new();
     if std::path::Path::new(CYCLICTEST).exists() {
         let stop = AtomicBool::new(false);
@@ -420,7 +462,7 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
                     if prio > 0 && !fifo {
                         continue;
                     }
-                    match cyclictest(ctx, prio, p.cyclictest_loops) {
+                    match cyclictest(ctx, prio, loops) {
                         Ok(rec) => ct.push(rec.finish(&format!(
                             "cyclictest {}, {}",
                             if prio > 0 { "FIFO 80" } else { "CFS" },
@@ -436,9 +478,12 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
             "cyclictest not found at {CYCLICTEST} (Debian: apt-get install rt-tests): no outside reference"
         ));
     }
+    ct
+}
 
-    compare(&mut out, fifo, &ct);
-    out.dists.extend(ct);
+/// The notes on method: RT throttling and timer slack as this machine has them, how the
+/// samples are taken, why their tails are understated, and what dominates a wake-up.
+fn push_notes(out: &mut Outcome, p: Params) {
     let runtime = read_trimmed("/proc/sys/kernel/sched_rt_runtime_us");
     let period = read_trimmed("/proc/sys/kernel/sched_rt_period_us");
     out.notes.push(format!(
@@ -495,17 +540,6 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
          but under CFS it shares its CPU with anything runnable there."
             .into(),
     );
-    out.trader = "The trader spins by default (`--wait spin`, trader/src/program; \
-                  the AF_XDP loop polls its RX ring and the UDP loop a non-blocking socket, \
-                  trader/src/trading/xdp.rs and udp.rs), pinned with `--cpu`; `--wait block` \
-                  sleeps in the kernel instead (the UDP socket with a 100 ms read timeout). \
-                  `--fifo PRIO` runs it under SCHED_FIFO (afxdp/src/process.rs set_fifo, \
-                  whose comment warns that a spinning FIFO loop must stay off the CPU that runs \
-                  the kernel's own work: RT throttling allows 95 %); `cargo xtask matrix` tries \
-                  it as the fifo knob at priority 50 (xtask/src/matrix.rs). By default it is a \
-                  CFS spinner: this experiment's 'flag spin, CFS' case."
-        .into();
-    Ok(out)
 }
 
 /// One round of one case: `n` wake-ups recorded into `r`.
@@ -657,15 +691,42 @@ pub fn fifo_tail_verdict(p50: f64, p999: f64, max: f64, cfs_p999: Option<f64>) -
     shape + &vs_cfs
 }
 
+/// Our cases' distributions, looked up by case.
+struct Cases<'a>(&'a [Dist]);
+
+impl Cases<'_> {
+    fn find(&self, kind: Kind, policy: Policy, load: Load) -> Option<Dist> {
+        let name = case_name(kind, policy, load);
+        self.0.iter().find(|d| d.name == name).cloned()
+    }
+}
+
+const CFS: Policy = Policy::Other;
+const FIFO: Policy = Policy::Fifo(FIFO_PRIO);
+
+/// The comparisons with the study, from our cases (in `out.dists`) and cyclictest's (`ct`):
+/// CFS vs FIFO, timer slack, FIFO's tail, cyclictest, sleeping vs spinning, cross-thread wakes.
 fn compare(out: &mut Outcome, fifo: bool, ct: &[Dist]) {
-    let find = |name: &str| out.dists.iter().find(|d| d.name == name).cloned();
+    let cases = Cases(&out.dists);
+    let mut rows = cfs_vs_fifo_rows(&cases);
+    rows.extend(slack_rows(&cases));
+    rows.extend(fifo_tail_row(&cases));
+    rows.extend(cyclictest_rows(ct));
+    rows.extend(spin_rows(&cases));
+    if !fifo {
+        out.notes
+            .push("No FIFO rows: SCHED_FIFO was refused (see above).".into());
+    }
+    out.comparisons.extend(rows);
+}
+
+/// Timer wake-up lateness p50, CFS vs FIFO, per load (FIFO as not measurable where refused).
+fn cfs_vs_fifo_rows(cases: &Cases<'_>) -> Vec<Comparison> {
     let us = |v: f64| report::ns(v);
-    let cfs = Policy::Other;
-    let ff = Policy::Fifo(FIFO_PRIO);
     let mut rows = Vec::new();
     for load in [Load::Same, Load::Idle, Load::Other] {
-        let c = find(&case_name(Kind::TimerSleep, cfs, load));
-        let f = find(&case_name(Kind::TimerSleep, ff, load));
+        let c = cases.find(Kind::TimerSleep, CFS, load);
+        let f = cases.find(Kind::TimerSleep, FIFO, load);
         match (c, f) {
             (Some(c), Some(f)) => rows.push(Comparison {
                 what: format!("timer wake-up lateness p50, CFS vs FIFO ({})", load.name()),
@@ -697,12 +758,20 @@ fn compare(out: &mut Outcome, fifo: bool, ct: &[Dist]) {
             _ => {}
         }
     }
+    rows
+}
+
+/// CFS timer wake-up p50 with the default timer slack vs slack 1 ns (FIFO beside), idle and
+/// with load on the same CPU.
+fn slack_rows(cases: &Cases<'_>) -> Vec<Comparison> {
+    let us = |v: f64| report::ns(v);
+    let mut rows = Vec::new();
     for load in [Load::Idle, Load::Same] {
         if let (Some(c), Some(n)) = (
-            find(&case_name(Kind::TimerSleep, cfs, load)),
-            find(&case_name(Kind::TimerSleepNoSlack, cfs, load)),
+            cases.find(Kind::TimerSleep, CFS, load),
+            cases.find(Kind::TimerSleepNoSlack, CFS, load),
         ) {
-            let f = find(&case_name(Kind::TimerSleep, ff, load));
+            let f = cases.find(Kind::TimerSleep, FIFO, load);
             rows.push(Comparison {
                 what: format!(
                     "timer wake-up p50, CFS: default timer slack vs slack 1 ns (vs FIFO) ({})",
@@ -728,30 +797,36 @@ fn compare(out: &mut Outcome, fifo: bool, ct: &[Dist]) {
             });
         }
     }
-    if let Some(f) = find(&case_name(Kind::TimerSleep, ff, Load::Same)) {
-        let c = find(&case_name(Kind::TimerSleep, cfs, Load::Same));
-        rows.push(Comparison {
-            what: "FIFO timer wake-up, p99.9 and max (load on same CPU)".into(),
-            ours: format!(
-                "{} (max {}; p50 {}){}",
-                us(f.p999_ns),
-                us(f.max_ns),
-                us(f.p50_ns),
-                c.as_ref()
-                    .map_or(String::new(), |c| format!("; CFS p99.9 {}", us(c.p999_ns)))
-            ),
-            our_ratio: None,
-            study: "p99.9 1287 µs".into(),
-            study_ratio: None,
-            verdict: fifo_tail_verdict(
-                f.p50_ns,
-                f.p999_ns,
-                f.max_ns,
-                c.as_ref().map(|c| c.p999_ns),
-            ),
-        });
-    }
+    rows
+}
+
+/// FIFO's timer wake-up tail with load on its CPU, against CFS's, if FIFO ran.
+fn fifo_tail_row(cases: &Cases<'_>) -> Option<Comparison> {
+    let us = |v: f64| report::ns(v);
+    let f = cases.find(Kind::TimerSleep, FIFO, Load::Same)?;
+    let c = cases.find(Kind::TimerSleep, CFS, Load::Same);
+    Some(Comparison {
+        what: "FIFO timer wake-up, p99.9 and max (load on same CPU)".into(),
+        ours: format!(
+            "{} (max {}; p50 {}){}",
+            us(f.p999_ns),
+            us(f.max_ns),
+            us(f.p50_ns),
+            c.as_ref()
+                .map_or(String::new(), |c| format!("; CFS p99.9 {}", us(c.p999_ns)))
+        ),
+        our_ratio: None,
+        study: "p99.9 1287 µs".into(),
+        study_ratio: None,
+        verdict: fifo_tail_verdict(f.p50_ns, f.p999_ns, f.max_ns, c.as_ref().map(|c| c.p999_ns)),
+    })
+}
+
+/// cyclictest's CFS vs FIFO p50 and FIFO's tail, per load where both ran.
+fn cyclictest_rows(ct: &[Dist]) -> Vec<Comparison> {
+    let us = |v: f64| report::ns(v);
     let ct_find = |name: &str| ct.iter().find(|d| d.name == name);
+    let mut rows = Vec::new();
     for load in [Load::Same, Load::Idle] {
         let c = ct_find(&format!("cyclictest CFS, {}", load.name()));
         let f = ct_find(&format!("cyclictest FIFO 80, {}", load.name()));
@@ -775,9 +850,17 @@ fn compare(out: &mut Outcome, fifo: bool, ct: &[Dist]) {
             });
         }
     }
+    rows
+}
+
+/// Spinning against sleeping: to a deadline (idle), across threads (idle: eventfd under CFS
+/// and FIFO vs a flag), and a spinner sharing its CPU with a busy thread.
+fn spin_rows(cases: &Cases<'_>) -> Vec<Comparison> {
+    let us = |v: f64| report::ns(v);
+    let mut rows = Vec::new();
     if let (Some(sl), Some(sp)) = (
-        find(&case_name(Kind::TimerSleep, cfs, Load::Idle)),
-        find(&case_name(Kind::TimerSpin, cfs, Load::Idle)),
+        cases.find(Kind::TimerSleep, CFS, Load::Idle),
+        cases.find(Kind::TimerSpin, CFS, Load::Idle),
     ) {
         rows.push(Comparison {
             what: "sleeping vs spinning to a deadline, CFS, idle: p50 (p99.9)".into(),
@@ -794,9 +877,9 @@ fn compare(out: &mut Outcome, fifo: bool, ct: &[Dist]) {
             verdict: "a spinner pays no wake-up at all, but burns its CPU".into(),
         });
     }
-    let e_cfs = find(&case_name(Kind::EventfdSleep, cfs, Load::Idle));
-    let e_fifo = find(&case_name(Kind::EventfdSleep, ff, Load::Idle));
-    let flag = find(&case_name(Kind::FlagSpin, cfs, Load::Idle));
+    let e_cfs = cases.find(Kind::EventfdSleep, CFS, Load::Idle);
+    let e_fifo = cases.find(Kind::EventfdSleep, FIFO, Load::Idle);
+    let flag = cases.find(Kind::FlagSpin, CFS, Load::Idle);
     if let (Some(e), Some(fl)) = (&e_cfs, &flag) {
         rows.push(Comparison {
             what: "cross-thread wake, idle: eventfd CFS / eventfd FIFO / spinning flag, p50".into(),
@@ -816,7 +899,7 @@ fn compare(out: &mut Outcome, fifo: bool, ct: &[Dist]) {
                 .into(),
         });
     }
-    if let Some(fl) = find(&case_name(Kind::FlagSpin, cfs, Load::Same)) {
+    if let Some(fl) = cases.find(Kind::FlagSpin, CFS, Load::Same) {
         rows.push(Comparison {
             what: "spinning flag under CFS with a busy thread on its CPU: p50, p99.9".into(),
             ours: format!("{}, {}", us(fl.p50_ns), us(fl.p999_ns)),
@@ -827,11 +910,7 @@ fn compare(out: &mut Outcome, fifo: bool, ct: &[Dist]) {
                 .into(),
         });
     }
-    if !fifo {
-        out.notes
-            .push("No FIFO rows: SCHED_FIFO was refused (see above).".into());
-    }
-    out.comparisons.extend(rows);
+    rows
 }
 
 #[cfg(test)]
