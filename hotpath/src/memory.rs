@@ -242,6 +242,28 @@ pub fn run_with(ctx: &Ctx, max: usize, rounds: usize, steps: usize) -> anyhow::R
         "Memory access latency: sequential vs random pointer chasing over working-set size",
         Level::Code,
     );
+    let points = measure_sizes(ctx, max, rounds, steps)?;
+    out.curves.push(latency_curve(&points));
+    compare(ctx, &mut out, &points);
+    for p in [l1_point(&points), last_point(&points)] {
+        out.dists
+            .extend([p.sequential.clone(), p.random.clone(), p.random_thp.clone()]);
+    }
+    push_notes(ctx, &mut out, &points, rounds, steps);
+    out.trader = "The trader's hot data is small and mostly walked in order: each packet is \
+                  read front to back from a UMEM frame (trader/src/trading/xdp.rs; the UMEM \
+                  is 4096 frames × 2048 B = 8 MiB, XskConfig in afxdp/src/xsk.rs, of which \
+                  only the frames in flight are hot), the tick-to-trade core keeps an 8 KiB \
+                  `seen` bitmap and fixed pending arrays (trader-core/src/lib.rs), and the \
+                  engine's rolling windows are ring buffers (engine/src/strategy.rs). Nothing \
+                  on the path chases pointers through a large structure, so it lives at the \
+                  left of this curve."
+        .into();
+    Ok(out)
+}
+
+/// Every size from [`sizes`]`(max)` measured in turn, smallest first.
+fn measure_sizes(ctx: &Ctx, max: usize, rounds: usize, steps: usize) -> anyhow::Result<Vec<Point>> {
     let started = Instant::now();
     let mut points = Vec::new();
     for bytes in sizes(max) {
@@ -253,6 +275,24 @@ pub fn run_with(ctx: &Ctx, max: usize, rounds: usize, steps: usize) -> anyhow::R
         size_name(max),
         started.elapsed().as_secs_f64()
     ));
+    Ok(points)
+}
+
+/// The largest size measured.
+fn last_point(points: &[Point]) -> &Point {
+    points.last().expect("at least one size")
+}
+
+/// The L1 comparison's size ([`L1_SET`]), else the smallest measured.
+fn l1_point(points: &[Point]) -> &Point {
+    points
+        .iter()
+        .find(|p| p.bytes == L1_SET)
+        .unwrap_or(&points[0])
+}
+
+/// The three walks' p50 per access over working-set size.
+fn latency_curve(points: &[Point]) -> Curve {
     let series = |name: &str, f: fn(&Point) -> &Dist| Series {
         name: name.into(),
         points: points
@@ -260,7 +300,7 @@ pub fn run_with(ctx: &Ctx, max: usize, rounds: usize, steps: usize) -> anyhow::R
             .map(|p| (p.bytes as f64, f(p).p50_ns))
             .collect(),
     };
-    out.curves.push(Curve {
+    Curve {
         id: "memory-latency".into(),
         title: "Dependent loads: ns per access (p50 of per-sample means) over working-set size"
             .into(),
@@ -273,7 +313,12 @@ pub fn run_with(ctx: &Ctx, max: usize, rounds: usize, steps: usize) -> anyhow::R
             series("random chase, 4 KiB pages", |p| &p.random),
             series("random chase, THP", |p| &p.random_thp),
         ],
-    });
+    }
+}
+
+/// The comparisons: sequential vs random at the largest size and inside the L1, 4 KiB pages vs
+/// THP at the largest size, and the random chase inside each cache level.
+fn compare(ctx: &Ctx, out: &mut Outcome, points: &[Point]) {
     let t = ctx.tsc;
     let fmt = |d: &Dist| {
         format!(
@@ -282,12 +327,8 @@ pub fn run_with(ctx: &Ctx, max: usize, rounds: usize, steps: usize) -> anyhow::R
             d.p50_ns * t.ticks_per_ns
         )
     };
-    let last = points.last().expect("at least one size").clone();
-    let l1 = points
-        .iter()
-        .find(|p| p.bytes == L1_SET)
-        .cloned()
-        .unwrap_or_else(|| points[0].clone());
+    let last = last_point(points);
+    let l1 = l1_point(points);
     out.comparisons.push(Comparison {
         what: format!(
             "sequential vs random chase at {}, per access (p50)",
@@ -341,6 +382,12 @@ pub fn run_with(ctx: &Ctx, max: usize, rounds: usize, steps: usize) -> anyhow::R
         study_ratio: Some(290.0 / 43.12),
         verdict: "the part of a random access that is page walks; see hugepages".into(),
     });
+    out.comparisons.push(cache_levels_row(&levels, points));
+}
+
+/// The random chase's p50 at one size inside each of `levels` (from [`level_points`]), or at
+/// fixed sizes labelled by size only when the cache sizes could not be read.
+fn cache_levels_row(levels: &[(u32, usize)], points: &[Point]) -> Comparison {
     let steps_at = |b: usize| {
         points
             .iter()
@@ -348,7 +395,7 @@ pub fn run_with(ctx: &Ctx, max: usize, rounds: usize, steps: usize) -> anyhow::R
             .map(|p| report::ns(p.random.p50_ns))
     };
     let measured: Vec<usize> = points.iter().map(|p| p.bytes).collect();
-    let picks = level_points(&levels, &measured);
+    let picks = level_points(levels, &measured);
     let (what, verdict) = if picks.is_empty() {
         (
             "random chase p50 at 16 KiB / 256 KiB / 8 MiB / largest".to_string(),
@@ -375,11 +422,11 @@ pub fn run_with(ctx: &Ctx, max: usize, rounds: usize, steps: usize) -> anyhow::R
         )
     };
     let at: Vec<usize> = if picks.is_empty() {
-        vec![16 << 10, 256 << 10, 8 << 20, last.bytes]
+        vec![16 << 10, 256 << 10, 8 << 20, last_point(points).bytes]
     } else {
         picks.iter().map(|(_, b)| *b).collect()
     };
-    out.comparisons.push(Comparison {
+    Comparison {
         what,
         ours: at
             .iter()
@@ -390,11 +437,11 @@ pub fn run_with(ctx: &Ctx, max: usize, rounds: usize, steps: usize) -> anyhow::R
         study: "–".into(),
         study_ratio: None,
         verdict,
-    });
-    for p in [&l1, &last] {
-        out.dists
-            .extend([p.sequential.clone(), p.random.clone(), p.random_thp.clone()]);
     }
+}
+
+/// The notes on method (buffers, chains, rounds of `steps` loads) and on what the curve shows.
+fn push_notes(ctx: &Ctx, out: &mut Outcome, points: &[Point], rounds: usize, steps: usize) {
     out.notes.push(format!(
         "Each size gets fresh buffers: one on 4 KiB pages (MADV_NOHUGEPAGE) holding two chains \
          in two words of every 64-byte line, one in address order and one random single cycle \
@@ -405,9 +452,9 @@ pub fn run_with(ctx: &Ctx, max: usize, rounds: usize, steps: usize) -> anyhow::R
          dependent loads per walk; a sample is a round's mean, so the percentiles are of \
          {steps}-access means (one access is below the timer's resolution). Every walk ends \
          where counting says (checked). Ticks are the TSC's ({:.3} GHz), not core cycles.",
-        t.ticks_per_ns
+        ctx.tsc.ticks_per_ns
     ));
-    let first = &points[0];
+    let (first, last) = (&points[0], last_point(points));
     out.notes.push(format!(
         "{} The study's 5.35 cycles/access is a sequential array walk; the 70× gap is the same \
          kind of gap. The random chase's cost is the latency of whichever level holds the set, \
@@ -422,16 +469,6 @@ pub fn run_with(ctx: &Ctx, max: usize, rounds: usize, steps: usize) -> anyhow::R
             last.sequential.p50_ns
         )
     ));
-    out.trader = "The trader's hot data is small and mostly walked in order: each packet is \
-                  read front to back from a UMEM frame (trader/src/trading/xdp.rs; the UMEM \
-                  is 4096 frames × 2048 B = 8 MiB, XskConfig in afxdp/src/xsk.rs, of which \
-                  only the frames in flight are hot), the tick-to-trade core keeps an 8 KiB \
-                  `seen` bitmap and fixed pending arrays (trader-core/src/lib.rs), and the \
-                  engine's rolling windows are ring buffers (engine/src/strategy.rs). Nothing \
-                  on the path chases pointers through a large structure, so it lives at the \
-                  left of this curve."
-        .into();
-    Ok(out)
 }
 
 #[cfg(test)]

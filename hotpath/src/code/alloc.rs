@@ -359,35 +359,26 @@ fn check(m: &Measured) -> anyhow::Result<u64> {
     Ok(*s0)
 }
 
-pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
-    ctx.pin()?;
-    let plan = Plan {
-        window: 1000,
-        warmup: 2,
-        rounds: ctx.pick(20, 200),
-        ops_per_round: ctx.pick(2_000, 10_000),
-    };
-    ctx.progress(&format!(
-        "6 variants × {} operations, one and {BATCH} per sample, window of {} live orders, \
-         interleaved",
-        plan.rounds * plan.ops_per_round,
-        plan.window
-    ));
-    let m = measure(ctx.tsc, plan);
-    let sum = check(&m)?;
-    let mut o = Outcome::new(
-        "alloc",
-        "Allocating an order per operation: heap, pool, arena, allocators",
-        Level::Code,
-    );
-    o.dists = m.dists;
-    let row = |what: &str,
-               (slow, fast): (&str, &str),
-               pct: Pct,
-               study: &str,
-               sr: Option<f64>,
-               tail: &str| {
-        let (slow, fast, label, pick): (String, String, String, fn(&Dist) -> f64) = match pct {
+/// One comparison row: two variants (`slow` against `fast`) at one figure.
+#[derive(Debug, Clone, Copy)]
+struct Row<'a> {
+    /// What is compared, before the figure's label.
+    what: &'a str,
+    slow: &'a str,
+    fast: &'a str,
+    pct: Pct,
+    study: &'a str,
+    study_ratio: Option<f64>,
+    /// What the figure shows, for the verdict.
+    tail: &'a str,
+}
+
+impl Row<'_> {
+    /// The row from the distributions in `o`: the batched forms for [`Pct::BatchP50`], the
+    /// single-operation forms for the tails.
+    fn compare(&self, o: &Outcome) -> Comparison {
+        let (slow, fast) = (self.slow, self.fast);
+        let (slow, fast, label, pick): (String, String, String, fn(&Dist) -> f64) = match self.pct {
             Pct::BatchP50 => (
                 batched(slow),
                 batched(fast),
@@ -410,82 +401,143 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
         let (s, f) = (pick(o.dist(&slow)), pick(o.dist(&fast)));
         let r = s / f;
         Comparison {
-            what: format!("{what}, {label}"),
+            what: format!("{}, {label}", self.what),
             ours: format!("{} vs {}", ns(s), ns(f)),
             our_ratio: Some(r),
-            study: study.to_string(),
-            study_ratio: sr,
-            verdict: super::verdict(r, sr, tail),
+            study: self.study.to_string(),
+            study_ratio: self.study_ratio,
+            verdict: super::verdict(r, self.study_ratio, self.tail),
         }
+    }
+}
+
+pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
+    ctx.pin()?;
+    let plan = Plan {
+        window: 1000,
+        warmup: 2,
+        rounds: ctx.pick(20, 200),
+        ops_per_round: ctx.pick(2_000, 10_000),
     };
-    o.comparisons = vec![
-        row(
-            "glibc new/free vs slab pool",
-            (BOX, SLAB),
-            Pct::BatchP50,
-            "object pool 3.7× faster than new/delete",
-            Some(3.7),
-            "a pool's insert/remove is a free-list push and pop in one Vec",
-        ),
-        row(
-            "glibc new/free vs slab pool",
-            (BOX, SLAB),
-            Pct::P999,
-            "the heap's tail stays higher; the pool's advantage shows most at p99.9",
-            None,
-            "malloc's slow paths (consolidation, a fresh chunk) would show here; so does the host's \
+    ctx.progress(&format!(
+        "6 variants × {} operations, one and {BATCH} per sample, window of {} live orders, \
+         interleaved",
+        plan.rounds * plan.ops_per_round,
+        plan.window
+    ));
+    let m = measure(ctx.tsc, plan);
+    let sum = check(&m)?;
+    let mut o = Outcome::new(
+        "alloc",
+        "Allocating an order per operation: heap, pool, arena, allocators",
+        Level::Code,
+    );
+    o.dists = m.dists;
+    o.comparisons = comparisons(&o);
+    o.notes = notes(ctx, plan, sum);
+    o.trader = "Nothing is allocated per packet: trader-core/src/lib.rs says it and does it. \
+        `Trader::on_packet` builds each `OrderRepr` (wire/src/order.rs, a Copy value) on the \
+        stack, keeps engine samples and fills in the fixed arrays of `Pending` (64 entries) \
+        until `settle`, and tracks sequence numbers in `seen`, a `Box<[u64]>` made once in \
+        `Trader::new`; `UdpSink::send` (trader/src/trading/udp.rs) encodes into a stack \
+        buffer, `UdpIo` receives into a `Box<[u8; 2048]>` made once, and the engine's \
+        `Strategy` allocates its rings only in `Strategy::new` (engine/src/strategy.rs). The one \
+        pool is the AF_XDP path's: `XskTx::send` pops a TX frame from its preallocated `free` \
+        Vec and completions push it back, and RX frames waiting for the fill ring sit in \
+        `Refill.pending`, sized for the whole RX pool so it never grows (afxdp/src/xsk.rs). \
+        Orders themselves are never heap objects, so the trader needs no order pool or arena, \
+        and its global allocator (glibc: no #[global_allocator] anywhere) serves setup and exit."
+        .to_string();
+    Ok(o)
+}
+
+/// The rows against the study: the heap vs the pool (steady cost and tails), vs the arena,
+/// and glibc vs the other two allocators.
+fn comparisons(o: &Outcome) -> Vec<Comparison> {
+    [
+        Row {
+            what: "glibc new/free vs slab pool",
+            slow: BOX,
+            fast: SLAB,
+            pct: Pct::BatchP50,
+            study: "object pool 3.7× faster than new/delete",
+            study_ratio: Some(3.7),
+            tail: "a pool's insert/remove is a free-list push and pop in one Vec",
+        },
+        Row {
+            what: "glibc new/free vs slab pool",
+            slow: BOX,
+            fast: SLAB,
+            pct: Pct::P999,
+            study: "the heap's tail stays higher; the pool's advantage shows most at p99.9",
+            study_ratio: None,
+            tail: "malloc's slow paths (consolidation, a fresh chunk) would show here; so does the host's \
              noise, for every variant alike",
-        ),
-        row(
-            "glibc new/free vs slab pool",
-            (BOX, SLAB),
-            Pct::P9999,
-            "not stated",
-            None,
-            "the deep tail: mostly the host (interrupts, preemption by the other vCPU's work)",
-        ),
-        row(
-            "glibc new/free vs bumpalo arena",
-            (BOX, ARENA),
-            Pct::BatchP50,
-            "not measured",
-            None,
-            "a pointer bump; but an arena frees only all at once (its reset is timed apart)",
-        ),
-        row(
-            "glibc vs mimalloc (same calls)",
-            (SYSTEM, MIMALLOC),
-            Pct::BatchP50,
-            "not measured",
-            None,
-            "the global allocator as a design choice: the steady cost",
-        ),
-        row(
-            "glibc vs jemalloc (same calls)",
-            (SYSTEM, JEMALLOC),
-            Pct::BatchP50,
-            "not measured",
-            None,
-            "the global allocator as a design choice: the steady cost",
-        ),
-        row(
-            "glibc vs mimalloc (same calls)",
-            (SYSTEM, MIMALLOC),
-            Pct::P999,
-            "not measured",
-            None,
-            "the global allocator as a design choice: the tail",
-        ),
-        row(
-            "glibc vs jemalloc (same calls)",
-            (SYSTEM, JEMALLOC),
-            Pct::P999,
-            "not measured",
-            None,
-            "the global allocator as a design choice: the tail",
-        ),
-    ];
-    o.notes = vec![
+        },
+        Row {
+            what: "glibc new/free vs slab pool",
+            slow: BOX,
+            fast: SLAB,
+            pct: Pct::P9999,
+            study: "not stated",
+            study_ratio: None,
+            tail: "the deep tail: mostly the host (interrupts, preemption by the other vCPU's work)",
+        },
+        Row {
+            what: "glibc new/free vs bumpalo arena",
+            slow: BOX,
+            fast: ARENA,
+            pct: Pct::BatchP50,
+            study: "not measured",
+            study_ratio: None,
+            tail: "a pointer bump; but an arena frees only all at once (its reset is timed apart)",
+        },
+        Row {
+            what: "glibc vs mimalloc (same calls)",
+            slow: SYSTEM,
+            fast: MIMALLOC,
+            pct: Pct::BatchP50,
+            study: "not measured",
+            study_ratio: None,
+            tail: "the global allocator as a design choice: the steady cost",
+        },
+        Row {
+            what: "glibc vs jemalloc (same calls)",
+            slow: SYSTEM,
+            fast: JEMALLOC,
+            pct: Pct::BatchP50,
+            study: "not measured",
+            study_ratio: None,
+            tail: "the global allocator as a design choice: the steady cost",
+        },
+        Row {
+            what: "glibc vs mimalloc (same calls)",
+            slow: SYSTEM,
+            fast: MIMALLOC,
+            pct: Pct::P999,
+            study: "not measured",
+            study_ratio: None,
+            tail: "the global allocator as a design choice: the tail",
+        },
+        Row {
+            what: "glibc vs jemalloc (same calls)",
+            slow: SYSTEM,
+            fast: JEMALLOC,
+            pct: Pct::P999,
+            study: "not measured",
+            study_ratio: None,
+            tail: "the global allocator as a design choice: the tail",
+        },
+    ]
+    .iter()
+    .map(|r| r.compare(o))
+    .collect()
+}
+
+/// The notes on method: what an operation is, the timer's resolution, the allocators' free
+/// lists and how they are called, the arena's reset, the study's pool, and the checksum `sum`.
+fn notes(ctx: &Ctx, plan: Plan, sum: u64) -> Vec<String> {
+    vec![
         format!(
             "An operation: make a new 64-byte order, put it in a random slot of a window of {} \
              live orders, free the order it replaces (and read it, for the checksum). The slot \
@@ -527,21 +579,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
          counts: this guest exposes no hardware PMU."
             .to_string(),
         format!("All twelve variants freed the same orders (checksum {sum:#x})."),
-    ];
-    o.trader = "Nothing is allocated per packet: trader-core/src/lib.rs says it and does it. \
-        `Trader::on_packet` builds each `OrderRepr` (wire/src/order.rs, a Copy value) on the \
-        stack, keeps engine samples and fills in the fixed arrays of `Pending` (64 entries) \
-        until `settle`, and tracks sequence numbers in `seen`, a `Box<[u64]>` made once in \
-        `Trader::new`; `UdpSink::send` (trader/src/trading/udp.rs) encodes into a stack \
-        buffer, `UdpIo` receives into a `Box<[u8; 2048]>` made once, and the engine's \
-        `Strategy` allocates its rings only in `Strategy::new` (engine/src/strategy.rs). The one \
-        pool is the AF_XDP path's: `XskTx::send` pops a TX frame from its preallocated `free` \
-        Vec and completions push it back, and RX frames waiting for the fill ring sit in \
-        `Refill.pending`, sized for the whole RX pool so it never grows (afxdp/src/xsk.rs). \
-        Orders themselves are never heap objects, so the trader needs no order pool or arena, \
-        and its global allocator (glibc: no #[global_allocator] anywhere) serves setup and exit."
-        .to_string();
-    Ok(o)
+    ]
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use crossbeam_utils::CachePadded;
 
 use super::{Start, join, quiet, topology};
 use crate::Ctx;
-use crate::harness::{Variant, interleave, tsc};
+use crate::harness::{Dist, Variant, interleave, tsc};
 use crate::report::{Comparison, Level, Outcome, ns};
 
 /// Two counters in some layout.
@@ -196,6 +196,34 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
 
 pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
     ctx.pin()?;
+    let (dists, quiet_runs) = measure(ctx, p)?;
+    let mut out = Outcome::new(
+        "false-sharing",
+        "False sharing: two threads, two counters, one cache line or padded",
+        Level::Code,
+    );
+    out.dists = dists;
+    out.comparisons = compare(&quiet_runs, p.n);
+    out.notes = notes(ctx, p, &quiet_runs);
+    out.trader = "The trader's hot path is one thread and writes no memory another thread \
+                  writes: its counters are plain `u64` fields of `Trader::counters` \
+                  (`results::TraderCounters`, bumped in `trader-core/src/lib.rs` `on_packet`), \
+                  read after the run; the only shared atomic in its loop is the stop flag \
+                  (`trader/src/trading/mod.rs` `run_with_clock`: one relaxed load per turn, \
+                  written only by the signal handler, so its line stays shared-clean); the XDP \
+                  program's counters are a per-CPU map (`xdp-ebpf/src/main.rs` `COUNTERS: \
+                  PerCpuArray`). Nothing to pad today; the `floor` binary already keeps its \
+                  ping-pong word on a 128-byte line of its own (`userspace/src/bin/floor.rs` \
+                  `#[repr(align(128))] struct Line`)."
+        .to_string();
+    Ok(out)
+}
+
+/// Every (op, layout) variant, interleaved round by round; fails unless every run counted
+/// exactly. Returns the distributions (ns per increment) and each variant's quiet run in ns,
+/// the 10th percentile of its recorded runs, indexed `[op][layout]` as [`OPS`] and [`LAYOUTS`]
+/// (a run the host preempted carries a time slice, so the comparisons take the quiet one).
+fn measure(ctx: &Ctx, p: Params) -> anyhow::Result<(Vec<Dist>, [[f64; 3]; 2])> {
     let Params { n, warmup, rounds } = p;
     let ops = u32::try_from(n).map_err(|_| anyhow::anyhow!("{n} increments: at most 2^32"))?;
     let one = OneLine::default();
@@ -239,17 +267,15 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
     if let Some(e) = errors.into_inner().first() {
         anyhow::bail!("{e}");
     }
-    let mut out = Outcome::new(
-        "false-sharing",
-        "False sharing: two threads, two counters, one cache line or padded",
-        Level::Code,
-    );
-    out.dists = dists;
-    // The quiet run (see the notes): a run the host preempted carries a time slice.
-    let per_run = |o: usize, i: usize| quiet(&runs[o][i].borrow());
+    Ok((dists, runs.map(|op| op.map(|r| quiet(&r.borrow())))))
+}
+
+/// Per op, one line against padded to 64 B (with the study's figures) and against padded to
+/// 128 B, from the quiet runs (ns per run of `n` increments, as [`measure`] returns them).
+fn compare(quiet_runs: &[[f64; 3]; 2], n: u64) -> Vec<Comparison> {
     let mut rows = Vec::new();
     for (o, op) in OPS.into_iter().enumerate() {
-        let (shared, p64, p128) = (per_run(o, 0), per_run(o, 1), per_run(o, 2));
+        let [shared, p64, p128] = quiet_runs[o];
         let (r64, r128, r64_128) = (shared / p64, shared / p128, p64 / p128);
         let verdict = sharing_verdict(r64, STUDY_SHARED_S / STUDY_PADDED_S);
         rows.push(Comparison {
@@ -289,8 +315,14 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
             },
         });
     }
-    out.comparisons = rows;
-    let q = |o: usize, i: usize| quiet(&runs[o][i].borrow()) / n as f64;
+    rows
+}
+
+/// The notes on method, on what a shared line costs per increment, on the vCPUs' placement
+/// (which the shared ÷ padded ratios hint at), and on the missing PMU.
+fn notes(ctx: &Ctx, p: Params, quiet_runs: &[[f64; 3]; 2]) -> Vec<String> {
+    let Params { n, rounds, .. } = p;
+    let q = |o: usize, i: usize| quiet_runs[o][i] / n as f64;
     let (fa_one, fa_pad) = (q(0, 0), q(0, 1));
     let (ls_one, ls_pad) = (q(1, 0), q(1, 1));
     let best = (fa_one / fa_pad).max(ls_one / ls_pad);
@@ -312,7 +344,7 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
             ls_one / ls_pad
         )
     };
-    out.notes = vec![
+    vec![
         format!(
             "Each sample is one run: both threads start together and each increments its own \
              counter {n} times; the sample is the time until both finished divided by {n} (ns \
@@ -344,19 +376,7 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
         "No hardware PMU in this guest: the cache-line transfers (HITM events) themselves \
          can't be counted here; the time is the only evidence."
             .to_string(),
-    ];
-    out.trader = "The trader's hot path is one thread and writes no memory another thread \
-                  writes: its counters are plain `u64` fields of `Trader::counters` \
-                  (`results::TraderCounters`, bumped in `trader-core/src/lib.rs` `on_packet`), \
-                  read after the run; the only shared atomic in its loop is the stop flag \
-                  (`trader/src/trading/mod.rs` `run_with_clock`: one relaxed load per turn, \
-                  written only by the signal handler, so its line stays shared-clean); the XDP \
-                  program's counters are a per-CPU map (`xdp-ebpf/src/main.rs` `COUNTERS: \
-                  PerCpuArray`). Nothing to pad today; the `floor` binary already keeps its \
-                  ping-pong word on a 128-byte line of its own (`userspace/src/bin/floor.rs` \
-                  `#[repr(align(128))] struct Line`)."
-        .to_string();
-    Ok(out)
+    ]
 }
 
 /// Our shared ÷ padded ratio against the study's: within 0.67-1.5 of it agrees; above, the

@@ -28,7 +28,7 @@ use crossbeam_utils::CachePadded;
 
 use super::{Rng, Start, join, quiet};
 use crate::Ctx;
-use crate::harness::{Recorder, Variant, interleave, tsc};
+use crate::harness::{Dist, Recorder, Variant, interleave, tsc};
 use crate::report::{Comparison, Level, Outcome, ns};
 
 /// Slots in every queue.
@@ -738,6 +738,31 @@ fn summarise(
     flood: [f64; 5],
     walls: [f64; 2],
 ) {
+    let floor = out.dist(PINGPONG).clone();
+    let mut rows = latency_rows(out);
+    // The quiet round (p10, as in `false-sharing`): a round the host preempted carries a time
+    // slice.
+    rows.push(throughput_row(&flood));
+    rows.push(contention_row(out, ctx, walls));
+    out.comparisons = rows;
+    out.notes = notes(ctx, p, negative, &floor, &flood);
+    out.trader = "No hand-off on the trader's hot path: the trader is one thread that takes \
+                  packets from its I/O and sends the orders itself (`trader/src/trading/mod.rs` \
+                  `run_with_clock`: one loop calling `io.recv` and, per packet, \
+                  `Trader::on_packet` and the sink's send and flush), so no queue sits between \
+                  feed and strategy; the feed arrives over the network (AF_XDP's RX ring is \
+                  itself a single-producer single-consumer ring between the kernel and this \
+                  thread: `afxdp/src/xsk.rs`). No statistics atomics on the path either: \
+                  the trader's counters are plain fields (`trader-core/src/lib.rs`); the boundary \
+                  server's atomics (`boundary/src/server.rs` `Counters`, `Connections`) change \
+                  per connection accepted or closed, not per request, and each connection's \
+                  thread serves its requests alone (`serve_connection`)."
+        .to_string();
+}
+
+/// The paced latency rows: the ring against the CPU floor, then every other queue against the
+/// ring, p50 and tails.
+fn latency_rows(out: &Outcome) -> Vec<Comparison> {
     let ring = out.dist(Kind::Rtrb.name()).clone();
     let floor = out.dist(PINGPONG).clone();
     let mut rows = Vec::new();
@@ -783,14 +808,19 @@ fn summarise(
             verdict: tail_verdict(k.name(), d.p999_ns, ring.p999_ns),
         });
     }
-    // The quiet round (p10, as in `false-sharing`): a round the host preempted carries a time
-    // slice.
-    let rate = |k: Kind| 1e3 / flood[Kind::ALL.iter().position(|x| *x == k).unwrap_or(0)];
-    let flood: Vec<String> = Kind::ALL
-        .iter()
-        .map(|k| format!("{} {:.1} M/s", k.name(), rate(*k)))
-        .collect();
-    rows.push(Comparison {
+    rows
+}
+
+/// Queue `k`'s unpaced rate in M messages/s, from `flood` (ns per message, [`Kind::ALL`]'s
+/// order).
+fn flood_rate(flood: &[f64; 5], k: Kind) -> f64 {
+    1e3 / flood[Kind::ALL.iter().position(|x| *x == k).unwrap_or(0)]
+}
+
+/// Unpaced throughput, the ring against the mutex queue.
+fn throughput_row(flood: &[f64; 5]) -> Comparison {
+    let rate = |k: Kind| flood_rate(flood, k);
+    Comparison {
         what: "unpaced throughput, rtrb vs Mutex<VecDeque>".to_string(),
         ours: format!(
             "{:.1} vs {:.1} M msgs/s",
@@ -801,13 +831,18 @@ fn summarise(
         study: "not measured".to_string(),
         study_ratio: None,
         verdict: throughput_verdict(rate(Kind::Rtrb) / rate(Kind::MutexVecDeque)),
-    });
+    }
+}
+
+/// Two contenders on one queue, ArrayQueue against the mutex queue: the pair's latency on the
+/// measured CPU, and the throughput of the quiet round (`walls`, ns per pair).
+fn contention_row(out: &Outcome, ctx: &Ctx, walls: [f64; 2]) -> Comparison {
     let [lf, _, _] = mpmc_names(MPMC[0], ctx);
     let [mx, _, _] = mpmc_names(MPMC[1], ctx);
     let (lf, mx) = (out.dist(&lf).clone(), out.dist(&mx).clone());
     let [lf_wall, mx_wall] = walls;
     let lock_free_wins = lf.p999_ns <= mx.p999_ns && lf_wall <= mx_wall;
-    rows.push(Comparison {
+    Comparison {
         what: "contended, 2 threads push+pop on one queue: ArrayQueue vs Mutex<VecDeque>, \
                pair p50 · p99.9 · max; throughput"
             .to_string(),
@@ -847,9 +882,18 @@ fn summarise(
                 )
             }
         },
-    });
-    out.comparisons = rows;
-    out.notes = vec![
+    }
+}
+
+/// The notes on method: the paced rounds, the TSC across CPUs (`negative`: pops stamped before
+/// their push), the counter's resolution, the CPU `floor`, the unpaced rates (`flood`, as in
+/// [`summarise`]), the contended rounds, and the mutex's futex.
+fn notes(ctx: &Ctx, p: &Params, negative: u64, floor: &Dist, flood: &[f64; 5]) -> Vec<String> {
+    let flood: Vec<String> = Kind::ALL
+        .iter()
+        .map(|k| format!("{} {:.1} M/s", k.name(), flood_rate(flood, *k)))
+        .collect();
+    vec![
         format!(
             "Latency: {} paced messages per round, one every 1-2 µs (random gap), {} rounds per \
              queue, interleaved with the ping-pong floor ({} round trips per round). Each \
@@ -910,19 +954,7 @@ fn summarise(
          makes. No hardware PMU here: CAS retries and line transfers can't be counted, only \
          timed."
             .to_string(),
-    ];
-    out.trader = "No hand-off on the trader's hot path: the trader is one thread that takes \
-                  packets from its I/O and sends the orders itself (`trader/src/trading/mod.rs` \
-                  `run_with_clock`: one loop calling `io.recv` and, per packet, \
-                  `Trader::on_packet` and the sink's send and flush), so no queue sits between \
-                  feed and strategy; the feed arrives over the network (AF_XDP's RX ring is \
-                  itself a single-producer single-consumer ring between the kernel and this \
-                  thread: `afxdp/src/xsk.rs`). No statistics atomics on the path either: \
-                  the trader's counters are plain fields (`trader-core/src/lib.rs`); the boundary \
-                  server's atomics (`boundary/src/server.rs` `Counters`, `Connections`) change \
-                  per connection accepted or closed, not per request, and each connection's \
-                  thread serves its requests alone (`serve_connection`)."
-        .to_string();
+    ]
 }
 
 #[cfg(test)]
