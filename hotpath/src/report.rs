@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::Context;
+use results::plot::{self, Axis, Plot, Scale};
 use serde::{Deserialize, Serialize};
 
 use crate::harness::Dist;
@@ -299,141 +300,20 @@ pub fn file_stem(name: &str) -> String {
     s.trim_matches('-').to_string()
 }
 
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
-/// A line plot, axes linear or log10. Always a complete SVG, also with no points.
+/// A line plot, axes linear or log10 (a linear y from 0). Always a complete SVG, also with no
+/// points.
 pub fn svg(c: &Curve) -> String {
-    let (w, h, ml, mr, mt, mb) = (900.0, 520.0, 80.0, 180.0, 40.0, 60.0);
-    let tx = |v: f64| if c.log_x { v.max(1e-300).log10() } else { v };
-    let ty = |v: f64| if c.log_y { v.max(1e-300).log10() } else { v };
-    let pts: Vec<(f64, f64)> = c
-        .series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|&(x, y)| (tx(x), ty(y))))
-        .filter(|(x, y)| x.is_finite() && y.is_finite())
-        .collect();
-    let (mut x0, mut x1, mut y0, mut y1) = pts.iter().fold(
-        (
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-        ),
-        |(a, b, c, d), &(x, y)| (a.min(x), b.max(x), c.min(y), d.max(y)),
-    );
-    if !x0.is_finite() {
-        (x0, x1, y0, y1) = (0.0, 1.0, 0.0, 1.0);
+    let scale = |log: bool| if log { Scale::Log10 } else { Scale::Linear };
+    let x = Axis::new(&c.x_label, scale(c.log_x));
+    let mut y = Axis::new(&c.y_label, scale(c.log_y));
+    if !c.log_y {
+        y = y.include(0.0);
     }
-    if c.log_y {
-        (y0, y1) = (y0.floor(), y1.ceil());
-    } else {
-        y0 = y0.min(0.0);
+    let mut p = Plot::new(&c.title, x, y);
+    for s in &c.series {
+        p = p.series(plot::Series::line(&s.name, s.points.clone()));
     }
-    if x1 - x0 < 1e-12 {
-        x1 = x0 + 1.0;
-    }
-    if y1 - y0 < 1e-12 {
-        y1 = y0 + 1.0;
-    }
-    let sx = |x: f64| ml + (x - x0) / (x1 - x0) * (w - ml - mr);
-    let sy = |y: f64| h - mb - (y - y0) / (y1 - y0) * (h - mt - mb);
-    let colors = [
-        "#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f",
-    ];
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(
-        s,
-        r#"<text x="{ml}" y="22" font-size="14">{}</text>"#,
-        escape(&c.title)
-    );
-    let label = |v: f64, log: bool| {
-        let v = if log { 10f64.powf(v) } else { v };
-        if v.abs() >= 1e9 {
-            format!("{:.0}G", v / 1e9)
-        } else if v.abs() >= 1e6 {
-            format!("{:.0}M", v / 1e6)
-        } else if v.abs() >= 1e3 {
-            format!("{:.0}k", v / 1e3)
-        } else if v.abs() >= 10.0 || v == 0.0 {
-            format!("{v:.0}")
-        } else {
-            format!("{v:.2}")
-        }
-    };
-    for i in 0..=8 {
-        let x = x0 + (x1 - x0) * f64::from(i) / 8.0;
-        let _ = writeln!(
-            s,
-            r##"<line x1="{0:.1}" y1="{mt}" x2="{0:.1}" y2="{1}" stroke="#ddd"/><text x="{0:.1}" y="{2}" text-anchor="middle">{3}</text>"##,
-            sx(x),
-            h - mb,
-            h - mb + 16.0,
-            label(x, c.log_x)
-        );
-        let y = y0 + (y1 - y0) * f64::from(i) / 8.0;
-        let _ = writeln!(
-            s,
-            r##"<line x1="{ml}" y1="{0:.1}" x2="{1}" y2="{0:.1}" stroke="#ddd"/><text x="{2}" y="{3:.1}" text-anchor="end">{4}</text>"##,
-            sy(y),
-            w - mr,
-            ml - 6.0,
-            sy(y) + 4.0,
-            label(y, c.log_y)
-        );
-    }
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
-        (ml + w - mr) / 2.0,
-        h - 15.0,
-        escape(&c.x_label)
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="18" y="{}" transform="rotate(-90 18 {})" text-anchor="middle">{}</text>"#,
-        (mt + h - mb) / 2.0,
-        (mt + h - mb) / 2.0,
-        escape(&c.y_label)
-    );
-    for (i, se) in c.series.iter().enumerate() {
-        let color = colors[i % colors.len()];
-        let path: Vec<String> = se
-            .points
-            .iter()
-            .map(|&(x, y)| (tx(x), ty(y)))
-            .filter(|(x, y)| x.is_finite() && y.is_finite())
-            .map(|(x, y)| format!("{:.1},{:.1}", sx(x), sy(y)))
-            .collect();
-        if !path.is_empty() {
-            let _ = writeln!(
-                s,
-                r#"<polyline fill="none" stroke="{color}" stroke-width="2" points="{}"/>"#,
-                path.join(" ")
-            );
-        }
-        let ly = mt + 16.0 * i as f64 + 10.0;
-        let _ = writeln!(
-            s,
-            r#"<rect x="{}" y="{}" width="12" height="3" fill="{color}"/><text x="{}" y="{}">{}{}</text>"#,
-            w - mr + 10.0,
-            ly - 4.0,
-            w - mr + 28.0,
-            ly,
-            escape(&se.name),
-            if path.is_empty() { " (no points)" } else { "" }
-        );
-    }
-    let _ = writeln!(s, "</svg>");
-    s
+    p.svg()
 }
 
 impl Report {

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 mod enums;
 mod floor;
+pub mod plot;
 mod replay;
 mod trader;
 pub mod utc;

@@ -9,6 +9,7 @@ use anyhow::Context as _;
 use paths::{Rate, Source, TraderPath, Wait, XdpMode};
 use results::{
     ContextSwitches, FloorReport, Machine, ReplayReport, Summary, ThreadTime, TraderReport,
+    plot::{self, Axis, Plot, Series},
 };
 use serde::{Deserialize, Serialize};
 
@@ -702,148 +703,29 @@ pub(crate) fn parse_hgrm(text: &str) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// The plot's value axis when there is nothing to plot, µs (decades).
-const EMPTY_PLOT_DECADES: (f64, f64) = (0.0, 1.0);
-/// The most decades the value axis spans (100 s over 0.1 µs is 9): a bound on its grid lines
-/// whatever the data.
-const MAX_PLOT_DECADES: f64 = 12.0;
-
-/// Latency by percentile, x on HdrHistogram's log axis of 1/(1-p), y log-scaled in µs.
+/// Latency by percentile, x on HdrHistogram's log axis of 1/(1-p) up to 99.9999 %, y log10
+/// µs (no lower than 0.1 µs).
 ///
-/// Always a complete SVG, whatever the data: a curve with no rows (nothing came back) is named
-/// in the legend as having no samples, one row is drawn as a point, and with no data at all
-/// the axes span 1 to 10 µs.
+/// Always a complete SVG, whatever the data (see [`results::plot`]): a curve with no rows
+/// (nothing came back) is named in the legend as having no samples, one row is drawn as a
+/// point, and with no data at all the axes span 1 to 10 µs.
 pub(crate) fn svg(curves: &[(String, Vec<(f64, f64)>)], title: &str) -> String {
-    let (w, h, ml, mr, mt, mb) = (900.0, 520.0, 70.0, 20.0, 40.0, 60.0);
-    let x_max_decades = 6.0; // up to 99.9999 %
-    let xs = |q: f64| {
-        let inv = 1.0 / (1.0 - q.clamp(0.0, 0.999_999_9));
-        ml + (inv.log10() / x_max_decades).min(1.0) * (w - ml - mr)
-    };
-    let (ylo, yhi) = value_decades(curves);
-    let floor = 10f64.powf(ylo);
-    let ys = |v: f64| {
-        let t = ((v.max(floor).log10() - ylo) / (yhi - ylo)).clamp(0.0, 1.0);
-        h - mb - t * (h - mt - mb)
-    };
-    let colors = ["#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e"];
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(
-        s,
-        r#"<text x="{ml}" y="20" font-size="13">{}</text>"#,
-        escape(title)
-    );
-    for (i, label) in ["0%", "90%", "99%", "99.9%", "99.99%", "99.999%", "99.9999%"]
-        .iter()
-        .enumerate()
-    {
-        let x = ml + i as f64 / x_max_decades * (w - ml - mr);
-        let anchor = if i == 6 { "end" } else { "middle" };
-        let _ = writeln!(
-            s,
-            r##"<line x1="{x}" y1="{mt}" x2="{x}" y2="{}" stroke="#ddd"/><text x="{x}" y="{}" text-anchor="{anchor}">{label}</text>"##,
-            h - mb,
-            h - mb + 18.0
-        );
-    }
-    // Whole decades from ylo to yhi: finite and at most MAX_PLOT_DECADES apart.
-    for k in 0..=((yhi - ylo) as u32) {
-        let d = ylo + f64::from(k);
-        let v = 10f64.powf(d);
-        let y = ys(v);
-        let _ = writeln!(
-            s,
-            r##"<line x1="{ml}" y1="{y}" x2="{}" y2="{y}" stroke="#ddd"/><text x="{}" y="{}" text-anchor="end">{} µs</text>"##,
-            w - mr,
-            ml - 6.0,
-            y + 4.0,
-            if v < 1.0 {
-                format!("{v}")
-            } else {
-                format!("{v:.0}")
-            }
-        );
-    }
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="{}" text-anchor="middle">percentile</text>"#,
-        (w + ml) / 2.0,
-        h - 15.0
-    );
-    for (i, (name, c)) in curves.iter().enumerate() {
-        let color = colors[i % colors.len()];
+    let x = Axis::percentile("percentile").range(0.0, 0.999_999);
+    let y = Axis::log10("latency").format(plot::micros);
+    let mut p = Plot::new(title, x, y);
+    for (name, rows) in curves {
         // The 100 % row sits at the axis's end whatever its percentile; HdrHistogram's own
         // plots leave it out too. With only that row (one distinct value), it is the curve.
-        let below_max: Vec<(f64, f64)> = c.iter().copied().filter(|(q, _)| *q < 1.0).collect();
+        let below_max: Vec<(f64, f64)> = rows.iter().copied().filter(|(q, _)| *q < 1.0).collect();
         let rows = if below_max.is_empty() {
-            c.as_slice()
+            rows
         } else {
-            below_max.as_slice()
+            &below_max
         };
-        let pts: Vec<(f64, f64)> = rows.iter().map(|&(q, v)| (xs(q), ys(v))).collect();
-        match pts.as_slice() {
-            [] => {}
-            [(x, y)] => {
-                let _ = writeln!(
-                    s,
-                    r#"<circle cx="{x:.1}" cy="{y:.1}" r="4" fill="{color}"/>"#
-                );
-            }
-            _ => {
-                let pts: Vec<String> = pts.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
-                let _ = writeln!(
-                    s,
-                    r#"<polyline fill="none" stroke="{color}" stroke-width="2" points="{}"/>"#,
-                    pts.join(" ")
-                );
-            }
-        }
-        let name = if c.is_empty() {
-            format!("{name} (no samples)")
-        } else {
-            name.clone()
-        };
-        let ly = mt + 18.0 * (i as f64 + 1.0);
-        let _ = writeln!(
-            s,
-            r#"<line x1="{}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="3"/><text x="{}" y="{}">{}</text>"#,
-            ml + 10.0,
-            ml + 40.0,
-            ml + 46.0,
-            ly + 4.0,
-            escape(&name)
-        );
+        let points = rows.iter().map(|&(q, v)| (q, v.max(0.1))).collect();
+        p = p.series(Series::line(name, points).when_empty("no samples"));
     }
-    s.push_str("</svg>\n");
-    s
-}
-
-/// The value axis, in whole decades of µs: from the smallest value's (at least 0.1 µs) to the
-/// largest's, at least one decade and at most [`MAX_PLOT_DECADES`].
-fn value_decades(curves: &[(String, Vec<(f64, f64)>)]) -> (f64, f64) {
-    let values = || {
-        curves
-            .iter()
-            .flat_map(|(_, c)| c.iter().map(|&(_, v)| v))
-            .filter(|v| v.is_finite() && *v > 0.0)
-    };
-    let (Some(lo), Some(hi)) = (values().reduce(f64::min), values().reduce(f64::max)) else {
-        return EMPTY_PLOT_DECADES;
-    };
-    let ylo = lo.max(0.1).log10().floor();
-    let yhi = hi.max(lo).log10().ceil().max(ylo + 1.0);
-    (ylo, yhi.min(ylo + MAX_PLOT_DECADES))
-}
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+    p.svg()
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ use crate::client::{Client, spawn_sweep};
 use anyhow::{Context as _, bail};
 use clap::Parser;
 use engine::{ComboResult, Params};
+use results::plot::{self, Axis, Marker, Plot, Series};
 use serde_json::json;
 
 /// The study's published figures (Apple M2 Max, Python client), seconds or microseconds.
@@ -1129,155 +1130,86 @@ fn results_json(
     })
 }
 
-/// The echo curve on log-log axes, hand-written SVG: median and p99 over UDS and TCP, with
-/// the study's two points.
+/// The echo curve on log-log axes: median (dots) and p99 (dashed) of each client, the study's
+/// two points, and the conditions under the plot.
 fn echo_svg(curves: &[(&[EchoPoint], &str, &str)], conditions: &str) -> String {
-    let (w, h, l, rgt, top, bot) = (820.0, 520.0, 80.0, 30.0, 50.0, 110.0);
-    let (x0, x1) = (0.0_f64, 7.0_f64); // log10 bytes: 1 B .. 10 MB
-    let all = || curves.iter().flat_map(|c| c.0.iter());
-    let ys = all().flat_map(|p| [p.median_us, p.p99_us]);
-    let ymax = ys.fold(study::ECHO_1_2MB_US, f64::max).log10().ceil();
-    let ymin = all()
-        .map(|p| p.min_us)
-        .fold(study::ECHO_8B_US, f64::min)
-        .log10()
-        .floor()
-        .min(0.0);
-    let px = |bytes: f64| l + (bytes.log10() - x0) / (x1 - x0) * (w - l - rgt);
-    let py = |us: f64| top + (ymax - us.log10()) / (ymax - ymin) * (h - top - bot);
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">"#
+    let at = |pts: &[EchoPoint], y: fn(&EchoPoint) -> f64| -> Vec<(f64, f64)> {
+        pts.iter().map(|p| ((p.floats * 8) as f64, y(p))).collect()
+    };
+    let mut p = Plot::new(
+        "Echo round trip, native Rust client (log-log)",
+        Axis::log10("payload (bytes of f64 closes, one way)")
+            .range(1.0, 1e7)
+            .format(|b| match b {
+                b if b >= 1e6 => format!("{} MB", plot::num(b / 1e6)),
+                b if b >= 1e3 => format!("{} KB", plot::num(b / 1e3)),
+                b => format!("{} B", plot::num(b)),
+            }),
+        // From 1 µs at most, up to the data and the study's points.
+        Axis::log10("round trip").include(1.0).format(plot::micros),
     );
-    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(
-        s,
-        r#"<text x="{l}" y="24" font-size="15">Echo round trip, native Rust client (log-log)</text>"#
-    );
-    for d in 0..=7 {
-        let x = px(10_f64.powi(d));
-        let label = [
-            "1 B", "10 B", "100 B", "1 KB", "10 KB", "100 KB", "1 MB", "10 MB",
-        ][d as usize];
-        let _ = writeln!(
-            s,
-            r##"<line x1="{x:.1}" y1="{top}" x2="{x:.1}" y2="{:.1}" stroke="#ddd"/><text x="{x:.1}" y="{:.1}" text-anchor="middle">{label}</text>"##,
-            h - bot,
-            h - bot + 16.0
-        );
+    for &(pts, color, name) in curves {
+        p = p
+            .series(
+                Series::line(format!("{name} median"), at(pts, |e| e.median_us))
+                    .color(color)
+                    .marker(Marker::Dot),
+            )
+            .series(
+                Series::line(format!("{name} p99"), at(pts, |e| e.p99_us))
+                    .color(color)
+                    .dashed(),
+            );
     }
-    let mut d = ymin as i32;
-    while f64::from(d) <= ymax {
-        let y = py(10_f64.powi(d));
-        let label = match d {
-            0 => "1 us".to_owned(),
-            1 => "10 us".to_owned(),
-            2 => "100 us".to_owned(),
-            3 => "1 ms".to_owned(),
-            4 => "10 ms".to_owned(),
-            d => format!("1e{d} us"),
-        };
-        let _ = writeln!(
-            s,
-            r##"<line x1="{l}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{label}</text>"##,
-            w - rgt,
-            l - 6.0,
-            y + 4.0
-        );
-        d += 1;
-    }
-    let _ = writeln!(
-        s,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">payload (bytes of f64 closes, one way)</text>"#,
-        (l + w - rgt) / 2.0,
-        h - bot + 34.0
-    );
-    let series: Vec<(&[EchoPoint], bool, &str, String)> = curves
-        .iter()
-        .flat_map(|&(pts, color, name)| {
-            [
-                (pts, false, color, format!("{name} median")),
-                (pts, true, color, format!("{name} p99")),
-            ]
-        })
-        .collect();
-    for (k, (pts, p99, color, name)) in series.iter().enumerate() {
-        let path: Vec<String> = pts
-            .iter()
-            .map(|p| {
-                let y = if *p99 { p.p99_us } else { p.median_us };
-                format!("{:.1},{:.1}", px((p.floats * 8) as f64), py(y))
-            })
-            .collect();
-        let dash = if *p99 {
-            r#" stroke-dasharray="5,4""#
-        } else {
-            ""
-        };
-        let _ = writeln!(
-            s,
-            r#"<polyline fill="none" stroke="{color}" stroke-width="2"{dash} points="{}"/>"#,
-            path.join(" ")
-        );
-        if !*p99 {
-            for pt in &path {
-                let (x, y) = pt.split_once(',').unwrap_or(("0", "0"));
-                let _ = writeln!(s, r#"<circle cx="{x}" cy="{y}" r="3" fill="{color}"/>"#);
-            }
-        }
-        let ly = top + 14.0 + 16.0 * k as f64;
-        let _ = writeln!(
-            s,
-            r#"<line x1="{:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{color}" stroke-width="2"{dash}/><text x="{:.1}" y="{:.1}">{name}</text>"#,
-            l + 10.0,
-            l + 40.0,
-            l + 46.0,
-            ly + 4.0
-        );
-    }
-    for (bytes, us) in [(8.0, study::ECHO_8B_US), (1.2e6, study::ECHO_1_2MB_US)] {
-        let _ = writeln!(
-            s,
-            r##"<rect x="{:.1}" y="{:.1}" width="8" height="8" fill="#2ca02c"/>"##,
-            px(bytes) - 4.0,
-            py(us) - 4.0
-        );
-    }
-    let ly = top + 14.0 + 16.0 * series.len() as f64;
-    let _ = writeln!(
-        s,
-        r##"<rect x="{:.1}" y="{:.1}" width="8" height="8" fill="#2ca02c"/><text x="{:.1}" y="{:.1}">study: M2 Max, Python client</text>"##,
-        l + 21.0,
-        ly - 4.0,
-        l + 46.0,
-        ly + 4.0
-    );
-    let esc = conditions.replace('&', "&amp;").replace('<', "&lt;");
-    for (i, chunk) in wrap(&esc, 120).iter().enumerate() {
-        let _ = writeln!(
-            s,
-            r##"<text x="{l}" y="{:.1}" font-size="10" fill="#555">{chunk}</text>"##,
-            h - bot + 56.0 + 13.0 * i as f64
-        );
-    }
-    s.push_str("</svg>\n");
-    s
+    p.series(
+        Series::points(
+            "study: M2 Max, Python client",
+            vec![(8.0, study::ECHO_8B_US), (1.2e6, study::ECHO_1_2MB_US)],
+        )
+        .color("#2ca02c"),
+    )
+    .note(conditions)
+    .svg()
 }
 
-fn wrap(text: &str, width: usize) -> Vec<String> {
-    let mut lines = vec![String::new()];
-    for word in text.split(' ') {
-        let cur = lines.last_mut().map_or(0, |l| l.len());
-        if cur > 0 && cur + 1 + word.len() > width {
-            lines.push(String::new());
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_echo_plot_has_both_clients_the_study_and_the_conditions() {
+        let pts: Vec<EchoPoint> = [1, 1_000, 150_000]
+            .into_iter()
+            .map(|floats| EchoPoint {
+                floats,
+                calls: 200,
+                median_us: 10.0 + floats as f64 / 100.0,
+                p99_us: 30.0 + floats as f64 / 50.0,
+                min_us: 5.0,
+            })
+            .collect();
+        let svg = echo_svg(
+            &[
+                (&pts[..], "#1f77b4", "UDS"),
+                (&[], "#d62728", "TCP loopback"),
+            ],
+            "conditions: 2 CPUs <shared> & busy",
+        );
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        for want in [
+            "UDS median",
+            "UDS p99",
+            "TCP loopback median (no points)",
+            "study: M2 Max, Python client",
+            "1 MB",
+            "10 µs",
+            "2 CPUs &lt;shared&gt; &amp; busy",
+        ] {
+            assert!(svg.contains(want), "{want} in\n{svg}");
         }
-        if let Some(l) = lines.last_mut() {
-            if !l.is_empty() {
-                l.push(' ');
-            }
-            l.push_str(word);
-        }
+        // The p99 line and its legend entries are dashed (both clients'); the median has dots.
+        assert_eq!(svg.matches("stroke-dasharray").count(), 3);
+        assert_eq!(svg.matches("<circle").count(), 3 + 2);
+        assert!(!svg.contains("NaN") && !svg.contains("inf"));
     }
-    lines
 }
