@@ -1,5 +1,6 @@
-//! Builds the XDP program (`xdp-ebpf`) for the BPF target and leaves the object in `OUT_DIR`,
-//! where `src/xdp.rs` embeds it.
+//! Builds the XDP program (`xdp-ebpf`) for the BPF target and leaves its two objects in
+//! `OUT_DIR` (`xdp-ebpf`, and `xdp-ebpf-stages` with stage timing compiled in), where
+//! `src/xdp.rs` embeds them.
 //!
 //! The eBPF build needs a toolchain that plain `cargo build` machines don't have (Debian's
 //! rustc with a prebuilt `core` for `bpfel-unknown-none`, registered as the rustup toolchain
@@ -48,6 +49,7 @@ fn main() -> anyhow::Result<()> {
                  work until you run `cargo xtask setup`"
             );
             fs::write(&object, [])?;
+            fs::write(out_dir.join("xdp-ebpf-stages"), [])?;
             Ok(())
         }
         Err(err) => Err(err.context(

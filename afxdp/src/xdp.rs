@@ -8,12 +8,16 @@ use xdp_common::{
     Action, Counter, Fired, GLOBAL_ACTION, GLOBAL_FIRED_WAKEUP, GLOBAL_MD_PORT, GLOBAL_MD_PORT_B,
     GLOBAL_ORDER_DST_IP, GLOBAL_ORDER_DST_MAC, GLOBAL_ORDER_DST_PORT, GLOBAL_ORDER_SRC_IP,
     GLOBAL_ORDER_SRC_MAC, GLOBAL_TRIGGER_DST, GLOBAL_XDP_LOG, MAP_ARM, MAP_COUNTERS, MAP_FIRED,
-    MAP_SOURCES, MAP_XSKS, OrderTo, PROG_NAME, Source,
+    MAP_SOURCES, MAP_STAGES, MAP_XSKS, Mark, OrderTo, Outcome, PROG_NAME, STAGE_WORDS, Source,
+    StageSums,
 };
 
 /// The XDP program, built by `build.rs` and embedded here. Empty when the eBPF toolchain was
 /// missing at build time.
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/xdp-ebpf"));
+/// The same program with stage timing compiled in ([`Load::stages`]).
+static OBJECT_STAGES: &[u8] =
+    aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/xdp-ebpf-stages"));
 
 pub use paths::XdpMode;
 
@@ -85,6 +89,9 @@ pub struct Load {
     /// The program logs its rare events (see [`XdpProgram::start_log`], which must follow to
     /// read them); off, the verifier removes the logging code.
     pub log: bool,
+    /// Load the program built with stage timing ([`XdpProgram::stages`]); off, the object
+    /// without it, the program every other measurement runs.
+    pub stages: bool,
     /// The trigger wakes a reader sleeping on its ring of fired orders (a trader that blocks);
     /// off, a reader must poll the ring (a spinning trader), and firing raises no interrupt.
     pub fired_wakeup: bool,
@@ -107,6 +114,8 @@ pub struct XdpProgram {
     run_stats: Option<std::os::fd::OwnedFd>,
     /// Whether the program was loaded with its log on.
     logs: bool,
+    /// Whether it was loaded with stage timing on.
+    timed: bool,
     /// The log reader, if started; last, so it is dropped after the program is detached and
     /// reads what the program logged to the end.
     log: Option<XdpLog>,
@@ -172,7 +181,7 @@ impl XdpProgram {
             .override_global(GLOBAL_ORDER_SRC_IP, &to.src_ip, true)
             .override_global(GLOBAL_ORDER_DST_IP, &to.dst_ip, true)
             .override_global(GLOBAL_ORDER_DST_PORT, &to.dst_port, true)
-            .load(OBJECT)
+            .load(if load.stages { OBJECT_STAGES } else { OBJECT })
             .map_err(XdpError::Load)?;
         let prog: &mut Xdp = ebpf
             .program_mut(PROG_NAME)
@@ -214,6 +223,7 @@ impl XdpProgram {
             _link: link,
             run_stats: None,
             logs: log != 0,
+            timed: load.stages,
             log: None,
         })
     }
@@ -274,7 +284,41 @@ impl XdpProgram {
             log: self.logs,
             runs: counted.then(|| info.run_count()),
             run_ns: counted.then(|| u64::try_from(info.run_time().as_nanos()).unwrap_or(u64::MAX)),
+            stages: if self.timed { self.stages().ok() } else { None },
         })
+    }
+
+    /// With stage timing on ([`Load::stages`]): per outcome that had runs, the mean time of
+    /// each stage its runs passed, summed over CPUs.
+    pub fn stages(&self) -> Result<Vec<results::OutcomeStages>, XdpError> {
+        let map = self.ebpf.map(MAP_STAGES).ok_or_else(|| XdpError::Map {
+            what: format!("map {MAP_STAGES} missing"),
+            source: aya::maps::MapError::InvalidName {
+                name: MAP_STAGES.into(),
+            },
+        })?;
+        let array: PerCpuArray<&MapData, [u64; STAGE_WORDS]> =
+            PerCpuArray::try_from(map).map_err(|source| XdpError::Map {
+                what: format!("{MAP_STAGES} is not a per-CPU array"),
+                source,
+            })?;
+        let mut out = Vec::new();
+        for outcome in Outcome::ALL {
+            let per_cpu = array
+                .get(&(outcome as u32), 0)
+                .map_err(|source| XdpError::Map {
+                    what: format!("reading {MAP_STAGES}[{}]", outcome.name()),
+                    source,
+                })?;
+            let mut sums = StageSums::default();
+            for words in per_cpu.iter() {
+                sums.add(&StageSums::from_words(words));
+            }
+            if let Some(o) = outcome_stages(outcome, &sums) {
+                out.push(o);
+            }
+        }
+        Ok(out)
     }
 
     /// The trigger path's arm ([`Action::Trigger`]), to write between ticks (once: the map
@@ -376,6 +420,30 @@ impl XdpProgram {
         }
         Ok(out)
     }
+}
+
+/// One outcome's stage means from its summed runs (`None` without runs): each stage the runs
+/// passed, net of the one clock read it includes.
+fn outcome_stages(outcome: Outcome, sums: &StageSums) -> Option<results::OutcomeStages> {
+    if sums.runs == 0 {
+        return None;
+    }
+    let runs = sums.runs as f64;
+    let clock = sums.ns[Mark::Start as usize] as f64 / runs;
+    let stages = Mark::ALL[1..]
+        .iter()
+        .filter(|m| sums.ns[**m as usize] != 0)
+        .map(|m| results::StageMean {
+            stage: m.stage_name().to_owned(),
+            mean_ns: sums.ns[*m as usize] as f64 / runs - clock,
+        })
+        .collect();
+    Some(results::OutcomeStages {
+        outcome: outcome.name().to_owned(),
+        runs: sums.runs,
+        clock_read_ns: clock,
+        stages,
+    })
 }
 
 /// A raw fd lent to aya for one call.
@@ -659,5 +727,32 @@ impl std::fmt::Display for Counters {
             write!(f, "{}={}", c.name(), self.get(c))?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stage_means_are_net_of_one_clock_read_and_skip_stages_not_passed() {
+        let mut sums = StageSums {
+            runs: 4,
+            ..StageSums::default()
+        };
+        sums.ns[Mark::Start as usize] = 80; // 20 ns a clock read
+        sums.ns[Mark::Classified as usize] = 200; // 50 raw, 30 net
+        sums.ns[Mark::Redirected as usize] = 120; // 30 raw, 10 net
+        sums.ns[Mark::End as usize] = 100; // 25 raw, 5 net
+        let o = outcome_stages(Outcome::Redirected, &sums).expect("it had runs");
+        assert_eq!(o.outcome, "redirected");
+        assert_eq!(o.runs, 4);
+        assert_eq!(o.clock_read_ns, 20.0);
+        let names: Vec<&str> = o.stages.iter().map(|s| s.stage.as_str()).collect();
+        assert_eq!(names, ["classify", "redirect", "count_and_return"]);
+        assert_eq!(o.stage("classify"), Some(30.0));
+        assert_eq!(o.stage("arm_read"), None);
+        assert_eq!(o.total_ns(), 45.0);
+        assert!(outcome_stages(Outcome::Fired, &StageSums::default()).is_none());
     }
 }

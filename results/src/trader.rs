@@ -400,7 +400,7 @@ pub struct XdpCounters {
 }
 
 /// The loaded XDP program, as the kernel describes it (`bpf_prog_info`).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
 pub struct XdpProgramStats {
     /// Bytes of eBPF after the verifier (which removes code a load-time global turns off).
     pub translated_bytes: u32,
@@ -412,6 +412,50 @@ pub struct XdpProgramStats {
     pub runs: Option<u64>,
     /// Their total run time, ns (the kernel's clock read around each run).
     pub run_ns: Option<u64>,
+    /// Where the runs spent their time, stage by stage, with `--xdp-stages` on.
+    #[serde(default)]
+    pub stages: Option<Vec<OutcomeStages>>,
+}
+
+/// `--xdp-stages`: the program's timed runs of one outcome (`redirected`, `trigger_redirected`,
+/// `reflected`, `fired`, `other`) and the mean time of each stage they passed, in program order.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutcomeStages {
+    /// The outcome (`xdp_common::Outcome`'s name).
+    pub outcome: String,
+    /// Timed runs.
+    pub runs: u64,
+    /// What one mark costs here, ns (a `bpf_ktime_get_ns()` and its store; two marks back to
+    /// back at each run's start): every stage's raw figure includes it once.
+    pub clock_read_ns: f64,
+    /// Each stage the runs passed (`xdp_common::Mark::stage_name`), mean ns per run, net of one
+    /// mark (so a stage cheaper than the clock's jitter can read slightly negative).
+    pub stages: Vec<StageMean>,
+}
+
+/// One stage's mean time per run.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageMean {
+    /// The stage's name.
+    pub stage: String,
+    /// Mean ns per run, net of one clock read.
+    pub mean_ns: f64,
+}
+
+impl OutcomeStages {
+    /// The run's time from its start mark to its end, net of the clock reads: the sum of its
+    /// stages.
+    pub fn total_ns(&self) -> f64 {
+        self.stages.iter().map(|s| s.mean_ns).sum()
+    }
+
+    /// A stage's mean, if the runs passed it.
+    pub fn stage(&self, name: &str) -> Option<f64> {
+        self.stages
+            .iter()
+            .find(|s| s.stage == name)
+            .map(|s| s.mean_ns)
+    }
 }
 
 impl XdpProgramStats {

@@ -116,10 +116,12 @@ fn trigger_path_fires_the_engines_orders_with_parity() {
 }
 
 /// The same run with the trader asleep in poll() between ticks: woken by the ring and the
-/// socket alike, it trades the same orders.
+/// socket alike, it trades the same orders. Run with the timed program (`--xdp-stages`), which
+/// must trade exactly as the untimed one and account for every run it timed.
 #[test]
 fn trigger_path_blocking() {
-    let Some((replay, trader)) = run("trigger", "trigblk", &["--wait", "block"]) else {
+    let Some((replay, trader)) = run("trigger", "trigblk", &["--wait", "block", "--xdp-stages"])
+    else {
         return;
     };
     check("trigger-block", &replay, &trader);
@@ -129,6 +131,24 @@ fn trigger_path_blocking() {
     assert_eq!(t.fired, x.trigger_fired, "every fired order was read back");
     assert_eq!(t.fired + t.software_orders, replay.orders_received, "{t:?}");
     assert!(t.fired > 0, "{t:?}");
+    let stages = trader
+        .xdp_program
+        .and_then(|p| p.stages)
+        .expect("--xdp-stages reports the stages");
+    let runs = |outcome: &str| {
+        stages
+            .iter()
+            .find(|o| o.outcome == outcome)
+            .map_or(0, |o| o.runs)
+    };
+    assert_eq!(runs("fired"), x.trigger_fired, "{stages:?}");
+    assert_eq!(runs("trigger_redirected"), x.redirected, "{stages:?}");
+    assert_eq!(runs("redirected"), 0, "the trigger's program: {stages:?}");
+    let fired = stages.iter().find(|o| o.outcome == "fired").unwrap();
+    for stage in ["classify", "arm_read", "order_write", "ring_record"] {
+        assert!(fired.stage(stage).is_some(), "{stage}: {fired:?}");
+    }
+    assert_eq!(fired.stage("redirect"), None, "a fired run never redirects");
 }
 
 /// A corrupted arm (its side flipped, `--corrupt-arms`, a test-only option) fires an order that
@@ -164,6 +184,11 @@ fn xdp_path_trades_every_signal_with_parity() {
         return;
     };
     check("xdp", &replay, &trader);
+    assert_eq!(
+        trader.xdp_program.as_ref().map(|p| p.stages.is_some()),
+        Some(false),
+        "untimed unless asked"
+    );
     let x = trader
         .xdp_counters
         .expect("the XDP path reports the program's counters");

@@ -152,6 +152,152 @@ impl Source {
 /// `bpf_ringbuf_output`'s flag: don't wake the reader.
 pub const BPF_RB_NO_WAKEUP: u64 = 1;
 
+/// Stage timing (`trader --xdp-stages`): the program built a second time with it compiled in
+/// (`xdp-ebpf-stages`), which reads the clock at each [`Mark`] of a run and adds the time
+/// between marks to [`MAP_STAGES`]; the object loaded otherwise has none of it.
+///
+/// The per-CPU array of [`StageSums`], one per [`Outcome`].
+pub const MAP_STAGES: &str = "STAGES";
+
+/// The points of a run where the timed program reads the clock, in program order. A stage is
+/// the time from the previous mark the run passed to this one (`Start`'s is what one mark
+/// costs, a clock read and its store: two marks back to back at the run's start, the figure
+/// every other stage includes once).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mark {
+    /// The run's start (after the calibrating mark).
+    Start = 0,
+    /// `classify` done: headers checked, the port and the feed's source looked up.
+    Classified,
+    /// Trigger: the arm read under its sequence lock, the MoldUDP64 header read.
+    ArmRead,
+    /// Trigger: the checks every mark-moving packet passes: the source pinned, the headers
+    /// addressed to the trader with a right IPv4 checksum, the block framed.
+    Intact,
+    /// Trigger: the UDP checksum, when the packet may fire or move the mark far, and the mark
+    /// moved.
+    Checked,
+    /// Trigger: the tick matched to the arm (one trade of the armed stock, price in the set).
+    Matched,
+    /// The order written into the frame, the frame trimmed (trigger and reflector).
+    Ordered,
+    /// Trigger: the [`Fired`] record written to [`MAP_FIRED`] (and the reader woken, when the
+    /// trader blocks).
+    Recorded,
+    /// The frame redirected to the AF_XDP socket (`bpf_redirect_map`).
+    Redirected,
+    /// The run's end: its outcome counted, about to return.
+    End,
+}
+
+impl Mark {
+    /// Number of marks: the length of [`StageSums::ns`].
+    pub const COUNT: usize = 10;
+
+    /// Every mark, in program order.
+    pub const ALL: [Mark; Self::COUNT] = [
+        Mark::Start,
+        Mark::Classified,
+        Mark::ArmRead,
+        Mark::Intact,
+        Mark::Checked,
+        Mark::Matched,
+        Mark::Ordered,
+        Mark::Recorded,
+        Mark::Redirected,
+        Mark::End,
+    ];
+
+    /// A stable snake-case name for the stage that ends at this mark, for reports.
+    pub const fn stage_name(self) -> &'static str {
+        match self {
+            Mark::Start => "clock_read",
+            Mark::Classified => "classify",
+            Mark::ArmRead => "arm_read",
+            Mark::Intact => "header_checks",
+            Mark::Checked => "checksum_and_mark",
+            Mark::Matched => "match",
+            Mark::Ordered => "order_write",
+            Mark::Recorded => "ring_record",
+            Mark::Redirected => "redirect",
+            Mark::End => "count_and_return",
+        }
+    }
+}
+
+/// What a timed run did, the index into [`MAP_STAGES`].
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Market data redirected to the AF_XDP socket by the xdp path's program.
+    Redirected = 0,
+    /// The trigger's program: a tick not fired, redirected to the trader.
+    TriggerRedirected,
+    /// The reflector's order sent (`XDP_TX`).
+    Reflected,
+    /// The trigger's order fired (`XDP_TX`).
+    Fired,
+    /// Anything else: passed, dropped, failed.
+    Other,
+}
+
+impl Outcome {
+    /// Number of outcomes: the map's `max_entries`.
+    pub const COUNT: u32 = 5;
+
+    /// Every outcome, in index order.
+    pub const ALL: [Outcome; Self::COUNT as usize] = [
+        Outcome::Redirected,
+        Outcome::TriggerRedirected,
+        Outcome::Reflected,
+        Outcome::Fired,
+        Outcome::Other,
+    ];
+
+    /// A stable snake-case name, for reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Outcome::Redirected => "redirected",
+            Outcome::TriggerRedirected => "trigger_redirected",
+            Outcome::Reflected => "reflected",
+            Outcome::Fired => "fired",
+            Outcome::Other => "other",
+        }
+    }
+}
+
+/// The words of one [`MAP_STAGES`] entry: the runs, then a sum per [`Mark`] (plain `u64`s, as
+/// every map of the program holds).
+pub const STAGE_WORDS: usize = 1 + Mark::COUNT;
+
+/// One CPU's timed runs of one [`Outcome`]: how many, and the nanoseconds each stage took in
+/// all (indexed by the [`Mark`] that ends it; 0 for a stage those runs never pass).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StageSums {
+    /// Timed runs.
+    pub runs: u64,
+    /// Nanoseconds per stage, summed over the runs.
+    pub ns: [u64; Mark::COUNT],
+}
+
+impl StageSums {
+    /// Reads a [`MAP_STAGES`] entry.
+    pub fn from_words(w: &[u64; STAGE_WORDS]) -> Self {
+        let mut ns = [0; Mark::COUNT];
+        ns.copy_from_slice(&w[1..]);
+        StageSums { runs: w[0], ns }
+    }
+
+    /// Adds another CPU's sums.
+    pub fn add(&mut self, other: &StageSums) {
+        self.runs += other.runs;
+        for (a, b) in self.ns.iter_mut().zip(other.ns) {
+            *a += b;
+        }
+    }
+}
+
 /// The per-CPU array holding each CPU's log rate-limit state: `[window start ns, records in
 /// the window]`.
 pub const MAP_LOG_LIMIT: &str = "LOG_LIMIT";

@@ -400,7 +400,7 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
                 orders: r.replay.orders_received,
                 late_sends: r.replay.late_sends,
                 redirect_failed: r.trader.xdp_counters.map_or(0, |x| x.redirect_failed),
-                xdp_program: r.trader.xdp_program,
+                xdp_program: r.trader.xdp_program.clone(),
             })
             .collect(),
         skipped: skipped.iter().map(|s| s.text.clone()).collect(),
@@ -640,6 +640,7 @@ fn render(rows: &[Row], o: &Options) -> String {
     if rows.iter().any(|r| {
         r.trader
             .xdp_program
+            .as_ref()
             .is_some_and(|p| p.mean_run_ns().is_some())
     }) {
         program_cost(&mut t, rows);
@@ -673,12 +674,12 @@ the XDP program itself (kernel BPF run-time statistics, `--xdp-stats`): runs, me
             .iter()
             .filter(|r| r.knob == knob && r.path == path)
             .collect();
-        let Some(last) = mine.last().and_then(|r| r.trader.xdp_program) else {
+        let Some(last) = mine.last().and_then(|r| r.trader.xdp_program.clone()) else {
             continue;
         };
         let mut means: Vec<f64> = mine
             .iter()
-            .filter_map(|r| r.trader.xdp_program?.mean_run_ns())
+            .filter_map(|r| r.trader.xdp_program.as_ref()?.mean_run_ns())
             .collect();
         if means.is_empty() {
             continue;

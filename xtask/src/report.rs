@@ -356,6 +356,7 @@ fn markdown(
     latency_table(&mut t, measured, sockperf, cpu_floor);
     counts_table(&mut t, measured);
     trigger_table(&mut t, measured);
+    stages_table(&mut t, measured);
     machine_table(&mut t, measured);
     ratios(&mut t, measured);
     verdict(&mut t, measured);
@@ -401,6 +402,13 @@ fn conditions(t: &mut String, o: &Options, m: &Machine) {
             String::new()
         }
     );
+    if o.xdp_stages {
+        let _ = writeln!(
+            t,
+            "XDP programs timed stage by stage (--xdp-stages): a mark (a clock read) per stage \
+             is in every figure of the rows with a program; compare with other timed runs only"
+        );
+    }
     let _ = writeln!(
         t,
         "machine: {} · {} cores · kernel {} · {LINK}",
@@ -619,6 +627,72 @@ fn trigger_table(t: &mut String, measured: &[Measured]) {
             r.arms,
             r.arm_cost.p50_us,
             r.arm_cost.p99_us,
+        );
+    }
+}
+
+/// The stages a table of `--xdp-stages` shows, in program order (the first, the clock read,
+/// is its own column).
+const STAGE_COLUMNS: [&str; 9] = [
+    "classify",
+    "arm_read",
+    "header_checks",
+    "checksum_and_mark",
+    "match",
+    "order_write",
+    "ring_record",
+    "redirect",
+    "count_and_return",
+];
+
+/// `--xdp-stages`: where each row's XDP program runs spend their time, by outcome, mean ns per
+/// run net of the one clock read each stage includes.
+fn stages_table(t: &mut String, measured: &[Measured]) {
+    let rows: Vec<(&Measured, &results::OutcomeStages)> = measured
+        .iter()
+        .filter_map(|m| Some((m, m.trader.xdp_program.as_ref()?.stages.as_ref()?)))
+        .flat_map(|(m, stages)| stages.iter().map(move |o| (m, o)))
+        .filter(|(_, o)| o.outcome != "other")
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(t);
+    let _ = writeln!(
+        t,
+        "XDP program stages (`--xdp-stages`): mean ns per run, each net of one mark (a \
+         `bpf_ktime_get_ns` and its store: the clock column); `-`: a stage those runs don't \
+         pass. The program's run only: the XDP_TX or redirect itself completes after it \
+         returns."
+    );
+    let _ = writeln!(t);
+    let _ = writeln!(
+        t,
+        "| path | outcome | runs | clock read | {} | total |",
+        STAGE_COLUMNS.join(" | ")
+    );
+    let _ = writeln!(
+        t,
+        "|---|---|---:|---:|{}---:|",
+        "---:|".repeat(STAGE_COLUMNS.len())
+    );
+    for (m, o) in rows {
+        let cells: Vec<String> = STAGE_COLUMNS
+            .iter()
+            .map(|name| {
+                o.stage(name)
+                    .map_or("-".to_owned(), |ns| format!("{ns:.0}"))
+            })
+            .collect();
+        let _ = writeln!(
+            t,
+            "| {} | {} | {} | {:.0} | {} | {:.0} |",
+            m.row,
+            o.outcome,
+            o.runs,
+            o.clock_read_ns,
+            cells.join(" | "),
+            o.total_ns()
         );
     }
 }
@@ -895,6 +969,48 @@ verdict: 4 problem(s):
 - udp: live and batch diverge at tick seq 77: 3 expected orders missing (lost ticks or lost orders change the strategy's path from there on)
 - xdp-bypass: 2 frames the XDP program could not redirect to the AF_XDP socket (redirect_failed: they arrived on an RX queue with no AF_XDP socket)
 ";
+
+    #[test]
+    fn the_stage_table_shows_each_outcome_net_of_the_clock_and_nothing_untimed() {
+        let mut ms = measured(Path::new("unused"));
+        let mut none = String::new();
+        stages_table(&mut none, &ms);
+        assert!(none.is_empty(), "no row timed, no table: {none}");
+        let stage = |stage: &str, mean_ns: f64| results::StageMean {
+            stage: stage.to_owned(),
+            mean_ns,
+        };
+        ms[0].trader.xdp_program = Some(results::XdpProgramStats {
+            stages: Some(vec![
+                results::OutcomeStages {
+                    outcome: "fired".into(),
+                    runs: 7,
+                    clock_read_ns: 21.0,
+                    stages: vec![
+                        stage("classify", 30.0),
+                        stage("arm_read", 110.0),
+                        stage("order_write", 40.0),
+                        stage("ring_record", 60.0),
+                    ],
+                },
+                results::OutcomeStages {
+                    outcome: "other".into(),
+                    runs: 2,
+                    clock_read_ns: 21.0,
+                    stages: vec![stage("classify", 9.0)],
+                },
+            ]),
+            ..results::XdpProgramStats::default()
+        });
+        let mut t = String::new();
+        stages_table(&mut t, &ms);
+        let rows: Vec<&str> = t.lines().filter(|l| l.starts_with("| xdp")).collect();
+        assert_eq!(
+            rows,
+            ["| xdp | fired | 7 | 21 | 30 | 110 | - | - | - | 40 | 60 | - | - | 240 |"],
+            "{t}"
+        );
+    }
 
     #[test]
     fn the_three_accounts_must_agree_to_the_bit() {

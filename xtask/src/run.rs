@@ -300,6 +300,12 @@ pub(crate) struct Options {
     /// Don't install missing dependencies first.
     #[arg(long)]
     pub(crate) no_setup: bool,
+    /// Time each stage of the XDP program's runs on the rows that have one (`trader
+    /// --xdp-stages`: classify, the trigger's arm read, checks, match, order write and ring
+    /// record, the redirect) and add a table of them. Costs a clock read per stage, so compare
+    /// such runs with each other, not with untimed ones.
+    #[arg(long)]
+    pub(crate) xdp_stages: bool,
     /// Isolate the trader's CPU at runtime for the whole run: every other movable task to a
     /// cpuset of the other CPUs, unbound workqueues and IRQs off it. Everything is restored
     /// exactly afterwards (also after Ctrl-C; after SIGKILL the next run or `netns-down`
@@ -365,6 +371,7 @@ impl Options {
             strict: false,
             no_setup,
             isolate: false,
+            xdp_stages: false,
             malformed_stream: false,
             lie_stream: None,
             xdp_stats: false,

@@ -404,6 +404,7 @@ fn attach(
         action,
         Load {
             log: o.xdp_log,
+            stages: o.xdp_stages,
             // A blocking trigger trader sleeps on the ring too: firing must wake it.
             fired_wakeup: action == Action::Trigger && o.wait == Wait::Block,
             // The trigger fires only what the socket path would take: frames to us.
