@@ -175,8 +175,9 @@ pub enum Mark {
     /// Trigger: the checks every mark-moving packet passes: the source pinned, the headers
     /// addressed to the trader with a right IPv4 checksum, the block framed.
     Intact,
-    /// Trigger: the UDP checksum, when the packet may fire or move the mark far, and the mark
-    /// moved.
+    /// Trigger: the UDP checksum, when the packet is the armed tick.
+    Checksummed,
+    /// Trigger: the mark moved (with the UDP checksum first, if it would move far).
     Checked,
     /// Trigger: the tick matched to the arm (one trade of the armed stock, price in the set).
     Matched,
@@ -193,7 +194,7 @@ pub enum Mark {
 
 impl Mark {
     /// Number of marks: the length of [`StageSums::ns`].
-    pub const COUNT: usize = 10;
+    pub const COUNT: usize = 11;
 
     /// Every mark, in program order.
     pub const ALL: [Mark; Self::COUNT] = [
@@ -201,6 +202,7 @@ impl Mark {
         Mark::Classified,
         Mark::ArmRead,
         Mark::Intact,
+        Mark::Checksummed,
         Mark::Checked,
         Mark::Matched,
         Mark::Ordered,
@@ -216,7 +218,8 @@ impl Mark {
             Mark::Classified => "classify",
             Mark::ArmRead => "arm_read",
             Mark::Intact => "header_checks",
-            Mark::Checked => "checksum_and_mark",
+            Mark::Checksummed => "udp_checksum",
+            Mark::Checked => "mark_move",
             Mark::Matched => "match",
             Mark::Ordered => "order_write",
             Mark::Recorded => "ring_record",

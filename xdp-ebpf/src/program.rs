@@ -579,6 +579,7 @@ fn trigger(ctx: &XdpContext, st: &mut Stamps) -> Shot {
         // the tick's arrival (the real tick may still fire).
         return Shot::Miss;
     }
+    st.mark(Mark::Checksummed);
     // The numbers this packet covers, whether it fires or not (even while the arm is written).
     // Never more than TRIGGER_NEAR past the arm, and that far only if its UDP checksum is
     // right too. (Nearer, a corrupted packet costs at most that arm's fire, never a wrong

@@ -633,11 +633,12 @@ fn trigger_table(t: &mut String, measured: &[Measured]) {
 
 /// The stages a table of `--xdp-stages` shows, in program order (the first, the clock read,
 /// is its own column).
-const STAGE_COLUMNS: [&str; 9] = [
+const STAGE_COLUMNS: [&str; 10] = [
     "classify",
     "arm_read",
     "header_checks",
-    "checksum_and_mark",
+    "udp_checksum",
+    "mark_move",
     "match",
     "order_write",
     "ring_record",
@@ -1007,7 +1008,7 @@ verdict: 4 problem(s):
         let rows: Vec<&str> = t.lines().filter(|l| l.starts_with("| xdp")).collect();
         assert_eq!(
             rows,
-            ["| xdp | fired | 7 | 21 | 30 | 110 | - | - | - | 40 | 60 | - | - | 240 |"],
+            ["| xdp | fired | 7 | 21 | 30 | 110 | - | - | - | - | 40 | 60 | - | - | 240 |"],
             "{t}"
         );
     }
