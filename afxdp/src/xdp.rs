@@ -467,18 +467,18 @@ mod arm_mem {
         io,
         os::fd::{AsFd as _, AsRawFd as _},
         ptr::NonNull,
-        sync::atomic::{Ordering, fence},
+        sync::atomic::{AtomicU32, Ordering, fence},
     };
 
     use aya::maps::MapData;
-    use xdp_common::Arm;
+    use xdp_common::{Arm, ArmSlot};
 
     /// The trigger's arm ([`super::XdpProgram::take_arm`]), mapped into this process.
     pub struct ArmMap {
         /// The map, held open while it is mapped.
         _map: MapData,
-        /// Its one value, the arm, at the start of the mapping.
-        arm: NonNull<Arm>,
+        /// Its one value, the arm and the record of what fired, at the start of the mapping.
+        arm: NonNull<ArmSlot>,
         len: usize,
         /// The generation of the last arm written (even).
         generation: u32,
@@ -499,7 +499,7 @@ mod arm_mem {
             let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
                 .unwrap_or(4096)
                 .max(1);
-            let len = size_of::<Arm>().div_ceil(page) * page;
+            let len = size_of::<ArmSlot>().div_ceil(page) * page;
             let fd = map.fd().as_fd().as_raw_fd();
             // SAFETY: a fresh shared mapping of the map's fd, whose first value is the arm; the
             // kernel checks the length against the array and the flag.
@@ -516,10 +516,11 @@ mod arm_mem {
             if p == libc::MAP_FAILED {
                 return Err(io::Error::last_os_error());
             }
-            let arm = NonNull::new(p.cast::<Arm>()).ok_or_else(|| io::Error::other("mmap at 0"))?;
-            // SAFETY: the mapping is at least one Arm long and page-aligned.
+            let arm =
+                NonNull::new(p.cast::<ArmSlot>()).ok_or_else(|| io::Error::other("mmap at 0"))?;
+            // SAFETY: the mapping is at least one ArmSlot long and page-aligned.
             let generation =
-                unsafe { std::ptr::read_volatile(&raw const (*arm.as_ptr()).generation) } & !1;
+                unsafe { std::ptr::read_volatile(&raw const (*arm.as_ptr()).arm.generation) } & !1;
             Ok(ArmMap {
                 _map: map,
                 arm,
@@ -551,11 +552,12 @@ mod arm_mem {
             // SAFETY: `p` points at the mapped arm, valid while `self` lives; volatile, as the
             // program reads it concurrently (single writer: this process, through `&mut self`).
             unsafe {
-                std::ptr::write_volatile(&raw mut (*p).generation, odd);
+                std::ptr::write_volatile(&raw mut (*p).arm.generation, odd);
                 // The odd generation before any of the arm's bytes.
                 fence(Ordering::Release);
+                // The arm only: the record after it is the program's.
                 std::ptr::write_volatile(
-                    p,
+                    &raw mut (*p).arm,
                     Arm {
                         generation: odd,
                         ..*arm
@@ -573,8 +575,33 @@ mod arm_mem {
             // The arm's bytes before the even generation.
             fence(Ordering::Release);
             // SAFETY: as in `begin`.
-            unsafe { std::ptr::write_volatile(&raw mut (*self.arm.as_ptr()).generation, even) };
+            unsafe { std::ptr::write_volatile(&raw mut (*self.arm.as_ptr()).arm.generation, even) };
             self.generation = even;
+        }
+
+        /// The generation of the last arm written (even): what the program records when it
+        /// fires that arm.
+        #[inline]
+        pub fn generation(&self) -> u32 {
+            self.generation
+        }
+
+        /// What the program fired last: the generation of the arm, and the tick's price
+        /// (`(0, _)`: nothing yet). One load of the line the program wrote; the generation read
+        /// first, with acquire ordering, so the price read after it is the one written with it.
+        #[inline]
+        pub fn last_fired(&self) -> (u32, u32) {
+            let p = self.arm.as_ptr();
+            // SAFETY: `p` points at the mapped slot, valid while `self` lives; the program
+            // writes these two aligned u32s, which are read here as atomics (an AtomicU32 has
+            // the layout of a u32).
+            unsafe {
+                let generation = (*(&raw const (*p).fired_generation).cast::<AtomicU32>())
+                    .load(Ordering::Acquire);
+                let price =
+                    (*(&raw const (*p).fired_price).cast::<AtomicU32>()).load(Ordering::Relaxed);
+                (generation, price)
+            }
         }
     }
 
@@ -586,7 +613,8 @@ mod arm_mem {
     }
 }
 
-/// The ring of [`Fired`] records the trigger writes.
+/// The ring of [`Fired`] records the trigger writes when a blocking reader must be woken
+/// (`Load::fired_wakeup`); what fired is read from the arm's line ([`ArmMap::last_fired`]).
 pub struct FiredRing(RingBuf<MapData>);
 
 impl std::fmt::Debug for FiredRing {

@@ -188,6 +188,9 @@ fn an_armed_order_fires_once_on_its_tick_at_a_price_in_its_set() {
                     Load {
                         trigger_dst: Some((c.trader_mac.octets(), c.trader_ip)),
                         order_to: Some(common::lab_order_to(&c)),
+                        // Every fire's record in the ring too (as for a blocking trader), so
+                        // the test reads them all; the arm's line holds the last one.
+                        fired_wakeup: true,
                         ..Load::default()
                     },
                 )
@@ -227,6 +230,10 @@ fn an_armed_order_fires_once_on_its_tick_at_a_price_in_its_set() {
                 while let Some(f) = fired.next_fired() {
                     records.push(f);
                 }
+                // The arm's line names the last arm fired and the price it fired at.
+                let (generation, price) = arm_map.last_fired();
+                assert!(generation != 0 && generation % 2 == 0, "{generation}");
+                assert_eq!(Some(price), records.last().map(|f| f.price));
                 (prog.counters().unwrap(), records, passed)
             })
             .unwrap()

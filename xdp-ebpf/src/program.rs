@@ -10,7 +10,7 @@ use aya_ebpf::{
 };
 use aya_log_ebpf::{error, warn};
 use xdp_common::{
-    Action, Arm, BPF_F_MMAPABLE, BPF_RB_NO_WAKEUP, Counter, Fired, Foreign, LOG_BURST,
+    Action, Arm, ArmSlot, BPF_F_MMAPABLE, Counter, Fired, Foreign, LOG_BURST,
     LOG_WINDOW_NS, MAX_QUEUES, Mark, Outcome, SOURCE_LINE_A, SOURCE_LINE_B, SOURCE_RECOVERY,
     SOURCES, STAGE_WORDS, Source, checksum,
     layout::{
@@ -75,7 +75,7 @@ static LOG_LIMIT: PerCpuArray<[u64; 2]> = PerCpuArray::with_max_entries(1, 0);
 /// The armed order (`Action::Trigger`), written in place by userspace between ticks (it maps
 /// the array) under a sequence lock (`Arm::generation`).
 #[map(name = "ARM")]
-static ARM: Array<Arm> = Array::with_max_entries(1, BPF_F_MMAPABLE);
+static ARM: Array<ArmSlot> = Array::with_max_entries(1, BPF_F_MMAPABLE);
 
 /// The trigger's own record of the armed session's sequence numbers: one past the highest it
 /// has seen (capped at `TRIGGER_NEAR` past the arm). Written only by the program: an arm fires
@@ -135,16 +135,14 @@ fn md_redirect(ctx: XdpContext) -> u32 {
             Action::Pass => (Counter::PassedMarketData, XDP_PASS),
             Action::Trigger => match trigger(&ctx, &mut st) {
                 Shot::Fired(fired) => {
-                    // A full ring loses the record, never the order: userspace then sees the
-                    // tick missing and reports it.
-                    // Without a sleeping reader to wake, no wakeup: it would raise an
-                    // interrupt (irq_work) inside this run, before the order leaves.
-                    let flags = if read_global(&FIRED_WAKEUP) == 0 {
-                        BPF_RB_NO_WAKEUP
-                    } else {
-                        0
-                    };
-                    let _ = FIRED.output::<Fired>(&fired, flags);
+                    // The arm's line holds the record (`trigger` wrote it). A reader asleep
+                    // must be woken as well: through the ring, whose wakeup raises an
+                    // interrupt (irq_work) inside this run, before the order leaves (measured
+                    // as this stage with `--wait block`). A spinning reader needs neither.
+                    // A full ring loses the wakeup, never the order or its record.
+                    if read_global(&FIRED_WAKEUP) != 0 {
+                        let _ = FIRED.output::<Fired>(&fired, 0);
+                    }
                     st.mark(Mark::Recorded);
                     (Counter::TriggerFired, XDP_TX)
                 }
@@ -534,9 +532,9 @@ fn trigger(ctx: &XdpContext, st: &mut Stamps) -> Shot {
     // SAFETY: the map returned a valid pointer to its one entry; userspace rewrites it in
     // place between ticks (the sequence key keeps a late arm from firing a later tick).
     let (g1, a, g2) = unsafe {
-        let g1 = core::ptr::read_volatile(core::ptr::addr_of!((*arm).generation));
-        let a = core::ptr::read_volatile(arm);
-        let g2 = core::ptr::read_volatile(core::ptr::addr_of!((*arm).generation));
+        let g1 = core::ptr::read_volatile(core::ptr::addr_of!((*arm).arm.generation));
+        let a = core::ptr::read_volatile(core::ptr::addr_of!((*arm).arm));
+        let g2 = core::ptr::read_volatile(core::ptr::addr_of!((*arm).arm.generation));
         (g1, a, g2)
     };
     let Ok(session) = read_field::<10>(ctx, at(MOLD, moldudp64::field::SESSION)) else {
@@ -626,10 +624,16 @@ fn trigger(ctx: &XdpContext, st: &mut Stamps) -> Shot {
     // another since (the generation moved), that one stays. (Between this read and the store
     // the window is a few instructions; losing it clears a newer arm, so that tick goes to the
     // trader: a fire missed, never a wrong one.)
-    // SAFETY: as above; one byte, after one aligned read.
+    // The record of what fired goes into the same line first (the price, then the generation
+    // that names the arm: the order the reader reads them back in reverse), so a reader that
+    // sees the arm consumed also sees its record.
+    // SAFETY: as above; aligned stores of the fields only the program writes, then one byte
+    // after one aligned read.
     unsafe {
-        if core::ptr::read_volatile(core::ptr::addr_of!((*arm).generation)) == g1 {
-            core::ptr::write_volatile(core::ptr::addr_of_mut!((*arm).armed), 0);
+        core::ptr::write_volatile(core::ptr::addr_of_mut!((*arm).fired_price), price);
+        core::ptr::write_volatile(core::ptr::addr_of_mut!((*arm).fired_generation), g1);
+        if core::ptr::read_volatile(core::ptr::addr_of!((*arm).arm.generation)) == g1 {
+            core::ptr::write_volatile(core::ptr::addr_of_mut!((*arm).arm.armed), 0);
         }
     }
     Shot::Fired(Fired {

@@ -4,11 +4,14 @@
 //! the next tick's sequence number, the prices at which the strategy would trade it and the
 //! order it would send ([`Trader::next_arm`]). A one-trade packet of that tick at such a price
 //! is turned into that order in the driver and sent back with XDP_TX, and the program records
-//! what it fired in a ring buffer. Every other packet comes through the AF_XDP socket as on the
-//! XDP path.
+//! what it fired in the arm's own cache line (the arm's generation and the tick's price; the
+//! rest of the order is the arm the trader wrote with that generation, which it keeps). A
+//! blocking trader is woken through a ring buffer as well. Every other packet comes through
+//! the AF_XDP socket as on the XDP path.
 //!
 //! The trader still runs the strategy on every tick, in sequence order: a fired tick is read
-//! from the ring (before any later packet from the socket, so the two sources merge in order)
+//! from the arm's line (before any later packet from the socket, so the two sources merge in
+//! order)
 //! and handed to the loop as the packet it was, with a sink that sends nothing and checks that
 //! the order the strategy emits is exactly the one that was fired (a `mismatch` otherwise,
 //! which must stay 0). Ticks that came unarmed are traded by the trader itself; then it re-arms.
@@ -33,6 +36,10 @@ use crate::{
 /// How long a blocking turn sleeps in `poll()` at most, so the stop flag and the idle timeout
 /// are still seen.
 const BLOCK_POLL_MS: i32 = 100;
+
+/// The arms remembered by generation, to know what a fired generation was: one is live at a
+/// time (the next is written only once the trader has the tick before), a few for margin.
+const ARMS_REMEMBERED: usize = 4;
 
 /// A trader's I/O on the trigger path: the AF_XDP socket for what the program doesn't fire,
 /// the arm it writes between ticks and the ring of what the program fired.
@@ -62,13 +69,23 @@ pub struct TriggerIo<const BLOCK: bool, const BUSY_POLL: bool> {
     report: TriggerReport,
     /// Each arm's (or disarm's) computation and write (ns), after the tick before it.
     arm_cost: Latency,
+    /// The last arms written, with the generation each was written under.
+    history: [(u32, Arm); ARMS_REMEMBERED],
+    /// Where the next arm written goes in `history`.
+    history_next: usize,
+    /// The fired generation last read from the arm's line.
+    seen_fired: u32,
 }
 
 impl<const BLOCK: bool, const BUSY_POLL: bool> TriggerIo<BLOCK, BUSY_POLL> {
     /// The trigger path over `xdp` (the socket the program redirects the unfired feed to),
     /// arming through `arm` and reading what fired from `ring`, trading `stock`.
     pub fn new(xdp: XdpIo<false, BUSY_POLL>, arm: ArmMap, ring: FiredRing, stock: Stock) -> Self {
+        let seen_fired = arm.last_fired().0;
         TriggerIo {
+            history: [(u32::MAX, Arm::default()); ARMS_REMEMBERED],
+            history_next: 0,
+            seen_fired,
             xdp,
             arm,
             ring,
@@ -127,16 +144,22 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TriggerIo<BLOCK, BUSY_POLL> {
     fn split(&mut self) -> (&mut XdpIo<false, BUSY_POLL>, Fire<'_>) {
         let Self {
             xdp,
+            arm,
             ring,
             stock,
             live,
             report,
             session,
             decided,
+            history,
+            seen_fired,
             ..
         } = self;
         let fire = Fire {
+            arm,
             ring,
+            history,
+            seen: seen_fired,
             stock: *stock,
             live,
             report,
@@ -158,7 +181,14 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TriggerIo<BLOCK, BUSY_POLL> {
 
 /// The trigger's state a fired tick's processing needs, borrowed apart from the socket.
 struct Fire<'a> {
+    /// Where the program records what it fired.
+    arm: &'a ArmMap,
+    /// The wake-ups of a blocking trader (their records are the line's too).
     ring: &'a mut FiredRing,
+    /// The arms written, by generation.
+    history: &'a [(u32, Arm); ARMS_REMEMBERED],
+    /// The fired generation last read.
+    seen: &'a mut u32,
     stock: Stock,
     live: &'a mut Option<Arm>,
     report: &'a mut TriggerReport,
@@ -167,16 +197,44 @@ struct Fire<'a> {
 }
 
 impl Fire<'_> {
-    /// Hands every fired tick waiting in the ring to `handler`, as the packet it was; returns
-    /// how many.
+    /// Hands the tick the program last fired, if it is new, to `handler` as the packet it was;
+    /// returns how many (0 or 1: an arm is written only once the trader has the tick before,
+    /// so at most one fires between two looks; the end of the run checks every fire was read
+    /// against the program's count).
     #[inline]
     fn drain<H: PacketHandler>(&mut self, handler: &mut H) -> usize {
-        let mut n = 0;
-        while let Some(f) = self.ring.next_fired() {
-            self.on_fired(&f, handler);
-            n += 1;
+        // The ring only wakes a blocking trader (the program writes it for no other): consumed
+        // here, what it says is the line's.
+        while self.ring.next_fired().is_some() {}
+        let (generation, price) = self.arm.last_fired();
+        if generation == *self.seen {
+            return 0;
         }
-        n
+        *self.seen = generation;
+        self.fired(generation, price, handler);
+        1
+    }
+
+    /// The fire of the arm written under `generation`, at `price`.
+    #[cold]
+    fn fired<H: PacketHandler>(&mut self, generation: u32, price: u32, handler: &mut H) {
+        let Some(&(_, a)) = self.history.iter().find(|(g, _)| *g == generation) else {
+            // An arm this trader didn't write (or wrote too long ago): an order went out that
+            // no decision here accounts for.
+            self.report.fired += 1;
+            self.report.mismatch += 1;
+            return;
+        };
+        let f = Fired {
+            seq: a.seq,
+            token: a.token,
+            price,
+            shares: a.shares,
+            side: a.side,
+            flags: a.flags,
+            pad: [0; 5],
+        };
+        self.on_fired(&f, handler);
     }
 
     #[cold]
@@ -381,6 +439,8 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for TriggerIo<BLOCK, BUS
             return;
         }
         self.arm.set(&write);
+        self.history[self.history_next % ARMS_REMEMBERED] = (self.arm.generation(), write);
+        self.history_next = self.history_next.wrapping_add(1);
         self.written = Some(write);
         self.arm_cost.record(now_ns().saturating_sub(t0));
     }
