@@ -28,6 +28,9 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
              stay off the isolated one; pin it (drop --no-pin) or don't isolate"
         );
     }
+    if !o.no_pin {
+        crate::run::check_cpus(o.trader_cpu, o.replay_cpu)?;
+    }
     let rows = o.lab_rows();
     for choice in &o.paths {
         if let PathChoice::Path(p) | PathChoice::Row(p, _) = *choice

@@ -264,6 +264,8 @@ pub(crate) struct Options {
     /// Fail if any run fails or breaks parity (CI).
     #[arg(long)]
     pub(crate) strict: bool,
+    #[command(flatten)]
+    pub(crate) cpus: crate::run::Cpus,
     /// Count the XDP program's runs and their time in every AF_XDP run alike (`trader
     /// --xdp-stats`: the kernel's BPF run-time statistics, two clock reads a run) and show
     /// the program's mean ns per run: what a knob costs inside the program, apart from the
@@ -359,9 +361,12 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
     let Some(&first) = o.paths.first() else {
         bail!("no path to run");
     };
+    crate::run::check_cpus(o.cpus.trader, o.cpus.replay)?;
     let b = crate::run::Options {
         rate: o.rate,
         xdp_stats: o.xdp_stats,
+        trader_cpu: o.cpus.trader,
+        replay_cpu: o.cpus.replay,
         ..crate::run::Options::trial(o.count, &o.lab, o.out.clone(), o.no_setup)
     };
     let session = Session::start(&b, "matrix", Ends::kernel_exchange(first))?;
@@ -892,6 +897,10 @@ mod tests {
             out: None,
             strict: false,
             xdp_stats: false,
+            cpus: crate::run::Cpus {
+                trader: 1,
+                replay: 0,
+            },
             no_setup: true,
             rounds: 1,
         };
@@ -972,6 +981,10 @@ mod tests {
             out: None,
             strict: false,
             xdp_stats: false,
+            cpus: crate::run::Cpus {
+                trader: 1,
+                replay: 0,
+            },
             no_setup: true,
             rounds: 3,
         };

@@ -325,6 +325,65 @@ pub(crate) struct Options {
     pub(crate) xdp_stats: bool,
 }
 
+/// The two CPUs a lab run pins its ends to, as `matrix` and `zero-loss` take them (`bench` has
+/// the same two options in its own).
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub(crate) struct Cpus {
+    /// CPU for the trader. On a machine with many cores pick one away from CPU 0 (where
+    /// interrupts and housekeeping land) and, with SMT, whose sibling is idle.
+    #[arg(long = "trader-cpu", default_value_t = 1)]
+    pub(crate) trader: usize,
+    /// CPU for the replay (the exchange side; with veth, the trader's XDP program runs here
+    /// too, in the sender's transmit). Another core than the trader's, same NUMA node.
+    #[arg(long = "replay-cpu", default_value_t = 0)]
+    pub(crate) replay: usize,
+}
+
+#[cfg(test)]
+mod cpu_tests {
+    #[test]
+    fn cpus_must_be_allowed_and_distinct() {
+        let allowed = affinity::allowed_cpus().unwrap();
+        let first = allowed[0];
+        let e = super::check_cpus(first, first).unwrap_err().to_string();
+        assert!(e.contains("both"), "{e}");
+        let e = super::check_cpus(100_000, first).unwrap_err().to_string();
+        assert!(
+            e.contains("--trader-cpu 100000") && e.contains("allowed"),
+            "{e}"
+        );
+        if let [a, b, ..] = allowed[..] {
+            assert!(super::check_cpus(a, b).is_ok());
+        }
+    }
+}
+
+/// Refuses CPUs this process may not use, or one CPU for both ends (they would measure each
+/// other), naming what is wrong and what there is.
+pub(crate) fn check_cpus(trader: usize, replay: usize) -> anyhow::Result<()> {
+    let allowed = affinity::allowed_cpus()
+        .map_err(|e| anyhow::anyhow!("reading the CPUs this process may use: {e}"))?;
+    for (what, cpu) in [("--trader-cpu", trader), ("--replay-cpu", replay)] {
+        if !allowed.contains(&cpu) {
+            anyhow::bail!(
+                "{what} {cpu}: not a CPU this process may use (allowed: {})",
+                allowed
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
+        }
+    }
+    if trader == replay {
+        anyhow::bail!(
+            "--trader-cpu and --replay-cpu are both {trader}: the two ends would take turns on one \
+             CPU and measure each other; give each its own (or --no-pin, in bench)"
+        );
+    }
+    Ok(())
+}
+
 /// Who tells the lies of a matrix's lie stream (`inject lies` at [`LIES_PER_SECOND`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum LieStream {

@@ -53,6 +53,8 @@ pub(crate) struct Options {
     /// Don't install missing dependencies first.
     #[arg(long)]
     pub(crate) no_setup: bool,
+    #[command(flatten)]
+    pub(crate) cpus: crate::run::Cpus,
 }
 
 /// One trial's verdict.
@@ -150,8 +152,11 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
     let Some(&first) = o.paths.first() else {
         bail!("no path to run");
     };
+    crate::run::check_cpus(o.cpus.trader, o.cpus.replay)?;
     let base = crate::run::Options {
         batch: o.batch,
+        trader_cpu: o.cpus.trader,
+        replay_cpu: o.cpus.replay,
         ..crate::run::Options::trial(o.count, &o.lab, o.out.clone(), o.no_setup)
     };
     let session = Session::start(
@@ -438,6 +443,10 @@ mod tests {
             lab: netns::PREFIX.into(),
             out: None,
             no_setup: true,
+            cpus: crate::run::Cpus {
+                trader: 1,
+                replay: 0,
+            },
         };
         let trial = |rate: f64, verdict: TrialVerdict| Trial {
             rate,

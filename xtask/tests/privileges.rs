@@ -72,7 +72,6 @@ fn bad_bench_options_fail_before_the_lab_or_a_results_folder() {
             &["--source", "closes:/nonexistent/closes.f64"][..],
             "/nonexistent/closes.f64",
         ),
-        (&["--trader-cpu", "1023"][..], "CPU 1023"),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
             .args(["bench", "--no-setup", "--lab", &lab, "--out"])
@@ -91,6 +90,24 @@ fn bad_bench_options_fail_before_the_lab_or_a_results_folder() {
             !stderr.contains("+ ip"),
             "{args:?}: no lab command ran: {stderr}"
         );
+        assert!(!out_dir.exists(), "{args:?}: no results folder");
+        assert!(!netns::ns_exists(&format!("{lab}-ex")));
+    }
+    // CPUs are xtask's own to check, before it builds or runs anything.
+    for (args, needle) in [
+        (&["--trader-cpu", "1023"][..], "--trader-cpu 1023: not a CPU"),
+        (&["--trader-cpu", "0", "--replay-cpu", "0"][..], "are both 0"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+            .args(["bench", "--no-setup", "--lab", &lab, "--out"])
+            .arg(&out_dir)
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} must fail");
+        assert!(stderr.contains(needle), "{args:?} names {needle}: {stderr}");
+        assert!(!stderr.contains("+ "), "{args:?}: nothing ran: {stderr}");
         assert!(!out_dir.exists(), "{args:?}: no results folder");
         assert!(!netns::ns_exists(&format!("{lab}-ex")));
     }
