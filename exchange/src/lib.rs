@@ -114,11 +114,17 @@ pub struct Settlement {
     pub harness_delay: Latency,
     /// Order datagrams that came without an arrival stamp (counted from the replay's read).
     pub unstamped: u64,
+    /// `tick_to_trade` by the tick's place in the run, in [`TENTHS`] equal parts of the feed:
+    /// whether the latency grew over the run (a queue filling) or stayed level.
+    pub tick_to_trade_tenths: Vec<Latency>,
     /// Live orders against the batch backtest.
     pub parity: Parity,
     /// When each message was scheduled to go out (for a capture of the run).
     pub schedule: Schedule,
 }
+
+/// The parts of a run `Settlement::tick_to_trade_tenths` splits tick-to-trade into.
+pub const TENTHS: usize = 10;
 
 /// The exchange's state over one run of a feed.
 #[derive(Debug)]
@@ -138,6 +144,8 @@ pub struct Exchange<'f> {
     counts: OrderCounts,
     latency: Latency,
     latency_seen: Latency,
+    /// `latency` by the tick's tenth of the feed.
+    latency_tenths: Vec<Latency>,
     harness_delay: Latency,
     /// The datagram being taken: how long after the kernel took it in the replay read it.
     reading_delay_ns: u64,
@@ -194,6 +202,7 @@ impl<'f> Exchange<'f> {
             counts: OrderCounts::default(),
             latency: Latency::new(),
             latency_seen: Latency::new(),
+            latency_tenths: (0..TENTHS).map(|_| Latency::new()).collect(),
             harness_delay: Latency::new(),
             reading_delay_ns: 0,
             unstamped: 0,
@@ -295,6 +304,8 @@ impl<'f> Exchange<'f> {
                 self.counts.shares_mismatch += 1;
             }
             self.latency.record(now_ns.saturating_sub(sent_at));
+            let tenth = (i * TENTHS / self.answered.len().max(1)).min(TENTHS - 1);
+            self.latency_tenths[tenth].record(now_ns.saturating_sub(sent_at));
             self.latency_seen
                 .record(now_ns.saturating_sub(sent_at) + self.reading_delay_ns);
             self.harness_delay.record(self.reading_delay_ns);
@@ -354,6 +365,7 @@ impl<'f> Exchange<'f> {
             orders: self.counts,
             tick_to_trade: self.latency,
             tick_to_trade_seen: self.latency_seen,
+            tick_to_trade_tenths: self.latency_tenths,
             harness_delay: self.harness_delay,
             unstamped: self.unstamped,
             parity: Parity {

@@ -184,6 +184,20 @@ fn a_duplicate_is_counted_not_booked_twice_and_fails_parity() {
     assert_eq!(s.orders.duplicate, 1);
     assert_eq!(s.orders.received, expected);
     assert_eq!(s.tick_to_trade.len(), expected, "one latency per tick");
+    // The same latencies, split by the tick's tenth of the feed.
+    assert_eq!(s.tick_to_trade_tenths.len(), crate::TENTHS);
+    assert_eq!(
+        s.tick_to_trade_tenths.iter().map(|l| l.len()).sum::<u64>(),
+        expected
+    );
+    assert!(
+        s.tick_to_trade_tenths
+            .iter()
+            .filter(|l| !l.is_empty())
+            .count()
+            > 1,
+        "orders from across the feed land in several tenths"
+    );
     // Booked once: the PnL is the backtest's, but a correct trader never sends it.
     assert_eq!(s.parity.live_pnl, s.parity.batch_pnl);
     assert!(

@@ -62,6 +62,10 @@ pub struct ReplayReport {
     /// From each tick's scheduled send time to when the replay's loop read its order: the
     /// harness's delay included (equal to `tick_to_trade` where arrival is the read).
     pub tick_to_trade_seen: Summary,
+    /// `tick_to_trade` in ten equal parts of the run, by the tick's place in the feed: level
+    /// when the trader keeps up, growing when a queue before it fills.
+    #[serde(default)]
+    pub tick_to_trade_tenths: Vec<Summary>,
     /// Per order, from its arrival to the replay reading it: the harness's own delay (a send,
     /// or a preemption of the replay's thread, in between).
     pub harness_delay: Summary,

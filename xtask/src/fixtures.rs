@@ -57,6 +57,7 @@ pub(crate) fn replay(base: f64) -> ReplayReport {
         arrival: results::Arrival::KernelTimestamp,
         tick_to_trade: summary(40, base),
         tick_to_trade_seen: summary(40, base + 0.5),
+        tick_to_trade_tenths: Vec::new(),
         harness_delay: summary(40, 0.5),
         unstamped_datagrams: 0,
         context_switches: ContextSwitches {

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use anyhow::bail;
-use paths::{ExchangeIo, Rate, TraderPath};
+use paths::{ExchangeIo, Rate, Source, TraderPath};
 use results::{ReplayReport, Summary, TraderReport};
 use serde::{Deserialize, Serialize};
 
@@ -16,6 +16,11 @@ use crate::{
 /// A trial whose sender achieved less than this share of the offered rate measured the sender,
 /// not the trader.
 const SENDER_BOUND: f64 = 0.97;
+/// A trial is saturated, though it lost nothing, when its last tenth's median tick-to-trade is
+/// more than this many times its second tenth's (the first is warm-up)...
+const GROWTH: f64 = 2.0;
+/// ...and more than this many µs above it (two medians of a few µs can double by noise).
+const GROWTH_FLOOR_US: f64 = 10.0;
 /// The loads, as shares of the zero-loss rate, at which latency is measured.
 const LOADS: [f64; 3] = [0.1, 0.5, 0.9];
 
@@ -25,9 +30,15 @@ pub(crate) struct Options {
     /// Paths (comma-separated): xdp, udp, trigger (the decision in the driver).
     #[arg(long, value_delimiter = ',', default_value = "xdp,udp", value_parser = crate::run::trader_paths())]
     pub(crate) paths: Vec<TraderPath>,
-    /// Messages per trial.
+    /// Messages per trial, at least (a trial also lasts --seconds at its rate).
     #[arg(long, default_value_t = 100_000)]
     pub(crate) count: u64,
+    /// Seconds per trial, at least: long enough to fill every queue between the sender and the
+    /// trader (socket buffers, rings, the veth's) many times over, so a rate that passes is one
+    /// the trader sustains, not one the buffers absorbed. A trial whose latency grows over its
+    /// length fails as saturated even with nothing lost.
+    #[arg(long, default_value_t = 2.0)]
+    pub(crate) seconds: f64,
     /// ITCH messages per MoldUDP64 packet (the sender's own per-packet cost caps the rate).
     #[arg(long, default_value_t = 1)]
     pub(crate) batch: u16,
@@ -66,6 +77,13 @@ struct Trial {
     /// Orders back against those expected, ticks lost: beside every latency figure, since
     /// lost orders never enter the histogram.
     delivered: Delivery,
+    /// Messages sent in the trial.
+    messages: u64,
+    /// Orders the exchange took per second of sending.
+    orders_per_s: f64,
+    /// The trader's own work per tick, from taking it to its order sent (its RX→TX mean, µs):
+    /// at a rate r it is busy r × this of the time.
+    work_us: f64,
 }
 
 /// What a trial found: no loss, or the first loss of these, in this order.
@@ -82,6 +100,9 @@ enum TrialVerdict {
     TicksLost(u64),
     /// Orders the exchange never got back.
     OrdersLost(u64),
+    /// Nothing lost, but the median tick-to-trade grew over the trial (second tenth → last
+    /// tenth, µs): a queue before the trader was filling, and a longer trial would lose.
+    Saturated { first_us: f64, last_us: f64 },
 }
 
 impl TrialVerdict {
@@ -100,6 +121,10 @@ impl std::fmt::Display for TrialVerdict {
             }
             TrialVerdict::TicksLost(n) => write!(f, "{n} ticks lost"),
             TrialVerdict::OrdersLost(n) => write!(f, "{n} orders lost"),
+            TrialVerdict::Saturated { first_us, last_us } => write!(
+                f,
+                "saturated: median {first_us:.1} → {last_us:.1} µs over the trial"
+            ),
         }
     }
 }
@@ -130,8 +155,15 @@ struct PathJson {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct TrialJson {
     rate: f64,
+    /// Messages sent.
+    messages: u64,
     ok: bool,
     why: String,
+    /// What the failure says was the limit (`-` when it passed).
+    bound: String,
+    orders_per_s: f64,
+    /// The trader's RX→TX mean, µs.
+    trader_work_us: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -148,6 +180,9 @@ struct LoadJson {
 pub(crate) fn run(o: Options) -> anyhow::Result<()> {
     if !(o.min_rate > 0.0 && o.max_rate > o.min_rate && o.resolution > 1.0) {
         bail!("need 0 < --min-rate < --max-rate and --resolution > 1");
+    }
+    if !(o.seconds > 0.0 && o.seconds <= 600.0) {
+        bail!("--seconds {}: between 0 and 600", o.seconds);
     }
     let Some(&first) = o.paths.first() else {
         bail!("no path to run");
@@ -251,10 +286,19 @@ impl Searcher<'_> {
         Ok(s)
     }
 
-    /// One trial at `rate` (rounded to whole messages/s for the replay).
+    /// One trial at `rate` (rounded to whole messages/s for the replay), of --count messages
+    /// or --seconds at that rate, whichever is more.
     fn trial(&mut self, path: TraderPath, rate: f64) -> anyhow::Result<Trial> {
         self.trials += 1;
         self.base.rate = Rate::PerSec(rate.round_ties_even());
+        let count = trial_count(self.o.count, self.o.seconds, rate);
+        self.base.count = Some(count);
+        self.base.source = Source::Gbm {
+            seed: Source::GBM_SEED,
+            bars: usize::try_from(count)
+                .unwrap_or(usize::MAX)
+                .max(Source::GBM_BARS),
+        };
         let tag = format!("{path}-{:03}-{rate:.0}", self.trials);
         let ends = Ends {
             trader: path,
@@ -263,13 +307,20 @@ impl Searcher<'_> {
         };
         let run = self.session.run(&self.base, ends, &tag)?;
         let (replay, trader) = (run.replay()?, run.trader()?);
-        let verdict = verdict(self.o.count, rate, &replay, &trader);
-        eprintln!("  {path} @ {rate:.0} msg/s: {verdict}");
+        let verdict = verdict(count, rate, &replay, &trader);
+        eprintln!("  {path} @ {rate:.0} msg/s, {count} messages: {verdict}");
         Ok(Trial {
             rate,
             verdict,
             tick_to_trade: replay.tick_to_trade,
             delivered: Delivery::of(&replay, &trader),
+            messages: count,
+            orders_per_s: if replay.send_seconds > 0.0 {
+                replay.orders_received as f64 / replay.send_seconds
+            } else {
+                0.0
+            },
+            work_us: trader.rx_to_tx.mean_us,
         })
     }
 }
@@ -289,9 +340,27 @@ fn verdict(count: u64, rate: f64, replay: &ReplayReport, trader: &TraderReport) 
         TrialVerdict::TicksLost(sent - ticks)
     } else if orders < expected {
         TrialVerdict::OrdersLost(expected - orders)
+    } else if let Some((first_us, last_us)) = growth(&replay.tick_to_trade_tenths) {
+        TrialVerdict::Saturated { first_us, last_us }
     } else {
         TrialVerdict::NoLoss
     }
+}
+
+/// Messages in a trial: `count`, or `seconds` at `rate`, whichever is more.
+fn trial_count(count: u64, seconds: f64, rate: f64) -> u64 {
+    count.max((seconds * rate).ceil() as u64)
+}
+
+/// The medians of the second and the last tenth of a trial, if the last grew past [`GROWTH`]
+/// times the second and [`GROWTH_FLOOR_US`] above it (both tenths need orders).
+fn growth(tenths: &[Summary]) -> Option<(f64, f64)> {
+    let (second, last) = (tenths.get(1)?, tenths.last()?);
+    if tenths.len() < 3 || second.count == 0 || last.count == 0 {
+        return None;
+    }
+    let (a, b) = (second.p50_us, last.p50_us);
+    (b > GROWTH * a && b - a > GROWTH_FLOOR_US).then_some((a, b))
 }
 
 fn render(o: &Options, report: &[Search]) -> String {
@@ -302,11 +371,17 @@ fn render(o: &Options, report: &[Search]) -> String {
     };
     let _ = writeln!(
         s,
-        "zero-loss rate, {} messages per trial, {} per MoldUDP64 packet, trader cpu1 spinning, replay cpu0 ({sender} sender)",
-        o.count, o.batch,
+        "zero-loss rate, each trial at least {} messages and {} s, {} per MoldUDP64 packet, \
+         trader cpu{} spinning, replay cpu{} ({sender} sender, one core); a trial fails on any \
+         loss, or as saturated when its median tick-to-trade grows over it (last tenth > \
+         {GROWTH}× the second and {GROWTH_FLOOR_US} µs above it)",
+        o.count, o.seconds, o.batch, o.cpus.trader, o.cpus.replay,
     );
-    let _ = writeln!(s, "| path | zero-loss rate (msg/s) | first failure | why |");
-    let _ = writeln!(s, "|---|---:|---:|---|");
+    let _ = writeln!(
+        s,
+        "| path | zero-loss rate (msg/s) | orders/s at it | trader work µs/msg | trader busy at it | first failure | why | bound |"
+    );
+    let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---|---|");
     for Search {
         path,
         lo,
@@ -315,14 +390,22 @@ fn render(o: &Options, report: &[Search]) -> String {
         ..
     } in report
     {
-        let why = hi
-            .and_then(|h| trials.iter().find(|t| t.rate == h))
-            .map_or("no failure up to --max-rate".to_owned(), |t| {
-                t.verdict.to_string()
-            });
+        let passed = lo.and_then(|l| trials.iter().find(|t| t.rate == l));
+        let failed = hi.and_then(|h| trials.iter().find(|t| t.rate == h));
+        let why = failed.map_or("no failure up to --max-rate".to_owned(), |t| {
+            t.verdict.to_string()
+        });
+        let bound = failed.map_or("-", |t| bound(t.verdict));
+        let (orders, work, busy) = passed.map_or(("-".into(), "-".into(), "-".into()), |t| {
+            (
+                format!("{:.0}", t.orders_per_s),
+                format!("{:.3}", t.work_us),
+                format!("{:.0} %", t.rate * t.work_us / 1e4),
+            )
+        });
         let _ = writeln!(
             s,
-            "| {path} | {} | {} | {why} |",
+            "| {path} | {} | {orders} | {work} | {busy} | {} | {why} | {bound} |",
             lo.map_or("none".into(), |l| format!("{l:.0}")),
             hi.map_or("-".into(), |h| format!("{h:.0}"))
         );
@@ -363,6 +446,19 @@ fn render(o: &Options, report: &[Search]) -> String {
     s
 }
 
+/// Which part a failed trial says was the limit.
+fn bound(v: TrialVerdict) -> &'static str {
+    match v {
+        TrialVerdict::NoLoss => "-",
+        TrialVerdict::ShortSend { .. } | TrialVerdict::SenderBound { .. } => {
+            "the sender (the exchange side could not offer the rate)"
+        }
+        TrialVerdict::TicksLost(_) => "the trader's RX (ticks dropped before it took them)",
+        TrialVerdict::OrdersLost(_) => "the order path (the trader's TX or the exchange's receive)",
+        TrialVerdict::Saturated { .. } => "the trader's RX (a queue before it grew)",
+    }
+}
+
 fn to_json(report: &[Search]) -> Vec<PathJson> {
     report
         .iter()
@@ -375,8 +471,12 @@ fn to_json(report: &[Search]) -> Vec<PathJson> {
                 .iter()
                 .map(|t| TrialJson {
                     rate: t.rate,
+                    messages: t.messages,
                     ok: t.verdict.ok(),
                     why: t.verdict.to_string(),
+                    bound: bound(t.verdict).to_owned(),
+                    orders_per_s: t.orders_per_s,
+                    trader_work_us: t.work_us,
                 })
                 .collect(),
             latency_under_load: s
@@ -431,10 +531,59 @@ mod tests {
     }
 
     #[test]
+    fn a_trial_whose_latency_grows_is_saturated_though_it_lost_nothing() {
+        let (mut replay, trader) = (fixtures::replay(10.0), fixtures::trader(TraderPath::Xdp));
+        let tenth = |p50: f64| Summary {
+            count: 4,
+            p50_us: p50,
+            ..Summary::default()
+        };
+        // Level (noise within 2x): no loss.
+        replay.tick_to_trade_tenths = [9.0, 5.0, 6.0, 5.5, 7.0, 6.0, 5.0, 8.0, 9.0, 9.5]
+            .map(tenth)
+            .to_vec();
+        assert_eq!(
+            verdict(1000, 20_000.0, &replay, &trader),
+            TrialVerdict::NoLoss
+        );
+        // Doubled but only by a few µs: still level.
+        replay.tick_to_trade_tenths[9] = tenth(10.5);
+        assert_eq!(
+            verdict(1000, 20_000.0, &replay, &trader),
+            TrialVerdict::NoLoss
+        );
+        // A queue filling: the median climbs through the trial.
+        replay.tick_to_trade_tenths[9] = tenth(800.0);
+        assert_eq!(
+            verdict(1000, 20_000.0, &replay, &trader),
+            TrialVerdict::Saturated {
+                first_us: 5.0,
+                last_us: 800.0
+            }
+        );
+        // Loss is named before growth.
+        let mut lossy = trader.clone();
+        lossy.counters.ticks = 990;
+        assert_eq!(
+            verdict(1000, 20_000.0, &replay, &lossy),
+            TrialVerdict::TicksLost(10)
+        );
+        // Without the tenths (an older replay) nothing can be said: no verdict from them.
+        replay.tick_to_trade_tenths.clear();
+        assert_eq!(
+            verdict(1000, 20_000.0, &replay, &trader),
+            TrialVerdict::NoLoss
+        );
+        assert_eq!(trial_count(100_000, 2.0, 1_800_000.0), 3_600_000);
+        assert_eq!(trial_count(100_000, 2.0, 10_000.0), 100_000);
+    }
+
+    #[test]
     fn the_tables_show_the_bounds_and_the_load_curve() {
         let o = Options {
             paths: vec![TraderPath::Xdp],
             count: 1000,
+            seconds: 2.0,
             batch: 1,
             min_rate: 10_000.0,
             max_rate: 4e6,
@@ -457,6 +606,9 @@ mod tests {
                 expected: 40,
                 ticks_lost: 0,
             },
+            messages: 40_000,
+            orders_per_s: 7_600.0,
+            work_us: 2.5,
         };
         let mut lossy = trial(18_000.0, TrialVerdict::OrdersLost(1));
         lossy.delivered.orders = 39;
@@ -476,12 +628,18 @@ mod tests {
             ],
         };
         let md = render(&o, std::slice::from_ref(&search));
-        assert!(md.starts_with(
-            "zero-loss rate, 1000 messages per trial, 1 per MoldUDP64 packet, trader cpu1 \
-             spinning, replay cpu0 (AF_XDP sender)\n"
-        ));
         assert!(
-            md.contains("| xdp | 20000 | 40000 | 3 ticks lost |\n"),
+            md.starts_with(
+                "zero-loss rate, each trial at least 1000 messages and 2 s, 1 per MoldUDP64 \
+                 packet, trader cpu1 spinning, replay cpu0 (AF_XDP sender, one core);"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "| xdp | 20000 | 7600 | 2.500 | 5 % | 40000 | 3 ticks lost | the trader's RX \
+                 (ticks dropped before it took them) |\n"
+            ),
             "{md}"
         );
         assert!(
@@ -504,6 +662,8 @@ mod tests {
         assert_eq!(json[0]["path"], "xdp");
         assert_eq!(json[0]["zero_loss_rate"], 20_000.0);
         assert_eq!(json[0]["trials"][1]["why"], "3 ticks lost");
+        assert_eq!(json[0]["trials"][0]["messages"], 40_000);
+        assert_eq!(json[0]["trials"][0]["bound"], "-");
         assert_eq!(
             json[0]["latency_under_load"][1]["tick_to_trade"]["p50_us"],
             20.0

@@ -95,8 +95,14 @@ fn bad_bench_options_fail_before_the_lab_or_a_results_folder() {
     }
     // CPUs are xtask's own to check, before it builds or runs anything.
     for (args, needle) in [
-        (&["--trader-cpu", "1023"][..], "--trader-cpu 1023: not a CPU"),
-        (&["--trader-cpu", "0", "--replay-cpu", "0"][..], "are both 0"),
+        (
+            &["--trader-cpu", "1023"][..],
+            "--trader-cpu 1023: not a CPU",
+        ),
+        (
+            &["--trader-cpu", "0", "--replay-cpu", "0"][..],
+            "are both 0",
+        ),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
             .args(["bench", "--no-setup", "--lab", &lab, "--out"])
