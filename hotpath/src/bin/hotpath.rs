@@ -129,29 +129,7 @@ fn run_suite(o: RunOptions) -> anyhow::Result<()> {
         root: nix_is_root(),
     };
     ctx.pin()?;
-    let doctor = match &o.doctor_file {
-        Some(p) => std::fs::read_to_string(p)
-            .with_context(|| format!("reading {}", p.display()))?
-            .lines()
-            .map(str::to_string)
-            .collect(),
-        None => Vec::new(),
-    };
-    let mut report = Report {
-        started_utc: utc_now(),
-        machine: o.machine.clone(),
-        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .unwrap_or_default()
-            .trim()
-            .to_string(),
-        size: format!("{:?}", o.size).to_lowercase(),
-        tsc,
-        tsc_step_ns: tsc.step_ns(),
-        cpus: (o.cpu, o.other_cpu),
-        doctor,
-        outcomes: Vec::new(),
-        skipped: Vec::new(),
-    };
+    let mut report = new_report(&o, tsc)?;
     // Ctrl-C (which reaches this process too) lets the running experiment finish, so every
     // setting it changed (huge pages, THP) is put back by its guard, then stops the suite.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -159,33 +137,7 @@ fn run_suite(o: RunOptions) -> anyhow::Result<()> {
         signal_hook::flag::register(sig, std::sync::Arc::clone(&stop))
             .context("installing the signal handler")?;
     }
-    let n = specs.len();
-    for (i, s) in specs.iter().enumerate() {
-        if stop.load(std::sync::atomic::Ordering::Relaxed) {
-            eprintln!(
-                "interrupted: the experiments before {} are in the report",
-                s.id
-            );
-            report
-                .skipped
-                .push((s.id.to_string(), "interrupted".into()));
-            continue;
-        }
-        eprintln!("[{}/{n}] {}: {}", i + 1, s.id, s.about);
-        let t = Instant::now();
-        match (s.run)(&ctx) {
-            Ok(out) => {
-                eprintln!("    done in {:.1} s", t.elapsed().as_secs_f64());
-                report.outcomes.push(out);
-            }
-            Err(e) => {
-                eprintln!("    failed: {e:#}");
-                report.skipped.push((s.id.to_string(), format!("{e:#}")));
-            }
-        }
-        // Each experiment leaves the thread as it found it: pinned to the measured CPU.
-        ctx.pin()?;
-    }
+    run_each(&specs, &ctx, &stop, &mut report)?;
     report.write(&o.out)?;
     eprintln!("report: {}", o.out.join("report.md").display());
     if stop.load(std::sync::atomic::Ordering::Relaxed) {
@@ -258,4 +210,69 @@ fn nix_is_root() -> bool {
 /// The time now as `YYYY-MM-DDTHH:MM:SSZ`.
 fn utc_now() -> String {
     results::utc::now_iso()
+}
+
+/// The report's head: the machine, the TSC, the CPUs and `doctor`'s findings (from
+/// `--doctor-file`), no outcomes yet.
+fn new_report(o: &RunOptions, tsc: Tsc) -> anyhow::Result<Report> {
+    let doctor = match &o.doctor_file {
+        Some(p) => std::fs::read_to_string(p)
+            .with_context(|| format!("reading {}", p.display()))?
+            .lines()
+            .map(str::to_string)
+            .collect(),
+        None => Vec::new(),
+    };
+    Ok(Report {
+        started_utc: utc_now(),
+        machine: o.machine.clone(),
+        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+        size: format!("{:?}", o.size).to_lowercase(),
+        tsc,
+        tsc_step_ns: tsc.step_ns(),
+        cpus: (o.cpu, o.other_cpu),
+        doctor,
+        outcomes: Vec::new(),
+        skipped: Vec::new(),
+    })
+}
+
+/// Runs `specs` one after the other into `report`, each failure recorded, until `stop`.
+fn run_each(
+    specs: &[suite::Spec],
+    ctx: &Ctx,
+    stop: &std::sync::atomic::AtomicBool,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    let n = specs.len();
+    for (i, s) in specs.iter().enumerate() {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            eprintln!(
+                "interrupted: the experiments before {} are in the report",
+                s.id
+            );
+            report
+                .skipped
+                .push((s.id.to_string(), "interrupted".into()));
+            continue;
+        }
+        eprintln!("[{}/{n}] {}: {}", i + 1, s.id, s.about);
+        let t = Instant::now();
+        match (s.run)(ctx) {
+            Ok(out) => {
+                eprintln!("    done in {:.1} s", t.elapsed().as_secs_f64());
+                report.outcomes.push(out);
+            }
+            Err(e) => {
+                eprintln!("    failed: {e:#}");
+                report.skipped.push((s.id.to_string(), format!("{e:#}")));
+            }
+        }
+        // Each experiment leaves the thread as it found it: pinned to the measured CPU.
+        ctx.pin()?;
+    }
+    Ok(())
 }

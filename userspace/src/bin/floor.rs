@@ -82,11 +82,40 @@ fn real_main() -> anyhow::Result<()> {
         );
     }
     let line = Arc::new(Line(AtomicU64::new(0)));
-    // The pong thread says whether it got its CPU before any ping is sent: a ping nobody
-    // answers would spin forever.
+    let other = start_pong(&line, pong)?;
+    if let Err(e) = process::pin_to_cpu(ping) {
+        line.0.store(DONE, Ordering::Release);
+        let _ = other.join();
+        return Err(e).context("the ping thread (first of --cpus)");
+    }
+    let start = clock::now_ns();
+    let hist = ping_loop(&line, start, iterations, seconds);
+    line.0.store(DONE, Ordering::Release);
+    other.join().expect("pong thread")?;
+    let report = FloorReport {
+        cpus: [ping, pong],
+        iterations: hist.len(),
+        seconds: (clock::now_ns() - start) as f64 / 1e9,
+        round_trip: hist.summary(),
+        machine: results::Machine::read(),
+    };
+    results::write(json_out.as_deref(), &report)?;
+    if let Some(p) = &hgrm_out {
+        hist.write_hgrm(p)?;
+    }
+    Ok(())
+}
+
+/// Starts the pong thread on `pong`: it answers each odd value (a ping) on `line` with the
+/// next even one until DONE. Returns once it is pinned (a ping nobody answers would spin
+/// forever), or the error that kept it from its CPU.
+fn start_pong(
+    line: &Arc<Line>,
+    pong: usize,
+) -> anyhow::Result<std::thread::JoinHandle<anyhow::Result<()>>> {
     let (pinned_tx, pinned) = std::sync::mpsc::channel();
     let other = {
-        let line = Arc::clone(&line);
+        let line = Arc::clone(line);
         std::thread::spawn(move || -> anyhow::Result<()> {
             let pin = process::pin_to_cpu(pong);
             let ok = pin.is_ok();
@@ -118,19 +147,18 @@ fn real_main() -> anyhow::Result<()> {
             .unwrap_or_else(|| anyhow::anyhow!("the pong thread ended before it started")))
         .context("the pong thread (second of --cpus)");
     }
-    if let Err(e) = process::pin_to_cpu(ping) {
-        line.0.store(DONE, Ordering::Release);
-        let _ = other.join();
-        return Err(e).context("the ping thread (first of --cpus)");
-    }
+    Ok(other)
+}
+
+/// Pings `iterations` times, or for `seconds`, and records each round trip; the first tenth
+/// (of the count, or of the time) warms caches and frequencies and is not recorded.
+fn ping_loop(line: &Line, start: u64, iterations: u64, seconds: Option<f64>) -> Latency {
     let mut hist = Latency::new();
-    // The first tenth (of the count, or of the time) warms caches and frequencies.
     let (limit, warmup_ns) = match seconds {
         Some(s) => (u64::MAX, (s * 1e8) as u64),
         None => (iterations, 0),
     };
     let warmup = if seconds.is_some() { 0 } else { limit / 10 };
-    let start = clock::now_ns();
     let end = seconds.map(|s| start + (s * 1e9) as u64);
     let mut i = 0;
     while i < limit {
@@ -148,18 +176,5 @@ fn real_main() -> anyhow::Result<()> {
             break;
         }
     }
-    line.0.store(DONE, Ordering::Release);
-    other.join().expect("pong thread")?;
-    let report = FloorReport {
-        cpus: [ping, pong],
-        iterations: hist.len(),
-        seconds: (clock::now_ns() - start) as f64 / 1e9,
-        round_trip: hist.summary(),
-        machine: results::Machine::read(),
-    };
-    results::write(json_out.as_deref(), &report)?;
-    if let Some(p) = &hgrm_out {
-        hist.write_hgrm(p)?;
-    }
-    Ok(())
+    hist
 }
