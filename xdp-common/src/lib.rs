@@ -467,6 +467,21 @@ impl Fired {
     /// Its size, as the ring buffer carries it.
     pub const LEN: usize = 32;
 
+    /// What firing `arm` on a tick at `price` (Price(4)) sent: the program's record, and what
+    /// the trader rebuilds from the arm's generation and price in the [`ArmSlot`].
+    #[must_use]
+    pub const fn of(arm: &Arm, price: u32) -> Self {
+        Self {
+            seq: arm.seq,
+            token: arm.token,
+            price,
+            shares: arm.shares,
+            side: arm.side,
+            flags: arm.flags,
+            pad: [0; 5],
+        }
+    }
+
     /// Reads a record from the ring buffer's bytes (native endian, as the program wrote it).
     #[must_use]
     pub fn from_bytes(b: &[u8]) -> Option<Self> {

@@ -636,15 +636,7 @@ fn trigger(ctx: &XdpContext, st: &mut Stamps) -> Shot {
             core::ptr::write_volatile(core::ptr::addr_of_mut!((*arm).arm.armed), 0);
         }
     }
-    Shot::Fired(Fired {
-        seq: a.seq,
-        token: a.token,
-        price,
-        shares: a.shares,
-        side: a.side,
-        flags: a.flags,
-        pad: [0; 5],
-    })
+    Shot::Fired(Fired::of(&a, price))
 }
 
 /// Whether the packet is the one shape that fires: a MoldUDP64 packet of exactly one message,

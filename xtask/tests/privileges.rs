@@ -66,6 +66,21 @@ fn bad_bench_options_fail_before_the_lab_or_a_results_folder() {
     }
     let lab = format!("t2t-pre{}", std::process::id() % 100_000);
     let out_dir = std::env::temp_dir().join(format!("t2t-preflight-{}", std::process::id()));
+    // `bench` with `args` must fail, naming `needle`, having made no lab and no folder.
+    let fails = |args: &[&str], needle: &str| -> String {
+        let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+            .args(["bench", "--no-setup", "--lab", &lab, "--out"])
+            .arg(&out_dir)
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!out.status.success(), "{args:?} must fail");
+        assert!(stderr.contains(needle), "{args:?} names {needle}: {stderr}");
+        assert!(!out_dir.exists(), "{args:?}: no results folder");
+        assert!(!netns::ns_exists(&format!("{lab}-ex")));
+        stderr
+    };
     for (args, needle) in [
         (&["--count", "0"][..], "--count"),
         (
@@ -73,25 +88,15 @@ fn bad_bench_options_fail_before_the_lab_or_a_results_folder() {
             "/nonexistent/closes.f64",
         ),
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
-            .args(["bench", "--no-setup", "--lab", &lab, "--out"])
-            .arg(&out_dir)
-            .args(args)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{args:?} must fail");
+        let stderr = fails(args, needle);
         assert!(
             stderr.contains("rejects these options"),
             "{args:?}: {stderr}"
         );
-        assert!(stderr.contains(needle), "{args:?} names {needle}: {stderr}");
         assert!(
             !stderr.contains("+ ip"),
             "{args:?}: no lab command ran: {stderr}"
         );
-        assert!(!out_dir.exists(), "{args:?}: no results folder");
-        assert!(!netns::ns_exists(&format!("{lab}-ex")));
     }
     // CPUs are xtask's own to check, before it builds or runs anything.
     for (args, needle) in [
@@ -104,18 +109,8 @@ fn bad_bench_options_fail_before_the_lab_or_a_results_folder() {
             "are both 0",
         ),
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
-            .args(["bench", "--no-setup", "--lab", &lab, "--out"])
-            .arg(&out_dir)
-            .args(args)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{args:?} must fail");
-        assert!(stderr.contains(needle), "{args:?} names {needle}: {stderr}");
+        let stderr = fails(args, needle);
         assert!(!stderr.contains("+ "), "{args:?}: nothing ran: {stderr}");
-        assert!(!out_dir.exists(), "{args:?}: no results folder");
-        assert!(!netns::ns_exists(&format!("{lab}-ex")));
     }
 }
 

@@ -225,16 +225,7 @@ impl Fire<'_> {
             self.report.mismatch += 1;
             return;
         };
-        let f = Fired {
-            seq: a.seq,
-            token: a.token,
-            price,
-            shares: a.shares,
-            side: a.side,
-            flags: a.flags,
-            pad: [0; 5],
-        };
-        self.on_fired(&f, handler);
+        self.on_fired(&Fired::of(&a, price), handler);
     }
 
     #[cold]
