@@ -81,9 +81,8 @@ struct Trial {
     messages: u64,
     /// Orders the exchange took per second of sending.
     orders_per_s: f64,
-    /// The trader's own work per tick, from taking it to its order sent (its RX→TX mean, µs):
-    /// at a rate r it is busy r × this of the time.
-    work_us: f64,
+    /// Inside the trader, from taking a packet to its order sent (its RX→TX median, µs).
+    rx_tx_p50_us: f64,
 }
 
 /// What a trial found: no loss, or the first loss of these, in this order.
@@ -162,8 +161,8 @@ struct TrialJson {
     /// What the failure says was the limit (`-` when it passed).
     bound: String,
     orders_per_s: f64,
-    /// The trader's RX→TX mean, µs.
-    trader_work_us: f64,
+    /// The trader's RX→TX median, µs.
+    trader_rx_tx_p50_us: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -320,7 +319,7 @@ impl Searcher<'_> {
             } else {
                 0.0
             },
-            work_us: trader.rx_to_tx.mean_us,
+            rx_tx_p50_us: trader.rx_to_tx.p50_us,
         })
     }
 }
@@ -379,9 +378,9 @@ fn render(o: &Options, report: &[Search]) -> String {
     );
     let _ = writeln!(
         s,
-        "| path | zero-loss rate (msg/s) | orders/s at it | trader work µs/msg | trader busy at it | first failure | why | bound |"
+        "| path | zero-loss rate (msg/s) | orders/s at it | trader RX→TX p50 µs at it | first failure | why | bound |"
     );
-    let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---|---|");
+    let _ = writeln!(s, "|---|---:|---:|---:|---:|---|---|");
     for Search {
         path,
         lo,
@@ -396,16 +395,15 @@ fn render(o: &Options, report: &[Search]) -> String {
             t.verdict.to_string()
         });
         let bound = failed.map_or("-", |t| bound(t.verdict));
-        let (orders, work, busy) = passed.map_or(("-".into(), "-".into(), "-".into()), |t| {
+        let (orders, rx_tx) = passed.map_or(("-".into(), "-".into()), |t| {
             (
                 format!("{:.0}", t.orders_per_s),
-                format!("{:.3}", t.work_us),
-                format!("{:.0} %", t.rate * t.work_us / 1e4),
+                format!("{:.2}", t.rx_tx_p50_us),
             )
         });
         let _ = writeln!(
             s,
-            "| {path} | {} | {orders} | {work} | {busy} | {} | {why} | {bound} |",
+            "| {path} | {} | {orders} | {rx_tx} | {} | {why} | {bound} |",
             lo.map_or("none".into(), |l| format!("{l:.0}")),
             hi.map_or("-".into(), |h| format!("{h:.0}"))
         );
@@ -476,7 +474,7 @@ fn to_json(report: &[Search]) -> Vec<PathJson> {
                     why: t.verdict.to_string(),
                     bound: bound(t.verdict).to_owned(),
                     orders_per_s: t.orders_per_s,
-                    trader_work_us: t.work_us,
+                    trader_rx_tx_p50_us: t.rx_tx_p50_us,
                 })
                 .collect(),
             latency_under_load: s
@@ -608,7 +606,7 @@ mod tests {
             },
             messages: 40_000,
             orders_per_s: 7_600.0,
-            work_us: 2.5,
+            rx_tx_p50_us: 2.5,
         };
         let mut lossy = trial(18_000.0, TrialVerdict::OrdersLost(1));
         lossy.delivered.orders = 39;
@@ -637,8 +635,8 @@ mod tests {
         );
         assert!(
             md.contains(
-                "| xdp | 20000 | 7600 | 2.500 | 5 % | 40000 | 3 ticks lost | the trader's RX \
-                 (ticks dropped before it took them) |\n"
+                "| xdp | 20000 | 7600 | 2.50 | 40000 | 3 ticks lost | the trader's RX (ticks \
+                 dropped before it took them) |\n"
             ),
             "{md}"
         );
