@@ -493,7 +493,7 @@ mod arm_mem {
     }
 
     impl ArmMap {
-        /// Maps `map`'s values (an array of one `Arm`, made with `BPF_F_MMAPABLE`).
+        /// Maps `map`'s values (an array of one `ArmSlot`, made with `BPF_F_MMAPABLE`).
         pub(super) fn map(map: MapData) -> io::Result<ArmMap> {
             // SAFETY: sysconf has no preconditions.
             let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })

@@ -111,7 +111,7 @@ pub struct Options {
     #[arg(long)]
     pub xdp_stats: bool,
     /// Time each stage of the XDP program's runs (classify, the trigger's arm read, checks,
-    /// match, order write and ring record, the redirect) with `bpf_ktime_get_ns()` at each
+    /// match, order write and record, the redirect) with `bpf_ktime_get_ns()` at each
     /// mark; the report's `xdp_program.stages` gets the mean ns per stage by outcome (fired,
     /// reflected, redirected), net of one clock read. Costs a clock read per mark, so compare
     /// runs that all have it. Off, the program loaded has no timing code at all (it is a

@@ -145,7 +145,7 @@ fn trigger_path_blocking() {
     assert_eq!(runs("trigger_redirected"), x.redirected, "{stages:?}");
     assert_eq!(runs("redirected"), 0, "the trigger's program: {stages:?}");
     let fired = stages.iter().find(|o| o.outcome == "fired").unwrap();
-    for stage in ["classify", "arm_read", "order_write", "ring_record"] {
+    for stage in ["classify", "arm_read", "order_write", "record"] {
         assert!(fired.stage(stage).is_some(), "{stage}: {fired:?}");
     }
     assert_eq!(fired.stage("redirect"), None, "a fired run never redirects");

@@ -180,8 +180,8 @@ pub enum Mark {
     Matched,
     /// The order written into the frame, the frame trimmed (trigger and reflector).
     Ordered,
-    /// Trigger: the [`Fired`] record written to [`MAP_FIRED`] (and the reader woken, when the
-    /// trader blocks).
+    /// Trigger: what fired recorded in the [`ArmSlot`] and the arm consumed (and, when the
+    /// trader blocks, a [`Fired`] written to [`MAP_FIRED`] to wake it).
     Recorded,
     /// The frame redirected to the AF_XDP socket (`bpf_redirect_map`).
     Redirected,
@@ -219,7 +219,7 @@ impl Mark {
             Mark::Checked => "mark_move",
             Mark::Matched => "match",
             Mark::Ordered => "order_write",
-            Mark::Recorded => "ring_record",
+            Mark::Recorded => "record",
             Mark::Redirected => "redirect",
             Mark::End => "count_and_return",
         }
@@ -348,8 +348,9 @@ pub enum Action {
     RedirectStamped = 3,
     /// The pre-armed trigger: a single-trade MoldUDP64 packet of the armed session and
     /// sequence number whose price is in the armed set is rewritten into the armed order to
-    /// the configured gateway and sent with `XDP_TX`, the arm consumed and a [`Fired`] record written to
-    /// [`MAP_FIRED`]; every other market-data frame is redirected as [`Action::Redirect`].
+    /// the configured gateway and sent with `XDP_TX`, the arm consumed and what fired recorded in
+    /// its [`ArmSlot`] (and a [`Fired`] written to [`MAP_FIRED`] to wake a blocking trader);
+    /// every other market-data frame is redirected as [`Action::Redirect`].
     Trigger = 4,
 }
 

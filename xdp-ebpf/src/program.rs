@@ -99,7 +99,8 @@ static TRIGGER_DST: [u8; 10] = [0; 10];
 /// The UDP length of the one packet shape that fires: a MoldUDP64 packet of one ITCH trade.
 const ONE_TRADE_UDP_LEN: usize = udp::HEADER_LEN + moldudp64::FIRST_MESSAGE + trade::LEN;
 
-/// What the trigger fired, for userspace: one `Fired` record per order sent.
+/// A `Fired` record per order sent, written only when a blocking trader must be woken
+/// (`FIRED_WAKEUP`): its wakeup is what rouses the trader; what fired is read from `ARM`.
 #[map(name = "FIRED")]
 static FIRED: RingBuf = RingBuf::with_byte_size(1 << 16, 0);
 

@@ -176,6 +176,14 @@ pub(crate) fn problems(row: &str, replay: &ReplayReport, trader: &TraderReport) 
             replay.unstamped_datagrams
         ));
     }
+    if let (Some(t), Some(x)) = (trader.trigger, trader.xdp_counters)
+        && t.fired != x.trigger_fired
+    {
+        p.push(format!(
+            "{row}: the program fired {} orders, the trader read {} back (a fire it never saw)",
+            x.trigger_fired, t.fired
+        ));
+    }
     if let Some(t) = trader.trigger.filter(|t| t.mismatch > 0) {
         p.push(format!(
             "{row}: {} of {} fired orders were not the trader's (trigger.mismatch)",
@@ -641,7 +649,7 @@ const STAGE_COLUMNS: [&str; 10] = [
     "mark_move",
     "match",
     "order_write",
-    "ring_record",
+    "record",
     "redirect",
     "count_and_return",
 ];
@@ -991,7 +999,7 @@ verdict: 4 problem(s):
                         stage("classify", 30.0),
                         stage("arm_read", 110.0),
                         stage("order_write", 40.0),
-                        stage("ring_record", 60.0),
+                        stage("record", 60.0),
                     ],
                 },
                 results::OutcomeStages {
@@ -1010,6 +1018,32 @@ verdict: 4 problem(s):
             rows,
             ["| xdp | fired | 7 | 21 | 30 | 110 | - | - | - | - | 40 | 60 | - | - | 240 |"],
             "{t}"
+        );
+    }
+
+    #[test]
+    fn a_fire_the_trader_never_read_back_is_a_problem() {
+        let replay = fixtures::replay(10.0);
+        let mut trader = fixtures::trader(TraderPath::Trigger);
+        trader.trigger = Some(results::TriggerReport {
+            fired: 5,
+            ..Default::default()
+        });
+        trader.xdp_counters = Some(results::XdpCounters {
+            trigger_fired: 5,
+            ..Default::default()
+        });
+        let none = problems("trigger", &replay, &trader);
+        assert!(!none.iter().any(|p| p.contains("read")), "{none:?}");
+        trader.xdp_counters = Some(results::XdpCounters {
+            trigger_fired: 6,
+            ..Default::default()
+        });
+        let p = problems("trigger", &replay, &trader);
+        assert!(
+            p.iter()
+                .any(|p| p == "trigger: the program fired 6 orders, the trader read 5 back (a fire it never saw)"),
+            "{p:?}"
         );
     }
 

@@ -42,7 +42,8 @@ const BLOCK_POLL_MS: i32 = 100;
 const ARMS_REMEMBERED: usize = 4;
 
 /// A trader's I/O on the trigger path: the AF_XDP socket for what the program doesn't fire,
-/// the arm it writes between ticks and the ring of what the program fired.
+/// the arm it writes between ticks (whose line also holds what the program fired), and the
+/// ring that wakes it when it blocks.
 ///
 /// `BLOCK`: wait in `poll()` on both the socket and the ring (`--wait block`): with the
 /// decision in the driver the trader sleeps and leaves its CPU to the machine.
@@ -198,9 +199,10 @@ struct Fire<'a> {
 
 impl Fire<'_> {
     /// Hands the tick the program last fired, if it is new, to `handler` as the packet it was;
-    /// returns how many (0 or 1: an arm is written only once the trader has the tick before,
-    /// so at most one fires between two looks; the end of the run checks every fire was read
-    /// against the program's count).
+    /// returns how many (0 or 1: the line holds the last fire only; an arm is written only once
+    /// the trader has the tick before, so at most one fires between two looks; the bench's
+    /// verdict compares the fires read with the program's `trigger_fired` count, and flags a
+    /// difference).
     #[inline]
     fn drain<H: PacketHandler>(&mut self, handler: &mut H) -> usize {
         // The ring only wakes a blocking trader (the program writes it for no other): consumed
@@ -287,8 +289,9 @@ impl OrderSink for CheckSink {
     }
 }
 
-/// The handler the socket's packets go through: what the ring holds goes first (it was fired
-/// before any later packet reached the socket), and orders the trader sends itself are counted.
+/// The handler the socket's packets go through: what the arm's line says fired goes first (it
+/// was fired before any later packet reached the socket), and orders the trader sends itself
+/// are counted.
 struct Merge<'a, 'f, H> {
     fire: &'a mut Fire<'f>,
     handler: &'a mut H,
