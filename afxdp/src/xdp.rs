@@ -337,7 +337,7 @@ impl XdpProgram {
         arm_mem::ArmMap::map(map).map_err(|source| XdpError::Mmap {
             what: format!(
                 "failed to memory-map the trigger's {MAP_ARM} array (needs a kernel of 5.5 or \
-                 later, 5.18 for the trigger as a whole, and a program built with \
+                 later, 5.8 for the trigger as a whole, and a program built with \
                  BPF_F_MMAPABLE)"
             ),
             source,

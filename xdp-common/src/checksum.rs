@@ -23,9 +23,10 @@ pub fn sum(bytes: &[u8]) -> u64 {
 }
 
 /// [`sum`] of the bytes `words` hold in memory, read 32 bits at a time in native byte order:
-/// a quarter of the additions, on aligned words (the XDP program's checksum of a fired tick,
-/// copied into an aligned buffer, is on the order's path). Folded, it is the byte-swapped
-/// [`sum`] on a little-endian machine: [`fold_native`] gives the big-endian one.
+/// a quarter of the additions, on aligned words. Folded, it is the byte-swapped [`sum`] on a
+/// little-endian machine: [`fold_native`] gives the big-endian one. It is the reference for a
+/// native-order partial sum such as the kernel's `csum_partial` (what `bpf_csum_diff` returns,
+/// which the XDP program's UDP checksum folds with [`fold_native`]).
 #[inline(always)]
 pub fn sum_native(words: &[u64]) -> u64 {
     let mut sum: u64 = 0;

@@ -3,7 +3,7 @@
 
 use aya_ebpf::{
     bindings::xdp_action::{XDP_DROP, XDP_PASS, XDP_TX},
-    helpers::{bpf_ktime_get_ns, bpf_xdp_adjust_tail, bpf_xdp_load_bytes},
+    helpers::{bpf_csum_diff, bpf_ktime_get_ns, bpf_xdp_adjust_tail},
     macros::{map, xdp},
     maps::{Array, PerCpuArray, RingBuf, XskMap},
     programs::XdpContext,
@@ -696,26 +696,42 @@ fn udp_checksum_ok(ctx: &XdpContext) -> bool {
         // refuses): nothing more to check.
         return true;
     }
-    // Copied into an aligned, zero-padded buffer by the kernel and summed 32 bits at a time:
-    // the checksum of a fired tick is on the order's path.
-    let mut words = [0u64; ONE_TRADE_UDP_LEN.div_ceil(8)];
-    // SAFETY: `words` is a stack buffer of at least ONE_TRADE_UDP_LEN bytes that the helper
-    // fills; `ctx.ctx` is this run's xdp_md.
-    let copied = unsafe {
-        bpf_xdp_load_bytes(
-            ctx.ctx,
-            UDP as u32,
-            words.as_mut_ptr().cast(),
-            ONE_TRADE_UDP_LEN as u32,
+    // The kernel's own checksum over the datagram in place (`bpf_csum_diff` of nothing against
+    // its first 72 bytes, a multiple of 4 as the helper needs), then the last two bytes.
+    const WORDS_LEN: usize = ONE_TRADE_UDP_LEN / 4 * 4;
+    const _: () = assert!(ONE_TRADE_UDP_LEN - WORDS_LEN == 2, "72 bytes and two");
+    // SAFETY: `ctx.ctx` is this run's xdp_md.
+    let (start, end) = unsafe {
+        (
+            core::ptr::read_volatile(core::ptr::addr_of!((*ctx.ctx).data)) as usize,
+            core::ptr::read_volatile(core::ptr::addr_of!((*ctx.ctx).data_end)) as usize,
         )
     };
-    if copied != 0 {
+    if start + UDP + ONE_TRADE_UDP_LEN > end {
         return false;
     }
+    // SAFETY: [start + UDP, + WORDS_LEN) lies inside the frame, checked just above; the helper
+    // only reads it.
+    let partial = unsafe {
+        bpf_csum_diff(
+            core::ptr::null_mut(),
+            0,
+            (start + UDP) as *mut u32,
+            WORDS_LEN as u32,
+            0,
+        )
+    };
+    if partial < 0 {
+        return false;
+    }
+    let Ok(tail) = read::<[u8; 2]>(ctx, UDP + WORDS_LEN) else {
+        return false;
+    };
+    let words = (partial as u64 & 0xffff_ffff) + u64::from(u16::from_le_bytes(tail));
     // The pseudo header (addresses, protocol, length), then the datagram with its checksum:
     // a right one sums to 0xffff.
     let pseudo = checksum::sum(&ip[12..20]) + u64::from(ipv4::PROTOCOL_UDP) + u64::from(udp_len);
-    let datagram = checksum::fold_native(checksum::sum_native(&words));
+    let datagram = checksum::fold_native(words);
     checksum::fold(pseudo + u64::from(datagram)) == 0xffff
 }
 
@@ -873,7 +889,8 @@ fn write<T: Copy>(ctx: &XdpContext, offset: usize, value: T) -> Result<(), ()> {
 }
 
 /// Reads a `T` at `offset` from the start of the frame, after the bounds check the verifier
-/// requires. The only way this program touches packet memory.
+/// requires. The only way this program reads packet memory itself (the UDP checksum hands a
+/// bounds-checked range to `bpf_csum_diff`).
 #[inline(always)]
 fn read<T: Copy>(ctx: &XdpContext, offset: usize) -> Result<T, ()> {
     // Loaded afresh for every read: the compiler can't carry `end` into arithmetic of its own
