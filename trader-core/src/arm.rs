@@ -177,15 +177,7 @@ mod tests {
 
     /// What the XDP program records when it fires `arm` on a tick at `price`.
     fn fire(arm: &Arm, price: u32) -> Fired {
-        Fired {
-            seq: arm.seq,
-            token: arm.token,
-            price,
-            shares: arm.shares,
-            side: arm.side,
-            flags: arm.flags,
-            pad: [0; 5],
-        }
+        Fired::of(arm, price)
     }
 
     /// How a step's price is chosen: a random walk, or right at the armed threshold (where a
