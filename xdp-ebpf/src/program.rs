@@ -684,7 +684,8 @@ fn one_trade_of(ctx: &XdpContext, a: &Arm) -> bool {
 /// the datagram has one. What fails goes to the trader, which counts and drops it.
 #[inline(always)]
 fn udp_checksum_ok(ctx: &XdpContext) -> bool {
-    let Ok(ip) = read::<[u8; ipv4::HEADER_LEN]>(ctx, IP) else {
+    // The pseudo header's addresses only (`headers_intact` checked the rest of the header).
+    let Ok(addrs) = read::<[u8; 8]>(ctx, IP + ipv4::SRC.start) else {
         return false;
     };
     let Ok(udp_hdr) = read::<[u8; udp::HEADER_LEN]>(ctx, UDP) else {
@@ -730,7 +731,7 @@ fn udp_checksum_ok(ctx: &XdpContext) -> bool {
     let words = (partial as u64 & 0xffff_ffff) + u64::from(u16::from_le_bytes(tail));
     // The pseudo header (addresses, protocol, length), then the datagram with its checksum:
     // a right one sums to 0xffff.
-    let pseudo = checksum::sum(&ip[12..20]) + u64::from(ipv4::PROTOCOL_UDP) + u64::from(udp_len);
+    let pseudo = checksum::sum(&addrs) + u64::from(ipv4::PROTOCOL_UDP) + u64::from(udp_len);
     let datagram = checksum::fold_native(words);
     checksum::fold(pseudo + u64::from(datagram)) == 0xffff
 }

@@ -384,6 +384,16 @@ pub(crate) fn check_cpus(trader: usize, replay: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The spec's GBM series (seed 42), long enough for `count` messages.
+pub(crate) fn gbm_for(count: u64) -> Source {
+    Source::Gbm {
+        seed: Source::GBM_SEED,
+        bars: usize::try_from(count)
+            .unwrap_or(usize::MAX)
+            .max(Source::GBM_BARS),
+    }
+}
+
 /// Who tells the lies of a matrix's lie stream (`inject lies` at [`LIES_PER_SECOND`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum LieStream {
@@ -405,12 +415,7 @@ impl Options {
     pub(crate) fn trial(count: u64, lab: &str, out: Option<PathBuf>, no_setup: bool) -> Options {
         Options {
             paths: vec![PathChoice::Both],
-            source: Source::Gbm {
-                seed: Source::GBM_SEED,
-                bars: usize::try_from(count)
-                    .unwrap_or(usize::MAX)
-                    .max(Source::GBM_BARS),
-            },
+            source: gbm_for(count),
             count: Some(count),
             rate: RATE,
             batch: 1,

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use anyhow::bail;
-use paths::{ExchangeIo, Rate, Source, TraderPath};
+use paths::{ExchangeIo, Rate, TraderPath};
 use results::{ReplayReport, Summary, TraderReport};
 use serde::{Deserialize, Serialize};
 
@@ -181,7 +181,10 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
         bail!("need 0 < --min-rate < --max-rate and --resolution > 1");
     }
     if !(o.seconds > 0.0 && o.seconds <= 600.0) {
-        bail!("--seconds {}: between 0 and 600", o.seconds);
+        bail!(
+            "--seconds {}: a trial must last more than 0 and at most 600 seconds",
+            o.seconds
+        );
     }
     let Some(&first) = o.paths.first() else {
         bail!("no path to run");
@@ -292,12 +295,7 @@ impl Searcher<'_> {
         self.base.rate = Rate::PerSec(rate.round_ties_even());
         let count = trial_count(self.o.count, self.o.seconds, rate);
         self.base.count = Some(count);
-        self.base.source = Source::Gbm {
-            seed: Source::GBM_SEED,
-            bars: usize::try_from(count)
-                .unwrap_or(usize::MAX)
-                .max(Source::GBM_BARS),
-        };
+        self.base.source = crate::run::gbm_for(count);
         let tag = format!("{path}-{:03}-{rate:.0}", self.trials);
         let ends = Ends {
             trader: path,
