@@ -266,6 +266,23 @@ pub struct Dist {
     pub hgrm: String,
 }
 
+impl Dist {
+    /// Percentile `q` (one of 0.5, 0.9, 0.99, 0.999, 0.9999), only where the samples reach it
+    /// ([`crate::verdict::samples_for`]: ten beyond it); `None` otherwise, and for any other
+    /// `q`.
+    pub fn at(&self, q: f64) -> Option<f64> {
+        let v = match q {
+            0.5 => self.p50_ns,
+            0.9 => self.p90_ns,
+            0.99 => self.p99_ns,
+            0.999 => self.p999_ns,
+            0.9999 => self.p9999_ns,
+            _ => return None,
+        };
+        (self.count >= crate::verdict::samples_for(q)).then_some(v)
+    }
+}
+
 /// The `.hgrm` text of `h` (recorded in ps, written in ns): the workspace's one writer.
 fn hgrm(h: &Histogram<u64>) -> String {
     trader_core::stats::percentile_distribution(h, PS_PER_NS)
@@ -292,9 +309,17 @@ impl<'a> Variant<'a> {
     }
 }
 
+/// The order variants run in, round `round` of `n`: rotated one place a round (A B C, B C A,
+/// C A B, ...), so no variant always runs first (after a warm-up, into a cold cache) or right
+/// after the same neighbour.
+pub fn rotation(round: usize, n: usize) -> impl Iterator<Item = usize> {
+    (0..n).map(move |i| (round + i) % n.max(1))
+}
+
 /// Runs `warmup` unrecorded rounds of every variant, then `rounds` recorded rounds, the
-/// variants taking turns (A B C A B C ...) so drift and the other tenants' noise spread over all
-/// of them. Returns one distribution per variant, in order.
+/// variants taking turns in an order rotated each round ([`rotation`]) so drift, the other
+/// tenants' noise and what the previous variant left in the caches spread over all of them.
+/// Returns one distribution per variant, in the order given.
 pub fn interleave(
     tsc: Tsc,
     warmup: usize,
@@ -302,15 +327,16 @@ pub fn interleave(
     variants: &mut [Variant<'_>],
 ) -> Vec<Dist> {
     let mut scratch = Recorder::new(tsc);
-    for _ in 0..warmup {
-        for v in variants.iter_mut() {
-            (v.round)(&mut scratch);
+    let n = variants.len();
+    for round in 0..warmup {
+        for i in rotation(round, n) {
+            (variants[i].round)(&mut scratch);
         }
     }
     let mut recs: Vec<Recorder> = variants.iter().map(|_| Recorder::new(tsc)).collect();
-    for _ in 0..rounds {
-        for (v, r) in variants.iter_mut().zip(recs.iter_mut()) {
-            (v.round)(r);
+    for round in 0..rounds {
+        for i in rotation(warmup + round, n) {
+            (variants[i].round)(&mut recs[i]);
         }
     }
     variants
@@ -369,6 +395,32 @@ mod tests {
     }
 
     #[test]
+    fn rotation_moves_the_first_variant_each_round() {
+        let r: Vec<Vec<usize>> = (0..4).map(|k| rotation(k, 3).collect()).collect();
+        assert_eq!(r, [[0, 1, 2], [1, 2, 0], [2, 0, 1], [0, 1, 2]]);
+        assert_eq!(rotation(5, 0).count(), 0);
+    }
+
+    #[test]
+    fn percentiles_come_only_with_their_samples() {
+        let t = Tsc {
+            ticks_per_ns: 1.0,
+            overhead_ticks: 0,
+        };
+        let mut r = Recorder::new(t);
+        for i in 1..=1_000u32 {
+            r.record_ns(f64::from(i));
+        }
+        let d = r.finish("x");
+        assert!(d.at(0.5).is_some() && d.at(0.9).is_some());
+        // p99 needs 1,000 samples: ten above it.
+        assert!(d.at(0.99).is_some());
+        assert_eq!(d.at(0.999), None);
+        assert_eq!(d.at(0.9999), None);
+        assert_eq!(d.at(0.42), None, "only the report's percentiles");
+    }
+
+    #[test]
     fn interleaving_runs_every_variant_every_round_in_turn() {
         let t = Tsc::calibrate(Duration::from_millis(5));
         let order = std::cell::RefCell::new(Vec::new());
@@ -383,7 +435,7 @@ mod tests {
             }),
         ];
         let d = interleave(t, 1, 3, &mut vs);
-        assert_eq!(order.borrow().iter().collect::<String>(), "abababab");
+        assert_eq!(order.borrow().iter().collect::<String>(), "abbaabba");
         assert_eq!(d[0].count, 3);
         assert_eq!(d[1].name, "b");
     }

@@ -19,6 +19,7 @@ pub mod report;
 pub mod suite;
 #[cfg(feature = "experiments")]
 pub mod system;
+pub mod verdict;
 
 use harness::Tsc;
 use serde::Serialize;

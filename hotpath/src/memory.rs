@@ -330,6 +330,7 @@ fn compare(ctx: &Ctx, out: &mut Outcome, points: &[Point]) {
     let last = last_point(points);
     let l1 = l1_point(points);
     out.comparisons.push(Comparison {
+        standing: None,
         what: format!(
             "sequential vs random chase at {}, per access (p50)",
             size_name(last.bytes)
@@ -355,6 +356,7 @@ fn compare(ctx: &Ctx, out: &mut Outcome, points: &[Point]) {
         _ => "L1d size unknown".into(),
     };
     out.comparisons.push(Comparison {
+        standing: None,
         what: format!(
             "sequential vs random chase at {} ({where_l1}), per access (p50)",
             size_name(l1.bytes)
@@ -366,6 +368,7 @@ fn compare(ctx: &Ctx, out: &mut Outcome, points: &[Point]) {
         verdict: small_set_verdict(l1.random.p50_ns / l1.sequential.p50_ns),
     });
     out.comparisons.push(Comparison {
+        standing: None,
         what: format!(
             "random chase at {}, 4 KiB pages vs THP (p50)",
             size_name(last.bytes)
@@ -427,6 +430,7 @@ fn cache_levels_row(levels: &[(u32, usize)], points: &[Point]) -> Comparison {
         picks.iter().map(|(_, b)| *b).collect()
     };
     Comparison {
+        standing: None,
         what,
         ours: at
             .iter()

@@ -10,6 +10,7 @@ use results::plot::{self, Axis, Plot, Scale};
 use serde::{Deserialize, Serialize};
 
 use crate::harness::Dist;
+use crate::verdict::Standing;
 
 /// The study's two halves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,8 +74,55 @@ pub struct Comparison {
     pub study: String,
     /// The study's ratio, when it states one.
     pub study_ratio: Option<f64>,
-    /// One line: does our machine agree with the study, and what that means for the trader.
+    /// One line: how our figure stands by the one rule ([`crate::verdict`]), then the reason
+    /// from the data.
     pub verdict: String,
+    /// The rule's standing, for a reader of `report.json` (absent for rows that state a fact
+    /// with no ratio to judge).
+    #[serde(default)]
+    pub standing: Option<Standing>,
+}
+
+impl Comparison {
+    /// A row judged by the one rule: `our_ratio` against `study_ratio`, the verdict the
+    /// standing's words, both ratios and `reason` (computed from the data).
+    pub fn judged(
+        what: impl Into<String>,
+        ours: impl Into<String>,
+        our_ratio: f64,
+        study: impl Into<String>,
+        study_ratio: Option<f64>,
+        reason: &str,
+    ) -> Comparison {
+        Comparison {
+            what: what.into(),
+            ours: ours.into(),
+            our_ratio: Some(our_ratio),
+            study: study.into(),
+            study_ratio,
+            verdict: crate::verdict::verdict(our_ratio, study_ratio, reason),
+            standing: Some(crate::verdict::standing(our_ratio, study_ratio)),
+        }
+    }
+
+    /// A row with no ratio to judge (a count, a fact of this machine): its verdict is `finding`,
+    /// which the caller computes from the data.
+    pub fn finding(
+        what: impl Into<String>,
+        ours: impl Into<String>,
+        study: impl Into<String>,
+        finding: String,
+    ) -> Comparison {
+        Comparison {
+            what: what.into(),
+            ours: ours.into(),
+            our_ratio: None,
+            study: study.into(),
+            study_ratio: None,
+            verdict: finding,
+            standing: None,
+        }
+    }
 }
 
 /// A curve for an SVG: y over x, several series.
@@ -158,7 +206,8 @@ impl Report {
             "Machine: {} · kernel {} · size {} · measured on CPU {} (other CPU {}) · TSC {:.4} ticks/ns, \
              timer overhead {:.1} ns (subtracted from every timed sample), resolution {:.1} ns (the \
              counter's smallest step here: a one-operation sample is known to that). A percentile \
-             shows only where the samples reach it (p99.9 needs 1,000, p99.99 10,000; else –).\n",
+             shows only with ten samples beyond it (p50 needs 20, p99 1,000, p99.9 10,000, \
+             p99.99 100,000; else –). Variants run interleaved, their order rotated each round.\n",
             self.machine,
             self.kernel,
             self.size,
@@ -173,6 +222,16 @@ impl Report {
             "Ours is Rust on this machine; the study's is C++ on an Intel i5-6500 (Mohammad 2026, \
              SSRN 6513601). Ratios within one run are the figure to compare; absolute times move \
              with the host.\n"
+        );
+        let _ = writeln!(
+            s,
+            "Every verdict follows one rule (`hotpath::verdict`): a ratio within {:.2}× of 1 is no \
+             measurable difference here; ours within {:.1}× of the study's, either way, agrees; \
+             beyond that it is larger or smaller here, or reversed when on the other side of 1; \
+             undecided when a figure or its samples are missing. The reason after the words is \
+             computed from this run's data.\n",
+            crate::verdict::NOISE,
+            crate::verdict::AGREE
         );
         for (level, heading) in [(Level::System, "System level"), (Level::Code, "Code level")] {
             let rows: Vec<(&Outcome, &Comparison)> = self
@@ -220,19 +279,19 @@ impl Report {
                     "| variant | samples | ops/sample | p50 | p90 | p99 | p99.9 | p99.99 | max | mean |\n|---|---|---|---|---|---|---|---|---|---|"
                 );
                 for d in &o.dists {
-                    // A percentile needs at least 1/(1-q) samples to be more than the max.
-                    let q = |v: f64, need: u64| if d.count >= need { ns(v) } else { "–".into() };
+                    // A percentile only with ten samples beyond it (verdict::samples_for).
+                    let q = |q: f64| d.at(q).map_or_else(|| "–".to_string(), ns);
                     let _ = writeln!(
                         s,
                         "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                         cell(&d.name),
                         d.count,
                         d.ops_per_sample,
-                        ns(d.p50_ns),
-                        q(d.p90_ns, 10),
-                        q(d.p99_ns, 100),
-                        q(d.p999_ns, 1_000),
-                        q(d.p9999_ns, 10_000),
+                        q(0.5),
+                        q(0.9),
+                        q(0.99),
+                        q(0.999),
+                        q(0.9999),
                         ns(d.max_ns),
                         ns(d.mean_ns)
                     );

@@ -128,6 +128,7 @@ pub(crate) fn run(out: &Path, o: &Plan, alone: bool) -> anyhow::Result<()> {
         Err(e) => {
             let mut oc = Outcome::new("pgo", "Profile-guided optimisation", Level::Code);
             oc.comparisons.push(Comparison {
+                standing: None,
                 what: "PGO".into(),
                 ours: format!("not measurable here: {e:#}"),
                 our_ratio: None,
@@ -289,6 +290,7 @@ fn measure(
     };
     oc.comparisons = vec![
         Comparison {
+            standing: None,
             what: "trader core per packet, plain vs PGO (median pass)".into(),
             ours: format!("{pb:.1} ns -> {pp:.1} ns"),
             our_ratio: Some(pb / pp),
@@ -297,6 +299,7 @@ fn measure(
             verdict: verdict(pb / pp).into(),
         },
         Comparison {
+            standing: None,
             what: "engine fast sweep, plain vs PGO (median)".into(),
             ours: format!("{sb:.1} ms -> {sp:.1} ms"),
             our_ratio: Some(sb / sp),

@@ -401,6 +401,7 @@ impl Row<'_> {
         let (s, f) = (pick(o.dist(&slow)), pick(o.dist(&fast)));
         let r = s / f;
         Comparison {
+            standing: None,
             what: format!("{}, {label}", self.what),
             ours: format!("{} vs {}", ns(s), ns(f)),
             our_ratio: Some(r),

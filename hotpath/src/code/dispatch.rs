@@ -351,6 +351,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
         let (s, f) = (p50(slow), p50(fast));
         let r = s / f;
         Comparison {
+            standing: None,
             what: format!("{what}, per call (p50 of 1000-call batch means)"),
             ours: format!("{} vs {}", ns(s), ns(f)),
             our_ratio: Some(r),

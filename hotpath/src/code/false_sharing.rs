@@ -279,6 +279,7 @@ fn compare(quiet_runs: &[[f64; 3]; 2], n: u64) -> Vec<Comparison> {
         let (r64, r128, r64_128) = (shared / p64, shared / p128, p64 / p128);
         let verdict = sharing_verdict(r64, STUDY_SHARED_S / STUDY_PADDED_S);
         rows.push(Comparison {
+            standing: None,
             what: format!(
                 "{}: one line vs padded to 64 B, quiet run (p10) of {n} each",
                 op.name()
@@ -296,6 +297,7 @@ fn compare(quiet_runs: &[[f64; 3]; 2], n: u64) -> Vec<Comparison> {
             verdict,
         });
         rows.push(Comparison {
+            standing: None,
             what: format!("{}: one line vs padded to 128 B (CachePadded)", op.name()),
             ours: format!("{} vs {}", ns(shared), ns(p128)),
             our_ratio: Some(r128),

@@ -188,6 +188,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
     let (a, s) = (o.dist(AOS).clone(), o.dist(SPLIT).clone());
     o.comparisons = vec![
         Comparison {
+            standing: None,
             what: format!(
                 "full structs vs split, one pass over {} orders (p50)",
                 plan.orders
@@ -198,12 +199,13 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
             study_ratio: Some(1.08746 / 0.91845),
             verdict: format!(
                 "{}; the scan pulls {} B of memory per order instead of {} B",
-                super::agreement(a.p50_ns / s.p50_ns, 1.08746 / 0.91845),
+                crate::verdict::standing(a.p50_ns / s.p50_ns, Some(1.08746 / 0.91845)).words(),
                 FULL_BYTES,
                 HOT_BYTES
             ),
         },
         Comparison {
+            standing: None,
             what: "cache misses per pass".to_string(),
             ours: "not measurable here: this guest exposes no hardware PMU".to_string(),
             our_ratio: None,

@@ -379,6 +379,7 @@ pub fn run_aos_soa_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
     let (r_big, r_small) = (aos_big / soa_big, aos_small / soa_small);
     out.comparisons = vec![
         Comparison {
+            standing: None,
             what: format!(
                 "AoS vs SoA, {} positions (AoS {} MB, SoA columns read {} MB), quiet pass (p10)",
                 p.big,
@@ -399,6 +400,7 @@ pub fn run_aos_soa_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
             },
         },
         Comparison {
+            standing: None,
             what: format!(
                 "AoS vs SoA, {} positions (in L2), quiet pass (p10)",
                 p.small
@@ -516,6 +518,7 @@ pub fn run_simd_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
         let big = i == 0;
         let place = if big { "large book" } else { "in L2" };
         rows.push(Comparison {
+            standing: None,
             what: format!("scalar vs pulp ({level}), {n} positions, {place}, quiet pass (p10)"),
             ours: format!("{} vs {}", ns(s), ns(pu)),
             our_ratio: Some(r_s),
@@ -538,6 +541,7 @@ pub fn run_simd_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
             },
         });
         rows.push(Comparison {
+            standing: None,
             what: format!("SSE2 (2 lanes) vs pulp (same code, wider), {n} positions, {place}"),
             ours: format!("{} vs {}", ns(s2), ns(pu)),
             our_ratio: Some(r_s2),

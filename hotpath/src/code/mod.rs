@@ -74,35 +74,7 @@ pub(crate) fn join<T>(
         .map_err(|_| anyhow::anyhow!("the thread on the other CPU panicked"))?
 }
 
-/// Our ratio (slower / faster) against the study's, in words.
-pub(crate) fn agreement(ours: f64, study: f64) -> &'static str {
-    let r = ours / study;
-    // Below 0.91 the other way round; a difference under 10 % is none on this shared host,
-    // whatever the study's ratio.
-    if ours < 0.91 {
-        "reversed here"
-    } else if ours < 1.1 {
-        "no measurable difference here"
-    } else if (0.67..=1.5).contains(&r) {
-        "agrees with the study"
-    } else if r < 1.0 {
-        "same direction, smaller here"
-    } else {
-        "same direction, larger here"
-    }
-}
-
-/// A comparison row's verdict: how our ratio stands (against the study's, when it gives one),
-/// then why.
-pub(crate) fn verdict(ours: f64, study: Option<f64>, why: &str) -> String {
-    let how = match study {
-        Some(sr) => agreement(ours, sr),
-        None if ours < 0.91 => "reversed here",
-        None if ours < 1.1 => "no measurable difference here",
-        None => "measurable here",
-    };
-    format!("{how}; {why}")
-}
+pub(crate) use crate::verdict::verdict;
 
 /// SplitMix64: a small, seedable generator for the experiments' pre-generated random sequences
 /// (call sites, message kinds, which order to free), so every variant sees the same sequence
@@ -180,20 +152,6 @@ pub(crate) fn test_ctx() -> Ctx {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn verdicts_say_how_our_ratio_stands() {
-        assert!(verdict(1.4, Some(1.47), "x").starts_with("agrees with the study; x"));
-        // Within 0.67-1.5 of the study's 1.47, but no difference at all.
-        assert!(verdict(1.02, Some(1.47), "x").starts_with("no measurable difference"));
-        assert!(verdict(0.3, Some(1.47), "x").starts_with("reversed here"));
-        assert!(verdict(1.05, Some(5.68), "x").starts_with("no measurable difference"));
-        assert!(verdict(1.5, Some(5.68), "x").starts_with("same direction, smaller"));
-        assert!(verdict(20.0, Some(2.6), "x").starts_with("same direction, larger"));
-        assert!(verdict(0.8, None, "x").starts_with("reversed"));
-        assert!(verdict(1.0, None, "x").starts_with("no measurable"));
-        assert!(verdict(2.0, None, "x").starts_with("measurable here; x"));
-    }
 
     #[test]
     fn the_generator_is_deterministic_and_stays_in_range() {

@@ -172,6 +172,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
     );
     o.comparisons = vec![
         Comparison {
+            standing: None,
             what: format!(
                 "copy vs move on reallocation, per push (p50 over passes of {})",
                 plan.n
@@ -183,10 +184,11 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
             verdict: format!(
                 "{}; in Rust the slow side is a mistake no one can make by accident: only an \
                  explicit clone copies",
-                super::agreement(c / g, 2.6)
+                crate::verdict::standing(c / g, Some(2.6)).words()
             ),
         },
         Comparison {
+            standing: None,
             what: "growing vs reserved up front, per push (p50)".to_string(),
             ours: format!("{} vs {}", ns(g), ns(r)),
             our_ratio: Some(g / r),

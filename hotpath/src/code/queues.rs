@@ -767,6 +767,7 @@ fn latency_rows(out: &Outcome) -> Vec<Comparison> {
     let floor = out.dist(PINGPONG).clone();
     let mut rows = Vec::new();
     rows.push(Comparison {
+        standing: None,
         what: "rtrb one-way p50 vs the CPU floor (ping-pong one-way)".to_string(),
         ours: format!("{} vs {}", ns(ring.p50_ns), ns(floor.p50_ns)),
         our_ratio: Some(ring.p50_ns / floor.p50_ns),
@@ -789,6 +790,7 @@ fn latency_rows(out: &Outcome) -> Vec<Comparison> {
         let d = out.dist(k.name());
         let tail = d.p999_ns / ring.p999_ns;
         rows.push(Comparison {
+            standing: None,
             what: format!(
                 "{} vs rtrb SPSC ring, one-way p50 · p99.9 · p99.99",
                 k.name()
@@ -821,6 +823,7 @@ fn flood_rate(flood: &[f64; 5], k: Kind) -> f64 {
 fn throughput_row(flood: &[f64; 5]) -> Comparison {
     let rate = |k: Kind| flood_rate(flood, k);
     Comparison {
+        standing: None,
         what: "unpaced throughput, rtrb vs Mutex<VecDeque>".to_string(),
         ours: format!(
             "{:.1} vs {:.1} M msgs/s",
@@ -843,6 +846,7 @@ fn contention_row(out: &Outcome, ctx: &Ctx, walls: [f64; 2]) -> Comparison {
     let [lf_wall, mx_wall] = walls;
     let lock_free_wins = lf.p999_ns <= mx.p999_ns && lf_wall <= mx_wall;
     Comparison {
+        standing: None,
         what: "contended, 2 threads push+pop on one queue: ArrayQueue vs Mutex<VecDeque>, \
                pair p50 · p99.9 · max; throughput"
             .to_string(),

@@ -388,6 +388,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
         let (s, f) = (p50(slow), p50(fast));
         let r = s / f;
         Comparison {
+            standing: None,
             what: format!(
                 "{what}, per message (p50 of {}-message batch means)",
                 plan.ops

@@ -374,6 +374,7 @@ fn compare(out: &mut Outcome, measured: &Measured, len: usize) {
         .expect("first touch always runs");
     let mib = len >> 20;
     out.comparisons.push(Comparison {
+        standing: None,
         what: format!("minor faults, first touch of a {mib} MiB mapping ({pages} pages of 4 KiB)"),
         ours: format!("{:?} per round", ft_faults),
         our_ratio: None,
@@ -387,6 +388,7 @@ fn compare(out: &mut Outcome, measured: &Measured, len: usize) {
         },
     });
     out.comparisons.push(Comparison {
+        standing: None,
         what: "first touch per page, p50 (p99.9, max)".into(),
         ours: format!(
             "{} ({}, {})",
@@ -421,6 +423,7 @@ fn compare_populated(out: &mut Outcome, measured: &Measured, m: Method, first: &
     let (pages, mib) = (len / PAGE, len >> 20);
     if !measured.methods.contains(&m) {
         out.comparisons.push(Comparison {
+            standing: None,
             what: format!(
                 "{}: steady-state first access vs first touch, p50",
                 m.name()
@@ -447,6 +450,7 @@ fn compare_populated(out: &mut Outcome, measured: &Measured, m: Method, first: &
         .clone();
     let (touch, popf) = measured.faults_of(m).expect("ran");
     out.comparisons.push(Comparison {
+        standing: None,
         what: format!(
             "{}: steady-state first access vs first touch, p50 (faults while accessing)",
             m.name()
@@ -472,6 +476,7 @@ fn compare_populated(out: &mut Outcome, measured: &Measured, m: Method, first: &
         },
     });
     out.comparisons.push(Comparison {
+        standing: None,
         what: format!(
             "{}: populating cost, per page and whole mapping (p50)",
             m.name()

@@ -489,6 +489,7 @@ fn compare_chases(
     out.dists.extend(dists.iter().cloned());
     match get(Backing::HugeTlb) {
         Some(h) => out.comparisons.push(Comparison {
+            standing: None,
             what: format!(
                 "random chase over {} MiB, 4 KiB vs HugeTLB 2 MiB pages, per access (p50)",
                 len >> 20
@@ -500,6 +501,7 @@ fn compare_chases(
             verdict: verdict_ratio(small.p50_ns / h.p50_ns, 290.0 / 43.12),
         }),
         None => out.comparisons.push(Comparison {
+            standing: None,
             what: "random chase, 4 KiB vs HugeTLB 2 MiB pages, per access".into(),
             ours: "not measurable here: no HugeTLB pages (see notes)".into(),
             our_ratio: None,
@@ -510,6 +512,7 @@ fn compare_chases(
     }
     if let Some(thp) = get(Backing::Thp) {
         out.comparisons.push(Comparison {
+            standing: None,
             what: format!(
                 "random chase over {} MiB, 4 KiB vs THP, per access (p50)",
                 len >> 20
@@ -559,6 +562,7 @@ fn tlb_comparison(perf: &Result<(), String>, tlb: &[(Backing, Option<(u64, u64)>
         Err(why) => (perf_unavailable(why), None),
     };
     Comparison {
+        standing: None,
         what: "dTLB-load miss share, 4 KiB → huge pages".into(),
         ours: tlb_row.0,
         our_ratio: tlb_row.1,
@@ -713,6 +717,7 @@ fn thp_fault_part(ctx: &Ctx, p: &Params, out: &mut Outcome) -> anyhow::Result<()
     }
     let (a, n) = (&dists[0], &dists[1]);
     out.comparisons.push(Comparison {
+            standing: None,
         what: "first touch of a 2 MiB region, THP always vs never: p50, p99.9, max".into(),
         ours: format!(
             "always {} / {} / {} vs never {} / {} / {} ({} of {} regions got a huge page)",

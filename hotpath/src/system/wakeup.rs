@@ -729,6 +729,7 @@ fn cfs_vs_fifo_rows(cases: &Cases<'_>) -> Vec<Comparison> {
         let f = cases.find(Kind::TimerSleep, FIFO, load);
         match (c, f) {
             (Some(c), Some(f)) => rows.push(Comparison {
+                standing: None,
                 what: format!("timer wake-up lateness p50, CFS vs FIFO ({})", load.name()),
                 ours: format!("{} vs {}", us(c.p50_ns), us(f.p50_ns)),
                 our_ratio: Some(c.p50_ns / f.p50_ns.max(1.0)),
@@ -745,6 +746,7 @@ fn cfs_vs_fifo_rows(cases: &Cases<'_>) -> Vec<Comparison> {
                 },
             }),
             (Some(c), None) => rows.push(Comparison {
+                standing: None,
                 what: format!("timer wake-up lateness p50, CFS vs FIFO ({})", load.name()),
                 ours: format!(
                     "{} vs not measurable here: SCHED_FIFO refused",
@@ -773,6 +775,7 @@ fn slack_rows(cases: &Cases<'_>) -> Vec<Comparison> {
         ) {
             let f = cases.find(Kind::TimerSleep, FIFO, load);
             rows.push(Comparison {
+                standing: None,
                 what: format!(
                     "timer wake-up p50, CFS: default timer slack vs slack 1 ns (vs FIFO) ({})",
                     load.name()
@@ -806,6 +809,7 @@ fn fifo_tail_row(cases: &Cases<'_>) -> Option<Comparison> {
     let f = cases.find(Kind::TimerSleep, FIFO, Load::Same)?;
     let c = cases.find(Kind::TimerSleep, CFS, Load::Same);
     Some(Comparison {
+        standing: None,
         what: "FIFO timer wake-up, p99.9 and max (load on same CPU)".into(),
         ours: format!(
             "{} (max {}; p50 {}){}",
@@ -832,6 +836,7 @@ fn cyclictest_rows(ct: &[Dist]) -> Vec<Comparison> {
         let f = ct_find(&format!("cyclictest FIFO 80, {}", load.name()));
         if let (Some(c), Some(f)) = (c, f) {
             rows.push(Comparison {
+                standing: None,
                 what: format!(
                     "cyclictest p50, CFS vs FIFO ({}); FIFO p99.9, max",
                     load.name()
@@ -863,6 +868,7 @@ fn spin_rows(cases: &Cases<'_>) -> Vec<Comparison> {
         cases.find(Kind::TimerSpin, CFS, Load::Idle),
     ) {
         rows.push(Comparison {
+            standing: None,
             what: "sleeping vs spinning to a deadline, CFS, idle: p50 (p99.9)".into(),
             ours: format!(
                 "{} ({}) vs {} ({})",
@@ -882,6 +888,7 @@ fn spin_rows(cases: &Cases<'_>) -> Vec<Comparison> {
     let flag = cases.find(Kind::FlagSpin, CFS, Load::Idle);
     if let (Some(e), Some(fl)) = (&e_cfs, &flag) {
         rows.push(Comparison {
+            standing: None,
             what: "cross-thread wake, idle: eventfd CFS / eventfd FIFO / spinning flag, p50".into(),
             ours: format!(
                 "{} / {} / {}",
@@ -901,6 +908,7 @@ fn spin_rows(cases: &Cases<'_>) -> Vec<Comparison> {
     }
     if let Some(fl) = cases.find(Kind::FlagSpin, CFS, Load::Same) {
         rows.push(Comparison {
+            standing: None,
             what: "spinning flag under CFS with a busy thread on its CPU: p50, p99.9".into(),
             ours: format!("{}, {}", us(fl.p50_ns), us(fl.p999_ns)),
             our_ratio: None,
