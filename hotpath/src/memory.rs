@@ -1,8 +1,10 @@
 //! Memory access latency over working-set size: a dependent chase through a buffer in address
 //! order (the prefetcher's best case) and in random order (its worst: every line a surprise),
 //! on 4 KiB pages and on transparent huge pages, from 4 KiB (inside L1) to 1 GiB (far beyond
-//! the L3 and the TLB's reach). The curve shows the steps: L1, L2, L3, DRAM, and the page
-//! walks that huge pages remove.
+//! any cache and the TLB's reach). The curve is labelled by where it steps ([`steps`]: the
+//! sizes between which the random chase's latency rises most), not by the cache sizes sysfs
+//! reports: in a guest those are what the hypervisor declares, and the effective last-level
+//! cache can be a fraction of the declared one.
 
 use std::cell::Cell;
 use std::time::Instant;
@@ -12,6 +14,7 @@ use crate::chase::{self, RANDOM_LANE, SEQUENTIAL_LANE, WORDS_PER_LINE};
 use crate::harness::{Dist, Recorder, Variant, interleave, tsc};
 use crate::report::{self, Comparison, Curve, Level, Outcome, Series};
 use crate::system::{HUGE_PAGE, MapOptions, Mapping};
+use crate::verdict::{Standing, standing};
 
 /// The chain's seed (the same chain at every size's slot count).
 const SEED: u64 = 0xC0FF_EE00_0123;
@@ -172,36 +175,123 @@ pub fn parse_cache_size(s: &str) -> Option<usize> {
     num.parse::<usize>().ok().map(|n| n * mult)
 }
 
-/// One measured size inside each cache level (the largest that is at most half the level
-/// and bigger than the level below), labelled `L1`…, then the largest size as `beyond L<n>`
-/// when it is over twice the last level. Without cache sizes: no points (label by size only).
-pub fn level_points(levels: &[(u32, usize)], sizes: &[usize]) -> Vec<(String, usize)> {
-    let mut out = Vec::new();
-    let mut below = 0usize;
-    for &(level, bytes) in levels {
-        if let Some(&s) = sizes.iter().filter(|&&s| s > below && s <= bytes / 2).max() {
-            out.push((format!("L{level} ({})", size_name(bytes)), s));
+/// Where a latency curve steps: between two neighbouring measured sizes the latency rose from
+/// `from_ns` to `to_ns`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Step {
+    /// The last size before the rise.
+    pub below: usize,
+    /// The first size after it.
+    pub above: usize,
+    pub from_ns: f64,
+    pub to_ns: f64,
+}
+
+impl Step {
+    /// After ÷ before.
+    pub fn rise(&self) -> f64 {
+        self.to_ns / self.from_ns
+    }
+
+    /// `1 MiB → 1.5 MiB: 20.0 ns → 178.0 ns (8.9×)`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} → {}: {} → {} ({:.1}×)",
+            size_name(self.below),
+            size_name(self.above),
+            report::ns(self.from_ns),
+            report::ns(self.to_ns),
+            self.rise()
+        )
+    }
+}
+
+/// The `k` steps of `curve` (size in bytes, ns per access, by size): the largest rises between
+/// neighbouring sizes, each a difference by the one rule (beyond [`crate::verdict::NOISE`]),
+/// no two on neighbouring intervals (a rise spread over two intervals is one step, at the
+/// larger); returned by size.
+pub fn steps(curve: &[(usize, f64)], k: usize) -> Vec<Step> {
+    let mut all: Vec<(usize, Step)> = curve
+        .windows(2)
+        .enumerate()
+        .map(|(i, w)| {
+            (
+                i,
+                Step {
+                    below: w[0].0,
+                    above: w[1].0,
+                    from_ns: w[0].1,
+                    to_ns: w[1].1,
+                },
+            )
+        })
+        .filter(|(_, s)| standing(s.rise(), None) == Standing::Measurable)
+        .collect();
+    all.sort_by(|a, b| b.1.rise().total_cmp(&a.1.rise()));
+    let mut picked: Vec<(usize, Step)> = Vec::new();
+    for (i, s) in all {
+        if picked.len() == k {
+            break;
         }
-        below = bytes;
+        if picked.iter().all(|&(j, _)| i.abs_diff(j) > 1) {
+            picked.push((i, s));
+        }
     }
-    if let (Some(&(level, bytes)), Some(&big)) = (levels.last(), sizes.iter().max())
-        && big >= 2 * bytes
-    {
-        out.push((format!("beyond L{level}"), big));
+    picked.sort_by_key(|&(i, _)| i);
+    picked.into_iter().map(|(_, s)| s).collect()
+}
+
+/// The steps row's finding: where the largest rise is (the set leaving the last cache for
+/// memory), against the last level sysfs reports (`sysfs_last`: level and bytes).
+pub fn steps_finding(steps: &[Step], sysfs_last: Option<(u32, usize)>) -> String {
+    let Some(big) = steps.iter().max_by(|a, b| a.rise().total_cmp(&b.rise())) else {
+        return format!(
+            "no rise beyond {:.2}× between neighbouring sizes: every size measured sits in one \
+             level here",
+            crate::verdict::NOISE
+        );
+    };
+    let edge = format!(
+        "the largest rise, {:.1}× between {} and {}, is where the set leaves the last cache: the \
+         effective last-level cache here is {}-{}",
+        big.rise(),
+        size_name(big.below),
+        size_name(big.above),
+        size_name(big.below),
+        size_name(big.above)
+    );
+    match sysfs_last {
+        Some((level, bytes)) if bytes > big.above => format!(
+            "{edge}, {:.0}× below the {} L{level} sysfs reports (a guest's sysfs says what the \
+             hypervisor declares, not what this vCPU gets)",
+            bytes as f64 / big.above as f64,
+            size_name(bytes)
+        ),
+        Some((level, bytes)) if bytes < big.below => format!(
+            "{edge}, above the {} L{level} sysfs reports: the step is not that cache's edge",
+            size_name(bytes)
+        ),
+        Some((level, bytes)) => format!(
+            "{edge}, where the {} L{level} sysfs reports lies",
+            size_name(bytes)
+        ),
+        None => format!("{edge} (sysfs gives no cache sizes to compare)"),
     }
-    out
 }
 
 /// How the sequential walk's cost changed from the smallest size to the largest.
 pub fn sequential_note(small: usize, small_ns: f64, big: usize, big_ns: f64) -> String {
     let r = big_ns / small_ns.max(1e-3);
-    let trend = if r <= 1.5 {
-        "about flat: the prefetcher keeps the next line in flight at every size".to_string()
-    } else {
-        format!(
+    let trend = match standing(r, None) {
+        Standing::NoDifference => format!(
+            "no measurable difference ({r:.2}×): the prefetcher keeps the next line in flight at \
+             every size"
+        ),
+        Standing::Reversed => format!("{:.2}× cheaper, which nothing here explains", 1.0 / r),
+        _ => format!(
             "{r:.1}× dearer: the prefetcher hides part of the latency of the outer levels, \
              not all of it"
-        )
+        ),
     };
     format!(
         "'Sequential' is a dependent chase in address order, one load per line. Here it went \
@@ -213,25 +303,102 @@ pub fn sequential_note(small: usize, small_ns: f64, big: usize, big_ns: f64) -> 
     )
 }
 
-/// The small-set row's verdict from random ÷ sequential: within 1.1 either way the order makes
-/// no measurable difference.
-pub fn small_set_verdict(ratio: f64) -> String {
-    if ratio > 1.1 {
-        format!("random costs {ratio:.1}× sequential even at this size")
-    } else if ratio < 1.0 / 1.1 {
-        format!(
-            "random is {:.1}× cheaper than sequential at this size",
-            1.0 / ratio
-        )
+/// The small-set row's reason: the two walks' cost per access in TSC ticks, and where the size
+/// lies against the first step the curve shows (`first_step`).
+pub fn small_set_reason(
+    bytes: usize,
+    seq_ticks: f64,
+    rand_ticks: f64,
+    first: Option<&Step>,
+) -> String {
+    let place = match first {
+        Some(s) if bytes <= s.below => format!(
+            "{} is below the curve's first step ({} → {}), so both walks hit the nearest cache",
+            size_name(bytes),
+            size_name(s.below),
+            size_name(s.above)
+        ),
+        Some(s) => format!(
+            "{} is past the curve's first step ({} → {}): the random walk leaves the nearest \
+             cache",
+            size_name(bytes),
+            size_name(s.below),
+            size_name(s.above)
+        ),
+        None => format!("{} and no step found in the curve", size_name(bytes)),
+    };
+    format!("{seq_ticks:.1} vs {rand_ticks:.1} ticks per access; {place}")
+}
+
+/// The order row's reason: which side of the study's gap ours differs on, sequential (ticks
+/// against its 5.35 cycles) or random (against its 378). TSC ticks are not core cycles; they
+/// are the nearest this guest has.
+pub fn order_gap_reason(seq_ticks: f64, rand_ticks: f64) -> String {
+    let (fs, fr) = (
+        seq_ticks / STUDY_SEQ_CYCLES,
+        rand_ticks / STUDY_RANDOM_CYCLES,
+    );
+    let side = |f: f64| {
+        if f >= 1.0 {
+            format!("{f:.1}× the study's")
+        } else {
+            format!("{:.1}× below the study's", 1.0 / f)
+        }
+    };
+    let most = if (fs.ln()).abs() >= (fr.ln()).abs() {
+        "the sequential walk (here a dependent chase, one load per line, not an array sum)"
     } else {
-        "the order makes no measurable difference at this size (within 1.1×)".into()
+        "the random chase (this machine's memory latency in ticks)"
+    };
+    format!(
+        "per access, sequential {seq_ticks:.1} ticks ({}), random {rand_ticks:.0} ticks ({}); \
+         {most} differs most",
+        side(fs),
+        side(fr)
+    )
+}
+
+/// The huge-pages row's reason: what THP saved per access, and the study's 43.12 cycles per
+/// huge-page access against our THP chase (ticks): far below it, the study's loop was not a
+/// dependent chase of this size, so the two ratios compare different loops.
+pub fn thp_reason(small_ns: f64, thp_ns: f64, thp_ticks: f64) -> String {
+    let saved = format!(
+        "THP saves {} per access ({:.0} % of the 4 KiB-page chase)",
+        report::ns(small_ns - thp_ns),
+        100.0 * (small_ns - thp_ns) / small_ns
+    );
+    let f = thp_ticks / STUDY_THP_CYCLES;
+    match standing(f, None) {
+        Standing::Measurable => format!(
+            "{saved}; the study's {STUDY_THP_CYCLES} cycles per huge-page access is {f:.0}× \
+             below our THP chase ({thp_ticks:.0} ticks), below any DRAM latency, so its loop was \
+             not a dependent chase of this size: the two ratios compare different loops (see \
+             hugepages)"
+        ),
+        Standing::Reversed => format!(
+            "{saved}; our THP chase ({thp_ticks:.0} ticks) is {:.1}× below the study's \
+             {STUDY_THP_CYCLES} cycles: the set fits a cache here",
+            1.0 / f
+        ),
+        _ => format!(
+            "{saved}; our THP chase ({thp_ticks:.0} ticks) is within {:.2}× of the study's \
+             {STUDY_THP_CYCLES} cycles, so the loops are comparable",
+            f.max(1.0 / f)
+        ),
     }
 }
+
+/// The study's cycles per access: a sequential walk, a random chase, a chase on HugeTLB.
+const STUDY_SEQ_CYCLES: f64 = 5.35;
+const STUDY_RANDOM_CYCLES: f64 = 378.0;
+const STUDY_4K_CYCLES: f64 = 290.0;
+const STUDY_THP_CYCLES: f64 = 43.12;
 
 pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
     ctx.pin()?;
     let max = ctx.pick(16usize << 20, 1 << 30);
-    let rounds = ctx.pick(10, 20);
+    // Twenty rounds at least: a p50 needs 20 samples ([`Dist::at`]).
+    let rounds = 20;
     let steps = ctx.pick(4096, 16_384);
     run_with(ctx, max, rounds, steps)
 }
@@ -243,13 +410,15 @@ pub fn run_with(ctx: &Ctx, max: usize, rounds: usize, steps: usize) -> anyhow::R
         Level::Code,
     );
     let points = measure_sizes(ctx, max, rounds, steps)?;
-    out.curves.push(latency_curve(&points));
-    compare(ctx, &mut out, &points);
+    let levels = cache_levels();
+    let found = random_steps(&points, &levels);
+    out.curves.push(latency_curve(&points, &found));
+    compare(ctx, &mut out, &points, &levels, &found);
     for p in [l1_point(&points), last_point(&points)] {
         out.dists
             .extend([p.sequential.clone(), p.random.clone(), p.random_thp.clone()]);
     }
-    push_notes(ctx, &mut out, &points, rounds, steps);
+    push_notes(ctx, &mut out, &points, rounds, steps, &found);
     out.trader = "The trader's hot data is small and mostly walked in order: each packet is \
                   read front to back from a UMEM frame (trader/src/trading/xdp.rs; the UMEM \
                   is 4096 frames × 2048 B = 8 MiB, XskConfig in afxdp/src/xsk.rs, of which \
@@ -291,8 +460,16 @@ fn l1_point(points: &[Point]) -> &Point {
         .unwrap_or(&points[0])
 }
 
-/// The three walks' p50 per access over working-set size.
-fn latency_curve(points: &[Point]) -> Curve {
+/// The steps of the random chase on 4 KiB pages: as many as the cache levels sysfs reports
+/// (each level has an edge; 3 when sysfs says nothing), found in the data ([`steps`]).
+fn random_steps(points: &[Point], levels: &[(u32, usize)]) -> Vec<Step> {
+    let curve: Vec<(usize, f64)> = points.iter().map(|p| (p.bytes, p.random.p50_ns)).collect();
+    let k = if levels.is_empty() { 3 } else { levels.len() };
+    steps(&curve, k)
+}
+
+/// The three walks' p50 per access over working-set size, titled with the steps `found`.
+fn latency_curve(points: &[Point], found: &[Step]) -> Curve {
     let series = |name: &str, f: fn(&Point) -> &Dist| Series {
         name: name.into(),
         points: points
@@ -300,10 +477,24 @@ fn latency_curve(points: &[Point]) -> Curve {
             .map(|p| (p.bytes as f64, f(p).p50_ns))
             .collect(),
     };
+    let at = if found.is_empty() {
+        "no step found".to_string()
+    } else {
+        format!(
+            "steps at {}",
+            found
+                .iter()
+                .map(|s| format!("{}-{}", size_name(s.below), size_name(s.above)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
     Curve {
         id: "memory-latency".into(),
-        title: "Dependent loads: ns per access (p50 of per-sample means) over working-set size"
-            .into(),
+        title: format!(
+            "Dependent loads: ns per access (p50 of per-sample means) over working-set size; \
+             random chase {at}"
+        ),
         x_label: "working set, bytes".into(),
         y_label: "ns per access".into(),
         log_x: true,
@@ -316,136 +507,106 @@ fn latency_curve(points: &[Point]) -> Curve {
     }
 }
 
-/// The comparisons: sequential vs random at the largest size and inside the L1, 4 KiB pages vs
-/// THP at the largest size, and the random chase inside each cache level.
-fn compare(ctx: &Ctx, out: &mut Outcome, points: &[Point]) {
-    let t = ctx.tsc;
-    let fmt = |d: &Dist| {
-        format!(
-            "{} ({:.1} ticks)",
-            report::ns(d.p50_ns),
-            d.p50_ns * t.ticks_per_ns
-        )
-    };
+/// A p50 the report may print ([`Dist::at`]: 20 samples), else NaN: the row is then undecided.
+fn p50(d: &Dist) -> f64 {
+    d.at(0.5).unwrap_or(f64::NAN)
+}
+
+/// The comparisons: sequential vs random at the largest size and below the first step, 4 KiB
+/// pages vs THP at the largest size, and the steps the random chase shows (`found`), against
+/// the cache sizes sysfs reports (`levels`).
+fn compare(
+    ctx: &Ctx,
+    out: &mut Outcome,
+    points: &[Point],
+    levels: &[(u32, usize)],
+    found: &[Step],
+) {
+    let tpn = ctx.tsc.ticks_per_ns;
+    let fmt = |v: f64| format!("{} ({:.1} ticks)", report::ns(v), v * tpn);
     let last = last_point(points);
     let l1 = l1_point(points);
-    out.comparisons.push(Comparison {
-        standing: None,
-        what: format!(
+    let (seq, rnd) = (p50(&last.sequential), p50(&last.random));
+    let few = |d: &Dist| format!("p50 needs 20 samples, {} taken", d.count);
+    out.comparisons.push(Comparison::judged(
+        format!(
             "sequential vs random chase at {}, per access (p50)",
             size_name(last.bytes)
         ),
-        ours: format!("{} vs {}", fmt(&last.sequential), fmt(&last.random)),
-        our_ratio: Some(last.random.p50_ns / last.sequential.p50_ns),
-        study: "5.35 vs 378 cycles/access".into(),
-        study_ratio: Some(378.0 / 5.35),
-        verdict: {
-            let r = last.random.p50_ns / last.sequential.p50_ns;
-            if r > 20.0 {
-                "agrees: beyond the caches, access order is worth well over an order of magnitude"
-                    .into()
-            } else {
-                format!("same direction, smaller gap ({r:.0}×): see the notes")
-            }
+        format!("{} vs {}", fmt(seq), fmt(rnd)),
+        rnd / seq,
+        format!("{STUDY_SEQ_CYCLES} vs {STUDY_RANDOM_CYCLES} cycles/access"),
+        Some(STUDY_RANDOM_CYCLES / STUDY_SEQ_CYCLES),
+        &if (rnd / seq).is_nan() {
+            few(&last.random)
+        } else {
+            order_gap_reason(seq * tpn, rnd * tpn)
         },
-    });
-    let levels = cache_levels();
-    let where_l1 = match levels.first() {
-        Some(&(1, b)) if l1.bytes <= b / 2 => format!("inside the {} L1d", size_name(b)),
-        Some(&(1, b)) => format!("the L1d is {}", size_name(b)),
-        _ => "L1d size unknown".into(),
-    };
-    out.comparisons.push(Comparison {
-        standing: None,
-        what: format!(
-            "sequential vs random chase at {} ({where_l1}), per access (p50)",
+    ));
+    let (s1, r1) = (p50(&l1.sequential), p50(&l1.random));
+    out.comparisons.push(Comparison::judged(
+        format!(
+            "sequential vs random chase at {}, per access (p50)",
             size_name(l1.bytes)
         ),
-        ours: format!("{} vs {}", fmt(&l1.sequential), fmt(&l1.random)),
-        our_ratio: Some(l1.random.p50_ns / l1.sequential.p50_ns),
-        study: "– (the study's figure is for a large array)".into(),
-        study_ratio: None,
-        verdict: small_set_verdict(l1.random.p50_ns / l1.sequential.p50_ns),
-    });
-    out.comparisons.push(Comparison {
-        standing: None,
-        what: format!(
+        format!("{} vs {}", fmt(s1), fmt(r1)),
+        r1 / s1,
+        "– (the study's figure is for a large array)",
+        None,
+        &if (r1 / s1).is_nan() {
+            few(&l1.random)
+        } else {
+            small_set_reason(l1.bytes, s1 * tpn, r1 * tpn, found.first())
+        },
+    ));
+    let thp = p50(&last.random_thp);
+    out.comparisons.push(Comparison::judged(
+        format!(
             "random chase at {}, 4 KiB pages vs THP (p50)",
             size_name(last.bytes)
         ),
-        ours: format!(
+        format!(
             "{} vs {} ({} of {} on huge pages)",
-            fmt(&last.random),
-            fmt(&last.random_thp),
+            fmt(rnd),
+            fmt(thp),
             size_name(last.thp_huge_bytes.max(1)),
             size_name(last.bytes)
         ),
-        our_ratio: Some(last.random.p50_ns / last.random_thp.p50_ns),
-        study: "HugeTLB vs 4 KB: 290 vs 43.12 cycles/access".into(),
-        study_ratio: Some(290.0 / 43.12),
-        verdict: "the part of a random access that is page walks; see hugepages".into(),
-    });
-    out.comparisons.push(cache_levels_row(&levels, points));
-}
-
-/// The random chase's p50 at one size inside each of `levels` (from [`level_points`]), or at
-/// fixed sizes labelled by size only when the cache sizes could not be read.
-fn cache_levels_row(levels: &[(u32, usize)], points: &[Point]) -> Comparison {
-    let steps_at = |b: usize| {
-        points
-            .iter()
-            .find(|p| p.bytes == b)
-            .map(|p| report::ns(p.random.p50_ns))
-    };
-    let measured: Vec<usize> = points.iter().map(|p| p.bytes).collect();
-    let picks = level_points(levels, &measured);
-    let (what, verdict) = if picks.is_empty() {
-        (
-            "random chase p50 at 16 KiB / 256 KiB / 8 MiB / largest".to_string(),
-            "labelled by size only: the cache sizes could not be read from sysfs".to_string(),
-        )
-    } else {
-        (
-            format!(
-                "random chase p50 at {} ({})",
-                picks
-                    .iter()
-                    .map(|(_, b)| size_name(*b))
-                    .collect::<Vec<_>>()
-                    .join(" / "),
-                picks
-                    .iter()
-                    .map(|(l, _)| l.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" / ")
-            ),
-            "each size at most half its level and above the level below (cache sizes from \
-             /sys/devices/system/cpu/cpu0/cache); the steps the curve shows"
-                .to_string(),
-        )
-    };
-    let at: Vec<usize> = if picks.is_empty() {
-        vec![16 << 10, 256 << 10, 8 << 20, last_point(points).bytes]
-    } else {
-        picks.iter().map(|(_, b)| *b).collect()
-    };
-    Comparison {
-        standing: None,
-        what,
-        ours: at
-            .iter()
-            .map(|&b| steps_at(b).unwrap_or_else(|| "–".into()))
-            .collect::<Vec<_>>()
-            .join(" / "),
-        our_ratio: None,
-        study: "–".into(),
-        study_ratio: None,
-        verdict,
-    }
+        rnd / thp,
+        format!("HugeTLB vs 4 KB: {STUDY_4K_CYCLES} vs {STUDY_THP_CYCLES} cycles/access"),
+        Some(STUDY_4K_CYCLES / STUDY_THP_CYCLES),
+        &if (rnd / thp).is_nan() {
+            few(&last.random_thp)
+        } else {
+            thp_reason(rnd, thp, thp * tpn)
+        },
+    ));
+    out.comparisons.push(Comparison::finding(
+        "random chase (4 KiB pages): where the latency steps, the largest rises between \
+         neighbouring sizes (p50)",
+        if found.is_empty() {
+            "no step".to_string()
+        } else {
+            found
+                .iter()
+                .map(Step::describe)
+                .collect::<Vec<_>>()
+                .join("; ")
+        },
+        "– (the study gives no curve)",
+        steps_finding(found, levels.last().copied()),
+    ));
 }
 
 /// The notes on method (buffers, chains, rounds of `steps` loads) and on what the curve shows.
-fn push_notes(ctx: &Ctx, out: &mut Outcome, points: &[Point], rounds: usize, steps: usize) {
+fn push_notes(
+    ctx: &Ctx,
+    out: &mut Outcome,
+    points: &[Point],
+    rounds: usize,
+    steps: usize,
+    found: &[Step],
+) {
     out.notes.push(format!(
         "Each size gets fresh buffers: one on 4 KiB pages (MADV_NOHUGEPAGE) holding two chains \
          in two words of every 64-byte line, one in address order and one random single cycle \
@@ -458,14 +619,14 @@ fn push_notes(ctx: &Ctx, out: &mut Outcome, points: &[Point], rounds: usize, ste
          where counting says (checked). Ticks are the TSC's ({:.3} GHz), not core cycles.",
         ctx.tsc.ticks_per_ns
     ));
+    out.notes.push(plateaus_note(points, found));
     let (first, last) = (&points[0], last_point(points));
     out.notes.push(format!(
-        "{} The study's 5.35 cycles/access is a sequential array walk; the 70× gap is the same \
-         kind of gap. The random chase's cost is the latency of whichever level holds the set, \
-         plus a page walk once the set outgrows the TLB's reach on 4 KiB pages (e.g. about \
-         6 MiB for a 1.5k-entry L2 TLB; this machine's TLB size is not read), which is what THP \
-         removes. In a KVM guest a page walk is two-dimensional (guest and host tables), so the \
-         TLB step is steeper than on bare metal.",
+        "{} The study's 5.35 cycles/access is a sequential array walk. The random chase's cost \
+         is the latency of whichever level holds the set, plus a page walk once the set \
+         outgrows the TLB's reach on 4 KiB pages (this machine's TLB size is not read), which \
+         is what THP removes. In a KVM guest a page walk is two-dimensional (guest and host \
+         tables), so the TLB step is steeper than on bare metal.",
         sequential_note(
             first.bytes,
             first.sequential.p50_ns,
@@ -473,6 +634,49 @@ fn push_notes(ctx: &Ctx, out: &mut Outcome, points: &[Point], rounds: usize, ste
             last.sequential.p50_ns
         )
     ));
+}
+
+/// The levels the random chase shows, between the steps `found`: each plateau's sizes and its
+/// latency range, so the curve is read from what it measured.
+fn plateaus_note(points: &[Point], found: &[Step]) -> String {
+    let mut parts = Vec::new();
+    let mut from = 0usize;
+    for (i, edge) in found
+        .iter()
+        .map(|s| s.below)
+        .chain(std::iter::once(usize::MAX))
+        .enumerate()
+    {
+        let inside: Vec<&Point> = points
+            .iter()
+            .filter(|p| p.bytes > from && p.bytes <= edge)
+            .collect();
+        if let (Some(a), Some(b)) = (inside.first(), inside.last()) {
+            let (lo, hi) = inside
+                .iter()
+                .map(|p| p.random.p50_ns)
+                .fold((f64::INFINITY, 0.0_f64), |(l, h), v| (l.min(v), h.max(v)));
+            let name = if i == found.len() {
+                "past the last step".to_string()
+            } else {
+                format!("level {}", i + 1)
+            };
+            parts.push(format!(
+                "{name}: {}-{}, {}-{}",
+                size_name(a.bytes),
+                size_name(b.bytes),
+                report::ns(lo),
+                report::ns(hi)
+            ));
+        }
+        from = edge;
+    }
+    format!(
+        "The random chase on 4 KiB pages, read by its steps (the largest rises between \
+         neighbouring sizes, as many as the cache levels sysfs lists): {}. A level here is what \
+         the data shows, not a cache named by sysfs.",
+        parts.join("; ")
+    )
 }
 
 #[cfg(test)]
@@ -493,41 +697,101 @@ mod tests {
         assert_eq!(size_name(1 << 30), "1 GiB");
     }
 
-    #[test]
-    fn cache_sizes_pick_a_size_inside_each_level() {
-        assert_eq!(parse_cache_size("32K\n"), Some(32 << 10));
-        assert_eq!(parse_cache_size("32768K"), Some(32 << 20));
-        assert_eq!(parse_cache_size("1M"), Some(1 << 20));
-        let levels = [(1, 32 << 10), (2, 512 << 10), (3, 32 << 20)];
-        let p = level_points(&levels, &sizes(1 << 30));
-        let got: Vec<(&str, usize)> = p.iter().map(|(l, b)| (l.as_str(), *b)).collect();
-        assert_eq!(
-            got,
-            [
-                ("L1 (32 KiB)", 16 << 10),
-                ("L2 (512 KiB)", 256 << 10),
-                ("L3 (32 MiB)", 16 << 20),
-                ("beyond L3", 1 << 30)
-            ]
-        );
-        // Too small a run to go beyond L3: no "beyond" point.
-        let p = level_points(&levels, &sizes(16 << 20));
-        assert!(p.iter().all(|(l, _)| !l.starts_with("beyond")), "{p:?}");
-        assert!(level_points(&[], &sizes(1 << 30)).is_empty());
+    /// A curve with steps at 32→48 KiB (×2), 384→512 KiB (×1.5) and 1→1.5 MiB (×9), the
+    /// last spread over two intervals (1.5→2 MiB: ×1.3), and noise below 1.10× elsewhere.
+    fn stepped() -> Vec<(usize, f64)> {
+        let kib = |k: usize| k << 10;
+        vec![
+            (kib(16), 1.6),
+            (kib(32), 1.65),
+            (kib(48), 3.3),
+            (kib(256), 3.5),
+            (kib(384), 3.6),
+            (kib(512), 5.4),
+            (kib(1024), 20.0),
+            (kib(1536), 178.0),
+            (kib(2048), 230.0),
+            (kib(4096), 240.0),
+        ]
     }
 
     #[test]
-    fn the_sequential_note_and_small_set_verdict_follow_the_data() {
+    fn steps_are_found_in_the_data_not_taken_from_sysfs() {
+        assert_eq!(parse_cache_size("32K\n"), Some(32 << 10));
+        assert_eq!(parse_cache_size("32768K"), Some(32 << 20));
+        assert_eq!(parse_cache_size("1M"), Some(1 << 20));
+        let found = steps(&stepped(), 3);
+        let at: Vec<(usize, usize)> = found
+            .iter()
+            .map(|s| (s.below >> 10, s.above >> 10))
+            .collect();
+        // 512 KiB → 1 MiB (×3.7) is next to the largest and so part of it; 384 → 512 KiB next.
+        assert_eq!(at, [(32, 48), (384, 512), (1024, 1536)]);
+        // Fewer asked, the largest first.
+        let one = steps(&stepped(), 1);
+        assert_eq!((one[0].below, one[0].above), (1 << 20, 1536 << 10));
+        // A flat curve (within 1.10× between neighbours) has none.
+        let flat: Vec<(usize, f64)> = (1..8).map(|i| (i << 12, 1.0 + 0.01 * i as f64)).collect();
+        assert!(steps(&flat, 3).is_empty());
+    }
+
+    #[test]
+    fn the_steps_finding_follows_the_data_and_sysfs() {
+        let found = steps(&stepped(), 3);
+        let f = steps_finding(&found, Some((3, 32 << 20)));
+        assert!(
+            f.contains("largest rise, 8.9× between 1 MiB and 1.5 MiB")
+                && f.contains("1 MiB-1.5 MiB, 21× below the 32 MiB L3"),
+            "{f}"
+        );
+        // Where sysfs is right, it says so.
+        let f = steps_finding(&found, Some((3, 1 << 20)));
+        assert!(f.contains("where the 1 MiB L3 sysfs reports lies"), "{f}");
+        let f = steps_finding(&found, Some((2, 512 << 10)));
+        assert!(f.contains("above the 512 KiB L2"), "{f}");
+        assert!(steps_finding(&[], None).starts_with("no rise beyond 1.10×"));
+    }
+
+    #[test]
+    fn the_memory_reasons_follow_the_data() {
         let n = sequential_note(16 << 10, 1.62, 1 << 30, 12.0);
         assert!(
             n.contains("from 1.62 ns per access at 16 KiB to 12.0 ns at 1 GiB"),
             "{n}"
         );
         assert!(n.contains("7.4× dearer"), "{n}");
-        assert!(sequential_note(4 << 10, 1.6, 16 << 20, 2.0).contains("about flat"));
-        assert!(small_set_verdict(1.05).contains("no measurable difference"));
-        assert!(small_set_verdict(1.5).contains("1.5× sequential"));
-        assert!(small_set_verdict(0.5).contains("2.0× cheaper"));
+        assert!(sequential_note(4 << 10, 1.6, 16 << 20, 1.7).contains("no measurable difference"));
+        assert!(sequential_note(4 << 10, 2.0, 16 << 20, 1.0).contains("2.00× cheaper"));
+
+        // Which side of the study's gap differs: ours random 1245 ticks vs 378 (3.3×) against
+        // sequential 48.8 vs 5.35 (9.1×); then a machine whose sequential walk is the study's.
+        let r = order_gap_reason(48.8, 1245.0);
+        assert!(r.contains("9.1× the study's") && r.ends_with("the sequential walk (here a dependent chase, one load per line, not an array sum) differs most"), "{r}");
+        let r = order_gap_reason(5.0, 1245.0);
+        assert!(
+            r.contains("the random chase (this machine's memory latency in ticks) differs most"),
+            "{r}"
+        );
+
+        let first = steps(&stepped(), 3)[0];
+        let r = small_set_reason(16 << 10, 4.1, 4.1, Some(&first));
+        assert!(
+            r.contains("16 KiB is below the curve's first step (32 KiB → 48 KiB)"),
+            "{r}"
+        );
+        let r = small_set_reason(64 << 10, 4.1, 8.0, Some(&first));
+        assert!(r.contains("past the curve's first step"), "{r}");
+
+        let r = thp_reason(509.2, 326.4, 798.2);
+        assert!(
+            r.contains("THP saves 182.8 ns per access (36 % of")
+                && r.contains("compare different loops"),
+            "{r}"
+        );
+        let r = thp_reason(120.0, 20.0, 45.0);
+        assert!(r.contains("the loops are comparable"), "{r}");
+        let r = thp_reason(120.0, 10.0, 20.0);
+        assert!(r.contains("below the study's"), "{r}");
     }
 
     #[test]

@@ -20,6 +20,7 @@ use super::Rng;
 use crate::Ctx;
 use crate::harness::{Dist, Recorder, Tsc, Variant, interleave, tsc};
 use crate::report::{Comparison, Level, Outcome, ns};
+use crate::verdict::Standing;
 
 /// An order as a trading system keeps one: 64 bytes, one cache line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -342,13 +343,70 @@ pub fn measure(tsc_cal: Tsc, plan: Plan) -> Measured {
 }
 
 /// Which figure a comparison row takes.
-#[derive(Debug, Clone, Copy)]
-enum Pct {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pct {
     /// The steady cost: p50 of the batched variants.
     BatchP50,
     /// The tail of single operations.
     P999,
     P9999,
+}
+
+impl Pct {
+    /// The quantile.
+    pub fn q(self) -> f64 {
+        match self {
+            Pct::BatchP50 => 0.5,
+            Pct::P999 => 0.999,
+            Pct::P9999 => 0.9999,
+        }
+    }
+
+    /// How the row names the figure.
+    pub fn label(self) -> String {
+        match self {
+            Pct::BatchP50 => format!("per operation (p50 of {BATCH}-op batch means)"),
+            Pct::P999 => "p99.9 of single operations".to_string(),
+            Pct::P9999 => "p99.99 of single operations".to_string(),
+        }
+    }
+}
+
+/// An allocation row's reason: the two figures' difference, and for a tail the samples it
+/// rests on. Undecided: the percentile lacks its samples (`samples`, the fewer of the two
+/// variants'). Apart from the study's ratio: nothing here measures why (the study gives its
+/// pool and heap no further detail), and the reason says so.
+pub fn alloc_reason(
+    standing: Standing,
+    pct: Pct,
+    slow_ns: f64,
+    fast_ns: f64,
+    samples: u64,
+) -> String {
+    let need = crate::verdict::samples_for(pct.q());
+    if standing == Standing::Undecided {
+        return format!("{} needs {need} samples; {samples} taken", pct.label());
+    }
+    let d = slow_ns - fast_ns;
+    let more = if d >= 0.0 { "more" } else { "less" };
+    let base = match pct {
+        Pct::BatchP50 => format!(
+            "{} {more} per operation than the other's {}",
+            ns(d.abs()),
+            ns(fast_ns)
+        ),
+        Pct::P999 | Pct::P9999 => format!(
+            "{} {more} at the tail than the other's {}, over {samples} single operations each",
+            ns(d.abs()),
+            ns(fast_ns)
+        ),
+    };
+    match standing {
+        Standing::LargerHere | Standing::SmallerHere | Standing::Reversed => {
+            format!("{base}; unexplained here: the study describes its pool and heap no further")
+        }
+        _ => base,
+    }
 }
 
 fn check(m: &Measured) -> anyhow::Result<u64> {
@@ -369,46 +427,34 @@ struct Row<'a> {
     pct: Pct,
     study: &'a str,
     study_ratio: Option<f64>,
-    /// What the figure shows, for the verdict.
-    tail: &'a str,
 }
 
 impl Row<'_> {
     /// The row from the distributions in `o`: the batched forms for [`Pct::BatchP50`], the
-    /// single-operation forms for the tails.
+    /// single-operation forms for the tails, each figure only where its samples reach it.
     fn compare(&self, o: &Outcome) -> Comparison {
-        let (slow, fast) = (self.slow, self.fast);
-        let (slow, fast, label, pick): (String, String, String, fn(&Dist) -> f64) = match self.pct {
-            Pct::BatchP50 => (
-                batched(slow),
-                batched(fast),
-                format!("per operation (p50 of {BATCH}-op batch means)"),
-                |d| d.p50_ns,
-            ),
-            Pct::P999 => (
-                slow.to_string(),
-                fast.to_string(),
-                "p99.9 of single operations".to_string(),
-                |d| d.p999_ns,
-            ),
-            Pct::P9999 => (
-                slow.to_string(),
-                fast.to_string(),
-                "p99.99 of single operations".to_string(),
-                |d| d.p9999_ns,
-            ),
+        let (slow, fast) = match self.pct {
+            Pct::BatchP50 => (batched(self.slow), batched(self.fast)),
+            Pct::P999 | Pct::P9999 => (self.slow.to_string(), self.fast.to_string()),
         };
-        let (s, f) = (pick(o.dist(&slow)), pick(o.dist(&fast)));
+        let (ds, df) = (o.dist(&slow), o.dist(&fast));
+        let q = self.pct.q();
+        let (s, f) = (ds.at(q).unwrap_or(f64::NAN), df.at(q).unwrap_or(f64::NAN));
         let r = s / f;
-        Comparison {
-            standing: None,
-            what: format!("{}, {label}", self.what),
-            ours: format!("{} vs {}", ns(s), ns(f)),
-            our_ratio: Some(r),
-            study: self.study.to_string(),
-            study_ratio: self.study_ratio,
-            verdict: super::verdict(r, self.study_ratio, self.tail),
-        }
+        Comparison::judged(
+            format!("{}, {}", self.what, self.pct.label()),
+            format!("{} vs {}", ns(s), ns(f)),
+            r,
+            self.study,
+            self.study_ratio,
+            &alloc_reason(
+                crate::verdict::standing(r, self.study_ratio),
+                self.pct,
+                s,
+                f,
+                ds.count.min(df.count),
+            ),
+        )
     }
 }
 
@@ -463,7 +509,6 @@ fn comparisons(o: &Outcome) -> Vec<Comparison> {
             pct: Pct::BatchP50,
             study: "object pool 3.7× faster than new/delete",
             study_ratio: Some(3.7),
-            tail: "a pool's insert/remove is a free-list push and pop in one Vec",
         },
         Row {
             what: "glibc new/free vs slab pool",
@@ -472,8 +517,6 @@ fn comparisons(o: &Outcome) -> Vec<Comparison> {
             pct: Pct::P999,
             study: "the heap's tail stays higher; the pool's advantage shows most at p99.9",
             study_ratio: None,
-            tail: "malloc's slow paths (consolidation, a fresh chunk) would show here; so does the host's \
-             noise, for every variant alike",
         },
         Row {
             what: "glibc new/free vs slab pool",
@@ -482,7 +525,6 @@ fn comparisons(o: &Outcome) -> Vec<Comparison> {
             pct: Pct::P9999,
             study: "not stated",
             study_ratio: None,
-            tail: "the deep tail: mostly the host (interrupts, preemption by the other vCPU's work)",
         },
         Row {
             what: "glibc new/free vs bumpalo arena",
@@ -491,7 +533,6 @@ fn comparisons(o: &Outcome) -> Vec<Comparison> {
             pct: Pct::BatchP50,
             study: "not measured",
             study_ratio: None,
-            tail: "a pointer bump; but an arena frees only all at once (its reset is timed apart)",
         },
         Row {
             what: "glibc vs mimalloc (same calls)",
@@ -500,7 +541,6 @@ fn comparisons(o: &Outcome) -> Vec<Comparison> {
             pct: Pct::BatchP50,
             study: "not measured",
             study_ratio: None,
-            tail: "the global allocator as a design choice: the steady cost",
         },
         Row {
             what: "glibc vs jemalloc (same calls)",
@@ -509,7 +549,6 @@ fn comparisons(o: &Outcome) -> Vec<Comparison> {
             pct: Pct::BatchP50,
             study: "not measured",
             study_ratio: None,
-            tail: "the global allocator as a design choice: the steady cost",
         },
         Row {
             what: "glibc vs mimalloc (same calls)",
@@ -518,7 +557,6 @@ fn comparisons(o: &Outcome) -> Vec<Comparison> {
             pct: Pct::P999,
             study: "not measured",
             study_ratio: None,
-            tail: "the global allocator as a design choice: the tail",
         },
         Row {
             what: "glibc vs jemalloc (same calls)",
@@ -527,7 +565,6 @@ fn comparisons(o: &Outcome) -> Vec<Comparison> {
             pct: Pct::P999,
             study: "not measured",
             study_ratio: None,
-            tail: "the global allocator as a design choice: the tail",
         },
     ]
     .iter()
@@ -628,6 +665,29 @@ mod tests {
             want = want.wrapping_add(old.fold());
         }
         assert_eq!(sum, want);
+    }
+
+    #[test]
+    fn the_alloc_reason_follows_the_data() {
+        use crate::verdict::standing;
+        let r = alloc_reason(standing(3.5, Some(3.7)), Pct::BatchP50, 35.0, 10.0, 400);
+        assert_eq!(r, "25.0 ns more per operation than the other's 10.0 ns");
+        let r = alloc_reason(standing(1.5, Some(3.7)), Pct::BatchP50, 15.0, 10.0, 400);
+        assert!(
+            r.starts_with("5.00 ns more") && r.contains("unexplained here"),
+            "{r}"
+        );
+        let r = alloc_reason(standing(2.0, None), Pct::P999, 200.0, 100.0, 40_000);
+        assert_eq!(
+            r,
+            "100.0 ns more at the tail than the other's 100.0 ns, over 40000 single operations \
+             each"
+        );
+        let r = alloc_reason(standing(f64::NAN, None), Pct::P9999, f64::NAN, 1.0, 40_000);
+        assert_eq!(
+            r,
+            "p99.99 of single operations needs 100000 samples; 40000 taken"
+        );
     }
 
     #[test]

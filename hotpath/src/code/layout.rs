@@ -30,6 +30,7 @@ use super::{Rng, quiet};
 use crate::Ctx;
 use crate::harness::{Recorder, Tsc, Variant, interleave, tsc};
 use crate::report::{Comparison, Level, Outcome, ns};
+use crate::verdict::{Standing, standing};
 
 /// One position: the loop's four fields first, then four it never reads.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -241,14 +242,107 @@ pub fn risk_soa_pulp(b: &Book) -> (Risk, &'static str) {
 /// The instruction-set level pulp's dispatch takes on this CPU, in words.
 pub fn pulp_level() -> String {
     let (_, s) = risk_soa_pulp(&Book::default());
-    let words = if s.ends_with("V4") {
-        "x86-64-v4: AVX-512 (8 lanes of f64)"
-    } else if s.ends_with("V3") {
-        "x86-64-v3: AVX2 + FMA (4 lanes of f64)"
-    } else {
-        "scalar (no AVX2 here)"
+    let words = match pulp_lanes() {
+        8 => "x86-64-v4: AVX-512 (8 lanes of f64)",
+        4 => "x86-64-v3: AVX2 + FMA (4 lanes of f64)",
+        _ => "scalar (no AVX2 here)",
     };
     format!("{words} [{s}]")
+}
+
+/// Lanes of f64 in the registers pulp's dispatch takes here: 8 (AVX-512), 4 (AVX2), 1 (none).
+pub fn pulp_lanes() -> usize {
+    let (_, s) = risk_soa_pulp(&Book::default());
+    if s.ends_with("V4") {
+        8
+    } else if s.ends_with("V3") {
+        4
+    } else {
+        1
+    }
+}
+
+/// Bytes per position the AoS loop moves (its whole 64-byte line) and the SoA loop (4 of the 8
+/// columns, 8 B each).
+pub const AOS_BYTES: usize = std::mem::size_of::<Position>();
+pub const SOA_BYTES: usize = 4 * 8;
+
+/// The large book's AoS-vs-SoA reason: what bytes moved predict (64 ÷ 32 B per position) and
+/// what the measurement adds: the bandwidth SoA got over AoS (measured ÷ predicted), beside the
+/// in-L2 ratio (`r_small`: the loops' own difference with no memory traffic to speak of).
+pub fn aos_soa_reason(standing: Standing, r_big: f64, r_small: f64) -> String {
+    let model = AOS_BYTES as f64 / SOA_BYTES as f64;
+    let base = format!(
+        "AoS moves {AOS_BYTES} B per position (one stream, half of each line used), SoA {SOA_BYTES} \
+         B (four streams, whole lines): bytes moved predict {model:.2}×"
+    );
+    let bw = r_big / model;
+    let extra = match crate::verdict::standing(bw, None) {
+        Standing::NoDifference => "the measurement is that prediction".to_string(),
+        Standing::Measurable => format!(
+            "the measured {r_big:.2}× means SoA also drew {bw:.2}× AoS's bytes per second; in \
+             L2 the two loops differ {r_small:.2}×"
+        ),
+        _ => format!(
+            "the measured {r_big:.2}× means SoA drew {:.2}× fewer bytes per second than AoS; \
+             in L2 the two loops differ {r_small:.2}×",
+            1.0 / bw
+        ),
+    };
+    match standing {
+        Standing::Undecided => "a figure is missing".to_string(),
+        _ => format!("{base}; {extra}"),
+    }
+}
+
+/// The in-L2 AoS-vs-SoA reason: per position, in TSC ticks.
+pub fn in_cache_reason(aos_ticks: f64, soa_ticks: f64) -> String {
+    format!(
+        "{aos_ticks:.1} vs {soa_ticks:.1} ticks per position with the data in L2: the two \
+         scalar loops' own cost, with little memory traffic"
+    )
+}
+
+/// The large book's scalar-vs-pulp reason: pulp's gain there against its gain in L2 (where
+/// memory is near), and the columns' bandwidth: a gain much smaller out of cache is memory
+/// bounding the loop, by the one rule on the two gains' ratio.
+pub fn simd_reason(r_big: f64, r_small: f64, gbps: f64) -> String {
+    let base = format!(
+        "pulp gains {r_big:.2}× on the large book, streaming {gbps:.1} GB/s of columns, and \
+         {r_small:.2}× in L2"
+    );
+    match crate::verdict::standing(r_small / r_big, None) {
+        Standing::Measurable => format!("{base}: memory, not arithmetic, bounds the large book"),
+        Standing::Undecided => "a figure is missing".to_string(),
+        _ => format!(
+            "{base}: the large book gains as much as in L2, so memory doesn't bound it here"
+        ),
+    }
+}
+
+/// The register-width reason: pulp ran `lanes` lanes to SSE2's 2, so width alone could give
+/// `lanes ÷ 2`; how much of that the measured ratio is.
+pub fn width_reason(r: f64, lanes: usize) -> String {
+    if lanes <= 2 {
+        return format!(
+            "pulp ran {lanes} lane(s) here, no wider than SSE2's 2: width can't explain the \
+             measured {r:.2}×"
+        );
+    }
+    let ideal = lanes as f64 / 2.0;
+    format!(
+        "pulp ran {lanes} lanes to SSE2's 2 (width alone: up to {ideal:.1}×); the measured \
+         {r:.2}× is {:.0} % of that, same operations in the same order, bit-identical results",
+        100.0 * (r - 1.0).max(0.0) / (ideal - 1.0)
+    )
+}
+
+/// The in-L2 scalar-vs-pulp reason: per position, in TSC ticks.
+pub fn simd_small_reason(scalar_ticks: f64, pulp_ticks: f64, lanes: usize) -> String {
+    format!(
+        "{scalar_ticks:.2} vs {pulp_ticks:.2} ticks per position in L2: one dependent sum \
+         against {LANES} independent ones in {lanes}-lane registers"
+    )
 }
 
 /// Working sets: one beyond the caches' comfort (the study's scale), one inside L2.
@@ -377,48 +471,36 @@ pub fn run_aos_soa_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
     let q = |i: usize, v: usize| quiet(&results[i][v].passes.borrow());
     let (aos_big, soa_big, aos_small, soa_small) = (q(0, 0), q(0, 1), q(1, 0), q(1, 1));
     let (r_big, r_small) = (aos_big / soa_big, aos_small / soa_small);
+    let study = STUDY_AOS_MS / STUDY_SOA_MS;
+    let tpn = ctx.tsc.ticks_per_ns;
     out.comparisons = vec![
-        Comparison {
-            standing: None,
-            what: format!(
+        Comparison::judged(
+            format!(
                 "AoS vs SoA, {} positions (AoS {} MB, SoA columns read {} MB), quiet pass (p10)",
                 p.big,
-                (p.big * 64) >> 20,
-                (p.big * 32) >> 20
+                (p.big * AOS_BYTES) >> 20,
+                (p.big * SOA_BYTES) >> 20
             ),
-            ours: format!("{} vs {}", ns(aos_big), ns(soa_big)),
-            our_ratio: Some(r_big),
-            study: format!("{STUDY_AOS_MS} ms vs {STUDY_SOA_MS} ms"),
-            study_ratio: Some(STUDY_AOS_MS / STUDY_SOA_MS),
-            verdict: if r_big > 1.3 {
-                format!(
-                    "agrees: out of cache the loop is bound by bytes moved, and AoS moves twice \
-                     as many ({r_big:.2}×)"
-                )
-            } else {
-                format!("SoA gains only {r_big:.2}× here: see notes")
-            },
-        },
-        Comparison {
-            standing: None,
-            what: format!(
+            format!("{} vs {}", ns(aos_big), ns(soa_big)),
+            r_big,
+            format!("{STUDY_AOS_MS} ms vs {STUDY_SOA_MS} ms"),
+            Some(study),
+            &aos_soa_reason(standing(r_big, Some(study)), r_big, r_small),
+        ),
+        Comparison::judged(
+            format!(
                 "AoS vs SoA, {} positions (in L2), quiet pass (p10)",
                 p.small
             ),
-            ours: format!("{} vs {}", ns(aos_small), ns(soa_small)),
-            our_ratio: Some(r_small),
-            study: "not measured (the study's book is large)".to_string(),
-            study_ratio: None,
-            verdict: format!(
-                "in cache the layout matters {}: the scalar loop is bound by its add chain, not \
-                 by bytes",
-                if (r_small - 1.0).abs() < 0.15 {
-                    "little"
-                } else {
-                    "still"
-                }
+            format!("{} vs {}", ns(aos_small), ns(soa_small)),
+            r_small,
+            "not measured (the study's book is large)",
+            None,
+            &in_cache_reason(
+                aos_small / p.small as f64 * tpn,
+                soa_small / p.small as f64 * tpn,
             ),
-        },
+        ),
     ];
     out.notes = vec![
         "Each sample is one pass over the whole book (the large book: one per round; the small \
@@ -510,48 +592,47 @@ pub fn run_simd_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
         }
         worst_rel = worst_rel.max((sse2.exposure - scalar.exposure).abs() / g);
     }
+    let lanes = pulp_lanes();
+    let tpn = ctx.tsc.ticks_per_ns;
+    let figs: Vec<[f64; 3]> = (0..sets.len())
+        .map(|i| {
+            let q = |v: usize| quiet(&results[i][v].passes.borrow());
+            [q(0), q(1), q(2)]
+        })
+        .collect();
+    let (r_big, r_small) = (figs[0][0] / figs[0][2], figs[1][0] / figs[1][2]);
+    let gbps = (p.big * SOA_BYTES) as f64 / figs[0][2];
+    let study = STUDY_SCALAR_MS / STUDY_AVX_MS;
     let mut rows = Vec::new();
     for (i, &(_, n, _)) in sets.iter().enumerate() {
-        let q = |v: usize| quiet(&results[i][v].passes.borrow());
-        let (s, s2, pu) = (q(0), q(1), q(2));
+        let [s, s2, pu] = figs[i];
         let (r_s, r_s2) = (s / pu, s2 / pu);
         let big = i == 0;
         let place = if big { "large book" } else { "in L2" };
-        rows.push(Comparison {
-            standing: None,
-            what: format!("scalar vs pulp ({level}), {n} positions, {place}, quiet pass (p10)"),
-            ours: format!("{} vs {}", ns(s), ns(pu)),
-            our_ratio: Some(r_s),
-            study: if big {
+        rows.push(Comparison::judged(
+            format!("scalar vs pulp ({level}), {n} positions, {place}, quiet pass (p10)"),
+            format!("{} vs {}", ns(s), ns(pu)),
+            r_s,
+            if big {
                 format!("{STUDY_SCALAR_MS} ms vs {STUDY_AVX_MS} ms")
             } else {
                 "not measured (the study's one size)".to_string()
             },
-            study_ratio: big.then_some(STUDY_SCALAR_MS / STUDY_AVX_MS),
-            verdict: if big {
-                format!(
-                    "{r_s:.2}× out of cache: memory bandwidth, not arithmetic, bounds the loop, \
-                     as the study's 1.10× says"
-                )
+            big.then_some(study),
+            &if big {
+                simd_reason(r_big, r_small, gbps)
             } else {
-                format!(
-                    "{r_s:.2}× in L2: with the data close, independent accumulators and wide \
-                     registers pay"
-                )
+                simd_small_reason(s / n as f64 * tpn, pu / n as f64 * tpn, lanes)
             },
-        });
-        rows.push(Comparison {
-            standing: None,
-            what: format!("SSE2 (2 lanes) vs pulp (same code, wider), {n} positions, {place}"),
-            ours: format!("{} vs {}", ns(s2), ns(pu)),
-            our_ratio: Some(r_s2),
-            study: "not measured".to_string(),
-            study_ratio: None,
-            verdict: format!(
-                "the register width alone: {r_s2:.2}× (same operations, same order, \
-                 bit-identical results)"
-            ),
-        });
+        ));
+        rows.push(Comparison::judged(
+            format!("SSE2 (2 lanes) vs pulp (same code, wider), {n} positions, {place}"),
+            format!("{} vs {}", ns(s2), ns(pu)),
+            r_s2,
+            "not measured",
+            None,
+            &width_reason(r_s2, lanes),
+        ));
     }
     out.comparisons = rows;
     out.notes =
@@ -647,6 +728,38 @@ mod tests {
             ..a
         };
         assert!(a.agrees(&d, 100, 10.0));
+    }
+
+    #[test]
+    fn the_layout_reasons_follow_the_data() {
+        let study = STUDY_AOS_MS / STUDY_SOA_MS;
+        let r = aos_soa_reason(standing(2.92, Some(study)), 2.92, 1.22);
+        assert!(
+            r.contains("bytes moved predict 2.00×")
+                && r.contains(
+                    "SoA also drew 1.46× AoS's bytes per second; in L2 the two loops differ 1.22×"
+                ),
+            "{r}"
+        );
+        let r = aos_soa_reason(standing(2.05, Some(study)), 2.05, 1.0);
+        assert!(r.ends_with("the measurement is that prediction"), "{r}");
+        let r = aos_soa_reason(standing(1.2, Some(study)), 1.2, 1.0);
+        assert!(r.contains("fewer bytes per second"), "{r}");
+
+        assert!(
+            simd_reason(1.19, 2.83, 14.2)
+                .ends_with("memory, not arithmetic, bounds the large book")
+        );
+        assert!(simd_reason(2.8, 2.83, 40.0).contains("doesn't bound it here"));
+        let w = width_reason(1.29, 4);
+        assert!(
+            w.contains("up to 2.0×") && w.contains("is 29 % of that"),
+            "{w}"
+        );
+        assert!(width_reason(1.0, 8).contains("is 0 % of that"));
+        assert!(width_reason(1.1, 1).contains("can't explain"));
+        assert!(in_cache_reason(3.1, 2.5).starts_with("3.1 vs 2.5 ticks"));
+        assert!(simd_small_reason(2.6, 0.9, 4).contains("in 4-lane registers"));
     }
 
     #[test]

@@ -74,8 +74,6 @@ pub(crate) fn join<T>(
         .map_err(|_| anyhow::anyhow!("the thread on the other CPU panicked"))?
 }
 
-pub(crate) use crate::verdict::verdict;
-
 /// SplitMix64: a small, seedable generator for the experiments' pre-generated random sequences
 /// (call sites, message kinds, which order to free), so every variant sees the same sequence
 /// and no generator runs inside a timed region.

@@ -30,6 +30,7 @@ use super::{Rng, Start, join, quiet};
 use crate::Ctx;
 use crate::harness::{Dist, Recorder, Variant, interleave, tsc};
 use crate::report::{Comparison, Level, Outcome, ns};
+use crate::verdict::{Standing, standing};
 
 /// Slots in every queue.
 pub const CAPACITY: usize = 1024;
@@ -687,44 +688,111 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
 /// scheduler's), not a queue's own slow path (microseconds at most).
 pub const HOST_TAIL_NS: f64 = 100_000.0;
 
-/// A queue's p99.9 against the ring's: inconclusive when either is over [`HOST_TAIL_NS`]
-/// (one stall decides it), else which is lower and by how much.
-pub fn tail_verdict(name: &str, p999: f64, ring_p999: f64) -> String {
-    if p999.max(ring_p999) > HOST_TAIL_NS {
-        let which = if p999 > HOST_TAIL_NS && ring_p999 > HOST_TAIL_NS {
-            "both p99.9s are".to_string()
-        } else if p999 > HOST_TAIL_NS {
-            format!("{name}'s p99.9 is")
+/// A queue's tail against the ring's, by the one rule: the ratio (queue ÷ ring, so above 1 is
+/// the study's "the ring cuts the tail"), or NaN when there is nothing to judge: a p99.9
+/// without its 10,000 samples ([`Dist::at`]), or one over [`HOST_TAIL_NS`] (one stall decides
+/// it). The reason says which, from the figures.
+pub fn tail_judgement(
+    name: &str,
+    p999: Option<f64>,
+    ring_p999: Option<f64>,
+    samples: u64,
+) -> (f64, String) {
+    let (Some(q), Some(r)) = (p999, ring_p999) else {
+        return (
+            f64::NAN,
+            format!(
+                "a p99.9 needs {} samples; {samples} taken",
+                crate::verdict::samples_for(0.999)
+            ),
+        );
+    };
+    if q.max(r) > HOST_TAIL_NS {
+        let which = if q > HOST_TAIL_NS && r > HOST_TAIL_NS {
+            format!("both p99.9s ({} and {}) are", ns(q), ns(r))
+        } else if q > HOST_TAIL_NS {
+            format!("{name}'s p99.9 ({}) is", ns(q))
         } else {
-            "the ring's p99.9 is".to_string()
+            format!("the ring's p99.9 ({}) is", ns(r))
         };
-        return format!(
-            "inconclusive: {which} over {}, a thread preempted while messages waited (the \
-             host's noise in this run), not the queue's own tail",
-            ns(HOST_TAIL_NS)
+        return (
+            f64::NAN,
+            format!(
+                "{which} over {}: a thread preempted while messages waited (the host's noise in \
+                 this run), not a queue's own tail",
+                ns(HOST_TAIL_NS)
+            ),
         );
     }
-    let tail = p999 / ring_p999.max(1e-3);
-    if tail > 1.5 {
-        format!("agrees: the ring's p99.9 is {tail:.1}× lower")
-    } else if tail < 0.67 {
-        format!("disagrees here: {name} has the lower p99.9")
-    } else {
-        format!("p99.9 within {:.0} %", (tail - 1.0).abs() * 100.0)
+    let ratio = q / r;
+    let reason = match standing(ratio, None) {
+        Standing::Measurable => format!("the ring's p99.9 is {} lower", ns(q - r)),
+        Standing::Reversed => format!("{name}'s p99.9 is {} lower", ns(r - q)),
+        _ => format!("p99.9 {} vs the ring's {}", ns(q), ns(r)),
+    };
+    (ratio, format!("{reason}, over {samples} samples each"))
+}
+
+/// The ring-vs-floor row's reason: how many one-way line transfers a hand-off costs at the
+/// p50, and how far its p90 lies above its p50 (a wide gap: messages waited for a preempted
+/// thread).
+pub fn handoff_reason(ring_p50: f64, floor_p50: f64, ring_p90: Option<f64>) -> String {
+    let t = format!(
+        "a hand-off through the ring costs {:.1} one-way line transfers at the p50 (the slot's \
+         line and the write index's both cross, and the poll finds the message some time after \
+         it lands)",
+        ring_p50 / floor_p50
+    );
+    match ring_p90 {
+        Some(p90) => format!("{t}; its p90 is {:.1}× its p50", p90 / ring_p50),
+        None => t,
     }
 }
 
-/// rtrb's unpaced rate ÷ the mutex queue's: within 1.1 either way is no measurable difference.
-pub fn throughput_verdict(ratio: f64) -> String {
-    if ratio > 1.1 {
-        format!("the ring moves {ratio:.1}× the messages per second")
-    } else if ratio < 1.0 / 1.1 {
-        format!(
-            "the mutex queue moves {:.1}× the messages per second here",
-            1.0 / ratio
-        )
-    } else {
-        "no measurable difference in throughput (within 1.1×)".to_string()
+/// The throughput row's reason: both rates, and which moves more.
+pub fn throughput_reason(ring_rate: f64, mutex_rate: f64) -> String {
+    let r = ring_rate / mutex_rate;
+    match standing(r, None) {
+        Standing::Measurable => format!(
+            "the ring moves {r:.1}× the messages per second ({ring_rate:.1} vs {mutex_rate:.1} \
+             M/s)"
+        ),
+        Standing::Reversed => format!(
+            "the mutex queue moves {:.1}× the messages per second here ({mutex_rate:.1} vs \
+             {ring_rate:.1} M/s)",
+            1.0 / r
+        ),
+        _ => format!("{ring_rate:.1} vs {mutex_rate:.1} M msgs/s"),
+    }
+}
+
+/// The contention row's reason: which queue had the lower p50, p99.9 and more pairs a second,
+/// and what two pinned contenders say about the study's warning.
+pub fn contention_reason(lf: (f64, f64, f64), mx: (f64, f64, f64), samples: u64) -> String {
+    let (lf_p50, lf_p999, lf_wall) = lf;
+    let (mx_p50, mx_p999, mx_wall) = mx;
+    if lf_p999.is_nan() || mx_p999.is_nan() {
+        return format!(
+            "a p99.9 needs {} samples; {samples} taken",
+            crate::verdict::samples_for(0.999)
+        );
+    }
+    let better = |a: f64, b: f64| if a <= b { "ArrayQueue" } else { "the mutex" };
+    let v = format!(
+        "lower p50: {}; lower p99.9: {}; more pairs/s: {}",
+        better(lf_p50, mx_p50),
+        better(lf_p999, mx_p999),
+        better(lf_wall, mx_wall)
+    );
+    match standing(mx_p999 / lf_p999, None) {
+        Standing::Reversed => format!(
+            "{v}: the mutex has the lower tail even with two contenders, the way the study \
+             warns lock-free can lose"
+        ),
+        _ => format!(
+            "{v}; two pinned contenders are not the study's heavy contention, which a 2-vCPU \
+             guest can't pin"
+        ),
     }
 }
 
@@ -765,50 +833,52 @@ fn summarise(
 fn latency_rows(out: &Outcome) -> Vec<Comparison> {
     let ring = out.dist(Kind::Rtrb.name()).clone();
     let floor = out.dist(PINGPONG).clone();
+    let p = |d: &Dist, q: f64| d.at(q).unwrap_or(f64::NAN);
+    let show = |d: &Dist, q: f64| d.at(q).map_or_else(|| "–".to_string(), ns);
     let mut rows = Vec::new();
-    rows.push(Comparison {
-        standing: None,
-        what: "rtrb one-way p50 vs the CPU floor (ping-pong one-way)".to_string(),
-        ours: format!("{} vs {}", ns(ring.p50_ns), ns(floor.p50_ns)),
-        our_ratio: Some(ring.p50_ns / floor.p50_ns),
-        study: "not measured".to_string(),
-        study_ratio: None,
-        verdict: if ring.p50_ns / floor.p50_ns < 10.0 {
+    let r = p(&ring, 0.5) / p(&floor, 0.5);
+    rows.push(Comparison::judged(
+        "rtrb one-way p50 vs the CPU floor (ping-pong one-way)",
+        format!("{} vs {}", show(&ring, 0.5), show(&floor, 0.5)),
+        r,
+        "not measured",
+        None,
+        &if r.is_nan() {
             format!(
-                "a hand-off through the ring costs {:.1} one-way line transfers: the slot's \
-                 line and the write index's line both cross, and the consumer's poll finds \
-                 the message some time after it lands",
-                ring.p50_ns / floor.p50_ns
+                "a p50 needs 20 samples; {} taken",
+                ring.count.min(floor.count)
             )
         } else {
-            "the ring's median is far above any line transfer: in this run the two threads \
-             were preempted often enough that messages waited in the queue (see p90)"
-                .to_string()
+            handoff_reason(p(&ring, 0.5), p(&floor, 0.5), ring.at(0.9))
         },
-    });
+    ));
     for k in &Kind::ALL[1..] {
         let d = out.dist(k.name());
-        let tail = d.p999_ns / ring.p999_ns;
-        rows.push(Comparison {
-            standing: None,
-            what: format!(
-                "{} vs rtrb SPSC ring, one-way p50 · p99.9 · p99.99",
+        let (ratio, reason) = tail_judgement(
+            k.name(),
+            d.at(0.999),
+            ring.at(0.999),
+            d.count.min(ring.count),
+        );
+        rows.push(Comparison::judged(
+            format!(
+                "{} vs rtrb SPSC ring, one-way p50 · p99.9 · p99.99 (ratio: p99.9)",
                 k.name()
             ),
-            ours: format!(
+            format!(
                 "{} · {} · {} vs {} · {} · {}",
-                ns(d.p50_ns),
-                ns(d.p999_ns),
-                ns(d.p9999_ns),
-                ns(ring.p50_ns),
-                ns(ring.p999_ns),
-                ns(ring.p9999_ns)
+                show(d, 0.5),
+                show(d, 0.999),
+                show(d, 0.9999),
+                show(&ring, 0.5),
+                show(&ring, 0.999),
+                show(&ring, 0.9999)
             ),
-            our_ratio: Some(tail),
-            study: "an SPSC ring buffer cuts the tail sharply (no figure)".to_string(),
-            study_ratio: None,
-            verdict: tail_verdict(k.name(), d.p999_ns, ring.p999_ns),
-        });
+            ratio,
+            "an SPSC ring buffer cuts the tail sharply (no figure)",
+            None,
+            &reason,
+        ));
     }
     rows
 }
@@ -822,71 +892,49 @@ fn flood_rate(flood: &[f64; 5], k: Kind) -> f64 {
 /// Unpaced throughput, the ring against the mutex queue.
 fn throughput_row(flood: &[f64; 5]) -> Comparison {
     let rate = |k: Kind| flood_rate(flood, k);
-    Comparison {
-        standing: None,
-        what: "unpaced throughput, rtrb vs Mutex<VecDeque>".to_string(),
-        ours: format!(
-            "{:.1} vs {:.1} M msgs/s",
-            rate(Kind::Rtrb),
-            rate(Kind::MutexVecDeque)
-        ),
-        our_ratio: Some(rate(Kind::Rtrb) / rate(Kind::MutexVecDeque)),
-        study: "not measured".to_string(),
-        study_ratio: None,
-        verdict: throughput_verdict(rate(Kind::Rtrb) / rate(Kind::MutexVecDeque)),
-    }
+    let (ring, mutex) = (rate(Kind::Rtrb), rate(Kind::MutexVecDeque));
+    Comparison::judged(
+        "unpaced throughput, rtrb vs Mutex<VecDeque>",
+        format!("{ring:.1} vs {mutex:.1} M msgs/s"),
+        ring / mutex,
+        "not measured",
+        None,
+        &throughput_reason(ring, mutex),
+    )
 }
 
 /// Two contenders on one queue, ArrayQueue against the mutex queue: the pair's latency on the
-/// measured CPU, and the throughput of the quiet round (`walls`, ns per pair).
+/// measured CPU, and the throughput of the headline round (`walls`, ns per pair).
 fn contention_row(out: &Outcome, ctx: &Ctx, walls: [f64; 2]) -> Comparison {
     let [lf, _, _] = mpmc_names(MPMC[0], ctx);
     let [mx, _, _] = mpmc_names(MPMC[1], ctx);
     let (lf, mx) = (out.dist(&lf).clone(), out.dist(&mx).clone());
     let [lf_wall, mx_wall] = walls;
-    let lock_free_wins = lf.p999_ns <= mx.p999_ns && lf_wall <= mx_wall;
-    Comparison {
-        standing: None,
-        what: "contended, 2 threads push+pop on one queue: ArrayQueue vs Mutex<VecDeque>, \
-               pair p50 · p99.9 · max; throughput"
-            .to_string(),
-        ours: format!(
+    let p = |d: &Dist, q: f64| d.at(q).unwrap_or(f64::NAN);
+    Comparison::judged(
+        "contended, 2 threads push+pop on one queue: ArrayQueue vs Mutex<VecDeque>, pair p50 · \
+         p99.9 · max; throughput (ratio: mutex p99.9 ÷ ArrayQueue p99.9)",
+        format!(
             "{} · {} · {} vs {} · {} · {}; {:.1} vs {:.1} M pairs/s",
-            ns(lf.p50_ns),
-            ns(lf.p999_ns),
+            ns(p(&lf, 0.5)),
+            ns(p(&lf, 0.999)),
             ns(lf.max_ns),
-            ns(mx.p50_ns),
-            ns(mx.p999_ns),
+            ns(p(&mx, 0.5)),
+            ns(p(&mx, 0.999)),
             ns(mx.max_ns),
             1e3 / lf_wall,
             1e3 / mx_wall
         ),
-        our_ratio: Some(mx.p999_ns / lf.p999_ns),
-        study: "under heavy contention CAS retries and line ping-pong can make lock-free worse \
-                than a mutex"
-            .to_string(),
-        study_ratio: None,
-        verdict: {
-            let better = |a: f64, b: f64| if a <= b { "ArrayQueue" } else { "the mutex" };
-            let v = format!(
-                "lower p50: {}; lower p99.9: {}; more pairs/s: {}",
-                better(lf.p50_ns, mx.p50_ns),
-                better(lf.p999_ns, mx.p999_ns),
-                better(lf_wall, mx_wall)
-            );
-            if lock_free_wins {
-                format!(
-                    "{v}. Two pinned contenders are not the study's heavy contention, which a \
-                     2-vCPU guest can't pin (ratio: mutex p99.9 / ArrayQueue p99.9)"
-                )
-            } else {
-                format!(
-                    "{v}: the mutex holds its own even with two contenders (ratio: mutex p99.9 \
-                     / ArrayQueue p99.9)"
-                )
-            }
-        },
-    }
+        p(&mx, 0.999) / p(&lf, 0.999),
+        "under heavy contention CAS retries and line ping-pong can make lock-free worse than a \
+         mutex",
+        None,
+        &contention_reason(
+            (p(&lf, 0.5), p(&lf, 0.999), lf_wall),
+            (p(&mx, 0.5), p(&mx, 0.999), mx_wall),
+            lf.count.min(mx.count),
+        ),
+    )
 }
 
 /// The notes on method: the paced rounds, the TSC across CPUs (`negative`: pops stamped before
@@ -970,25 +1018,60 @@ mod tests {
     }
 
     #[test]
-    fn tail_verdicts_call_a_host_stall_inconclusive() {
-        // One ~1 ms stall in one variant must not read as agreement.
-        let v = tail_verdict("Mutex<VecDeque>", 1_000_000.0, 13_000.0);
+    fn the_queue_reasons_follow_the_data() {
+        // One ~1 ms stall in one variant must not read as a finding.
+        let (r, v) = tail_judgement(
+            "Mutex<VecDeque>",
+            Some(1_000_000.0),
+            Some(13_000.0),
+            300_000,
+        );
+        assert!(r.is_nan());
         assert!(
-            v.starts_with("inconclusive: Mutex<VecDeque>'s p99.9 is over"),
+            v.starts_with("Mutex<VecDeque>'s p99.9 (1.000 ms) is over"),
             "{v}"
         );
-        let v = tail_verdict("x", 5_000.0, 2_000_000.0);
-        assert!(v.starts_with("inconclusive: the ring's p99.9"), "{v}");
-        assert!(tail_verdict("x", 300_000.0, 200_000.0).contains("both p99.9s"));
+        let (_, v) = tail_judgement("x", Some(5_000.0), Some(2_000_000.0), 300_000);
+        assert!(v.starts_with("the ring's p99.9"), "{v}");
+        let (_, v) = tail_judgement("x", Some(300_000.0), Some(200_000.0), 300_000);
+        assert!(v.starts_with("both p99.9s"), "{v}");
+        // Too few samples: undecided, with the count.
+        let (r, v) = tail_judgement("x", None, Some(10_000.0), 9_000);
+        assert!(r.is_nan());
+        assert_eq!(v, "a p99.9 needs 10000 samples; 9000 taken");
+        let (r, v) = tail_judgement("x", Some(30_000.0), Some(10_000.0), 300_000);
+        assert_eq!(r, 3.0);
         assert_eq!(
-            tail_verdict("x", 30_000.0, 10_000.0),
-            "agrees: the ring's p99.9 is 3.0× lower"
+            v,
+            "the ring's p99.9 is 20.0 µs lower, over 300000 samples each"
         );
-        assert!(tail_verdict("x", 5_000.0, 10_000.0).starts_with("disagrees"));
-        assert_eq!(tail_verdict("x", 11_000.0, 10_000.0), "p99.9 within 10 %");
-        assert!(throughput_verdict(3.0).contains("3.0× the messages"));
-        assert!(throughput_verdict(1.05).starts_with("no measurable"));
-        assert!(throughput_verdict(0.5).contains("mutex queue moves 2.0×"));
+        let (r, v) = tail_judgement("x", Some(5_000.0), Some(10_000.0), 300_000);
+        assert_eq!(standing(r, None), Standing::Reversed);
+        assert!(v.starts_with("x's p99.9 is 5.00 µs lower"), "{v}");
+        let (_, v) = tail_judgement("x", Some(10_500.0), Some(10_000.0), 300_000);
+        assert!(v.starts_with("p99.9 10.5 µs vs the ring's 10.0 µs"), "{v}");
+
+        assert!(throughput_reason(30.0, 10.0).contains("3.0× the messages"));
+        assert_eq!(throughput_reason(10.5, 10.0), "10.5 vs 10.0 M msgs/s");
+        assert!(throughput_reason(5.0, 10.0).contains("mutex queue moves 2.0×"));
+
+        let h = handoff_reason(641.5, 135.4, Some(1_283.0));
+        assert!(h.contains("4.7 one-way line transfers") && h.ends_with("its p90 is 2.0× its p50"));
+
+        let c = contention_reason((80.0, 420.0, 100.0), (100.0, 1850.0, 150.0), 20_000);
+        assert!(
+            c.starts_with(
+                "lower p50: ArrayQueue; lower p99.9: ArrayQueue; more pairs/s: ArrayQueue;"
+            ),
+            "{c}"
+        );
+        let c = contention_reason((80.0, 2000.0, 100.0), (100.0, 500.0, 90.0), 20_000);
+        assert!(
+            c.contains("lower p99.9: the mutex") && c.contains("the study warns"),
+            "{c}"
+        );
+        let c = contention_reason((80.0, f64::NAN, 100.0), (100.0, 500.0, 90.0), 2_000);
+        assert_eq!(c, "a p99.9 needs 10000 samples; 2000 taken");
     }
 
     #[test]
