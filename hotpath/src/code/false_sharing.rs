@@ -18,11 +18,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
 
-use super::{Start, join, quiet, topology};
+use super::{Start, join, topology};
 use crate::Ctx;
 use crate::harness::{Dist, Variant, interleave, tsc};
 use crate::report::{Comparison, Level, Outcome, ns};
-use crate::verdict::{Standing, standing};
+use crate::verdict::{Spread, Standing, standing};
 
 /// Two counters in some layout.
 pub trait Pair: Default + Sync {
@@ -197,7 +197,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
 
 pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
     ctx.pin()?;
-    let (dists, quiet_runs) = measure(ctx, p)?;
+    let (dists, runs) = measure(ctx, p)?;
     let mut out = Outcome::new(
         "false-sharing",
         "False sharing: two threads, two counters, one cache line or padded",
@@ -205,8 +205,8 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
     );
     out.dists = dists;
     let siblings = smt_siblings(ctx.cpu, ctx.other_cpu);
-    out.comparisons = compare(&quiet_runs, p.n, siblings);
-    out.notes = notes(ctx, p, &quiet_runs, siblings);
+    out.comparisons = compare(&runs, p.n, siblings);
+    out.notes = notes(ctx, p, &runs, siblings);
     out.trader = "The trader's hot path is one thread and writes no memory another thread \
                   writes: its counters are plain `u64` fields of `Trader::counters` \
                   (`results::TraderCounters`, bumped in `trader-core/src/lib.rs` `on_packet`), \
@@ -222,17 +222,17 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
 }
 
 /// Every (op, layout) variant, interleaved round by round; fails unless every run counted
-/// exactly. Returns the distributions (ns per increment) and each variant's quiet run in ns,
-/// the 10th percentile of its recorded runs, indexed `[op][layout]` as [`OPS`] and [`LAYOUTS`]
-/// (a run the host preempted carries a time slice, so the comparisons take the quiet one).
-fn measure(ctx: &Ctx, p: Params) -> anyhow::Result<(Vec<Dist>, [[f64; 3]; 2])> {
+/// exactly. Returns the distributions (ns per increment) and the spread of each variant's
+/// recorded runs in ns (median, range, rounds), indexed `[op][layout]` as [`OPS`] and
+/// [`LAYOUTS`].
+fn measure(ctx: &Ctx, p: Params) -> anyhow::Result<(Vec<Dist>, Runs)> {
     let Params { n, warmup, rounds } = p;
     let ops = u32::try_from(n).map_err(|_| anyhow::anyhow!("{n} increments: at most 2^32"))?;
     let one = OneLine::default();
     let p64 = Padded64::default();
     let p128 = Padded128::default();
     let errors = RefCell::new(Vec::<String>::new());
-    // Each variant's recorded runs, in round order, for the paired ratios.
+    // Each variant's recorded runs, in round order.
     let runs: [[RefCell<Vec<f64>>; 3]; 2] = Default::default();
     let mut variants = Vec::new();
     for (o, op) in OPS.into_iter().enumerate() {
@@ -269,49 +269,70 @@ fn measure(ctx: &Ctx, p: Params) -> anyhow::Result<(Vec<Dist>, [[f64; 3]; 2])> {
     if let Some(e) = errors.into_inner().first() {
         anyhow::bail!("{e}");
     }
-    Ok((dists, runs.map(|op| op.map(|r| quiet(&r.borrow())))))
+    Ok((dists, runs.map(|op| op.map(|r| Spread::of(&r.borrow())))))
+}
+
+/// Each variant's runs over rounds, ns per run of `n` increments, `[op][layout]`.
+type Runs = [[Option<Spread>; 3]; 2];
+
+/// A spread's median, NaN when there were no runs (the row is then undecided).
+fn median(s: &Option<Spread>) -> f64 {
+    s.map_or(f64::NAN, |s| s.median)
+}
+
+/// `33.5 ms (32.1–40.2 ms, 16 rounds)`, each figure divided by `per`.
+fn ranged(s: &Option<Spread>, per: f64) -> String {
+    match s {
+        Some(s) => format!(
+            "{} ({}–{}, {} rounds)",
+            ns(s.median / per),
+            ns(s.min / per),
+            ns(s.max / per),
+            s.n
+        ),
+        None => "–".to_string(),
+    }
 }
 
 /// Per op, one line against padded to 64 B (with the study's figures) and padded to 64 B
-/// against 128 B, from each variant's headline run (ns per run of `n` increments, as
-/// [`measure`] returns them); `siblings`: whether the guest lists the two CPUs as SMT siblings.
-fn compare(runs: &[[f64; 3]; 2], n: u64, siblings: Option<bool>) -> Vec<Comparison> {
+/// against 128 B, from the medians of each variant's runs over rounds (ns per run of `n`
+/// increments, as [`measure`] returns them); `siblings`: whether the guest lists the two CPUs
+/// as SMT siblings.
+fn compare(runs: &Runs, n: u64, siblings: Option<bool>) -> Vec<Comparison> {
     let mut rows = Vec::new();
     let study = STUDY_SHARED_S / STUDY_PADDED_S;
     let per = |v: f64| v / n as f64;
     for (o, op) in OPS.into_iter().enumerate() {
-        let [shared, p64, p128] = runs[o];
+        let [rs, r64s, r128s] = &runs[o];
+        let (shared, p64, p128) = (median(rs), median(r64s), median(r128s));
         let r64 = shared / p64;
         rows.push(Comparison::judged(
             format!(
-                "{}: one line vs padded to 64 B, quiet run (p10) of {n} each",
+                "{}: one line vs padded to 64 B, per increment, median run of {n} (range over \
+                 rounds)",
                 op.name()
             ),
-            format!(
-                "{} vs {} ({} vs {} per increment)",
-                ns(shared),
-                ns(p64),
-                ns(per(shared)),
-                ns(per(p64))
-            ),
+            format!("{} vs {}", ranged(rs, n as f64), ranged(r64s, n as f64)),
             r64,
             format!("{STUDY_SHARED_S} s vs {STUDY_PADDED_S} s"),
             Some(study),
             &sharing_reason(standing(r64, Some(study)), per(shared), per(p64), siblings),
         ));
         rows.push(Comparison::judged(
-            format!("{}: padded to 64 B vs 128 B (CachePadded)", op.name()),
             format!(
-                "{} vs {} ({} vs {} per increment)",
-                ns(p64),
-                ns(p128),
-                ns(per(p64)),
-                ns(per(p128))
+                "{}: padded to 64 B vs 128 B (CachePadded), per increment, median run",
+                op.name()
             ),
+            format!("{} vs {}", ranged(r64s, n as f64), ranged(r128s, n as f64)),
             p64 / p128,
             "not measured (the study pads to a line)",
             None,
-            &adjacent_reason(standing(p64 / p128, None), per(p64), per(p128)),
+            &adjacent_reason(
+                standing(p64 / p128, None),
+                per(p64),
+                per(p128),
+                matches!((r64s, r128s), (Some(a), Some(b)) if a.overlaps(b)),
+            ),
         ));
     }
     rows
@@ -357,10 +378,16 @@ pub fn sharing_reason(
 
 /// The 64-vs-128 row's reason: what the adjacent line (the other half of the aligned 128-byte
 /// pair, which Intel's spatial prefetcher fetches together) costs per increment.
-pub fn adjacent_reason(standing: Standing, p64_ns: f64, p128_ns: f64) -> String {
+/// `overlap`: whether the two variants' ranges over rounds overlap.
+pub fn adjacent_reason(standing: Standing, p64_ns: f64, p128_ns: f64, overlap: bool) -> String {
     let d = p64_ns - p128_ns;
-    match standing {
-        Standing::Undecided => "a figure is missing".to_string(),
+    let ranges = if overlap {
+        "; their ranges over rounds overlap"
+    } else {
+        "; their ranges over rounds don't overlap"
+    };
+    let words = match standing {
+        Standing::Undecided => return "a figure is missing".to_string(),
         Standing::NoDifference => format!(
             "{} vs {} per increment: the adjacent line costs nothing measurable here",
             ns(p64_ns),
@@ -374,7 +401,8 @@ pub fn adjacent_reason(standing: Standing, p64_ns: f64, p128_ns: f64) -> String 
             "the adjacent line costs {} per increment here: pad to 128 B",
             ns(d)
         ),
-    }
+    };
+    words + ranges
 }
 
 /// Whether the guest lists `a` and `b` as SMT siblings (`None`: sysfs unreadable).
@@ -400,9 +428,9 @@ pub fn parse_cpu_list(s: &str) -> Option<Vec<usize>> {
 
 /// The notes on method, on what a shared line costs per increment, on the vCPUs' placement
 /// (which the shared ÷ padded ratios hint at), and on the missing PMU.
-fn notes(ctx: &Ctx, p: Params, quiet_runs: &[[f64; 3]; 2], siblings: Option<bool>) -> Vec<String> {
+fn notes(ctx: &Ctx, p: Params, runs: &Runs, siblings: Option<bool>) -> Vec<String> {
     let Params { n, rounds, .. } = p;
-    let q = |o: usize, i: usize| quiet_runs[o][i] / n as f64;
+    let q = |o: usize, i: usize| median(&runs[o][i]) / n as f64;
     let (fa_one, fa_pad) = (q(0, 0), q(0, 1));
     let (ls_one, ls_pad) = (q(1, 0), q(1, 1));
     let (r_fa, r_ls) = (fa_one / fa_pad, ls_one / ls_pad);
@@ -428,11 +456,9 @@ fn notes(ctx: &Ctx, p: Params, quiet_runs: &[[f64; 3]; 2], siblings: Option<bool
             "Each sample is one run: both threads start together and each increments its own \
              counter {n} times; the sample is the time until both finished divided by {n} (ns \
              per increment of one thread, the two running at once). Rounds: {rounds} per \
-             variant, the six variants interleaved; the comparisons take each variant's \
-             quiet run, the 10th percentile of its runs, and the ratio of those: a run the \
-             host preempted or slowed (a neighbour's build) carries that time, noise only ever \
-             adds time, and it comes and goes from run to run; the table keeps every \
-             percentile."
+             variant, the six variants interleaved, their order rotated each round; the rows \
+             take each variant's median run with the range over rounds, and the ratio of the \
+             medians; the table keeps every percentile."
         ),
         format!(
             "fetch_add on a shared line: {} per increment, padded to 64 B: {}. A padded locked \
@@ -448,8 +474,8 @@ fn notes(ctx: &Ctx, p: Params, quiet_runs: &[[f64; 3]; 2], siblings: Option<bool
         format!(
             "Topology as the guest sees it: {}. A KVM guest's topology is what the hypervisor \
              declares; the host may place the two vCPUs on SMT siblings of one core (sharing L1 \
-             and L2: false sharing would then cost little), two cores of one CCX (sharing L3: a \
-             transfer of the order of 50-100 ns) or further apart. {placement}",
+             and L2: false sharing would then cost little), two cores sharing an L3, or further \
+             apart. {placement}",
             topology(ctx)
         ),
         "No hardware PMU in this guest: the cache-line transfers (HITM events) themselves \
@@ -484,14 +510,18 @@ mod tests {
         let r = sharing_reason(standing(1.02, Some(study)), 1.02, 1.0, Some(false));
         assert!(r.contains("different cores"), "{r}");
 
-        let r = adjacent_reason(standing(1.0, None), 3.09, 3.07);
-        assert!(r.ends_with("nothing measurable here"), "{r}");
-        let r = adjacent_reason(standing(1.5, None), 3.0, 2.0);
+        let r = adjacent_reason(standing(1.0, None), 3.09, 3.07, true);
+        assert!(
+            r.ends_with("nothing measurable here; their ranges over rounds overlap"),
+            "{r}"
+        );
+        let r = adjacent_reason(standing(1.5, None), 3.0, 2.0, false);
         assert_eq!(
             r,
-            "the adjacent line costs 1.00 ns per increment here: pad to 128 B"
+            "the adjacent line costs 1.00 ns per increment here: pad to 128 B; their ranges \
+             over rounds don't overlap"
         );
-        assert!(adjacent_reason(standing(0.5, None), 1.0, 2.0).contains("unexplained"));
+        assert!(adjacent_reason(standing(0.5, None), 1.0, 2.0, false).contains("unexplained"));
     }
 
     #[test]

@@ -26,11 +26,11 @@
 use std::cell::{Cell, RefCell};
 use std::hint::black_box;
 
-use super::{Rng, quiet};
+use super::Rng;
 use crate::Ctx;
 use crate::harness::{Recorder, Tsc, Variant, interleave, tsc};
 use crate::report::{Comparison, Level, Outcome, ns};
-use crate::verdict::{Standing, standing};
+use crate::verdict::{Spread, Standing, standing};
 
 /// One position: the loop's four fields first, then four it never reads.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -378,7 +378,7 @@ fn params(ctx: &Ctx) -> Params {
 }
 
 /// What one variant leaves behind: its last result (checked by the caller) and every
-/// recorded pass's ticks, in order, for the paired ratios.
+/// recorded pass's time, in order, for the median and range over passes.
 #[derive(Debug, Default)]
 struct Slot {
     last: Cell<Option<Risk>>,
@@ -410,6 +410,32 @@ fn passes<'a>(
         }
         calls += 1;
     })
+}
+
+impl Slot {
+    /// The recorded passes' median and range.
+    fn spread(&self) -> Option<Spread> {
+        Spread::of(&self.passes.borrow())
+    }
+}
+
+/// A spread's median, NaN when nothing was recorded (the row is then undecided).
+fn median(s: &Option<Spread>) -> f64 {
+    s.map_or(f64::NAN, |s| s.median)
+}
+
+/// `6.60 ms (6.21–7.03 ms, 40 passes)`.
+fn ranged(s: &Option<Spread>) -> String {
+    match s {
+        Some(s) => format!(
+            "{} ({}–{}, {} passes)",
+            ns(s.median),
+            ns(s.min),
+            ns(s.max),
+            s.n
+        ),
+        None => "–".to_string(),
+    }
 }
 
 /// Bit-identical: the same operations in the same order.
@@ -468,31 +494,34 @@ pub fn run_aos_soa_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
         check("SoA", results[i][1].last.get(), &want)?;
         check("AoS", results[i][0].last.get(), &want)?;
     }
-    let q = |i: usize, v: usize| quiet(&results[i][v].passes.borrow());
-    let (aos_big, soa_big, aos_small, soa_small) = (q(0, 0), q(0, 1), q(1, 0), q(1, 1));
+    let sp = |i: usize, v: usize| results[i][v].spread();
+    let (sa_big, ss_big, sa_small, ss_small) = (sp(0, 0), sp(0, 1), sp(1, 0), sp(1, 1));
+    let (aos_big, soa_big, aos_small, soa_small) = (
+        median(&sa_big),
+        median(&ss_big),
+        median(&sa_small),
+        median(&ss_small),
+    );
     let (r_big, r_small) = (aos_big / soa_big, aos_small / soa_small);
     let study = STUDY_AOS_MS / STUDY_SOA_MS;
     let tpn = ctx.tsc.ticks_per_ns;
     out.comparisons = vec![
         Comparison::judged(
             format!(
-                "AoS vs SoA, {} positions (AoS {} MB, SoA columns read {} MB), quiet pass (p10)",
+                "AoS vs SoA, {} positions (AoS {} MB, SoA columns read {} MB), median pass",
                 p.big,
                 (p.big * AOS_BYTES) >> 20,
                 (p.big * SOA_BYTES) >> 20
             ),
-            format!("{} vs {}", ns(aos_big), ns(soa_big)),
+            format!("{} vs {}", ranged(&sa_big), ranged(&ss_big)),
             r_big,
             format!("{STUDY_AOS_MS} ms vs {STUDY_SOA_MS} ms"),
             Some(study),
             &aos_soa_reason(standing(r_big, Some(study)), r_big, r_small),
         ),
         Comparison::judged(
-            format!(
-                "AoS vs SoA, {} positions (in L2), quiet pass (p10)",
-                p.small
-            ),
-            format!("{} vs {}", ns(aos_small), ns(soa_small)),
+            format!("AoS vs SoA, {} positions (in L2), median pass", p.small),
+            format!("{} vs {}", ranged(&sa_small), ranged(&ss_small)),
             r_small,
             "not measured (the study's book is large)",
             None,
@@ -503,24 +532,25 @@ pub fn run_aos_soa_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
         ),
     ];
     out.notes = vec![
-        "Each sample is one pass over the whole book (the large book: one per round; the small \
-         one: several per round); the comparisons take each variant's quiet pass, the 10th percentile of its passes, and \
-         the ratio of those: on this shared host the passes of one variant are bimodal (a \
-         neighbour's memory traffic comes and goes from one pass to the next), noise only ever \
-         adds time, and a median lands on whichever mode was more frequent; the table keeps \
-         every percentile. Both layouts run the \
-         same scalar loop (one running sum, in order), so their results are bit-identical, \
-         checked every run."
-            .to_string(),
+        format!(
+            "Each sample is one pass over the whole book (the large book: one per round; the \
+             small one: {} per round); the rows give each variant's median pass with the range \
+             over its passes, and the ratio of the medians; the table keeps every percentile. \
+             Both layouts run the same scalar loop (one running sum, in order), so their \
+             results are bit-identical, checked every run.",
+            p.small_passes
+        ),
         format!(
             "Per position: AoS {} vs SoA {} on the large book; {} vs {} in L2. The large \
-             book's SoA columns alone (32 B × {}) are about this guest's whole L3 (32 MB, \
-             shared with the other vCPU and the host's other tenants), so its passes stream \
-             from DRAM; the bandwidth a KVM guest gets varies with its neighbours.",
+             book's SoA columns alone are {} MB ({SOA_BYTES} B × {}) a pass: where that lies \
+             against this machine's caches, the memory curve's steps say (its last step is the \
+             effective last-level cache); the bandwidth a KVM guest gets varies with its \
+             neighbours.",
             ns(aos_big / p.big as f64),
             ns(soa_big / p.big as f64),
             ns(aos_small / p.small as f64),
             ns(soa_small / p.small as f64),
+            (p.big * SOA_BYTES) >> 20,
             p.big
         ),
         "No hardware PMU in this guest: cache misses and bandwidth can't be counted, only \
@@ -596,7 +626,7 @@ pub fn run_simd_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
     let tpn = ctx.tsc.ticks_per_ns;
     let figs: Vec<[f64; 3]> = (0..sets.len())
         .map(|i| {
-            let q = |v: usize| quiet(&results[i][v].passes.borrow());
+            let q = |v: usize| median(&results[i][v].spread());
             [q(0), q(1), q(2)]
         })
         .collect();
@@ -610,8 +640,12 @@ pub fn run_simd_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
         let big = i == 0;
         let place = if big { "large book" } else { "in L2" };
         rows.push(Comparison::judged(
-            format!("scalar vs pulp ({level}), {n} positions, {place}, quiet pass (p10)"),
-            format!("{} vs {}", ns(s), ns(pu)),
+            format!("scalar vs pulp ({level}), {n} positions, {place}, median pass"),
+            format!(
+                "{} vs {}",
+                ranged(&results[i][0].spread()),
+                ranged(&results[i][2].spread())
+            ),
             r_s,
             if big {
                 format!("{STUDY_SCALAR_MS} ms vs {STUDY_AVX_MS} ms")
@@ -626,8 +660,14 @@ pub fn run_simd_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
             },
         ));
         rows.push(Comparison::judged(
-            format!("SSE2 (2 lanes) vs pulp (same code, wider), {n} positions, {place}"),
-            format!("{} vs {}", ns(s2), ns(pu)),
+            format!(
+                "SSE2 (2 lanes) vs pulp (same code, wider), {n} positions, {place}, median pass"
+            ),
+            format!(
+                "{} vs {}",
+                ranged(&results[i][1].spread()),
+                ranged(&results[i][2].spread())
+            ),
             r_s2,
             "not measured",
             None,
@@ -637,13 +677,12 @@ pub fn run_simd_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
     out.comparisons = rows;
     out.notes =
         vec![
-        "Each sample is one pass over the whole book (the large book: one per round; the small \
-         one: several per round); the comparisons take each variant's quiet pass, the 10th percentile of its passes, and \
-         the ratio of those: on this shared host the passes of one variant are bimodal (a \
-         neighbour's memory traffic comes and goes from one pass to the next), noise only ever \
-         adds time, and a median lands on whichever mode was more frequent; the table keeps \
-         every percentile."
-            .to_string(),
+        format!(
+            "Each sample is one pass over the whole book (the large book: one per round; the \
+             small one: {} per round); the rows give each variant's median pass with the range \
+             over its passes, and the ratio of the medians; the table keeps every percentile.",
+            p.small_passes
+        ),
         format!("pulp's dispatch took {level} on this CPU (checked at run time, as the engine's \
                  does)."),
         "scalar: the loop with one running sum. LLVM keeps IEEE order (no fast-math in Rust), so \
@@ -662,9 +701,6 @@ pub fn run_simd_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
              scalar order by at most {worst_rel:.1e} of the gross exposure (bound allowed: \
              1e-15 × n × gross)."
         ),
-        "The large book streams 32 MB of columns per pass: bandwidth-bound, so wider registers \
-         change little there; the small book sits in L2, where they show."
-            .to_string(),
     ];
     out.trader = "The trader's tick path runs no loop over arrays wide enough to vectorise: \
                   `Strategy::on_tick` (`engine/src/strategy.rs`) completes a handful of WMAs \

@@ -104,19 +104,6 @@ impl Rng {
     }
 }
 
-/// The 10th percentile of `v` (nearest rank): a "quiet" run. On a shared host, noise only
-/// ever adds time (a neighbour's memory traffic, a preemption), and here it comes and goes
-/// from one run to the next, so a low percentile is the code's own time where a median lands
-/// on whichever mode the host happened to be in more often. NaN when empty.
-pub fn quiet(v: &[f64]) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    v[(v.len() - 1) / 10]
-}
-
 /// Both CPUs' view of how the guest places them: what the hypervisor shows, which need not be
 /// the host's truth.
 pub fn topology(ctx: &Ctx) -> String {
@@ -177,13 +164,5 @@ mod tests {
             assert!(!start.ready());
             assert!(join(h).is_err());
         });
-    }
-
-    #[test]
-    fn quiet_is_the_tenth_percentile() {
-        let v: Vec<f64> = (1..=20).rev().map(f64::from).collect();
-        assert_eq!(quiet(&v), 2.0);
-        assert_eq!(quiet(&[5.0]), 5.0);
-        assert!(quiet(&[]).is_nan());
     }
 }

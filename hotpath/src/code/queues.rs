@@ -26,11 +26,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use crossbeam_queue::ArrayQueue;
 use crossbeam_utils::CachePadded;
 
-use super::{Rng, Start, join, quiet};
+use super::{Rng, Start, join};
 use crate::Ctx;
 use crate::harness::{Dist, Recorder, Variant, interleave, tsc};
 use crate::report::{Comparison, Level, Outcome, ns};
-use crate::verdict::{Standing, standing};
+use crate::verdict::{Spread, Standing, standing};
 
 /// Slots in every queue.
 pub const CAPACITY: usize = 1024;
@@ -594,7 +594,7 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
     let mut dists = interleave(ctx.tsc, p.warmup, p.latency_rounds, &mut variants);
     drop(variants);
 
-    // Throughput, unpaced; each recorded round's ns per message kept for the quiet round.
+    // Throughput, unpaced; each recorded round's ns per message kept for the median and range.
     let flood_runs: [RefCell<Vec<f64>>; 5] = Default::default();
     let mut variants = Vec::new();
     for (j, k) in Kind::ALL.into_iter().enumerate() {
@@ -678,8 +678,8 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
         Level::Code,
     );
     out.dists = dists;
-    let flood = flood_runs.map(|r| quiet(&r.borrow()));
-    let walls = wall_runs.map(|r| quiet(&r.borrow()));
+    let flood = flood_runs.map(|r| rates(&r.borrow()));
+    let walls = wall_runs.map(|r| rates(&r.borrow()));
     summarise(&mut out, ctx, &p, negative.into_inner(), flood, walls);
     Ok(out)
 }
@@ -749,10 +749,16 @@ pub fn handoff_reason(ring_p50: f64, floor_p50: f64, ring_p90: Option<f64>) -> S
     }
 }
 
-/// The throughput row's reason: both rates, and which moves more.
-pub fn throughput_reason(ring_rate: f64, mutex_rate: f64) -> String {
+/// The throughput row's reason: both rates (medians over rounds), which moves more, and whether
+/// the two ranges over rounds overlap (`overlap`).
+pub fn throughput_reason(ring_rate: f64, mutex_rate: f64, overlap: bool) -> String {
     let r = ring_rate / mutex_rate;
-    match standing(r, None) {
+    let ranges = if overlap {
+        "; the rounds' ranges overlap"
+    } else {
+        "; the rounds' ranges don't overlap"
+    };
+    let words = match standing(r, None) {
         Standing::Measurable => format!(
             "the ring moves {r:.1}× the messages per second ({ring_rate:.1} vs {mutex_rate:.1} \
              M/s)"
@@ -763,14 +769,16 @@ pub fn throughput_reason(ring_rate: f64, mutex_rate: f64) -> String {
             1.0 / r
         ),
         _ => format!("{ring_rate:.1} vs {mutex_rate:.1} M msgs/s"),
-    }
+    };
+    words + ranges
 }
 
-/// The contention row's reason: which queue had the lower p50, p99.9 and more pairs a second,
-/// and what two pinned contenders say about the study's warning.
+/// The contention row's reason: which queue had the lower p50, p99.9 and more pairs a second
+/// (each side's `(p50 ns, p99.9 ns, M pairs/s)`), and what two pinned contenders say about the
+/// study's warning.
 pub fn contention_reason(lf: (f64, f64, f64), mx: (f64, f64, f64), samples: u64) -> String {
-    let (lf_p50, lf_p999, lf_wall) = lf;
-    let (mx_p50, mx_p999, mx_wall) = mx;
+    let (lf_p50, lf_p999, lf_rate) = lf;
+    let (mx_p50, mx_p999, mx_rate) = mx;
     if lf_p999.is_nan() || mx_p999.is_nan() {
         return format!(
             "a p99.9 needs {} samples; {samples} taken",
@@ -782,7 +790,7 @@ pub fn contention_reason(lf: (f64, f64, f64), mx: (f64, f64, f64), samples: u64)
         "lower p50: {}; lower p99.9: {}; more pairs/s: {}",
         better(lf_p50, mx_p50),
         better(lf_p999, mx_p999),
-        better(lf_wall, mx_wall)
+        better(mx_rate, lf_rate)
     );
     match standing(mx_p999 / lf_p999, None) {
         Standing::Reversed => format!(
@@ -796,20 +804,18 @@ pub fn contention_reason(lf: (f64, f64, f64), mx: (f64, f64, f64), samples: u64)
     }
 }
 
-/// `flood`: each queue's quiet unpaced round, ns per message ([`Kind::ALL`]'s order);
-/// `walls`: the contended queues' quiet round, ns per pair ([`MPMC`]'s order).
+/// `flood`: each queue's unpaced rounds, M messages/s ([`Kind::ALL`]'s order); `walls`: the
+/// contended queues' rounds, M pairs/s ([`MPMC`]'s order).
 fn summarise(
     out: &mut Outcome,
     ctx: &Ctx,
     p: &Params,
     negative: u64,
-    flood: [f64; 5],
-    walls: [f64; 2],
+    flood: [Option<Spread>; 5],
+    walls: [Option<Spread>; 2],
 ) {
     let floor = out.dist(PINGPONG).clone();
     let mut rows = latency_rows(out);
-    // The quiet round (p10, as in `false-sharing`): a round the host preempted carries a time
-    // slice.
     rows.push(throughput_row(&flood));
     rows.push(contention_row(out, ctx, walls));
     out.comparisons = rows;
@@ -883,55 +889,78 @@ fn latency_rows(out: &Outcome) -> Vec<Comparison> {
     rows
 }
 
-/// Queue `k`'s unpaced rate in M messages/s, from `flood` (ns per message, [`Kind::ALL`]'s
-/// order).
-fn flood_rate(flood: &[f64; 5], k: Kind) -> f64 {
-    1e3 / flood[Kind::ALL.iter().position(|x| *x == k).unwrap_or(0)]
+/// Rates in M per second from each round's ns per item (1e3 ÷ ns): their median and range.
+fn rates(ns_per: &[f64]) -> Option<Spread> {
+    Spread::of(&ns_per.iter().map(|ns| 1e3 / ns).collect::<Vec<_>>())
 }
 
-/// Unpaced throughput, the ring against the mutex queue.
-fn throughput_row(flood: &[f64; 5]) -> Comparison {
-    let rate = |k: Kind| flood_rate(flood, k);
-    let (ring, mutex) = (rate(Kind::Rtrb), rate(Kind::MutexVecDeque));
+/// `16.1 (15.0–16.8, 6 rounds)`: a rate's median over rounds and its range.
+fn ranged(s: &Option<Spread>) -> String {
+    match s {
+        Some(s) => format!(
+            "{:.1} ({:.1}–{:.1}, {} rounds)",
+            s.median, s.min, s.max, s.n
+        ),
+        None => "–".to_string(),
+    }
+}
+
+/// A spread's median, NaN when there were no rounds.
+fn median(s: &Option<Spread>) -> f64 {
+    s.map_or(f64::NAN, |s| s.median)
+}
+
+/// Queue `k`'s unpaced rounds in M messages/s, from `flood` ([`Kind::ALL`]'s order).
+fn flood_rate(flood: &[Option<Spread>; 5], k: Kind) -> Option<Spread> {
+    flood[Kind::ALL.iter().position(|x| *x == k).unwrap_or(0)]
+}
+
+/// Unpaced throughput, the ring against the mutex queue (medians over rounds).
+fn throughput_row(flood: &[Option<Spread>; 5]) -> Comparison {
+    let (ring, mutex) = (
+        flood_rate(flood, Kind::Rtrb),
+        flood_rate(flood, Kind::MutexVecDeque),
+    );
+    let overlap = matches!((&ring, &mutex), (Some(a), Some(b)) if a.overlaps(b));
     Comparison::judged(
-        "unpaced throughput, rtrb vs Mutex<VecDeque>",
-        format!("{ring:.1} vs {mutex:.1} M msgs/s"),
-        ring / mutex,
+        "unpaced throughput, rtrb vs Mutex<VecDeque>, median round",
+        format!("{} vs {} M msgs/s", ranged(&ring), ranged(&mutex)),
+        median(&ring) / median(&mutex),
         "not measured",
         None,
-        &throughput_reason(ring, mutex),
+        &throughput_reason(median(&ring), median(&mutex), overlap),
     )
 }
 
 /// Two contenders on one queue, ArrayQueue against the mutex queue: the pair's latency on the
-/// measured CPU, and the throughput of the headline round (`walls`, ns per pair).
-fn contention_row(out: &Outcome, ctx: &Ctx, walls: [f64; 2]) -> Comparison {
+/// measured CPU, and the rounds' throughput (`walls`, M pairs/s).
+fn contention_row(out: &Outcome, ctx: &Ctx, walls: [Option<Spread>; 2]) -> Comparison {
     let [lf, _, _] = mpmc_names(MPMC[0], ctx);
     let [mx, _, _] = mpmc_names(MPMC[1], ctx);
     let (lf, mx) = (out.dist(&lf).clone(), out.dist(&mx).clone());
-    let [lf_wall, mx_wall] = walls;
+    let [lf_rate, mx_rate] = walls;
     let p = |d: &Dist, q: f64| d.at(q).unwrap_or(f64::NAN);
     Comparison::judged(
         "contended, 2 threads push+pop on one queue: ArrayQueue vs Mutex<VecDeque>, pair p50 · \
-         p99.9 · max; throughput (ratio: mutex p99.9 ÷ ArrayQueue p99.9)",
+         p99.9 · max; throughput, median round (ratio: mutex p99.9 ÷ ArrayQueue p99.9)",
         format!(
-            "{} · {} · {} vs {} · {} · {}; {:.1} vs {:.1} M pairs/s",
+            "{} · {} · {} vs {} · {} · {}; {} vs {} M pairs/s",
             ns(p(&lf, 0.5)),
             ns(p(&lf, 0.999)),
             ns(lf.max_ns),
             ns(p(&mx, 0.5)),
             ns(p(&mx, 0.999)),
             ns(mx.max_ns),
-            1e3 / lf_wall,
-            1e3 / mx_wall
+            ranged(&lf_rate),
+            ranged(&mx_rate)
         ),
         p(&mx, 0.999) / p(&lf, 0.999),
         "under heavy contention CAS retries and line ping-pong can make lock-free worse than a \
          mutex",
         None,
         &contention_reason(
-            (p(&lf, 0.5), p(&lf, 0.999), lf_wall),
-            (p(&mx, 0.5), p(&mx, 0.999), mx_wall),
+            (p(&lf, 0.5), p(&lf, 0.999), median(&lf_rate)),
+            (p(&mx, 0.5), p(&mx, 0.999), median(&mx_rate)),
             lf.count.min(mx.count),
         ),
     )
@@ -940,11 +969,18 @@ fn contention_row(out: &Outcome, ctx: &Ctx, walls: [f64; 2]) -> Comparison {
 /// The notes on method: the paced rounds, the TSC across CPUs (`negative`: pops stamped before
 /// their push), the counter's resolution, the CPU `floor`, the unpaced rates (`flood`, as in
 /// [`summarise`]), the contended rounds, and the mutex's futex.
-fn notes(ctx: &Ctx, p: &Params, negative: u64, floor: &Dist, flood: &[f64; 5]) -> Vec<String> {
+fn notes(
+    ctx: &Ctx,
+    p: &Params,
+    negative: u64,
+    floor: &Dist,
+    flood: &[Option<Spread>; 5],
+) -> Vec<String> {
     let flood: Vec<String> = Kind::ALL
         .iter()
-        .map(|k| format!("{} {:.1} M/s", k.name(), flood_rate(flood, *k)))
+        .map(|k| format!("{} {} M/s", k.name(), ranged(&flood_rate(flood, *k))))
         .collect();
+    let at = |q: f64| floor.at(q).map_or_else(|| "–".to_string(), ns);
     vec![
         format!(
             "Latency: {} paced messages per round, one every 1-2 µs (random gap), {} rounds per \
@@ -974,20 +1010,23 @@ fn notes(ctx: &Ctx, p: &Params, negative: u64, floor: &Dist, flood: &[f64; 5]) -
             )
         },
         format!(
-            "The CPU floor: {} one-way at p50 ({} round trip), p99.9 {}, max {}; the lab's \
-             `floor` binary (`userspace/src/bin/floor.rs`) measures the same thing, a round \
-             trip through one 128-byte line between two pinned threads, and reports the round \
-             trip. A queue hand-off can't be faster than one such transfer and usually costs \
-             two or more (the slot's line and the index's line). The floor itself moved \
-             between runs while this was written (about 60 ns one-way in one run, 200 ns in \
-             another): the host places the two vCPUs anew, so only figures of one run compare.",
-            ns(floor.p50_ns),
-            ns(2.0 * floor.p50_ns),
-            ns(floor.p999_ns),
-            ns(floor.max_ns)
+            "The CPU floor: {} one-way at p50 ({} round trip), p99.9 {}, max {}, over {} \
+             round trips; the lab's `floor` binary (`userspace/src/bin/floor.rs`) measures the \
+             same thing, a round trip through one 128-byte line between two pinned threads, and \
+             reports the round trip. A queue hand-off can't be faster than one such transfer \
+             and usually costs two or more (the slot's line and the index's line). The host \
+             places the two vCPUs anew from run to run, so only figures of one run compare.",
+            at(0.5),
+            floor
+                .at(0.5)
+                .map_or_else(|| "–".to_string(), |v| ns(2.0 * v)),
+            at(0.999),
+            ns(floor.max_ns),
+            floor.count
         ),
         format!(
-            "Unpaced throughput (quiet round, the 10th percentile of the rounds, of {} messages): {}.",
+            "Unpaced throughput, the median round of {} messages with the range over rounds: \
+             {}.",
             p.flood_msgs,
             flood.join(", ")
         ),
@@ -1051,14 +1090,20 @@ mod tests {
         let (_, v) = tail_judgement("x", Some(10_500.0), Some(10_000.0), 300_000);
         assert!(v.starts_with("p99.9 10.5 µs vs the ring's 10.0 µs"), "{v}");
 
-        assert!(throughput_reason(30.0, 10.0).contains("3.0× the messages"));
-        assert_eq!(throughput_reason(10.5, 10.0), "10.5 vs 10.0 M msgs/s");
-        assert!(throughput_reason(5.0, 10.0).contains("mutex queue moves 2.0×"));
+        assert!(throughput_reason(30.0, 10.0, false).contains("3.0× the messages"));
+        assert_eq!(
+            throughput_reason(10.5, 10.0, true),
+            "10.5 vs 10.0 M msgs/s; the rounds' ranges overlap"
+        );
+        assert!(throughput_reason(5.0, 10.0, false).contains("mutex queue moves 2.0×"));
+        let r = rates(&[100.0, 50.0, 200.0]).unwrap();
+        assert_eq!((r.median, r.min, r.max, r.n), (10.0, 5.0, 20.0, 3));
+        assert_eq!(ranged(&Some(r)), "10.0 (5.0–20.0, 3 rounds)");
 
         let h = handoff_reason(641.5, 135.4, Some(1_283.0));
         assert!(h.contains("4.7 one-way line transfers") && h.ends_with("its p90 is 2.0× its p50"));
 
-        let c = contention_reason((80.0, 420.0, 100.0), (100.0, 1850.0, 150.0), 20_000);
+        let c = contention_reason((80.0, 420.0, 10.0), (100.0, 1850.0, 6.7), 20_000);
         assert!(
             c.starts_with(
                 "lower p50: ArrayQueue; lower p99.9: ArrayQueue; more pairs/s: ArrayQueue;"
@@ -1070,7 +1115,7 @@ mod tests {
             c.contains("lower p99.9: the mutex") && c.contains("the study warns"),
             "{c}"
         );
-        let c = contention_reason((80.0, f64::NAN, 100.0), (100.0, 500.0, 90.0), 2_000);
+        let c = contention_reason((80.0, f64::NAN, 10.0), (100.0, 500.0, 11.1), 2_000);
         assert_eq!(c, "a p99.9 needs 10000 samples; 2000 taken");
     }
 
