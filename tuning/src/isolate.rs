@@ -257,10 +257,30 @@ fn save(paths: &Paths, saved: &Saved) -> anyhow::Result<()> {
         .with_context(|| format!("writing {}", paths.state.display()))
 }
 
+/// What an isolation moves off the CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Tasks (to a housekeeping cpuset), unbound workqueues and IRQs.
+    Everything,
+    /// IRQs only (the study's "IRQ steering" on its own): tasks and workqueues stay.
+    IrqsOnly,
+}
+
 impl Isolation {
     /// Isolates `cpu`, keeping `keep` (process ids: the caller) where they are. A leftover state
     /// file from a crashed run is restored first.
     pub fn apply(paths: Paths, cpu: usize, keep: &[i32]) -> anyhow::Result<Isolation> {
+        Self::apply_scope(paths, cpu, keep, Scope::Everything)
+    }
+
+    /// As [`Isolation::apply`], moving only what `scope` names. The snapshot and the restore
+    /// are the same whatever the scope (what was not changed is written back as it was).
+    pub fn apply_scope(
+        paths: Paths,
+        cpu: usize,
+        keep: &[i32],
+        scope: Scope,
+    ) -> anyhow::Result<Isolation> {
         if let Some(note) = restore_leftover(&paths)? {
             eprintln!("{note}");
         }
@@ -286,8 +306,12 @@ impl Isolation {
             restored: false,
             own_affinity: None,
         };
-        iso.move_processes(&others, keep);
-        iso.move_workqueues(cpu);
+        if scope == Scope::Everything {
+            iso.move_processes(&others, keep);
+            iso.move_workqueues(cpu);
+        } else {
+            iso.applied.workqueue = "not moved (IRQs only)".into();
+        }
         iso.move_irqs(cpu, &others);
         Ok(iso)
     }
@@ -601,6 +625,28 @@ mod tests {
             .map(|(k, v)| (k, v.trim().to_string()))
             .collect();
         assert_eq!(after, before);
+        assert!(!p.state.exists());
+    }
+
+    #[test]
+    fn irq_steering_alone_leaves_the_workqueues_and_restores_the_irqs() {
+        let (_d, p) = fake();
+        let before = files(&p);
+        let iso = Isolation::apply_scope(p.clone(), 1, &[], Scope::IrqsOnly).unwrap();
+        assert_eq!(std::fs::read_to_string(&p.workqueue_mask).unwrap(), "3\n");
+        assert_eq!(
+            std::fs::read_to_string(p.irq.join("24/smp_affinity_list")).unwrap(),
+            "0"
+        );
+        assert_eq!(iso.applied.irqs_moved, 2);
+        assert_eq!(iso.applied.processes_moved, 0);
+        iso.restore().unwrap();
+        let trimmed = |v: Vec<(String, String)>| -> Vec<(String, String)> {
+            v.into_iter()
+                .map(|(k, v)| (k, v.trim().to_string()))
+                .collect()
+        };
+        assert_eq!(trimmed(files(&p)), trimmed(before));
         assert!(!p.state.exists());
     }
 

@@ -51,7 +51,10 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
     let stop = Arc::clone(&session.stop);
     // Restored when dropped: after the runs, on an error and after Ctrl-C alike.
     let isolation = if o.isolate {
-        Some(crate::session::isolate(o.trader_cpu)?)
+        Some(crate::session::isolate(
+            o.trader_cpu,
+            tuning::isolate::Scope::Everything,
+        )?)
     } else {
         None
     };

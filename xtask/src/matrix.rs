@@ -67,6 +67,10 @@ pub(crate) enum Knob {
     /// of the other CPUs, unbound workqueues and IRQs off it; restored exactly after the run.
     #[value(name = "isolate")]
     Isolate,
+    /// Only the IRQs moved off the trader's CPU (tasks and workqueues stay); restored exactly
+    /// after the run.
+    #[value(name = "irq-steer")]
+    IrqSteer,
     /// The XDP program's log on (`trader --xdp-log`), no events to log (AF_XDP only).
     #[value(name = "xdp-log")]
     XdpLog,
@@ -103,6 +107,7 @@ impl Knob {
             Knob::SmallRcvbuf => "small-rcvbuf",
             Knob::MoldBatch4 => "mold-batch-4",
             Knob::Isolate => "isolate",
+            Knob::IrqSteer => "irq-steer",
             Knob::XdpLog => "xdp-log",
             Knob::MalformedStream => "malformed-stream",
             Knob::XdpLogMalformed => "xdp-log-malformed",
@@ -127,6 +132,7 @@ impl Knob {
             Knob::SmallRcvbuf => "default 208 KiB UDP receive buffer (not 4 MiB)",
             Knob::MoldBatch4 => "4 ITCH messages per MoldUDP64 packet",
             Knob::Isolate => "trader's CPU isolated at runtime: tasks, workqueues, IRQs moved off",
+            Knob::IrqSteer => "IRQs only moved off the trader's CPU (tasks, workqueues stay)",
             Knob::XdpLog => "XDP program's log on (--xdp-log), nothing to log",
             Knob::MalformedStream => "1,000 malformed frames/s at the trader, log off",
             Knob::XdpLogMalformed => {
@@ -162,6 +168,7 @@ impl Knob {
             | Knob::Fifo
             | Knob::Mlock
             | Knob::Isolate
+            | Knob::IrqSteer
             | Knob::LieStream
             | Knob::SpoofedStream => spec.io.trades(),
         }
@@ -195,8 +202,8 @@ impl Knob {
                 o.batch = 4;
                 &[]
             }
-            // Not an option of the run: `measure` isolates the CPU around it.
-            Knob::Isolate => &[],
+            // Not options of the run: `measure` isolates the CPU (or steers IRQs) around it.
+            Knob::Isolate | Knob::IrqSteer => &[],
             Knob::XdpLog => &["--xdp-log"],
             Knob::MalformedStream => {
                 o.malformed_stream = true;
@@ -509,12 +516,17 @@ fn measure(
             format!("{path}-{name}")
         };
         // Restored when dropped, right after this run (and on an error or Ctrl-C).
-        let isolation = if knob == Some(Knob::Isolate) {
-            match crate::session::isolate(opts.trader_cpu) {
+        let scope = match knob {
+            Some(Knob::Isolate) => Some(tuning::isolate::Scope::Everything),
+            Some(Knob::IrqSteer) => Some(tuning::isolate::Scope::IrqsOnly),
+            _ => None,
+        };
+        let isolation = if let Some(scope) = scope {
+            match crate::session::isolate(opts.trader_cpu, scope) {
                 Ok(iso) => Some(iso),
                 Err(e) => {
                     skipped.push(Skipped {
-                        text: format!("isolate on {path}: {e:#}"),
+                        text: format!("{name} on {path}: {e:#}"),
                         failed: true,
                     });
                     continue;

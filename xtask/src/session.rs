@@ -344,9 +344,12 @@ impl Run {
 
 /// Isolates `cpu` at runtime (`--isolate`, the matrix's `isolate` knob), keeping this process
 /// (whose children, started later, are the measured ones) where it is. Restores on drop.
-pub(crate) fn isolate(cpu: usize) -> anyhow::Result<tuning::isolate::Isolation> {
+pub(crate) fn isolate(
+    cpu: usize,
+    scope: tuning::isolate::Scope,
+) -> anyhow::Result<tuning::isolate::Isolation> {
     use tuning::isolate::{Isolation, Paths};
-    let mut iso = Isolation::apply(Paths::live(), cpu, &[std::process::id() as i32])
+    let mut iso = Isolation::apply_scope(Paths::live(), cpu, &[std::process::id() as i32], scope)
         .with_context(|| format!("isolating CPU {cpu}"))?;
     // xtask polls its children from the other CPUs; they pin themselves where they belong.
     iso.confine_caller();
