@@ -241,10 +241,13 @@ pub fn steps(curve: &[(usize, f64)], k: usize) -> Vec<Step> {
     picked.into_iter().map(|(_, s)| s).collect()
 }
 
-/// The steps row's finding: where the largest rise is (the set leaving the last cache for
-/// memory), against the last level sysfs reports (`sysfs_last`: level and bytes).
+/// The steps row's finding: where the set leaves the last cache for memory, the step that adds
+/// the most time per access (memory's latency is the largest jump; the L1 edge may be the
+/// largest ratio but adds a few ns), against the last level sysfs reports (`sysfs_last`: level
+/// and bytes).
 pub fn steps_finding(steps: &[Step], sysfs_last: Option<(u32, usize)>) -> String {
-    let Some(big) = steps.iter().max_by(|a, b| a.rise().total_cmp(&b.rise())) else {
+    let added = |s: &Step| s.to_ns - s.from_ns;
+    let Some(big) = steps.iter().max_by(|a, b| added(a).total_cmp(&added(b))) else {
         return format!(
             "no rise beyond {:.2}× between neighbouring sizes: every size measured sits in one \
              level here",
@@ -252,8 +255,9 @@ pub fn steps_finding(steps: &[Step], sysfs_last: Option<(u32, usize)>) -> String
         );
     };
     let edge = format!(
-        "the largest rise, {:.1}× between {} and {}, is where the set leaves the last cache: the \
-         effective last-level cache here is {}-{}",
+        "the step that adds the most per access, {} ({:.1}×) between {} and {}, is where the set \
+         leaves the last cache for memory: the effective last-level cache here is {}-{}",
+        report::ns(added(big)),
         big.rise(),
         size_name(big.below),
         size_name(big.above),
@@ -523,7 +527,13 @@ fn compare(
     found: &[Step],
 ) {
     let tpn = ctx.tsc.ticks_per_ns;
-    let fmt = |v: f64| format!("{} ({:.1} ticks)", report::ns(v), v * tpn);
+    let fmt = |v: f64| {
+        if v.is_nan() {
+            "–".to_string()
+        } else {
+            format!("{} ({:.1} ticks)", report::ns(v), v * tpn)
+        }
+    };
     let last = last_point(points);
     let l1 = l1_point(points);
     let (seq, rnd) = (p50(&last.sequential), p50(&last.random));
@@ -740,7 +750,7 @@ mod tests {
         let found = steps(&stepped(), 3);
         let f = steps_finding(&found, Some((3, 32 << 20)));
         assert!(
-            f.contains("largest rise, 8.9× between 1 MiB and 1.5 MiB")
+            f.contains("adds the most per access, 158.0 ns (8.9×) between 1 MiB and 1.5 MiB")
                 && f.contains("1 MiB-1.5 MiB, 21× below the 32 MiB L3"),
             "{f}"
         );
@@ -750,6 +760,25 @@ mod tests {
         let f = steps_finding(&found, Some((2, 512 << 10)));
         assert!(f.contains("above the 512 KiB L2"), "{f}");
         assert!(steps_finding(&[], None).starts_with("no rise beyond 1.10×"));
+        // The largest ratio (the L1 edge, 2.6×) adds little; the memory edge adds the most.
+        let mib = |m: usize| m << 20;
+        let small_run = steps(
+            &[
+                (32 << 10, 1.48),
+                (48 << 10, 3.91),
+                (mib(4), 17.6),
+                (mib(6), 26.2),
+                (mib(8), 38.4),
+                (mib(12), 70.9),
+                (mib(16), 102.9),
+            ],
+            3,
+        );
+        let f = steps_finding(&small_run, Some((3, mib(32))));
+        assert!(
+            f.contains("between 8 MiB and 12 MiB") && f.contains("3× below the 32 MiB L3"),
+            "{f}"
+        );
     }
 
     #[test]

@@ -443,7 +443,7 @@ impl Row<'_> {
         let r = s / f;
         Comparison::judged(
             format!("{}, {}", self.what, self.pct.label()),
-            format!("{} vs {}", ns(s), ns(f)),
+            format!("{} vs {}", fig(s), fig(f)),
             r,
             self.study,
             self.study_ratio,
@@ -618,6 +618,11 @@ fn notes(ctx: &Ctx, plan: Plan, sum: u64) -> Vec<String> {
             .to_string(),
         format!("All twelve variants freed the same orders (checksum {sum:#x})."),
     ]
+}
+
+/// A figure as the rows print it: `–` where it is missing (a percentile without its samples).
+fn fig(v: f64) -> String {
+    if v.is_nan() { "–".to_string() } else { ns(v) }
 }
 
 #[cfg(test)]

@@ -357,7 +357,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
         let r = s / f;
         Comparison::judged(
             format!("{what}, per call (p50 of {}-call batch means)", plan.ops),
-            format!("{} vs {}", ns(s), ns(f)),
+            format!("{} vs {}", fig(s), fig(f)),
             r,
             study,
             sr,
@@ -492,6 +492,11 @@ pub fn per_call_reason(
         }
         _ => extra,
     }
+}
+
+/// A figure as the rows print it: `–` where it is missing (a percentile without its samples).
+fn fig(v: f64) -> String {
+    if v.is_nan() { "–".to_string() } else { ns(v) }
 }
 
 #[cfg(test)]

@@ -426,7 +426,10 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
         let rr = med(2 + k) / s;
         o.comparisons.push(Comparison::finding(
             format!(
-                "cold-size sweep: {stride}-B records ({cold} B cold) vs split, one pass (median)"
+                "cold-size sweep: {stride}-B records ({cold} B cold, {:.0} MB) vs split ({:.0} \
+                 MB), one pass (median)",
+                mb(stride),
+                mb(HOT_BYTES)
             ),
             format!(
                 "{} vs {}: {rr:.2}×; model {:.2}×",

@@ -239,7 +239,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
                 "copy vs move on reallocation, per push (p50 over passes of {})",
                 plan.n
             ),
-            format!("{} vs {}", ns(c), ns(g)),
+            format!("{} vs {}", fig(c), fig(g)),
             c / g,
             "vector reallocation copies when the move isn't noexcept: 2.6×",
             Some(STUDY_COPY),
@@ -254,7 +254,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
         ),
         Comparison::judged(
             "growing vs reserved up front, per push (p50)",
-            format!("{} vs {}", ns(g), ns(r)),
+            format!("{} vs {}", fig(g), fig(r)),
             g / r,
             "not measured",
             None,
@@ -305,6 +305,11 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
         owned heap data."
         .to_string();
     Ok(o)
+}
+
+/// A figure as the rows print it: `–` where it is missing (a percentile without its samples).
+fn fig(v: f64) -> String {
+    if v.is_nan() { "–".to_string() } else { ns(v) }
 }
 
 #[cfg(test)]

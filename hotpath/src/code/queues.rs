@@ -940,16 +940,17 @@ fn contention_row(out: &Outcome, ctx: &Ctx, walls: [Option<Spread>; 2]) -> Compa
     let (lf, mx) = (out.dist(&lf).clone(), out.dist(&mx).clone());
     let [lf_rate, mx_rate] = walls;
     let p = |d: &Dist, q: f64| d.at(q).unwrap_or(f64::NAN);
+    let show = |d: &Dist, q: f64| d.at(q).map_or_else(|| "–".to_string(), ns);
     Comparison::judged(
         "contended, 2 threads push+pop on one queue: ArrayQueue vs Mutex<VecDeque>, pair p50 · \
          p99.9 · max; throughput, median round (ratio: mutex p99.9 ÷ ArrayQueue p99.9)",
         format!(
             "{} · {} · {} vs {} · {} · {}; {} vs {} M pairs/s",
-            ns(p(&lf, 0.5)),
-            ns(p(&lf, 0.999)),
+            show(&lf, 0.5),
+            show(&lf, 0.999),
             ns(lf.max_ns),
-            ns(p(&mx, 0.5)),
-            ns(p(&mx, 0.999)),
+            show(&mx, 0.5),
+            show(&mx, 0.999),
             ns(mx.max_ns),
             ranged(&lf_rate),
             ranged(&mx_rate)

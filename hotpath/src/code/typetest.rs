@@ -451,7 +451,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
                 "{what}, per message (p50 of {}-message batch means)",
                 plan.ops
             ),
-            format!("{} vs {}", ns(s), ns(f)),
+            format!("{} vs {}", fig(s), fig(f)),
             r,
             study,
             sr,
@@ -524,6 +524,11 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
         handling: afxdp/src/xdp.rs, afxdp/src/xsk.rs)."
         .to_string();
     Ok(o)
+}
+
+/// A figure as the rows print it: `–` where it is missing (a percentile without its samples).
+fn fig(v: f64) -> String {
+    if v.is_nan() { "–".to_string() } else { ns(v) }
 }
 
 #[cfg(test)]
