@@ -488,10 +488,18 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
         until `settle`, and tracks sequence numbers in `seen`, a `Box<[u64]>` made once in \
         `Trader::new`; `UdpSink::send` (trader/src/trading/udp.rs) encodes into a stack \
         buffer, `UdpIo` receives into a `Box<[u8; 2048]>` made once, and the engine's \
-        `Strategy` allocates its rings only in `Strategy::new` (engine/src/strategy.rs). The one \
-        pool is the AF_XDP path's: `XskTx::send` pops a TX frame from its preallocated `free` \
-        Vec and completions push it back, and RX frames waiting for the fill ring sit in \
-        `Refill.pending`, sized for the whole RX pool so it never grows (afxdp/src/xsk.rs). \
+        `Strategy` allocates its rings only in `Strategy::new` (engine/src/strategy.rs). The \
+        buffers it does keep are pools, made once, lent and given back, never freed on the path: \
+        the AF_XDP path's frames (`XskTx::send` pops a TX frame from its preallocated `free` \
+        Vec and completions push it back; RX frames waiting for the fill ring sit in \
+        `Refill.pending`, sized for the whole RX pool so it never grows: afxdp/src/xsk.rs), \
+        and two in trader-core for packets kept aside: the A/B arbitration's `Lines.pool` \
+        (trader-core/src/lines.rs: `WAIT_MAX` = 64 buffers of `gate::HOLD_MAX` = 2048 B made in \
+        `Lines::new`; `hold` pops one for a packet waiting for the other line, `recycle` pushes \
+        it back) and the feed gate's `Holding` (trader-core/src/gate.rs: `HELD` = 4 slots, each \
+        a 2048-B `Vec` made in `Holding::new`, lent by `take` and returned by `give_back` \
+        while a sequence jump waits to be confirmed). A packet over 2048 B is refused, not \
+        held, so no pooled buffer grows. \
         Orders themselves are never heap objects, so the trader needs no order pool or arena, \
         and its global allocator (glibc: no #[global_allocator] anywhere) serves setup and exit."
         .to_string();
@@ -703,5 +711,6 @@ mod tests {
         assert_eq!(o.dists.len(), 13);
         assert_eq!(o.comparisons.len(), 8);
         assert!(o.trader.contains("trader-core/src/lib.rs"));
+        assert!(o.trader.contains("trader-core/src/lines.rs") && o.trader.contains("gate.rs"));
     }
 }

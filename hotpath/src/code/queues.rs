@@ -820,18 +820,44 @@ fn summarise(
     rows.push(contention_row(out, ctx, walls));
     out.comparisons = rows;
     out.notes = notes(ctx, p, negative, &floor, &flood);
-    out.trader = "No hand-off on the trader's hot path: the trader is one thread that takes \
-                  packets from its I/O and sends the orders itself (`trader/src/trading/mod.rs` \
-                  `run_with_clock`: one loop calling `io.recv` and, per packet, \
-                  `Trader::on_packet` and the sink's send and flush), so no queue sits between \
-                  feed and strategy; the feed arrives over the network (AF_XDP's RX ring is \
-                  itself a single-producer single-consumer ring between the kernel and this \
-                  thread: `afxdp/src/xsk.rs`). No statistics atomics on the path either: \
-                  the trader's counters are plain fields (`trader-core/src/lib.rs`); the boundary \
-                  server's atomics (`boundary/src/server.rs` `Counters`, `Connections`) change \
-                  per connection accepted or closed, not per request, and each connection's \
-                  thread serves its requests alone (`serve_connection`)."
-        .to_string();
+    let ring = out.dist(Kind::Rtrb.name()).at(0.5);
+    out.trader = trader_note(ring.zip(floor.at(0.5)));
+}
+
+/// Where the trader hands data between threads or CPUs, citing the code; `ring_floor`: this
+/// run's p50 one-way through the rtrb ring and through one line (the ping-pong floor).
+pub fn trader_note(ring_floor: Option<(f64, f64)>) -> String {
+    let here = match ring_floor {
+        Some((ring, floor)) => format!(
+            "here a hand-off through a ring took {} one-way at the p50 against one line's {}",
+            ns(ring),
+            ns(floor)
+        ),
+        None => "this run has too few samples to price them".to_string(),
+    };
+    format!(
+        "No queue between feed and strategy: the trader is one thread that takes packets from \
+         its I/O and sends the orders itself (trader/src/trading/mod.rs `run_with_clock`: one \
+         loop calling `io.recv` and, per packet, `Trader::on_packet` and the sink's send and \
+         flush); the feed arrives over the network (AF_XDP's RX ring is itself a \
+         single-producer single-consumer ring between the kernel and this thread: \
+         afxdp/src/xsk.rs). The trigger path does hand data from one CPU to another: the XDP \
+         program, on the CPU that polls the NIC's RX queue, fires the armed order and tells the \
+         trader. What fired travels in the `ARM` map's one 64-byte line, `ArmSlot` \
+         (xdp-common/src/lib.rs; the program writes `fired_price`, then `fired_generation`; the \
+         trader reads the generation with acquire ordering, then the price: `ArmMap::last_fired` \
+         in afxdp/src/xdp.rs): a one-line hand-off like this experiment's ping-pong floor, not a \
+         queue. The `FIRED` ring buffer (`FIRED: RingBuf`, 64 KiB, xdp-ebpf/src/program.rs; read \
+         by `FiredRing::next_fired`, afxdp/src/xdp.rs) is a single-producer single-consumer \
+         ring from the program to the trader, written only when the trader blocks \
+         (`FIRED_WAKEUP`), for its wake-up; a spinning trader does without it, since its \
+         producer and consumer lines crossing between the two CPUs cost the fired run about \
+         300 ns (`MAP_FIRED`'s docs in xdp-common/src/lib.rs, measured with --xdp-stages): \
+         {here}. No statistics atomics on the path: the trader's counters are plain fields \
+         (trader-core/src/lib.rs); the boundary server's atomics (boundary/src/server.rs \
+         `Counters`, `Connections`) change per connection accepted or closed, not per request, \
+         and each connection's thread serves its requests alone (`serve_connection`)."
+    )
 }
 
 /// The paced latency rows: the ring against the CPU floor, then every other queue against the
@@ -1118,6 +1144,17 @@ mod tests {
         );
         let c = contention_reason((80.0, f64::NAN, 10.0), (100.0, 500.0, 11.1), 2_000);
         assert_eq!(c, "a p99.9 needs 10000 samples; 2000 taken");
+    }
+
+    #[test]
+    fn the_trader_note_prices_the_hand_offs_from_the_run() {
+        let n = trader_note(Some((631.3, 235.4)));
+        assert!(
+            n.contains("took 631.3 ns one-way at the p50 against one line's 235.4 ns"),
+            "{n}"
+        );
+        assert!(n.contains("ArmSlot") && n.contains("FIRED"));
+        assert!(trader_note(None).contains("too few samples"));
     }
 
     #[test]
