@@ -11,6 +11,7 @@
 pub mod chase;
 #[cfg(feature = "experiments")]
 pub mod code;
+pub mod counts;
 pub mod harness;
 #[cfg(feature = "experiments")]
 pub mod memory;

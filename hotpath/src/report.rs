@@ -36,6 +36,11 @@ pub struct Outcome {
     pub notes: Vec<String>,
     /// Which choice the trader's hot path makes today, citing the code.
     pub trader: String,
+    /// Instruction, cache-miss and branch counts per operation for the variants, from
+    /// cachegrind's model (and llvm-mca's loop estimates): what the missing PMU would have
+    /// counted, merged in by `cargo xtask hotpath` ([`crate::counts`]).
+    #[serde(default)]
+    pub counts: Vec<crate::counts::Count>,
 }
 
 impl Outcome {
@@ -49,6 +54,7 @@ impl Outcome {
             curves: Vec::new(),
             notes: Vec::new(),
             trader: String::new(),
+            counts: Vec::new(),
         }
     }
 
@@ -298,6 +304,7 @@ impl Report {
                 }
                 let _ = writeln!(s);
             }
+            counts_table(&mut s, &o.counts);
             for c in &o.curves {
                 let _ = writeln!(s, "![{}]({}.svg)\n", c.title, c.id);
             }
@@ -339,6 +346,42 @@ impl Report {
         }
         Ok(())
     }
+}
+
+/// An outcome's counts beside its times: per element, from cachegrind's model and llvm-mca.
+fn counts_table(s: &mut String, counts: &[crate::counts::Count]) {
+    use crate::counts::figure;
+    if counts.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "Counts per element (cachegrind: simulated counts of a model cache and branch \
+         predictor, not this CPU's; each from a run of N and one of 2N operations, subtracted; \
+         lines (model): the distinct cache lines the element's reads touch by the layout's \
+         arithmetic; llvm-mca: its cycle estimate for the kernel's inner loop, every load an L1 \
+         hit):\n"
+    );
+    let _ = writeln!(
+        s,
+        "| variant | per | instructions | L1 misses | lines (model) | LL misses | mispredicts | llvm-mca cycles |\n|---|---|---|---|---|---|---|---|"
+    );
+    let opt = |v: Option<f64>| v.map_or_else(|| "–".to_string(), figure);
+    for c in counts {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            cell(&c.variant),
+            cell(&c.unit),
+            figure(c.ir),
+            figure(c.d1_misses),
+            opt(c.lines_model),
+            figure(c.ll_misses),
+            figure(c.mispredicts),
+            opt(c.mca_cycles)
+        );
+    }
+    let _ = writeln!(s);
 }
 
 /// A distribution name as a file-name part: letters, digits and `-` only.

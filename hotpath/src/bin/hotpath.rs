@@ -30,6 +30,10 @@ struct Cli {
 enum Command {
     /// Run experiments and write the report.
     Run(RunOptions),
+    /// Run one variant's operation N times, untimed, and print what it computed (one JSON
+    /// line): what `cargo xtask hotpath` runs under cachegrind to count instructions and
+    /// misses where the PMU is missing.
+    Count(CountOptions),
     /// List the experiments.
     List,
     /// Is this machine set up for low latency? Each finding: what was found, why it matters,
@@ -83,6 +87,25 @@ struct RunOptions {
     machine: String,
 }
 
+#[derive(Debug, clap::Args)]
+struct CountOptions {
+    /// The experiment (dispatch, typetest, memory, hotcold, aos-soa, simd).
+    #[arg(long)]
+    experiment: String,
+    /// The variant's id (`hotpath count --experiment dispatch --variant nope` lists them).
+    #[arg(long)]
+    variant: String,
+    /// Operations (calls, messages, steps; passes over a book).
+    #[arg(long)]
+    ops: u64,
+    /// small: the small working sets (CI's); default: the experiments' large ones.
+    #[arg(long, value_enum, default_value = "default")]
+    size: Size,
+    /// The CPU to pin to.
+    #[arg(long, default_value_t = 1)]
+    cpu: usize,
+}
+
 fn main() -> std::process::ExitCode {
     paths::cli::run_main(run)
 }
@@ -96,6 +119,13 @@ fn run() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Run(o) => run_suite(o),
+        Command::Count(o) => {
+            affinity::pin_current_thread(o.cpu)
+                .with_context(|| format!("pinning to CPU {}", o.cpu))?;
+            let ran = hotpath::counts::work::run(&o.experiment, &o.variant, o.ops, o.size)?;
+            println!("{}", serde_json::to_string(&ran)?);
+            Ok(())
+        }
         Command::Doctor { cpu, json } => {
             let f = tuning::doctor::check(&tuning::doctor::Machine::live(), cpu);
             if json {
