@@ -53,6 +53,12 @@ pub static SUITE: &[Spec] = &[
         run: code::typetest::run,
     },
     Spec {
+        id: "bounds",
+        level: Level::Code,
+        about: "the feed parse with checked indexing, split/fixed-size arrays, get_unchecked",
+        run: code::bounds::run,
+    },
+    Spec {
         id: "alloc",
         level: Level::Code,
         about: "an order allocated per op: glibc, mimalloc, jemalloc, slab pool, bumpalo arena",

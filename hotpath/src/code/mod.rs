@@ -7,6 +7,7 @@
 //! measures) and one to [`Ctx::other_cpu`], started together through [`Start`].
 
 pub mod alloc;
+pub mod bounds;
 pub mod dispatch;
 pub mod false_sharing;
 pub mod hotcold;
