@@ -59,6 +59,12 @@ pub static SUITE: &[Spec] = &[
         run: code::bounds::run,
     },
     Spec {
+        id: "panics",
+        level: Level::Code,
+        about: "validating a message: Result vs assert!/panic! vs Option, none and 1 % bad",
+        run: code::panics::run,
+    },
+    Spec {
         id: "alloc",
         level: Level::Code,
         about: "an order allocated per op: glibc, mimalloc, jemalloc, slab pool, bumpalo arena",

@@ -13,6 +13,7 @@ pub mod false_sharing;
 pub mod hotcold;
 pub mod layout;
 pub mod moves;
+pub mod panics;
 pub mod queues;
 pub mod typetest;
 
