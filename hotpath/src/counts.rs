@@ -350,11 +350,14 @@ pub fn straight_loop(disasm: &str) -> Result<Loop, String> {
         .filter(|l| l.targets_inside == 0 && l.calls == 0)
         .max_by_key(|l| l.body.len())
         .ok_or_else(|| {
-            format!(
-                "of its {n} loop(s), {branching} branch inside (a match, an if chain, a skipped \
-                 load) and {calling} call out; llvm-mca models one straight path and doesn't \
-                 follow calls"
-            )
+            let mut parts = Vec::new();
+            if branching > 0 {
+                parts.push(format!("{branching} branch inside"));
+            }
+            if calling > 0 {
+                parts.push(format!("{calling} call out"));
+            }
+            format!("of its {n} loop(s), {}", parts.join(" and "))
         })
 }
 
@@ -653,12 +656,29 @@ pub fn merge(
             c.variant, c.detail
         ));
     }
-    for c in counts.iter().filter(|c| c.mca_cycles.is_none()) {
-        o.notes
-            .push(format!("llvm-mca, {}: no figure: {}", c.variant, c.mca));
+    if let Some(n) = mca_gaps(&counts) {
+        o.notes.push(n);
     }
     o.counts = counts;
     true
+}
+
+/// One note on the variants llvm-mca gives no figure for, each with why; none when it gave
+/// every one.
+pub fn mca_gaps(counts: &[Count]) -> Option<String> {
+    let gaps: Vec<String> = counts
+        .iter()
+        .filter(|c| c.mca_cycles.is_none())
+        .map(|c| format!("{} ({})", c.variant, c.mca))
+        .collect();
+    (!gaps.is_empty()).then(|| {
+        format!(
+            "No llvm-mca figure where a kernel's loop branches inside (a match, an if chain, a \
+             load skipped) or calls out, since llvm-mca models one straight path and doesn't \
+             follow calls, or where a tool is missing: {}.",
+            gaps.join("; ")
+        )
+    })
 }
 
 #[cfg(feature = "experiments")]
@@ -895,6 +915,18 @@ mod tests {
             &count("r", 3.0, 1.0, 0.0, None),
         );
         assert!(fits.verdict.contains("never misses"), "{}", fits.verdict);
+    }
+
+    #[test]
+    fn the_mca_note_names_each_variant_without_a_figure() {
+        let mut a = count("generic", 20.0, 0.0, 0.0, None);
+        a.mca_cycles = Some(3.5);
+        let mut b = count("dyn", 26.0, 0.0, 0.0, None);
+        b.mca = "f: of its 1 loop(s), 1 call out".into();
+        assert_eq!(mca_gaps(std::slice::from_ref(&a)), None);
+        let n = mca_gaps(&[a, b]).unwrap();
+        assert!(n.ends_with("dyn (f: of its 1 loop(s), 1 call out)."), "{n}");
+        assert!(!n.contains("generic"), "{n}");
     }
 
     #[test]
