@@ -7,17 +7,20 @@
 //! - a timer: the thread sleeps to absolute deadlines 200 µs apart
 //!   (`clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)`, as cyclictest does) or spins on the
 //!   clock until the deadline; the sample is `now - deadline`;
-//! - another thread: a waker on the other CPU stamps the TSC and writes an eventfd the sleeper
-//!   is blocked on (or stores a sequence number a spinner polls); the sample is the sleeper's
-//!   TSC on return minus the waker's stamp (one way; the TSC is constant and synchronised
-//!   across CPUs here: `constant_tsc`, `nonstop_tsc`).
+//! - another thread: a waker on the other CPU stamps the TSC and wakes the sleeper, which is
+//!   blocked in one of four ways: reading an eventfd, in `FUTEX_WAIT` on a word, in
+//!   `epoll_wait` on the eventfd, or in `poll` on it (the way the trader blocks); or a spinner
+//!   polls a sequence number the waker stores. The sample is the sleeper's TSC on return minus
+//!   the waker's stamp (one way; the TSC is constant and synchronised across CPUs here:
+//!   `constant_tsc`, `nonstop_tsc`).
 //!
 //! SCHED_FIFO is only ever given to threads that sleep: a FIFO thread that spins starves the
 //! kernel's own work on its CPU (RCU, timers, workqueues) until RT throttling stops it.
 
 use std::fs::File;
 use std::io::{Read, Write};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -25,6 +28,7 @@ use crate::Ctx;
 use crate::harness::{Dist, Recorder, Variant, interleave, monotonic_ns, tsc};
 use crate::report::{self, Comparison, Level, Outcome};
 use crate::system::{Policy, PolicyGuard, read_trimmed, set_policy};
+use crate::verdict::{self, Standing};
 
 /// The timer's period, as the brief's cyclictest runs use (`-i 200`).
 pub const INTERVAL_NS: u64 = 200_000;
@@ -119,17 +123,36 @@ pub enum Kind {
     TimerSpin,
     /// Blocks reading an eventfd the waker writes.
     EventfdSleep,
+    /// Blocks in `FUTEX_WAIT` (private) on a word the waker stores, then `FUTEX_WAKE`s.
+    FutexSleep,
+    /// Blocks in `epoll_wait` on an epoll instance watching the eventfd the waker writes, then
+    /// reads the eventfd (after the sample's stamp).
+    EpollSleep,
+    /// Blocks in `poll` on the eventfd, then reads it (after the stamp): how the trader's
+    /// `--wait block` and the blocking trigger sleep on their sockets.
+    PollSleep,
     /// Polls an atomic the waker stores.
     FlagSpin,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 5] = [
+    pub const ALL: [Kind; 8] = [
         Kind::TimerSleep,
         Kind::TimerSleepNoSlack,
         Kind::TimerSpin,
         Kind::EventfdSleep,
+        Kind::FutexSleep,
+        Kind::EpollSleep,
+        Kind::PollSleep,
         Kind::FlagSpin,
+    ];
+
+    /// The ways a thread sleeps until another thread wakes it, eventfd (the reference) first.
+    pub const BLOCKING_WAKES: [Kind; 4] = [
+        Kind::EventfdSleep,
+        Kind::FutexSleep,
+        Kind::EpollSleep,
+        Kind::PollSleep,
     ];
 
     fn name(self) -> &'static str {
@@ -138,15 +161,151 @@ impl Kind {
             Kind::TimerSleepNoSlack => "timer sleep, slack 1 ns",
             Kind::TimerSpin => "timer spin",
             Kind::EventfdSleep => "eventfd wake",
+            Kind::FutexSleep => "futex wake",
+            Kind::EpollSleep => "epoll wake",
+            Kind::PollSleep => "poll wake",
             Kind::FlagSpin => "flag spin",
         }
     }
 
+    /// The mechanism alone, for the rows ("futex").
+    fn short(self) -> &'static str {
+        self.name()
+            .strip_suffix(" wake")
+            .unwrap_or_else(|| self.name())
+    }
+
     fn sleeps(self) -> bool {
-        matches!(
-            self,
-            Kind::TimerSleep | Kind::TimerSleepNoSlack | Kind::EventfdSleep
+        !matches!(self, Kind::TimerSpin | Kind::FlagSpin)
+    }
+
+    /// How the waker wakes this kind (`None`: a timer wakes it).
+    fn woken_by(self) -> Option<WakeBy> {
+        match self {
+            Kind::TimerSleep | Kind::TimerSleepNoSlack | Kind::TimerSpin => None,
+            Kind::EventfdSleep | Kind::EpollSleep | Kind::PollSleep => Some(WakeBy::Eventfd),
+            Kind::FutexSleep => Some(WakeBy::Futex),
+            Kind::FlagSpin => Some(WakeBy::Flag),
+        }
+    }
+}
+
+/// What the waker does to wake the measured thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WakeBy {
+    /// Writes 1 to the eventfd.
+    Eventfd,
+    /// Stores the wake-up's number in the futex word, then `FUTEX_WAKE`s one waiter.
+    Futex,
+    /// Stores the wake-up's number in the flag the spinner polls.
+    Flag,
+}
+
+/// `FUTEX_WAIT` (private): sleeps while `word` still holds `expected`. Returns at once when it
+/// doesn't (EAGAIN), and also on a signal or a spurious wake-up: the caller re-reads the word.
+pub fn futex_wait(word: &AtomicU32, expected: u32) -> std::io::Result<()> {
+    #[expect(unsafe_code, reason = "the futex syscall has no safe wrapper in libc")]
+    // SAFETY: the address is a live, aligned u32 for the duration of the call (borrowed); a
+    // null timeout waits without one; the kernel only reads the word.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            expected,
+            std::ptr::null::<libc::timespec>(),
         )
+    };
+    if rc == -1 {
+        let e = std::io::Error::last_os_error();
+        if !matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EINTR)) {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// `FUTEX_WAKE` (private): wakes up to `n` threads sleeping on `word`; returns how many woke.
+pub fn futex_wake(word: &AtomicU32, n: i32) -> std::io::Result<u64> {
+    #[expect(unsafe_code, reason = "the futex syscall has no safe wrapper in libc")]
+    // SAFETY: the address is a live, aligned u32 for the duration of the call; FUTEX_WAKE
+    // reads nothing from it and writes nothing.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            n,
+        )
+    };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(rc as u64)
+}
+
+/// An epoll instance watching `fd` for input (level-triggered: it stays ready while the
+/// eventfd's counter is non-zero).
+pub fn epoll_watching(fd: &impl AsFd) -> std::io::Result<OwnedFd> {
+    use std::os::fd::FromRawFd;
+    #[expect(unsafe_code, reason = "epoll_create1 has no safe wrapper in std")]
+    // SAFETY: epoll_create1 takes no pointers.
+    let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+    if ep < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    #[expect(unsafe_code, reason = "owning the fd epoll_create1 returned")]
+    // SAFETY: `ep` is a fresh, open descriptor that nothing else owns.
+    let ep = unsafe { OwnedFd::from_raw_fd(ep) };
+    let raw = fd.as_fd().as_raw_fd();
+    let mut ev = libc::epoll_event {
+        events: libc::EPOLLIN as u32,
+        u64: raw as u64,
+    };
+    #[expect(unsafe_code, reason = "epoll_ctl has no safe wrapper in std")]
+    // SAFETY: both descriptors are open for the call; `ev` is a valid epoll_event it reads.
+    let rc = unsafe { libc::epoll_ctl(ep.as_raw_fd(), libc::EPOLL_CTL_ADD, raw, &mut ev) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(ep)
+}
+
+/// Blocks in `epoll_wait` for one event; returns the event's data (the watched fd).
+fn epoll_wait_one(ep: &OwnedFd) -> std::io::Result<u64> {
+    let mut ev = libc::epoll_event { events: 0, u64: 0 };
+    loop {
+        #[expect(unsafe_code, reason = "epoll_wait has no safe wrapper in std")]
+        // SAFETY: `ev` is room for exactly the one event asked for; `ep` is open.
+        let n = unsafe { libc::epoll_wait(ep.as_raw_fd(), &mut ev, 1, -1) };
+        if n == 1 {
+            return Ok(ev.u64);
+        }
+        let e = std::io::Error::last_os_error();
+        if n < 0 && e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Blocks in `poll` until `fd` is readable; returns whether it was (POLLIN set).
+fn poll_in(fd: &impl AsFd) -> std::io::Result<bool> {
+    let mut p = libc::pollfd {
+        fd: fd.as_fd().as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    loop {
+        #[expect(unsafe_code, reason = "poll has no safe wrapper in std")]
+        // SAFETY: `p` is one valid pollfd for the call; its fd is open (borrowed).
+        let n = unsafe { libc::poll(&mut p, 1, -1) };
+        if n == 1 {
+            return Ok(p.revents & libc::POLLIN != 0);
+        }
+        let e = std::io::Error::last_os_error();
+        if n < 0 && e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
     }
 }
 
@@ -233,7 +392,7 @@ fn busy(cpu: usize, on: &AtomicBool, stop: &AtomicBool) {
 }
 
 /// What the waker and the measured thread share.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Shared {
     /// The waker's TSC just before it woke the sleeper.
     stamp: AtomicU64,
@@ -241,27 +400,118 @@ struct Shared {
     seq: AtomicU64,
     /// The last wake-up the measured thread has taken.
     ack: AtomicU64,
+    /// The futex word: the last futex wake-up's number (its low 32 bits).
+    word: AtomicU32,
+    /// The eventfd the eventfd, epoll and poll sleepers wait on.
+    efd: File,
+    /// An epoll instance watching `efd`.
+    epoll: OwnedFd,
+    /// Wake-ups that did not arrive as one wake-up of the number sent (an eventfd count
+    /// other than 1, an epoll event for another fd, a futex word that skipped): the run fails
+    /// unless this stays 0.
+    wrong: AtomicU64,
+}
+
+impl Shared {
+    fn new() -> std::io::Result<Shared> {
+        let efd = eventfd()?;
+        let epoll = epoll_watching(&efd)?;
+        Ok(Shared {
+            stamp: AtomicU64::new(0),
+            seq: AtomicU64::new(0),
+            ack: AtomicU64::new(0),
+            word: AtomicU32::new(0),
+            efd,
+            epoll,
+            wrong: AtomicU64::new(0),
+        })
+    }
+
+    /// The waker's side: wake-up number `k`, by `by`.
+    fn wake(&self, by: WakeBy, k: u64) -> std::io::Result<()> {
+        match by {
+            WakeBy::Eventfd => (&self.efd).write_all(&1u64.to_ne_bytes()),
+            WakeBy::Futex => {
+                self.word.store(k as u32, Ordering::Release);
+                futex_wake(&self.word, 1).map(|_| ())
+            }
+            WakeBy::Flag => {
+                self.seq.store(k, Ordering::Release);
+                Ok(())
+            }
+        }
+    }
+
+    /// Before a round of futex wake-ups numbered from `from + 1`: the word holds `from`, so
+    /// each wait sees either the number before its own or its own.
+    fn arm(&self, from: u64) {
+        self.word.store(from as u32, Ordering::Release);
+    }
+
+    /// The sleeper's side: blocks (or spins) as `kind` does until wake-up `k` arrives; returns
+    /// the TSC read the moment it returns, and whether it arrived as exactly one wake-up
+    /// numbered `k`. Epoll and poll read the eventfd after that TSC read (draining it is not
+    /// the wake-up).
+    fn wait(&self, kind: Kind, k: u64) -> std::io::Result<(u64, bool)> {
+        let read = || -> std::io::Result<u64> {
+            let mut buf = [0u8; 8];
+            (&self.efd).read_exact(&mut buf)?;
+            Ok(u64::from_ne_bytes(buf))
+        };
+        match kind {
+            Kind::EventfdSleep => {
+                let v = read()?;
+                Ok((tsc(), v == 1))
+            }
+            Kind::EpollSleep => {
+                let data = epoll_wait_one(&self.epoll)?;
+                let t = tsc();
+                let v = read()?;
+                Ok((t, data == self.efd.as_raw_fd() as u64 && v == 1))
+            }
+            Kind::PollSleep => {
+                let readable = poll_in(&self.efd)?;
+                let t = tsc();
+                let v = read()?;
+                Ok((t, readable && v == 1))
+            }
+            Kind::FutexSleep => {
+                let before = (k - 1) as u32;
+                loop {
+                    let v = self.word.load(Ordering::Acquire);
+                    if v != before {
+                        return Ok((tsc(), v == k as u32));
+                    }
+                    futex_wait(&self.word, v)?;
+                }
+            }
+            Kind::FlagSpin => {
+                while self.seq.load(Ordering::Acquire) < k {
+                    std::hint::spin_loop();
+                }
+                let t = tsc();
+                Ok((t, self.seq.load(Ordering::Acquire) == k))
+            }
+            Kind::TimerSleep | Kind::TimerSleepNoSlack | Kind::TimerSpin => {
+                unreachable!("{kind:?} is woken by a timer, not by another thread")
+            }
+        }
+    }
 }
 
 #[derive(Debug)]
 enum Cmd {
-    /// Wake `n` times, numbers `from + 1 ..= from + n`, by eventfd (`true`) or flag.
+    /// Wake `n` times, numbers `from + 1 ..= from + n`, by `by`.
     Wake {
         from: u64,
         n: u64,
-        eventfd: bool,
+        by: WakeBy,
     },
     Stop,
 }
 
-fn waker(
-    shared: &Shared,
-    efd: &File,
-    cmds: &mpsc::Receiver<Cmd>,
-    done: &mpsc::Sender<()>,
-    stop: &AtomicBool,
-) {
-    while let Ok(Cmd::Wake { from, n, eventfd }) = cmds.recv() {
+fn waker(shared: &Shared, cmds: &mpsc::Receiver<Cmd>, done: &mpsc::Sender<()>, stop: &AtomicBool) {
+    while let Ok(Cmd::Wake { from, n, by }) = cmds.recv() {
         let mut deadline = monotonic_ns() + INTERVAL_NS;
         for k in from + 1..=from + n {
             sleep_until(deadline);
@@ -274,10 +524,8 @@ fn waker(
                 std::hint::spin_loop();
             }
             shared.stamp.store(tsc(), Ordering::Relaxed);
-            if eventfd {
-                let _ = (&*efd).write_all(&1u64.to_ne_bytes());
-            } else {
-                shared.seq.store(k, Ordering::Release);
+            if let Err(e) = shared.wake(by, k) {
+                eprintln!("    waker: {by:?} wake-up {k}: {e}");
             }
             deadline += INTERVAL_NS;
             let now = monotonic_ns();
@@ -380,8 +628,7 @@ fn measure_cases(
     p: Params,
     cases: &[(Kind, Policy, Load)],
 ) -> anyhow::Result<Vec<Dist>> {
-    let efd = eventfd()?;
-    let shared = Shared::default();
+    let shared = Shared::new()?;
     let (stop, on_other, on_same) = (
         AtomicBool::new(false),
         AtomicBool::new(false),
@@ -397,7 +644,7 @@ fn measure_cases(
         };
         let (cmd_tx, cmd_rx) = mpsc::channel::<Cmd>();
         let (done_tx, done_rx) = mpsc::channel::<()>();
-        let (shared, efd, stop) = (&shared, &efd, &stop);
+        let (shared, stop) = (&shared, &stop);
         // Whatever happens below (a panic included), the helper threads are told to stop, or
         // the scope would wait for them forever.
         let _stop = StopOnDrop(stop, vec![loads.other.1.clone(), loads.same.1.clone()]);
@@ -406,7 +653,7 @@ fn measure_cases(
             if let Err(e) = affinity::pin_current_thread(other_cpu) {
                 eprintln!("    waker: pinning to CPU {other_cpu}: {e}");
             }
-            waker(shared, efd, &cmd_rx, &done_tx, stop);
+            waker(shared, &cmd_rx, &done_tx, stop);
         });
         let mut variants: Vec<Variant<'_>> = cases
             .iter()
@@ -420,7 +667,7 @@ fn measure_cases(
                         Policy::Fifo(_) => PolicyGuard::enter(policy).ok(),
                         Policy::Other => None,
                     };
-                    round(kind, p.per_round, r, shared, efd, cmd_tx, done_rx);
+                    round(kind, p.per_round, r, shared, cmd_tx, done_rx);
                 })
             })
             .collect();
@@ -434,6 +681,12 @@ fn measure_cases(
         Ok(d)
     })?;
     let _ = set_policy(Policy::Other);
+    let wrong = shared.wrong.load(Ordering::Relaxed);
+    if wrong > 0 {
+        anyhow::bail!(
+            "{wrong} cross-thread wake-ups did not arrive as one wake-up each (merged or lost)"
+        );
+    }
     ctx.progress(&format!(
         "{} cases × {} rounds × {} wake-ups in {:.1} s",
         cases.len(),
@@ -508,15 +761,23 @@ fn push_notes(out: &mut Outcome, p: Params) {
     ));
     out.notes.push(format!(
         "Samples: {} recorded rounds × {} wake-ups per case (one warm-up round), every case \
-         in turn each round; a timer wake-up's sample is its lateness past the deadline \
+         in turn each round in an order rotated each round; {} samples per case, so p99 shows \
+         from 1,000 and p99.9 only from 10,000 (else –, and a tail verdict on it is \
+         undecided). A timer wake-up's sample is its lateness past the deadline \
          (CLOCK_MONOTONIC, read through the vDSO from the TSC), a cross-thread one is the \
-         sleeper's TSC minus the waker's stamp. The waker waits for each wake-up to be taken \
+         sleeper's TSC minus the waker's stamp. Every blocking wake is the same exchange: the \
+         waker stamps, then writes the eventfd (eventfd, epoll and poll sleepers) or stores the \
+         futex word and calls FUTEX_WAKE; the sleeper reads the TSC as its call returns (epoll \
+         and poll then read the eventfd to empty it, outside the sample), and the run checks \
+         that each wake-up arrived once with its own number. The waker waits for each wake-up to be taken \
          before the next, 200 µs later; with the busy thread on the other CPU it shares that \
          CPU with the waker. cyclictest runs after ours, on the same CPU (-a), its main thread \
          on the other CPU, with -m (mlockall), -i 200, and /dev/cpu_dma_latency held at 0 while \
          it runs; its histogram has 1 µs buckets, from which its percentiles here are taken \
          (overflows counted at its max).",
-        p.rounds, p.per_round
+        p.rounds,
+        p.per_round,
+        p.rounds as u64 * p.per_round
     ));
     out.notes.push(format!(
         "One sample per wake-up, so the tails are understated: a stall that spans several \
@@ -548,55 +809,46 @@ fn round(
     n: u64,
     r: &mut Recorder,
     shared: &Shared,
-    efd: &File,
     cmd_tx: &mpsc::Sender<Cmd>,
     done_rx: &mpsc::Receiver<()>,
 ) {
-    match kind {
-        Kind::TimerSleep | Kind::TimerSleepNoSlack | Kind::TimerSpin => {
-            let _slack = (kind == Kind::TimerSleepNoSlack).then(|| SlackGuard::set(1));
-            let mut deadline = monotonic_ns() + INTERVAL_NS;
-            for _ in 0..n {
-                if kind != Kind::TimerSpin {
-                    sleep_until(deadline);
-                } else {
-                    while monotonic_ns() < deadline {
-                        std::hint::spin_loop();
-                    }
+    let Some(by) = kind.woken_by() else {
+        let _slack = (kind == Kind::TimerSleepNoSlack).then(|| SlackGuard::set(1));
+        let mut deadline = monotonic_ns() + INTERVAL_NS;
+        for _ in 0..n {
+            if kind != Kind::TimerSpin {
+                sleep_until(deadline);
+            } else {
+                while monotonic_ns() < deadline {
+                    std::hint::spin_loop();
                 }
-                let now = monotonic_ns();
-                r.record_ns(now.saturating_sub(deadline) as f64);
-                deadline += INTERVAL_NS;
-                if deadline < now {
-                    deadline = now + INTERVAL_NS;
-                }
+            }
+            let now = monotonic_ns();
+            r.record_ns(now.saturating_sub(deadline) as f64);
+            deadline += INTERVAL_NS;
+            if deadline < now {
+                deadline = now + INTERVAL_NS;
             }
         }
-        Kind::EventfdSleep | Kind::FlagSpin => {
-            let from = shared.ack.load(Ordering::Acquire);
-            let eventfd = kind == Kind::EventfdSleep;
-            if cmd_tx.send(Cmd::Wake { from, n, eventfd }).is_err() {
-                return;
-            }
-            let mut buf = [0u8; 8];
-            for k in from + 1..=from + n {
-                if eventfd {
-                    if (&*efd).read_exact(&mut buf).is_err() {
-                        return;
-                    }
-                } else {
-                    while shared.seq.load(Ordering::Acquire) < k {
-                        std::hint::spin_loop();
-                    }
-                }
-                let t1 = tsc();
-                let stamp = shared.stamp.load(Ordering::Relaxed);
-                r.record_ticks(t1.saturating_sub(stamp), 1);
-                shared.ack.store(k, Ordering::Release);
-            }
-            let _ = done_rx.recv();
-        }
+        return;
+    };
+    let from = shared.ack.load(Ordering::Acquire);
+    shared.arm(from);
+    if cmd_tx.send(Cmd::Wake { from, n, by }).is_err() {
+        return;
     }
+    for k in from + 1..=from + n {
+        let Ok((t1, one)) = shared.wait(kind, k) else {
+            return;
+        };
+        if !one {
+            shared.wrong.fetch_add(1, Ordering::Relaxed);
+        }
+        let stamp = shared.stamp.load(Ordering::Relaxed);
+        r.record_ticks(t1.saturating_sub(stamp), 1);
+        shared.ack.store(k, Ordering::Release);
+    }
+    let _ = done_rx.recv();
 }
 
 /// Runs cyclictest on the measured CPU at `prio` (0: SCHED_OTHER) and returns its histogram
@@ -665,30 +917,219 @@ pub fn parse_cyclictest_json(ctx: &Ctx, text: &str) -> anyhow::Result<Recorder> 
     Ok(rec)
 }
 
-/// What FIFO's tail (with load on its CPU) shows: a deep tail only where p99.9 is over 10×
-/// its p50, and how it stands against CFS's p99.9 in the same condition, if measured.
-pub fn fifo_tail_verdict(p50: f64, p999: f64, max: f64, cfs_p999: Option<f64>) -> String {
-    let us = report::ns;
-    let depth = p999 / p50.max(1.0);
-    let shape = if depth > 10.0 {
+/// The study's cyclictest figures: CFS p50, FIFO p50, FIFO p99.9 (ns).
+const STUDY_CFS_P50: f64 = 55_000.0;
+const STUDY_FIFO_P50: f64 = 5_000.0;
+const STUDY_FIFO_P999: f64 = 1_287_000.0;
+
+/// A percentile as the rows print it: `–` where the samples don't reach it
+/// ([`Dist::at`]).
+fn shown(d: &Dist, q: f64) -> String {
+    d.at(q).map_or_else(|| "–".to_string(), report::ns)
+}
+
+/// A percentile for a ratio: NaN (undecided by the rule) where the samples don't reach it.
+fn at(d: &Dist, q: f64) -> f64 {
+    d.at(q).unwrap_or(f64::NAN)
+}
+
+/// Why a figure is missing, for an undecided row.
+fn too_few(q: f64, d: &Dist) -> String {
+    format!(
+        "p{} needs {} samples, {} has {}",
+        100.0 * q,
+        verdict::samples_for(q),
+        d.name,
+        d.count
+    )
+}
+
+/// The timer rows' reason: how far each p50 is from the study's (which is what puts our
+/// CFS ÷ FIFO ratio above or below its 11×), and how much of the gap timer slack is, when
+/// the slack-1-ns case ran (`no_slack`, its p50).
+pub fn cfs_fifo_reason(cfs: f64, fifo: f64, no_slack: Option<f64>) -> String {
+    if !(cfs.is_finite() && fifo.is_finite()) {
+        return "a p50 is missing (it needs 20 samples)".into();
+    }
+    let mut s = format!(
+        "CFS's p50 is {:.2}× the study's 55 µs, FIFO's {:.2}× its 5 µs",
+        cfs / STUDY_CFS_P50,
+        fifo / STUDY_FIFO_P50
+    );
+    if let Some(n) = no_slack.filter(|n| n.is_finite()) {
+        if cfs > fifo {
+            s += &format!(
+                "; with timer slack 1 ns CFS's p50 is {}: slack is {:.0} % of CFS's gap to FIFO",
+                report::ns(n),
+                100.0 * (cfs - n) / (cfs - fifo)
+            );
+        } else {
+            s += &format!(
+                "; FIFO is not ahead of CFS here (CFS with slack 1 ns: {})",
+                report::ns(n)
+            );
+        }
+    }
+    s
+}
+
+/// The slack row's reason, by the rule's standing of default slack ÷ slack 1 ns (`c`, `n`:
+/// CFS p50s), FIFO's p50 beside when it ran.
+pub fn slack_reason(c: f64, n: f64, fifo: Option<f64>) -> String {
+    let (cs, ns) = (report::ns(c), report::ns(n));
+    let mut s = match verdict::standing(c / n, None) {
+        Standing::Undecided => return "a p50 is missing (it needs 20 samples)".into(),
+        Standing::Reversed => {
+            format!("slack 1 ns made CFS's p50 later ({ns}), not earlier than {cs}: unexplained")
+        }
+        Standing::NoDifference => format!(
+            "timer slack is not what sets CFS's p50 here: {cs} with the default slack, {ns} \
+             with 1 ns"
+        ),
+        _ => format!(
+            "timer slack 1 ns takes CFS's p50 from {cs} to {ns}, {} earlier",
+            report::ns(c - n)
+        ),
+    };
+    if let Some(f) = fifo.filter(|f| f.is_finite()) {
+        if c > f {
+            s += &format!(
+                "; FIFO's is {}: slack is {:.0} % of CFS's gap to FIFO",
+                report::ns(f),
+                100.0 * (c - n) / (c - f)
+            );
+        } else {
+            s += &format!("; FIFO's is {}, not below CFS's", report::ns(f));
+        }
+    }
+    s
+}
+
+/// The FIFO tail row's reason: the sample count when p99.9 is out of reach, else FIFO's
+/// p99.9 and p50 against the study's, and CFS's p99.9 in the same condition.
+pub fn fifo_tail_reason(fifo: &Dist, cfs: Option<&Dist>) -> String {
+    match (fifo.at(0.999), fifo.at(0.5)) {
+        (Some(t), Some(m)) => {
+            let mut s = format!(
+                "FIFO's p99.9 is {} ({:.2}× the study's 1287 µs), its p50 {} ({:.2}× the study's \
+                 5 µs); its largest sample {}",
+                report::ns(t),
+                t / STUDY_FIFO_P999,
+                report::ns(m),
+                m / STUDY_FIFO_P50,
+                report::ns(fifo.max_ns)
+            );
+            if let Some(c) = cfs.and_then(|c| c.at(0.999)) {
+                s += &format!(
+                    "; CFS's p99.9 in the same condition is {} ({:.2}× FIFO's)",
+                    report::ns(c),
+                    c / t
+                );
+            }
+            s
+        }
+        _ => format!(
+            "{} (its p99 is {}, its largest sample {}: one sample, not a percentile)",
+            too_few(0.999, fifo),
+            shown(fifo, 0.99),
+            report::ns(fifo.max_ns)
+        ),
+    }
+}
+
+/// The sleeping cross-thread wakes' reason, from their p50s (`cfs`, `fifo`: mechanism and
+/// p50, eventfd first where it ran): which is cheapest and dearest and by how much, each
+/// against eventfd, and FIFO's the same way.
+pub fn wakes_reason(cfs: &[(&str, f64)], fifo: &[(&str, f64)]) -> String {
+    let Some((lo, hi)) = cheapest_dearest(cfs) else {
+        return "fewer than two blocking wakes have a p50".into();
+    };
+    let against = |v: &[(&str, f64)]| -> String {
+        let Some(&(_, e)) = v.iter().find(|(k, _)| *k == "eventfd") else {
+            return String::new();
+        };
+        let parts: Vec<String> = v
+            .iter()
+            .filter(|(k, _)| *k != "eventfd")
+            .map(|(k, x)| format!("{k} {:.2}×", x / e))
+            .collect();
         format!(
-            "FIFO keeps a deep tail here (p99.9 {depth:.0}× its p50, max {}): what FIFO can't \
-             remove (interrupts, kernel work, in a guest the host); this run can't tell which",
-            us(max)
-        )
-    } else {
-        format!(
-            "no deep tail in this run: FIFO's p99.9 is {depth:.1}× its p50 (max {})",
-            us(max)
+            " (against eventfd's {}: {})",
+            report::ns(e),
+            parts.join(", ")
         )
     };
-    let vs_cfs = match cfs_p999 {
-        Some(c) if c > 1.1 * p999 => format!("; CFS's p99.9 is {:.1}× higher", c / p999.max(1.0)),
-        Some(c) if p999 > 1.1 * c => format!("; CFS's p99.9 is {:.1}× lower", p999 / c.max(1.0)),
-        Some(_) => "; CFS's p99.9 is about the same".to_string(),
-        None => String::new(),
+    let diff = report::ns(hi.1 - lo.1);
+    let mut s = match verdict::standing(hi.1 / lo.1, None) {
+        Standing::NoDifference => format!(
+            "all within noise of each other: {} cheapest at {}, {} dearest at {}",
+            lo.0,
+            report::ns(lo.1),
+            hi.0,
+            report::ns(hi.1)
+        ),
+        Standing::Undecided => return "a p50 is missing (it needs 20 samples)".into(),
+        _ => format!(
+            "{} is cheapest at {}, {} dearest at {}, {diff} more per wake: both sides make one \
+             syscall inside each sample (the waker's write or FUTEX_WAKE, the sleeper's read, \
+             FUTEX_WAIT, epoll_wait or poll), so the difference is those calls' kernel paths",
+            lo.0,
+            report::ns(lo.1),
+            hi.0,
+            report::ns(hi.1)
+        ),
     };
-    shape + &vs_cfs
+    s += &against(cfs);
+    if let Some((flo, fhi)) = cheapest_dearest(fifo) {
+        s += &format!(
+            "; under FIFO {} cheapest at {}, {} dearest at {}{}",
+            flo.0,
+            report::ns(flo.1),
+            fhi.0,
+            report::ns(fhi.1),
+            against(fifo)
+        );
+    }
+    s
+}
+
+/// A mechanism and its p50.
+type Named<'a> = (&'a str, f64);
+
+/// The cheapest and dearest of several (name, p50), ignoring missing p50s; `None` with fewer
+/// than two.
+fn cheapest_dearest<'a>(v: &[Named<'a>]) -> Option<(Named<'a>, Named<'a>)> {
+    let ok: Vec<(&str, f64)> = v.iter().copied().filter(|(_, x)| x.is_finite()).collect();
+    if ok.len() < 2 {
+        return None;
+    }
+    let lo = *ok.iter().min_by(|a, b| a.1.total_cmp(&b.1))?;
+    let hi = *ok.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+    Some((lo, hi))
+}
+
+/// A reason for a "dearer ÷ cheaper" row whose premise is `dearer` costing more than
+/// `cheaper` (p50s, ns), by the rule's standing: the difference and `why` when it is
+/// measurable, "within noise" when not, "unexplained" when reversed.
+pub fn premise_reason(dearer: (&str, f64), cheaper: (&str, f64), why: &str) -> String {
+    let (d, c) = (report::ns(dearer.1), report::ns(cheaper.1));
+    match verdict::standing(dearer.1 / cheaper.1, None) {
+        Standing::Undecided => "a figure is missing (a p50 needs 20 samples)".into(),
+        Standing::NoDifference => format!(
+            "{} ({d}) and {} ({c}) within noise of each other",
+            dearer.0, cheaper.0
+        ),
+        Standing::Reversed => format!(
+            "{} ({d}) is cheaper than {} ({c}) here: unexplained",
+            dearer.0, cheaper.0
+        ),
+        _ => format!(
+            "{} ({d}) costs {} more than {} ({c}): {why}",
+            dearer.0,
+            report::ns(dearer.1 - cheaper.1),
+            cheaper.0
+        ),
+    }
 }
 
 /// Our cases' distributions, looked up by case.
@@ -711,8 +1152,12 @@ fn compare(out: &mut Outcome, fifo: bool, ct: &[Dist]) {
     let mut rows = cfs_vs_fifo_rows(&cases);
     rows.extend(slack_rows(&cases));
     rows.extend(fifo_tail_row(&cases));
-    rows.extend(cyclictest_rows(ct));
+    rows.extend(cyclictest_rows(ct, &cases));
     rows.extend(spin_rows(&cases));
+    rows.extend(wakes_row(&cases));
+    if let Some(n) = trader_wake_note(&cases) {
+        out.notes.push(n);
+    }
     if !fifo {
         out.notes
             .push("No FIFO rows: SCHED_FIFO was refused (see above).".into());
@@ -720,43 +1165,29 @@ fn compare(out: &mut Outcome, fifo: bool, ct: &[Dist]) {
     out.comparisons.extend(rows);
 }
 
-/// Timer wake-up lateness p50, CFS vs FIFO, per load (FIFO as not measurable where refused).
+/// Timer wake-up lateness p50, CFS vs FIFO, per load (FIFO undecided where refused).
 fn cfs_vs_fifo_rows(cases: &Cases<'_>) -> Vec<Comparison> {
-    let us = |v: f64| report::ns(v);
     let mut rows = Vec::new();
     for load in [Load::Same, Load::Idle, Load::Other] {
+        let what = format!("timer wake-up lateness p50, CFS vs FIFO ({})", load.name());
         let c = cases.find(Kind::TimerSleep, CFS, load);
         let f = cases.find(Kind::TimerSleep, FIFO, load);
+        let n = cases.find(Kind::TimerSleepNoSlack, CFS, load);
         match (c, f) {
-            (Some(c), Some(f)) => rows.push(Comparison {
-                standing: None,
-                what: format!("timer wake-up lateness p50, CFS vs FIFO ({})", load.name()),
-                ours: format!("{} vs {}", us(c.p50_ns), us(f.p50_ns)),
-                our_ratio: Some(c.p50_ns / f.p50_ns.max(1.0)),
-                study: "55 µs vs 5 µs (cyclictest)".into(),
-                study_ratio: Some(11.0),
-                verdict: if c.p50_ns > 2.0 * f.p50_ns {
-                    "agrees: FIFO moves the median (mostly by removing timer slack: see the \
-                     slack row)"
-                        .into()
-                } else {
-                    "FIFO barely moves the median here: nothing competes with the sleeper for \
-                     its CPU at the wake-up"
-                        .into()
-                },
-            }),
-            (Some(c), None) => rows.push(Comparison {
-                standing: None,
-                what: format!("timer wake-up lateness p50, CFS vs FIFO ({})", load.name()),
-                ours: format!(
-                    "{} vs not measurable here: SCHED_FIFO refused",
-                    us(c.p50_ns)
-                ),
-                our_ratio: None,
-                study: "55 µs vs 5 µs".into(),
-                study_ratio: Some(11.0),
-                verdict: "–".into(),
-            }),
+            (Some(c), Some(f)) => rows.push(Comparison::judged(
+                what,
+                format!("{} vs {}", shown(&c, 0.5), shown(&f, 0.5)),
+                at(&c, 0.5) / at(&f, 0.5),
+                "55 µs vs 5 µs (cyclictest)",
+                Some(STUDY_CFS_P50 / STUDY_FIFO_P50),
+                &cfs_fifo_reason(at(&c, 0.5), at(&f, 0.5), n.map(|n| at(&n, 0.5))),
+            )),
+            (Some(c), None) => rows.push(Comparison::finding(
+                what,
+                format!("{} vs not measurable here", shown(&c, 0.5)),
+                "55 µs vs 5 µs",
+                "undecided: SCHED_FIFO was refused here (see notes)".into(),
+            )),
             _ => {}
         }
     }
@@ -766,7 +1197,6 @@ fn cfs_vs_fifo_rows(cases: &Cases<'_>) -> Vec<Comparison> {
 /// CFS timer wake-up p50 with the default timer slack vs slack 1 ns (FIFO beside), idle and
 /// with load on the same CPU.
 fn slack_rows(cases: &Cases<'_>) -> Vec<Comparison> {
-    let us = |v: f64| report::ns(v);
     let mut rows = Vec::new();
     for load in [Load::Idle, Load::Same] {
         if let (Some(c), Some(n)) = (
@@ -774,151 +1204,260 @@ fn slack_rows(cases: &Cases<'_>) -> Vec<Comparison> {
             cases.find(Kind::TimerSleepNoSlack, CFS, load),
         ) {
             let f = cases.find(Kind::TimerSleep, FIFO, load);
-            rows.push(Comparison {
-                standing: None,
-                what: format!(
+            rows.push(Comparison::judged(
+                format!(
                     "timer wake-up p50, CFS: default timer slack vs slack 1 ns (vs FIFO) ({})",
                     load.name()
                 ),
-                ours: format!(
+                format!(
                     "{} vs {} (FIFO {})",
-                    us(c.p50_ns),
-                    us(n.p50_ns),
-                    f.map_or("–".into(), |f| us(f.p50_ns))
+                    shown(&c, 0.5),
+                    shown(&n, 0.5),
+                    f.as_ref().map_or("–".into(), |f| shown(f, 0.5))
                 ),
-                our_ratio: Some(c.p50_ns / n.p50_ns.max(1.0)),
-                study: "55 µs vs 5 µs (CFS vs FIFO)".into(),
-                study_ratio: Some(11.0),
-                verdict: if c.p50_ns - n.p50_ns > 30_000.0 {
-                    "most of CFS's median lateness is timer slack (50 µs for SCHED_OTHER, 0 for \
-                     real-time threads), not the run queue: prctl(PR_SET_TIMERSLACK, 1) gets \
-                     most of FIFO's median without FIFO"
-                        .into()
-                } else {
-                    "timer slack is not what separates CFS from FIFO here".into()
-                },
-            });
+                at(&c, 0.5) / at(&n, 0.5),
+                "not measured (its CFS vs FIFO: 55 µs vs 5 µs)",
+                None,
+                &slack_reason(at(&c, 0.5), at(&n, 0.5), f.map(|f| at(&f, 0.5))),
+            ));
         }
     }
     rows
 }
 
-/// FIFO's timer wake-up tail with load on its CPU, against CFS's, if FIFO ran.
+/// FIFO's timer wake-up tail with load on its CPU (p99.9 ÷ p50, as the study's 1287 µs over
+/// 5 µs), CFS's beside, if FIFO ran.
 fn fifo_tail_row(cases: &Cases<'_>) -> Option<Comparison> {
-    let us = |v: f64| report::ns(v);
     let f = cases.find(Kind::TimerSleep, FIFO, Load::Same)?;
     let c = cases.find(Kind::TimerSleep, CFS, Load::Same);
-    Some(Comparison {
-        standing: None,
-        what: "FIFO timer wake-up, p99.9 and max (load on same CPU)".into(),
-        ours: format!(
-            "{} (max {}; p50 {}){}",
-            us(f.p999_ns),
-            us(f.max_ns),
-            us(f.p50_ns),
-            c.as_ref()
-                .map_or(String::new(), |c| format!("; CFS p99.9 {}", us(c.p999_ns)))
+    Some(Comparison::judged(
+        "FIFO timer wake-up tail, p99.9 ÷ p50 (load on same CPU)",
+        format!(
+            "p99.9 {} over p50 {} (p99 {}; {} samples){}",
+            shown(&f, 0.999),
+            shown(&f, 0.5),
+            shown(&f, 0.99),
+            f.count,
+            c.as_ref().map_or(String::new(), |c| format!(
+                "; CFS p99.9 {}",
+                shown(c, 0.999)
+            ))
         ),
-        our_ratio: None,
-        study: "p99.9 1287 µs".into(),
-        study_ratio: None,
-        verdict: fifo_tail_verdict(f.p50_ns, f.p999_ns, f.max_ns, c.as_ref().map(|c| c.p999_ns)),
-    })
+        at(&f, 0.999) / at(&f, 0.5),
+        "p99.9 1287 µs over p50 5 µs",
+        Some(STUDY_FIFO_P999 / STUDY_FIFO_P50),
+        &fifo_tail_reason(&f, c.as_ref()),
+    ))
 }
 
-/// cyclictest's CFS vs FIFO p50 and FIFO's tail, per load where both ran.
-fn cyclictest_rows(ct: &[Dist]) -> Vec<Comparison> {
-    let us = |v: f64| report::ns(v);
+/// cyclictest's CFS vs FIFO p50 and FIFO's tail, per load where both ran, beside our own
+/// timer sleep's ratio in the same condition.
+fn cyclictest_rows(ct: &[Dist], cases: &Cases<'_>) -> Vec<Comparison> {
     let ct_find = |name: &str| ct.iter().find(|d| d.name == name);
     let mut rows = Vec::new();
     for load in [Load::Same, Load::Idle] {
         let c = ct_find(&format!("cyclictest CFS, {}", load.name()));
         let f = ct_find(&format!("cyclictest FIFO 80, {}", load.name()));
         if let (Some(c), Some(f)) = (c, f) {
-            rows.push(Comparison {
-                standing: None,
-                what: format!(
+            let ours = match (
+                cases.find(Kind::TimerSleep, CFS, load),
+                cases.find(Kind::TimerSleep, FIFO, load),
+            ) {
+                (Some(oc), Some(of)) if (at(&oc, 0.5) / at(&of, 0.5)).is_finite() => format!(
+                    "; our timer sleep's ratio in this condition is {:.2}×",
+                    at(&oc, 0.5) / at(&of, 0.5)
+                ),
+                _ => String::new(),
+            };
+            rows.push(Comparison::judged(
+                format!(
                     "cyclictest p50, CFS vs FIFO ({}); FIFO p99.9, max",
                     load.name()
                 ),
-                ours: format!(
-                    "{} vs {}; {}, {}",
-                    us(c.p50_ns),
-                    us(f.p50_ns),
-                    us(f.p999_ns),
-                    us(f.max_ns)
+                format!(
+                    "{} vs {}; {}, {} ({} loops each)",
+                    shown(c, 0.5),
+                    shown(f, 0.5),
+                    shown(f, 0.999),
+                    report::ns(f.max_ns),
+                    f.count
                 ),
-                our_ratio: Some(c.p50_ns / f.p50_ns.max(1.0)),
-                study: "55 µs vs 5 µs; p99.9 1287 µs".into(),
-                study_ratio: Some(11.0),
-                verdict: "the outside reference for our timer cases (1 µs buckets)".into(),
-            });
+                at(c, 0.5) / at(f, 0.5),
+                "55 µs vs 5 µs; p99.9 1287 µs",
+                Some(STUDY_CFS_P50 / STUDY_FIFO_P50),
+                &format!(
+                    "{} (cyclictest's 1 µs buckets){ours}",
+                    cfs_fifo_reason(at(c, 0.5), at(f, 0.5), None)
+                ),
+            ));
         }
     }
     rows
 }
 
-/// Spinning against sleeping: to a deadline (idle), across threads (idle: eventfd under CFS
-/// and FIFO vs a flag), and a spinner sharing its CPU with a busy thread.
+/// Spinning against sleeping: to a deadline (idle), across threads (idle: eventfd vs a flag),
+/// and a spinner sharing its CPU with a busy thread against one alone.
 fn spin_rows(cases: &Cases<'_>) -> Vec<Comparison> {
-    let us = |v: f64| report::ns(v);
     let mut rows = Vec::new();
     if let (Some(sl), Some(sp)) = (
         cases.find(Kind::TimerSleep, CFS, Load::Idle),
         cases.find(Kind::TimerSpin, CFS, Load::Idle),
     ) {
-        rows.push(Comparison {
-            standing: None,
-            what: "sleeping vs spinning to a deadline, CFS, idle: p50 (p99.9)".into(),
-            ours: format!(
+        rows.push(Comparison::judged(
+            "sleeping vs spinning to a deadline, CFS, idle: p50 (p99)",
+            format!(
                 "{} ({}) vs {} ({})",
-                us(sl.p50_ns),
-                us(sl.p999_ns),
-                us(sp.p50_ns),
-                us(sp.p999_ns)
+                shown(&sl, 0.5),
+                shown(&sl, 0.99),
+                shown(&sp, 0.5),
+                shown(&sp, 0.99)
             ),
-            our_ratio: Some(sl.p50_ns / sp.p50_ns.max(1.0)),
-            study: "not measured (the study compares schedulers)".into(),
-            study_ratio: None,
-            verdict: "a spinner pays no wake-up at all, but burns its CPU".into(),
-        });
+            at(&sl, 0.5) / at(&sp, 0.5),
+            "not measured (the study compares schedulers)",
+            None,
+            &premise_reason(
+                ("the sleeper", at(&sl, 0.5)),
+                ("the spinner", at(&sp, 0.5)),
+                &format!(
+                    "{}the timer interrupt, the schedule and the switch, which the spinner skips \
+                     by keeping its CPU busy",
+                    cases
+                        .find(Kind::TimerSleepNoSlack, CFS, Load::Idle)
+                        .filter(|n| n.at(0.5).is_some())
+                        .map_or(String::new(), |n| format!(
+                            "timer slack (slack 1 ns sleeps to {}), then ",
+                            shown(&n, 0.5)
+                        ))
+                ),
+            ),
+        ));
     }
     let e_cfs = cases.find(Kind::EventfdSleep, CFS, Load::Idle);
     let e_fifo = cases.find(Kind::EventfdSleep, FIFO, Load::Idle);
     let flag = cases.find(Kind::FlagSpin, CFS, Load::Idle);
     if let (Some(e), Some(fl)) = (&e_cfs, &flag) {
-        rows.push(Comparison {
-            standing: None,
-            what: "cross-thread wake, idle: eventfd CFS / eventfd FIFO / spinning flag, p50".into(),
-            ours: format!(
+        rows.push(Comparison::judged(
+            "cross-thread wake, idle: eventfd CFS / eventfd FIFO / spinning flag, p50",
+            format!(
                 "{} / {} / {}",
-                us(e.p50_ns),
+                shown(e, 0.5),
                 e_fifo
                     .as_ref()
-                    .map_or("not measurable here".into(), |f| us(f.p50_ns)),
-                us(fl.p50_ns)
+                    .map_or("not measurable here".into(), |f| shown(f, 0.5)),
+                shown(fl, 0.5)
             ),
-            our_ratio: Some(e.p50_ns / fl.p50_ns.max(1.0)),
-            study: "not measured (the study: futexes on the hot path → tail spikes)".into(),
-            study_ratio: None,
-            verdict: "a blocked thread costs a wake-up (IPI, schedule, switch); a spinner sees \
-                      the store in a cache-line transfer"
-                .into(),
-        });
+            at(e, 0.5) / at(fl, 0.5),
+            "not measured (the study: futexes on the hot path → tail spikes)",
+            None,
+            &premise_reason(
+                ("the eventfd wake", at(e, 0.5)),
+                ("the flag spin", at(fl, 0.5)),
+                "the waker's IPI, the schedule and the switch; the spinner sees the store in one \
+                 cache-line transfer",
+            ),
+        ));
     }
-    if let Some(fl) = cases.find(Kind::FlagSpin, CFS, Load::Same) {
-        rows.push(Comparison {
-            standing: None,
-            what: "spinning flag under CFS with a busy thread on its CPU: p50, p99.9".into(),
-            ours: format!("{}, {}", us(fl.p50_ns), us(fl.p999_ns)),
-            our_ratio: None,
-            study: "–".into(),
-            study_ratio: None,
-            verdict: "a spinner must own its CPU: shared, it waits out the other thread's slice"
-                .into(),
-        });
+    if let (Some(sh), Some(al)) = (
+        cases.find(Kind::FlagSpin, CFS, Load::Same),
+        cases.find(Kind::FlagSpin, CFS, Load::Idle),
+    ) {
+        rows.push(Comparison::judged(
+            "spinning flag under CFS, a busy thread on its CPU vs alone: mean (p50, max)",
+            format!(
+                "{} ({}, {}) vs {} ({}, {})",
+                report::ns(sh.mean_ns),
+                shown(&sh, 0.5),
+                report::ns(sh.max_ns),
+                report::ns(al.mean_ns),
+                shown(&al, 0.5),
+                report::ns(al.max_ns)
+            ),
+            sh.mean_ns / al.mean_ns,
+            "–",
+            None,
+            &premise_reason(
+                ("sharing its CPU", sh.mean_ns),
+                ("alone", al.mean_ns),
+                &format!(
+                    "the busy thread runs on its CPU in turn (the largest wait {} against {} \
+                     alone)",
+                    report::ns(sh.max_ns),
+                    report::ns(al.max_ns)
+                ),
+            ),
+        ));
     }
     rows
+}
+
+/// The sleeping cross-thread wakes side by side, idle: eventfd, futex, epoll and poll under
+/// CFS (the ratio: dearest ÷ cheapest p50), FIFO's in the reason.
+fn wakes_row(cases: &Cases<'_>) -> Option<Comparison> {
+    let p50s = |policy: Policy| -> Vec<(&'static str, f64)> {
+        Kind::BLOCKING_WAKES
+            .iter()
+            .filter_map(|&k| {
+                cases
+                    .find(k, policy, Load::Idle)
+                    .map(|d| (k.short(), at(&d, 0.5)))
+            })
+            .collect()
+    };
+    let (cfs, fifo) = (p50s(CFS), p50s(FIFO));
+    if cfs.len() < 2 {
+        return None;
+    }
+    let ratio = cheapest_dearest(&cfs).map_or(f64::NAN, |(lo, hi)| hi.1 / lo.1);
+    let list = |v: &[(&str, f64)]| -> String {
+        v.iter()
+            .map(|(k, x)| {
+                if x.is_finite() {
+                    format!("{k} {}", report::ns(*x))
+                } else {
+                    format!("{k} –")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" / ")
+    };
+    Some(Comparison::judged(
+        "cross-thread wake, idle, p50: eventfd / futex / epoll / poll (dearest ÷ cheapest, CFS)",
+        if fifo.is_empty() {
+            format!("CFS {}", list(&cfs))
+        } else {
+            format!("CFS {}; FIFO {}", list(&cfs), list(&fifo))
+        },
+        ratio,
+        "not measured (the study: futexes on the hot path → tail spikes)",
+        None,
+        &wakes_reason(&cfs, &fifo),
+    ))
+}
+
+/// What this run's wakes mean for the trader, which blocks in `poll()` when run with
+/// `--wait block` or as the blocking trigger: its poll wake against its spinning flag.
+fn trader_wake_note(cases: &Cases<'_>) -> Option<String> {
+    let poll = cases.find(Kind::PollSleep, CFS, Load::Idle)?;
+    let flag = cases.find(Kind::FlagSpin, CFS, Load::Idle)?;
+    let fifo = cases
+        .find(Kind::PollSleep, FIFO, Load::Idle)
+        .map_or(String::new(), |f| {
+            format!(" ({} under FIFO)", shown(&f, 0.5))
+        });
+    Some(format!(
+        "The trader's blocking waits are poll(2): `trader --wait block` on AF_XDP waits in \
+         XdpIo::recv (trader/src/trading/xdp.rs) through Xsk's XskRx::wait, which is xsk-rs's \
+         RxQueue::poll (a poll() on the socket), or wait_any over several queues \
+         (afxdp/src/xsk.rs, libc::poll); the blocking trigger waits in TriggerIo::wait \
+         (trader/src/trading/trigger.rs) through wait_any_or, one poll() over the sockets and \
+         the FIRED ring's fd; the UDP path with line B polls both sockets \
+         (trader/src/trading/udp.rs). A packet wakes such a trader as the waker here wakes the \
+         poll case: through the file's wait queue. This run's poll wake costs {} at p50{fifo} \
+         against the spinning flag's {}, on top of the packet's own path: that difference is \
+         what `--wait block` pays per wake-up for giving its CPU back.",
+        shown(&poll, 0.5),
+        shown(&flag, 0.5)
+    ))
 }
 
 #[cfg(test)]
@@ -935,6 +1474,35 @@ mod tests {
         }
     }
 
+    /// A distribution with the given count and percentiles (p90 and p99.99 as p99 and max).
+    fn dist(name: &str, count: u64, p50: f64, p99: f64, p999: f64, max: f64) -> Dist {
+        Dist {
+            name: name.into(),
+            count,
+            ops_per_sample: 1,
+            mean_ns: p50,
+            p50_ns: p50,
+            p90_ns: p99,
+            p99_ns: p99,
+            p999_ns: p999,
+            p9999_ns: max,
+            max_ns: max,
+            saturated: 0,
+            hgrm: String::new(),
+        }
+    }
+
+    fn case(kind: Kind, policy: Policy, load: Load, count: u64, p50: f64) -> Dist {
+        dist(
+            &case_name(kind, policy, load),
+            count,
+            p50,
+            3.0 * p50,
+            10.0 * p50,
+            20.0 * p50,
+        )
+    }
+
     #[test]
     fn cyclictest_json_becomes_a_distribution_with_overflows_at_max() {
         let json = r#"{"thread": {"0": {"histogram": {"5": 3, "7": 1}, "cycles": 5,
@@ -948,18 +1516,227 @@ mod tests {
     }
 
     #[test]
-    fn the_fifo_tail_verdict_claims_a_deep_tail_only_when_there_is_one() {
-        // The reviewer's run: p99.9 26.6 µs, max 26.7 µs over a ~10 µs p50.
-        let v = fifo_tail_verdict(10_000.0, 26_600.0, 26_700.0, Some(60_000.0));
-        assert!(v.starts_with("no deep tail"), "{v}");
-        assert!(v.contains("CFS's p99.9 is 2.3× higher"), "{v}");
-        let v = fifo_tail_verdict(5_000.0, 1_287_000.0, 4_000_000.0, Some(1_300_000.0));
-        assert!(v.starts_with("FIFO keeps a deep tail"), "{v}");
-        assert!(v.contains("about the same"), "{v}");
-        let v = fifo_tail_verdict(5_000.0, 20_000.0, 30_000.0, Some(10_000.0));
-        assert!(v.contains("CFS's p99.9 is 2.0× lower"), "{v}");
-        let v = fifo_tail_verdict(5_000.0, 20_000.0, 30_000.0, None);
-        assert!(!v.contains("CFS"), "{v}");
+    fn the_fifo_tail_is_undecided_without_its_samples_and_judged_with_them() {
+        let name = case_name(Kind::TimerSleep, FIFO, Load::Same);
+        // The default run: 20 rounds × 60 wake-ups = 1,200 samples, too few for p99.9.
+        let few = [dist(&name, 1_200, 10_000.0, 20_000.0, 26_600.0, 26_700.0)];
+        let row = fifo_tail_row(&Cases(&few)).expect("a row");
+        assert!(row.verdict.starts_with("undecided"), "{}", row.verdict);
+        assert!(
+            row.verdict.contains("needs 10000 samples") && row.verdict.contains("has 1200"),
+            "{}",
+            row.verdict
+        );
+        assert!(row.ours.starts_with("p99.9 – over"), "{}", row.ours);
+        // Enough samples and the study's shape: a p99.9 257× the p50.
+        let deep = [
+            dist(&name, 12_000, 5_000.0, 50_000.0, 1_287_000.0, 4e6),
+            case(Kind::TimerSleep, CFS, Load::Same, 12_000, 130_000.0),
+        ];
+        let row = fifo_tail_row(&Cases(&deep)).expect("a row");
+        assert!(row.verdict.starts_with("agrees"), "{}", row.verdict);
+        assert!(
+            row.verdict.contains("1.00× the study's 1287 µs"),
+            "{}",
+            row.verdict
+        );
+        assert!(row.verdict.contains("CFS's p99.9"), "{}", row.verdict);
+        // Enough samples, a shallow tail: smaller here, and the reason's figures move.
+        let shallow = [dist(&name, 12_000, 10_000.0, 20_000.0, 26_600.0, 26_700.0)];
+        let row = fifo_tail_row(&Cases(&shallow)).expect("a row");
+        assert!(row.verdict.starts_with("smaller here"), "{}", row.verdict);
+        assert!(row.verdict.contains("0.02× the study's"), "{}", row.verdict);
+        assert!(!row.verdict.contains("CFS"), "{}", row.verdict);
+    }
+
+    #[test]
+    fn the_cfs_fifo_verdict_follows_the_medians() {
+        let study_like = [
+            case(Kind::TimerSleep, CFS, Load::Idle, 1_000, 55_000.0),
+            case(Kind::TimerSleep, FIFO, Load::Idle, 1_000, 5_000.0),
+            case(Kind::TimerSleepNoSlack, CFS, Load::Idle, 1_000, 6_000.0),
+        ];
+        let rows = cfs_vs_fifo_rows(&Cases(&study_like));
+        assert_eq!(rows.len(), 1);
+        let v = &rows[0].verdict;
+        assert!(v.starts_with("agrees (11.00×"), "{v}");
+        assert!(v.contains("slack is 98 % of CFS's gap"), "{v}");
+        // A guest's FIFO p50 twice the study's: a smaller ratio, said by the figures.
+        let guest = [
+            case(Kind::TimerSleep, CFS, Load::Idle, 1_000, 58_000.0),
+            case(Kind::TimerSleep, FIFO, Load::Idle, 1_000, 12_000.0),
+        ];
+        let v = &cfs_vs_fifo_rows(&Cases(&guest))[0].verdict;
+        assert!(v.starts_with("smaller here"), "{v}");
+        assert!(v.contains("FIFO's 2.40× its 5 µs"), "{v}");
+        assert!(!v.contains("slack is"), "{v}");
+        // No FIFO: undecided, and said why.
+        let cfs_only = [case(Kind::TimerSleep, CFS, Load::Idle, 1_000, 58_000.0)];
+        let v = &cfs_vs_fifo_rows(&Cases(&cfs_only))[0].verdict;
+        assert!(v.starts_with("undecided: SCHED_FIFO was refused"), "{v}");
+    }
+
+    #[test]
+    fn the_slack_verdict_follows_the_medians() {
+        let r =
+            |c: f64, n: f64, f: Option<f64>| verdict::verdict(c / n, None, &slack_reason(c, n, f));
+        let v = r(58_000.0, 8_000.0, Some(7_000.0));
+        assert!(v.starts_with("measurable here"), "{v}");
+        assert!(
+            v.contains("50.0 µs earlier") && v.contains("98 % of CFS's gap"),
+            "{v}"
+        );
+        let v = r(8_100.0, 8_000.0, Some(7_000.0));
+        assert!(v.starts_with("no measurable difference here"), "{v}");
+        assert!(v.contains("not what sets"), "{v}");
+        let v = r(6_000.0, 8_000.0, None);
+        assert!(
+            v.starts_with("reversed here") && v.contains("unexplained"),
+            "{v}"
+        );
+    }
+
+    #[test]
+    fn the_wakes_verdict_names_the_cheapest_and_dearest() {
+        let alike = [("eventfd", 8_000.0), ("futex", 7_800.0), ("epoll", 8_300.0)];
+        let v = verdict::verdict(8_300.0 / 7_800.0, None, &wakes_reason(&alike, &[]));
+        assert!(v.starts_with("no measurable difference here"), "{v}");
+        assert!(
+            v.contains("futex cheapest") && v.contains("epoll dearest"),
+            "{v}"
+        );
+        assert!(v.contains("futex 0.97×, epoll 1.04×"), "{v}");
+        let apart = [
+            ("eventfd", 8_000.0),
+            ("futex", 6_000.0),
+            ("epoll", 12_000.0),
+            ("poll", 9_000.0),
+        ];
+        let fifo = [("eventfd", 5_000.0), ("poll", 5_500.0)];
+        let v = verdict::verdict(2.0, None, &wakes_reason(&apart, &fifo));
+        assert!(v.starts_with("measurable here (2.00×)"), "{v}");
+        assert!(
+            v.contains("futex is cheapest at 6.00 µs, epoll dearest at 12.0 µs, 6.00 µs more"),
+            "{v}"
+        );
+        assert!(v.contains("under FIFO eventfd cheapest"), "{v}");
+        assert!(v.contains("poll 1.10×"), "{v}");
+        assert_eq!(
+            wakes_reason(&[("eventfd", 1.0)], &[]),
+            "fewer than two blocking wakes have a p50"
+        );
+    }
+
+    #[test]
+    fn the_premise_reason_follows_the_standing() {
+        let why = "the switch";
+        let v = premise_reason(("a", 2_000.0), ("b", 100.0), why);
+        assert!(v.contains("costs 1.90 µs more") && v.ends_with(why), "{v}");
+        let v = premise_reason(("a", 105.0), ("b", 100.0), why);
+        assert!(v.contains("within noise") && !v.contains(why), "{v}");
+        let v = premise_reason(("a", 50.0), ("b", 100.0), why);
+        assert!(v.contains("unexplained"), "{v}");
+        let v = premise_reason(("a", f64::NAN), ("b", 100.0), why);
+        assert!(v.contains("missing"), "{v}");
+    }
+
+    #[test]
+    fn the_spin_rows_are_judged_from_the_data() {
+        let idle = [
+            case(Kind::TimerSleep, CFS, Load::Idle, 100, 60_000.0),
+            case(Kind::TimerSpin, CFS, Load::Idle, 100, 100.0),
+            case(Kind::EventfdSleep, CFS, Load::Idle, 100, 8_000.0),
+            case(Kind::FlagSpin, CFS, Load::Idle, 100, 150.0),
+            case(Kind::FlagSpin, CFS, Load::Same, 100, 155.0),
+        ];
+        let rows = spin_rows(&Cases(&idle));
+        assert_eq!(rows.len(), 3);
+        assert!(
+            rows[0].verdict.starts_with("measurable here"),
+            "{}",
+            rows[0].verdict
+        );
+        assert!(
+            rows[1].verdict.contains("costs 7.85 µs more"),
+            "{}",
+            rows[1].verdict
+        );
+        assert!(
+            rows[2].verdict.starts_with("no measurable difference"),
+            "{}",
+            rows[2].verdict
+        );
+        let mut loaded = idle.clone();
+        loaded[4] = case(Kind::FlagSpin, CFS, Load::Same, 100, 900_000.0);
+        let rows = spin_rows(&Cases(&loaded));
+        assert!(
+            rows[2].verdict.starts_with("measurable here"),
+            "{}",
+            rows[2].verdict
+        );
+        assert!(
+            rows[2].verdict.contains("in turn"),
+            "{}",
+            rows[2].verdict
+        );
+    }
+
+    /// Wakes `n` times by `kind`'s mechanism from another thread, as the experiment does;
+    /// returns how many arrived as exactly one wake-up of the number sent.
+    fn delivered(kind: Kind, n: u64) -> u64 {
+        let shared = Shared::new().expect("eventfd and epoll");
+        let by = kind.woken_by().expect("woken by a thread");
+        let from = 100;
+        shared.ack.store(from, Ordering::Release);
+        shared.arm(from);
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let (shared, stop) = (&shared, &stop);
+            s.spawn(move || {
+                for k in from + 1..=from + n {
+                    while shared.ack.load(Ordering::Acquire) < k - 1 {
+                        if stop.load(Ordering::Relaxed) {
+                            return;
+                        }
+                        std::hint::spin_loop();
+                    }
+                    // Half the wakes find the sleeper already asleep, half find it awake.
+                    if k % 2 == 0 {
+                        std::thread::sleep(Duration::from_micros(200));
+                    }
+                    shared.wake(by, k).expect("wake");
+                }
+            });
+            let mut ok = 0;
+            for k in from + 1..=from + n {
+                let (_, one) = shared.wait(kind, k).expect("wait");
+                ok += u64::from(one);
+                shared.ack.store(k, Ordering::Release);
+            }
+            stop.store(true, Ordering::Relaxed);
+            ok
+        })
+    }
+
+    #[test]
+    fn every_blocking_wake_delivers_every_wake_up_once() {
+        for kind in Kind::BLOCKING_WAKES.into_iter().chain([Kind::FlagSpin]) {
+            assert_eq!(delivered(kind, 200), 200, "{}", kind.name());
+        }
+    }
+
+    #[test]
+    fn two_writes_before_a_read_are_caught_as_one_merged_wake() {
+        let shared = Shared::new().expect("eventfd");
+        shared.wake(WakeBy::Eventfd, 1).expect("wake");
+        shared.wake(WakeBy::Eventfd, 2).expect("wake");
+        let (_, one) = shared.wait(Kind::PollSleep, 1).expect("wait");
+        assert!(!one, "a count of 2 is two wake-ups merged");
+        // A futex word that skipped a number is caught too.
+        shared.arm(0);
+        shared.word.store(2, Ordering::Release);
+        let (_, one) = shared.wait(Kind::FutexSleep, 1).expect("wait");
+        assert!(!one);
     }
 
     #[test]
@@ -1002,6 +1779,21 @@ mod tests {
                 .all(|d| d.count == 10)
         );
         assert!(!out.comparisons.is_empty());
+        // Ten samples per case: no p50 (it needs 20), so every row on our cases' percentiles
+        // is undecided.
+        assert!(
+            out.comparisons
+                .iter()
+                .filter(|c| !c.what.starts_with("cyclictest") && !c.what.contains("mean"))
+                .all(|c| c.verdict.starts_with("undecided")),
+            "{:?}",
+            out.comparisons
+        );
+        assert!(out.comparisons.iter().any(|c| {
+            c.what
+                .starts_with("cross-thread wake, idle, p50: eventfd / futex")
+        }));
         assert!(out.notes.iter().any(|n| n.starts_with("RT throttling")));
+        assert!(out.notes.iter().any(|n| n.contains("poll(2)")));
     }
 }
