@@ -35,6 +35,12 @@ pub static SUITE: &[Spec] = &[
         run: crate::system::hugepages::run,
     },
     Spec {
+        id: "cstates",
+        level: Level::System,
+        about: "a blocked wake-up with the guest's idle halting at once, polling first, or never halting",
+        run: crate::system::cstates::run,
+    },
+    Spec {
         id: "memory",
         level: Level::Code,
         about: "memory latency curve: sequential vs random chase, 4 KiB to 1 GiB",

@@ -129,20 +129,50 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
 /// The machine settings the suite changes (and restores itself): read before it runs, so they
 /// go back even if it was killed mid-experiment.
 #[derive(Debug)]
-struct Settings(Vec<(&'static str, String)>);
+struct Settings(Vec<(String, String)>);
 
 impl Settings {
-    const FILES: [&'static str; 3] = [
+    const FILES: [&'static str; 4] = [
         "/proc/sys/vm/nr_hugepages",
         "/sys/kernel/mm/transparent_hugepage/enabled",
         "/sys/kernel/mm/transparent_hugepage/defrag",
+        // The cstates experiment's poll window (a KVM guest's haltpoll driver).
+        "/sys/module/haltpoll/parameters/guest_halt_poll_ns",
     ];
+
+    /// The fixed files, and every CPU's idle-state `disable` switches (the cstates experiment
+    /// disables the halt state of the CPU it measures).
+    fn files() -> Vec<String> {
+        let mut files: Vec<String> = Self::FILES.iter().map(|f| f.to_string()).collect();
+        let cpus = std::fs::read_dir("/sys/devices/system/cpu")
+            .into_iter()
+            .flatten();
+        for cpu in cpus.flatten() {
+            let name = cpu.file_name().to_string_lossy().into_owned();
+            if !name
+                .strip_prefix("cpu")
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+            {
+                continue;
+            }
+            let states = std::fs::read_dir(cpu.path().join("cpuidle"))
+                .into_iter()
+                .flatten();
+            for state in states.flatten() {
+                files.push(state.path().join("disable").to_string_lossy().into_owned());
+            }
+        }
+        files
+    }
 
     fn read() -> Settings {
         Settings(
-            Self::FILES
-                .iter()
-                .filter_map(|f| Some((*f, selected(&std::fs::read_to_string(f).ok()?))))
+            Self::files()
+                .into_iter()
+                .filter_map(|f| {
+                    let v = selected(&std::fs::read_to_string(&f).ok()?);
+                    Some((f, v))
+                })
                 .collect(),
         )
     }

@@ -2,6 +2,7 @@
 //! few operating-system calls they share: anonymous mappings, scheduling policy, and settings
 //! in `/proc` and `/sys` that are changed for a measurement and put back exactly afterwards.
 
+pub mod cstates;
 pub mod faults;
 pub mod hugepages;
 pub mod wakeup;
