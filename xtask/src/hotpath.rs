@@ -149,9 +149,9 @@ impl Settings {
             .flatten();
         for cpu in cpus.flatten() {
             let name = cpu.file_name().to_string_lossy().into_owned();
-            if !name
+            if name
                 .strip_prefix("cpu")
-                .is_some_and(|n| n.parse::<u32>().is_ok())
+                .is_none_or(|n| n.parse::<u32>().is_err())
             {
                 continue;
             }
