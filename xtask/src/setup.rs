@@ -52,6 +52,10 @@ const PACKAGES: &[(&str, &str)] = &[
         "linux-perf",
         "perf: TLB-miss counts where the machine exposes a PMU",
     ),
+    (
+        "valgrind",
+        "cachegrind: the hotpath suite's instruction and simulated cache-miss counts (no PMU here)",
+    ),
 ];
 
 /// The bpf-linker release that fits rustc 1.96 / LLVM 22.
