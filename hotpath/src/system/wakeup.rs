@@ -575,7 +575,9 @@ pub fn run_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
     out.trader = "The trader spins by default (`--wait spin`, trader/src/program; \
                   the AF_XDP loop polls its RX ring and the UDP loop a non-blocking socket, \
                   trader/src/trading/xdp.rs and udp.rs), pinned with `--cpu`; `--wait block` \
-                  sleeps in the kernel instead (the UDP socket with a 100 ms read timeout). \
+                  sleeps in the kernel instead: in poll() on the AF_XDP sockets (and the \
+                  trigger's FIRED ring), in a read with a 100 ms timeout on one UDP socket, in \
+                  poll() on two (see the poll note above for what that wake costs). \
                   `--fifo PRIO` runs it under SCHED_FIFO (afxdp/src/process.rs set_fifo, \
                   whose comment warns that a spinning FIFO loop must stay off the CPU that runs \
                   the kernel's own work: RT throttling allows 95 %); `cargo xtask matrix` tries \
@@ -1674,11 +1676,7 @@ mod tests {
             "{}",
             rows[2].verdict
         );
-        assert!(
-            rows[2].verdict.contains("in turn"),
-            "{}",
-            rows[2].verdict
-        );
+        assert!(rows[2].verdict.contains("in turn"), "{}", rows[2].verdict);
     }
 
     /// Wakes `n` times by `kind`'s mechanism from another thread, as the experiment does;
