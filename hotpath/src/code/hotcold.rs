@@ -330,6 +330,23 @@ const STUDY_BEFORE_S: f64 = 1.08746;
 const STUDY_AFTER_S: f64 = 0.91845;
 const STUDY_MISSES: (f64, f64) = (7.8e7, 3.5e7);
 
+/// The line-count row's reason: the model's ratio is a count, not a measurement; beside it the
+/// time ratio measured, and how the two stand by the one rule.
+pub fn lines_row_reason(predicted: f64, measured: f64) -> String {
+    format!(
+        "a count of the lines the scan must touch at each layout's stride, not a measured miss \
+         count (the study's come from its PMU); the time ratio measured, {measured:.2}×, {} \
+         the count's {predicted:.2}×",
+        match standing(measured, Some(predicted)) {
+            Standing::Agrees => "agrees with",
+            Standing::LargerHere => "is more than",
+            Standing::SmallerHere | Standing::NoDifference => "falls short of",
+            Standing::Reversed => "goes the other way from",
+            Standing::Measurable | Standing::Undecided => "can't be set against",
+        }
+    )
+}
+
 /// The main row's reason: the line-count model against the measurement, and against the study:
 /// its struct sizes aren't given, so the sweep, not a guess, shows how the ratio follows them.
 pub fn split_reason(standing_vs_study: Standing, measured: f64) -> String {
@@ -411,12 +428,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
                 STUDY_MISSES.0, STUDY_MISSES.1
             ),
             Some(STUDY_MISSES.0 / STUDY_MISSES.1),
-            &format!(
-                "a count of the lines the scan must touch at each layout's stride, beside the \
-                 time ratio it predicts ({:.2}× vs {r:.2}× measured); the study's misses are \
-                 counted by its PMU",
-                predicted_ratio(FULL_BYTES)
-            ),
+            &lines_row_reason(predicted_ratio(FULL_BYTES), r),
         ),
     ];
     // The sweep: each record size against the split, the model beside it; the 248-B point is
@@ -602,6 +614,13 @@ mod tests {
         let study = STUDY_BEFORE_S / STUDY_AFTER_S;
         assert!(split_reason(standing(3.47, Some(study)), 3.47).contains("sweep"));
         assert!(!split_reason(standing(1.2, Some(study)), 1.2).contains("sweep"));
+    }
+
+    #[test]
+    fn the_lines_row_reason_follows_the_measurement() {
+        assert!(lines_row_reason(3.33, 3.47).ends_with("3.47×, agrees with the count's 3.33×"));
+        assert!(lines_row_reason(3.33, 1.02).contains("falls short of"));
+        assert!(lines_row_reason(3.33, 6.0).contains("is more than"));
     }
 
     #[test]

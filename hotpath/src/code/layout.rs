@@ -373,6 +373,16 @@ pub fn aos_soa_reason(standing: Standing, total: f64, s: Split) -> String {
     )
 }
 
+/// A split row's reason (bytes or streams): the bytes-moved model's ratio, the measured one
+/// against it, and the same ratio in L2 (the loops' own cost).
+pub fn split_row_reason(measured: f64, model: f64, in_l2: f64) -> String {
+    format!(
+        "bytes moved predict {model:.2}× and the measured {measured:.2}× {} it; in L2, where \
+         memory is near, {in_l2:.2}×",
+        against(measured, model)
+    )
+}
+
 /// The in-L2 reason: per position, in TSC ticks, the three layouts' loops with little memory
 /// traffic.
 pub fn in_cache_reason(aos_ticks: f64, packed_ticks: f64, soa_ticks: f64) -> String {
@@ -642,12 +652,7 @@ pub fn run_aos_soa_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
             split.bytes,
             "– (the study has no such split)",
             None,
-            &format!(
-                "bytes moved predict {model:.2}× and the measured {:.2}× {} it; in L2 {:.2}×",
-                split.bytes,
-                against(split.bytes, model),
-                split.bytes_l2
-            ),
+            &split_row_reason(split.bytes, model, split.bytes_l2),
         ),
         Comparison::judged(
             format!(
@@ -659,13 +664,7 @@ pub fn run_aos_soa_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
             split.streams,
             "– (the study has no such split)",
             None,
-            &format!(
-                "bytes moved predict 1.00× and the measured {:.2}× {} it; in L2, where memory \
-                 is near, {:.2}×",
-                split.streams,
-                against(split.streams, 1.0),
-                split.streams_l2
-            ),
+            &split_row_reason(split.streams, 1.0, split.streams_l2),
         ),
         Comparison::judged(
             format!("AoS vs SoA, {} positions (in L2), median pass", p.small),
@@ -987,6 +986,9 @@ mod tests {
             "a figure is missing"
         );
         assert_eq!(against(1.0, 1.0), "agrees with");
+        assert!(split_row_reason(1.33, 2.0, 1.0).contains("measured 1.33× falls short of it"));
+        assert!(split_row_reason(1.9, 2.0, 1.0).contains("measured 1.90× agrees with it"));
+        assert!(split_row_reason(1.46, 1.0, 1.02).ends_with("near, 1.02×"));
         assert_eq!(against(0.5, 2.0), "is the other way from");
 
         assert!(
