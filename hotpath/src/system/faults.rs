@@ -264,11 +264,15 @@ pub fn run_with(ctx: &Ctx, len: usize, rounds: usize) -> anyhow::Result<Outcome>
         Level::System,
     );
     let (methods, mlock_error) = methods_that_run(len, &mut out);
+    let reported_before = reported_kib();
     let mut measured = measure(ctx, methods, len, rounds)?;
+    let reported_after = reported_kib();
     measured.mlock_error = mlock_error;
     push_dists(&mut out, &measured);
     compare(&mut out, &measured, len);
     push_notes(&mut out, &measured, len);
+    out.notes
+        .push(page_reporting_note(reported_before, reported_after, len));
     out.trader = "The trader pre-faults what its loop touches: the UMEM is mapped by xsk-rs with \
                   MAP_ANONYMOUS | MAP_SHARED | MAP_POPULATE (xsk-rs src/umem/mem/mmap.rs) and pinned \
                   by XDP_UMEM_REG (created in afxdp/src/xsk.rs, Xsk::new → Umem::new); \
@@ -614,6 +618,41 @@ fn compare_populated(out: &mut Outcome, measured: &Measured, m: Method, first: &
 /// The notes on method and on what the samples are: the round's shape and page sizes, what a
 /// first-touch sample and a steady-state sample pay (with this run's outliers), and where the
 /// fault counts come from.
+const REPORTED_KIB: &str = "/sys/module/page_reporting/parameters/reported_kib";
+
+/// KiB the guest's free page reporting has handed back to the host since boot, if it reports.
+fn reported_kib() -> Option<u64> {
+    std::fs::read_to_string(REPORTED_KIB)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Whether free page reporting (virtio-balloon) gave freed memory back to the host while the
+/// experiment ran: a page the host took back faults in the host too when the guest touches it
+/// again, so first-touch figures may then hold a host fault beside the guest's.
+pub fn page_reporting_note(before: Option<u64>, after: Option<u64>, len: usize) -> String {
+    match (before, after) {
+        (Some(b), Some(a)) if a > b => format!(
+            "Free page reporting handed {} MiB of freed guest memory back to the host during \
+             this experiment ({:.1}× one {} MiB mapping): a page touched again after that \
+             faults in the host as well, so some first touches here include a host fault the \
+             study's bare metal never paid.",
+            (a - b) >> 10,
+            (a - b) as f64 * 1024.0 / len as f64,
+            len >> 20
+        ),
+        (Some(_), Some(_)) => "Free page reporting is on but handed nothing back to the host \
+                               during this experiment: the first touches are the guest's \
+                               faults alone."
+            .into(),
+        _ => "No free page reporting here (no page_reporting module): freed memory stays the \
+              guest's."
+            .into(),
+    }
+}
+
 fn push_notes(out: &mut Outcome, measured: &Measured, len: usize) {
     let (pages, mib) = (len / PAGE, len >> 20);
     let first = out.dists[0].clone();
@@ -760,6 +799,15 @@ pub fn parse_config_hz(config: &str) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_page_reporting_note_follows_the_counter() {
+        let mib = 32usize << 20;
+        let n = page_reporting_note(Some(1_000), Some(1_000 + 65_536), mib);
+        assert!(n.contains("handed 64 MiB") && n.contains("2.0×"), "{n}");
+        assert!(page_reporting_note(Some(5), Some(5), mib).contains("handed nothing"));
+        assert!(page_reporting_note(None, None, mib).starts_with("No free page reporting"));
+    }
     use std::time::Duration;
 
     #[test]
