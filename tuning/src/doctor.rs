@@ -317,16 +317,23 @@ fn power(m: &Machine, cpu: usize, out: &mut Vec<Finding>) {
             ))
         })
         .collect();
+    // A KVM guest's haltpoll driver polls this long before it halts (a VM exit).
+    let poll_window = m
+        .read("sys/module/haltpoll/parameters/guest_halt_poll_ns")
+        .map(|ns| {
+            format!("; haltpoll polls up to {ns} ns before halting (guest_halt_poll_ns, writable)")
+        })
+        .unwrap_or_default();
     out.push(Finding {
         topic: "C-states",
         status: Status::Info,
         found: match (&idle_driver, states.is_empty()) {
-            (Some(d), false) => format!("driver {d}: {}", states.join(", ")),
-            (Some(d), true) => format!("driver {d}, no states listed"),
+            (Some(d), false) => format!("driver {d}: {}{poll_window}", states.join(", ")),
+            (Some(d), true) => format!("driver {d}, no states listed{poll_window}"),
             (None, _) => "no cpuidle driver (a guest idles through the hypervisor: HLT exits)".into(),
         },
-        why: "waking from a deep C-state costs µs to 100s of µs: a sleeping trader pays it per packet",
-        fix: "spin (the trader's default), or limit C-states (processor.max_cstate=1, idle=poll, or /dev/cpu_dma_latency); in a guest the host decides".into(),
+        why: "waking from a deep C-state costs µs to 100s of µs (in a guest, a halt is a VM exit): a sleeping trader pays it per packet",
+        fix: "spin (the trader's default), or limit C-states (processor.max_cstate=1, idle=poll, or /dev/cpu_dma_latency); in a guest, a haltpoll poll window or the halt state's disable switch (`cargo xtask hotpath --only cstates` measures both)".into(),
     });
     let gov = m.read(&format!(
         "sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor"
@@ -703,6 +710,33 @@ mod tests {
         assert_eq!(find(&f, "XDP/AF_XDP").status, Status::Good);
         assert!(find(&f, "C-states").found.starts_with("no cpuidle driver"));
         assert!(find(&f, "frequency").found.starts_with("no cpufreq"));
+    }
+
+    #[test]
+    fn a_haltpoll_guest_shows_its_states_and_poll_window() {
+        let (d, _) = fixture(false);
+        let w = |p: &str, s: &str| {
+            let p = d.path().join(p);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, s).unwrap();
+        };
+        w(
+            "sys/devices/system/cpu/cpuidle/current_driver",
+            "haltpoll\n",
+        );
+        for (i, name, lat) in [(0, "POLL", "0"), (1, "haltpoll idle", "1")] {
+            let base = format!("sys/devices/system/cpu/cpu1/cpuidle/state{i}");
+            w(&format!("{base}/name"), &format!("{name}\n"));
+            w(&format!("{base}/latency"), &format!("{lat}\n"));
+            w(&format!("{base}/disable"), "0\n");
+        }
+        w("sys/module/haltpoll/parameters/guest_halt_poll_ns", "0\n");
+        let f = check(&Machine::at(d.path()), 1);
+        assert_eq!(
+            find(&f, "C-states").found,
+            "driver haltpoll: POLL (0 µs), haltpoll idle (1 µs); haltpoll polls up to 0 ns \
+             before halting (guest_halt_poll_ns, writable)"
+        );
     }
 
     #[test]

@@ -40,7 +40,8 @@ pub(crate) struct Options {
     /// Don't install missing packages (cyclictest, llvm-profdata) first.
     #[arg(long)]
     pub(crate) no_setup: bool,
-    /// Skip PGO (its three builds of the workload take minutes on a fresh clone).
+    /// Skip PGO (its builds of the workload, plain, instrumented, PGO, fat LTO and one codegen
+    /// unit, take minutes on a fresh clone).
     #[arg(long, conflicts_with = "only")]
     pub(crate) no_pgo: bool,
     /// Skip the counts (instructions, simulated cache misses and mispredicts per operation
