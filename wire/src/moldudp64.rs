@@ -222,6 +222,7 @@ impl<'a> Messages<'a> {
 impl<'a> Iterator for Messages<'a> {
     type Item = Result<&'a [u8]>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.done {
             return None;

@@ -75,6 +75,7 @@ pub enum Message {
 /// Errors: [`Error::Truncated`] for an empty buffer, [`Error::UnknownType`] for a type byte outside
 /// ITCH 5.0, [`Error::BadLength`] when the length differs from the type's fixed length, and for a
 /// `'P'` message whatever [`TradeRepr::parse`] rejects (a side other than `'B'`/`'S'`).
+#[inline]
 pub fn parse(msg: &[u8]) -> Result<Message> {
     let Some(&kind) = msg.first() else {
         return Err(Error::Truncated { need: 1, have: 0 });
