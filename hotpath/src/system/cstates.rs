@@ -307,8 +307,8 @@ fn compare(out: &mut Outcome, spreads: &[Option<Spread>]) {
 pub fn spread_reason(a: Spread, b: Spread) -> String {
     if a.overlaps(&b) {
         format!(
-            "the rounds' ranges overlap ({}–{} and {}–{}): the difference is inside the host's \
-             round-to-round spread",
+            "but the rounds' ranges overlap ({}–{} and {}–{}): not every round agrees, the \
+             host's round-to-round spread is as wide as the difference",
             report::ns(a.min),
             report::ns(a.max),
             report::ns(b.min),
