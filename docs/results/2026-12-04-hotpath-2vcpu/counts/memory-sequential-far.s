@@ -1,0 +1,6 @@
+L:
+	cmpq	%rsi, %rdx
+	jae	L
+	movq	(%rdi,%rdx,8), %rdx
+	decq	%rcx
+	jne	L
