@@ -212,9 +212,11 @@ impl Recorder {
     /// The distribution, named.
     pub fn finish(&self, name: &str) -> Dist {
         let h = &self.hist;
+        // A percentile without ten samples beyond it is not one (verdict::samples_for): NaN,
+        // which no ratio survives and report.json writes as null.
         let q = |q: f64| {
-            if h.is_empty() {
-                0.0
+            if h.len() < crate::verdict::samples_for(q) {
+                f64::NAN
             } else {
                 h.value_at_quantile(q) as f64 / PS_PER_NS
             }
@@ -253,10 +255,17 @@ pub struct Dist {
     /// percentiles are those of a batch's mean (the operation is below the timer's resolution).
     pub ops_per_sample: u32,
     pub mean_ns: f64,
+    /// The percentiles, NaN (null in JSON) where the samples don't reach them: read them
+    /// through [`Dist::at`].
+    #[serde(deserialize_with = "null_as_nan")]
     pub p50_ns: f64,
+    #[serde(deserialize_with = "null_as_nan")]
     pub p90_ns: f64,
+    #[serde(deserialize_with = "null_as_nan")]
     pub p99_ns: f64,
+    #[serde(deserialize_with = "null_as_nan")]
     pub p999_ns: f64,
+    #[serde(deserialize_with = "null_as_nan")]
     pub p9999_ns: f64,
     pub max_ns: f64,
     /// Samples above the histogram's range, clamped to it.
@@ -264,6 +273,11 @@ pub struct Dist {
     /// The `.hgrm` percentile distribution (values in ns).
     #[serde(skip)]
     pub hgrm: String,
+}
+
+/// A percentile written as `null` (no samples for it) reads back as NaN.
+fn null_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 impl Dist {
@@ -279,7 +293,7 @@ impl Dist {
             0.9999 => self.p9999_ns,
             _ => return None,
         };
-        (self.count >= crate::verdict::samples_for(q)).then_some(v)
+        (self.count >= crate::verdict::samples_for(q) && !v.is_nan()).then_some(v)
     }
 }
 
@@ -388,7 +402,10 @@ mod tests {
             overhead_ticks: 100,
         };
         let mut r = Recorder::new(t);
-        r.record_ticks(2_100, 10); // 2000 net ticks = 1000 ns over 10 ops = 100 ns
+        // 2000 net ticks = 1000 ns over 10 ops = 100 ns; 20 samples, as a p50 needs.
+        for _ in 0..20 {
+            r.record_ticks(2_100, 10);
+        }
         let d = r.finish("x");
         assert!((d.p50_ns - 100.0).abs() < 0.1, "{d:?}");
         assert_eq!(d.ops_per_sample, 10);
@@ -418,6 +435,14 @@ mod tests {
         assert_eq!(d.at(0.999), None);
         assert_eq!(d.at(0.9999), None);
         assert_eq!(d.at(0.42), None, "only the report's percentiles");
+        assert!(
+            d.p999_ns.is_nan(),
+            "no figure where the samples don't reach"
+        );
+        let json = serde_json::to_string(&d).unwrap();
+        assert!(json.contains("\"p999_ns\":null"), "{json}");
+        let back: Dist = serde_json::from_str(&json).unwrap();
+        assert!(back.p999_ns.is_nan() && back.at(0.99) == d.at(0.99));
     }
 
     #[test]

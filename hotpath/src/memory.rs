@@ -640,9 +640,8 @@ fn push_notes(
     out.notes.push(format!(
         "{} The study's 5.35 cycles/access is a sequential array walk. The random chase's cost \
          is the latency of whichever level holds the set, plus a page walk once the set \
-         outgrows the TLB's reach on 4 KiB pages (this machine's TLB size is not read), which \
-         is what THP removes. In a KVM guest a page walk is two-dimensional (guest and host \
-         tables), so the TLB step is steeper than on bare metal.",
+         outgrows the TLB's reach on 4 KiB pages, which is what THP removes (the hugepages \
+         experiment probes that reach, from the TLB sizes cpuid gives).",
         sequential_note(
             first.bytes,
             first.sequential.p50_ns,

@@ -179,7 +179,10 @@ pub fn ratio(r: Option<f64>) -> String {
 
 /// A duration in ns as the tables print it (3 significant digits, unit scaled).
 pub fn ns(v: f64) -> String {
-    if v >= 1e9 {
+    if v.is_nan() {
+        // A percentile without its samples, a figure not measured.
+        "–".to_string()
+    } else if v >= 1e9 {
         format!("{:.3} s", v / 1e9)
     } else if v >= 1e6 {
         format!("{:.3} ms", v / 1e6)
@@ -440,6 +443,7 @@ mod tests {
         assert_eq!(ns(1_287_000.0), "1.287 ms");
         assert_eq!(ratio(Some(1.466)), "1.47×");
         assert_eq!(ratio(None), "–");
+        assert_eq!(ns(f64::NAN), "–");
     }
 
     #[test]

@@ -65,7 +65,8 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
     let out = match &o.out {
         Some(p) => {
             std::fs::create_dir_all(p).with_context(|| format!("creating {}", p.display()))?;
-            p.clone()
+            // Absolute: PGO's profile path goes to builds that run in other folders.
+            std::fs::canonicalize(p).with_context(|| format!("resolving {}", p.display()))?
         }
         None => new_results_dir(&workspace_root().join("target").join("hotpath"))?,
     };

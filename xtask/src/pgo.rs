@@ -196,7 +196,8 @@ pub(crate) fn run(out: &Path, o: &Plan, alone: bool) -> anyhow::Result<()> {
         "[pgo] the trader core and the engine sweep: plain, profile-guided, fat LTO, one codegen unit"
     );
     let outcome = measure(out, profdata(), pick, o.cpu)?;
-    let mut report = if alone {
+    // Alone into a folder with a suite's report already: added to it (a rerun of PGO alone).
+    let mut report = if alone && !out.join("report.json").exists() {
         let tsc = Tsc::calibrate(std::time::Duration::from_millis(50));
         Report {
             started_utc: results::utc::now_for_file_names(),
@@ -213,6 +214,7 @@ pub(crate) fn run(out: &Path, o: &Plan, alone: bool) -> anyhow::Result<()> {
     } else {
         Report::read(out)?
     };
+    report.outcomes.retain(|o| o.id != outcome.id);
     report.outcomes.push(outcome);
     report.write(out)
 }
@@ -351,7 +353,7 @@ fn build_reason(plain: Side<'_>, other: Side<'_>, unit: &str, study: Option<f64>
                 "keep apart"
             };
             s.push_str(&format!(
-                "; the rounds' medians {how} ({:.1}–{:.1} vs {:.1}–{:.1}, {} rounds)",
+                "; the rounds' ranges {how} ({:.1}–{:.1} vs {:.1}–{:.1}, {} rounds)",
                 p.min,
                 p.max,
                 o.min,
@@ -375,8 +377,8 @@ fn build_reason(plain: Side<'_>, other: Side<'_>, unit: &str, study: Option<f64>
         Standing::LargerHere | Standing::SmallerHere
     ) {
         s.push_str(
-            "; unexplained beyond that: no PMU here to count the instructions, branches or \
-             misses the build changed",
+            "; unexplained beyond that: this guest has no PMU to count the instructions, \
+             branches or misses the build changed",
         );
     }
     s

@@ -202,7 +202,7 @@ pub fn model_reason(measured: f64, stride: usize) -> String {
         moved(HOT_BYTES)
     );
     match standing(measured, Some(p)) {
-        Standing::Agrees => format!("{lines}, and the measured {measured:.2}× agrees"),
+        Standing::Agrees => format!("{lines}, and the measured {measured:.2}× matches it"),
         Standing::LargerHere => format!(
             "{lines}; the measured {measured:.2}× is more: lines touched don't explain all of it"
         ),
@@ -506,9 +506,9 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
             gbps(a, lines_per_order(FULL_BYTES, HOT_BYTES) * LINE as f64),
             gbps(s, HOT_BYTES as f64)
         ),
-        "We can't count cache misses: this guest exposes no hardware PMU (perf sees only \
-         software events), so the study's 7.8×10⁷ → 3.5×10⁷ has a model's count beside it, not \
-         a measured one."
+        "This guest exposes no hardware PMU (perf sees only software events), so the study's \
+         7.8×10⁷ → 3.5×10⁷ misses have the line-count model and cachegrind's simulated misses \
+         beside them (the counts table), not this CPU's own."
             .to_string(),
         format!(
             "All layouts computed the same: {} live buy orders, notional {}.",
@@ -598,7 +598,7 @@ mod tests {
             r.starts_with(
                 "a 248-B stride moves 1.250 lines (80 B) per order, the split 0.375 \
                            lines (24 B): the line-count model predicts 3.33×"
-            ) && r.ends_with("and the measured 3.47× agrees"),
+            ) && r.ends_with("and the measured 3.47× matches it"),
             "{r}"
         );
         assert!(
@@ -608,7 +608,7 @@ mod tests {
         );
         assert!(model_reason(1.5, 128).contains("is less"));
         assert!(model_reason(1.02, 64).contains("no measurable difference"));
-        assert!(model_reason(1.02, 24).ends_with("agrees"));
+        assert!(model_reason(1.02, 24).ends_with("matches it"));
         assert!(model_reason(0.5, 64).contains("the other way"));
         // Against the study: larger here names the sweep; agreeing doesn't.
         let study = STUDY_BEFORE_S / STUDY_AFTER_S;

@@ -325,7 +325,7 @@ pub struct Split {
 /// How a measured ratio stands against a model's, in words.
 fn against(measured: f64, model: f64) -> &'static str {
     match standing(measured, Some(model)) {
-        Standing::Agrees => "agrees with",
+        Standing::Agrees => "matches",
         Standing::LargerHere => "is more than",
         Standing::SmallerHere | Standing::NoDifference => "falls short of",
         Standing::Reversed => "is the other way from",
@@ -720,8 +720,8 @@ pub fn run_aos_soa_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
             (p.big * SOA_BYTES) >> 20,
             p.big
         ),
-        "No hardware PMU in this guest: cache misses and bandwidth can't be counted, only \
-         timed."
+        "No hardware PMU in this guest: this CPU's misses and bandwidth can't be counted, only \
+         timed; the counts table beside it is cachegrind's model cache (no prefetcher)."
             .to_string(),
     ];
     out.trader = "The trader keeps no book of positions: one stock and at most one open \
@@ -948,8 +948,8 @@ mod tests {
         };
         let r = aos_soa_reason(standing(2.92, Some(study)), 2.92, split);
         assert!(
-            r.contains("bytes moved predict 2.00× and the measured 2.92× agrees with it")
-                && r.contains("the unused half costs 2.00× (one stream each; in L2 1.00×), which agrees with the bytes' 2.00×")
+            r.contains("bytes moved predict 2.00× and the measured 2.92× matches it")
+                && r.contains("the unused half costs 2.00× (one stream each; in L2 1.00×), which matches the bytes' 2.00×")
                 && r.contains("one stream against four costs 1.46× at the same bytes and nothing measurable in L2 (1.02×): SoA's four sequential streams drew more bandwidth"),
             "{r}"
         );
@@ -985,9 +985,9 @@ mod tests {
             aos_soa_reason(Standing::Undecided, f64::NAN, split),
             "a figure is missing"
         );
-        assert_eq!(against(1.0, 1.0), "agrees with");
+        assert_eq!(against(1.0, 1.0), "matches");
         assert!(split_row_reason(1.33, 2.0, 1.0).contains("measured 1.33× falls short of it"));
-        assert!(split_row_reason(1.9, 2.0, 1.0).contains("measured 1.90× agrees with it"));
+        assert!(split_row_reason(1.9, 2.0, 1.0).contains("measured 1.90× matches it"));
         assert!(split_row_reason(1.46, 1.0, 1.02).ends_with("near, 1.02×"));
         assert_eq!(against(0.5, 2.0), "is the other way from");
 

@@ -307,8 +307,8 @@ fn compare(out: &mut Outcome, spreads: &[Option<Spread>]) {
 pub fn spread_reason(a: Spread, b: Spread) -> String {
     if a.overlaps(&b) {
         format!(
-            "but the rounds' ranges overlap ({}–{} and {}–{}): not every round agrees, the \
-             host's round-to-round spread is as wide as the difference",
+            "the rounds' ranges overlap ({}–{} and {}–{}): some rounds of each beat some of \
+             the other",
             report::ns(a.min),
             report::ns(a.max),
             report::ns(b.min),
@@ -316,7 +316,8 @@ pub fn spread_reason(a: Spread, b: Spread) -> String {
         )
     } else {
         format!(
-            "every round of one beat every round of the other ({}–{} vs {}–{})",
+            "the rounds' ranges don't overlap: every round of one beat every round of the \
+             other ({}–{} vs {}–{})",
             report::ns(a.min),
             report::ns(a.max),
             report::ns(b.min),

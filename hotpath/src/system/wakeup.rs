@@ -1507,12 +1507,13 @@ mod tests {
 
     #[test]
     fn cyclictest_json_becomes_a_distribution_with_overflows_at_max() {
-        let json = r#"{"thread": {"0": {"histogram": {"5": 3, "7": 1}, "cycles": 5,
+        // 22 in the histogram, one overflow (cycles 23): enough samples for a p50.
+        let json = r#"{"thread": {"0": {"histogram": {"5": 18, "7": 4}, "cycles": 23,
                       "min": 5, "max": 900, "avg": 6.0}}}"#;
         let d = parse_cyclictest_json(&ctx(), json)
             .expect("parses")
             .finish("x");
-        assert_eq!(d.count, 5);
+        assert_eq!(d.count, 23);
         assert!((d.p50_ns - 5000.0).abs() < 10.0, "{d:?}");
         assert!((d.max_ns - 900_000.0).abs() < 1000.0, "{d:?}");
     }
