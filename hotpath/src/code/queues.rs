@@ -785,7 +785,12 @@ pub fn contention_reason(lf: (f64, f64, f64), mx: (f64, f64, f64), samples: u64)
             crate::verdict::samples_for(0.999)
         );
     }
-    let better = |a: f64, b: f64| if a <= b { "ArrayQueue" } else { "the mutex" };
+    // Within the noise band, neither is lower.
+    let better = |a: f64, b: f64| match standing(b / a, None) {
+        Standing::NoDifference => "neither (within noise)",
+        _ if a < b => "ArrayQueue",
+        _ => "the mutex",
+    };
     let v = format!(
         "lower p50: {}; lower p99.9: {}; more pairs/s: {}",
         better(lf_p50, mx_p50),
@@ -1140,6 +1145,14 @@ mod tests {
         let c = contention_reason((80.0, 2000.0, 100.0), (100.0, 500.0, 90.0), 20_000);
         assert!(
             c.contains("lower p99.9: the mutex") && c.contains("the study warns"),
+            "{c}"
+        );
+        let c = contention_reason((70.1, 260.5, 13.0), (70.1, 240.4, 13.4), 20_000);
+        assert!(
+            c.starts_with(
+                "lower p50: neither (within noise); lower p99.9: neither (within noise); more \
+                 pairs/s: neither (within noise)"
+            ),
             "{c}"
         );
         let c = contention_reason((80.0, f64::NAN, 10.0), (100.0, 500.0, 11.1), 2_000);
