@@ -150,6 +150,9 @@ pub struct Recorder {
     saturated: u64,
     /// Operations per sample, for the report (1 = each sample is one operation).
     ops_per_sample: u32,
+    /// Round by round ([`interleave`]'s recorders): this round's samples, and each finished
+    /// round's median.
+    rounds: Option<(Vec<f64>, Vec<f64>)>,
 }
 
 impl Recorder {
@@ -159,6 +162,27 @@ impl Recorder {
             hist: Histogram::new_with_bounds(1, MAX_PS, 3).expect("valid histogram bounds"),
             saturated: 0,
             ops_per_sample: 1,
+            rounds: None,
+        }
+    }
+
+    /// A recorder that also keeps each round's median ([`Recorder::end_round`]), for the
+    /// spread of the figure over rounds.
+    pub fn by_rounds(tsc: Tsc) -> Recorder {
+        Recorder {
+            rounds: Some((Vec::new(), Vec::new())),
+            ..Recorder::new(tsc)
+        }
+    }
+
+    /// Ends a round: its samples' median joins the rounds' (a recorder made by
+    /// [`Recorder::by_rounds`]; otherwise nothing).
+    pub fn end_round(&mut self) {
+        if let Some((now, medians)) = &mut self.rounds
+            && let Some(s) = crate::verdict::Spread::of(now)
+        {
+            medians.push(s.median);
+            now.clear();
         }
     }
 
@@ -197,6 +221,9 @@ impl Recorder {
             self.saturated += 1;
         }
         self.hist.saturating_record(ps.min(MAX_PS));
+        if let Some((now, _)) = &mut self.rounds {
+            now.push(ns);
+        }
     }
 
     /// Samples so far.
@@ -241,6 +268,12 @@ impl Recorder {
                 h.max() as f64 / PS_PER_NS
             },
             saturated: self.saturated,
+            // Two rounds at least, or there is no spread to speak of.
+            rounds: self
+                .rounds
+                .as_ref()
+                .filter(|(_, m)| m.len() >= 2)
+                .and_then(|(_, m)| crate::verdict::Spread::of(m)),
             hgrm: hgrm(h),
         }
     }
@@ -270,6 +303,10 @@ pub struct Dist {
     pub max_ns: f64,
     /// Samples above the histogram's range, clamped to it.
     pub saturated: u64,
+    /// The median of each recorded round's samples, over the rounds: the figure's median and
+    /// range round to round (variants run by [`interleave`]; `None` for the others).
+    #[serde(default)]
+    pub rounds: Option<crate::verdict::Spread>,
     /// The `.hgrm` percentile distribution (values in ns).
     #[serde(skip)]
     pub hgrm: String,
@@ -347,10 +384,11 @@ pub fn interleave(
             (variants[i].round)(&mut scratch);
         }
     }
-    let mut recs: Vec<Recorder> = variants.iter().map(|_| Recorder::new(tsc)).collect();
+    let mut recs: Vec<Recorder> = variants.iter().map(|_| Recorder::by_rounds(tsc)).collect();
     for round in 0..rounds {
         for i in rotation(warmup + round, n) {
             (variants[i].round)(&mut recs[i]);
+            recs[i].end_round();
         }
     }
     variants
@@ -462,6 +500,9 @@ mod tests {
         let d = interleave(t, 1, 3, &mut vs);
         assert_eq!(order.borrow().iter().collect::<String>(), "abbaabba");
         assert_eq!(d[0].count, 3);
+        // One sample a round: each round's median is it.
+        let rounds = d[1].rounds.expect("three rounds");
+        assert_eq!((rounds.median, rounds.n), (2.0, 3));
         assert_eq!(d[1].name, "b");
     }
 }

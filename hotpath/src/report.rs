@@ -285,14 +285,14 @@ impl Report {
             if !o.dists.is_empty() {
                 let _ = writeln!(
                     s,
-                    "| variant | samples | ops/sample | p50 | p90 | p99 | p99.9 | p99.99 | max | mean |\n|---|---|---|---|---|---|---|---|---|---|"
+                    "| variant | samples | ops/sample | p50 | p90 | p99 | p99.9 | p99.99 | max | mean | round p50s: median (range, rounds) |\n|---|---|---|---|---|---|---|---|---|---|---|"
                 );
                 for d in &o.dists {
                     // A percentile only with ten samples beyond it (verdict::samples_for).
                     let q = |q: f64| d.at(q).map_or_else(|| "–".to_string(), ns);
                     let _ = writeln!(
                         s,
-                        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                         cell(&d.name),
                         d.count,
                         d.ops_per_sample,
@@ -302,7 +302,11 @@ impl Report {
                         q(0.999),
                         q(0.9999),
                         ns(d.max_ns),
-                        ns(d.mean_ns)
+                        ns(d.mean_ns),
+                        d.rounds.map_or_else(
+                            || "–".to_string(),
+                            |r| format!("{} ({}–{}, {})", ns(r.median), ns(r.min), ns(r.max), r.n)
+                        )
                     );
                 }
                 let _ = writeln!(s);

@@ -1447,6 +1447,7 @@ mod tests {
             p9999_ns: p99,
             max_ns: 2.0 * p99,
             saturated: 0,
+            rounds: None,
             hgrm: String::new(),
         }
     }

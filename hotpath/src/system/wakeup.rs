@@ -1490,6 +1490,7 @@ mod tests {
             p9999_ns: max,
             max_ns: max,
             saturated: 0,
+            rounds: None,
             hgrm: String::new(),
         }
     }
