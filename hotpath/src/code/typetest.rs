@@ -189,10 +189,11 @@ struct Stream {
     flats: Vec<Flat>,
 }
 
-/// A market's rough mix of kinds: adds and deletes dominate, trades are rare.
-fn stream(len: usize, seed: u64) -> Stream {
+/// A market's rough mix of kinds: adds and deletes dominate, trades are rare (the counts'
+/// workloads draw the same messages).
+pub(crate) fn messages(len: usize, seed: u64) -> Vec<Msg> {
     let mut r = Rng::new(seed);
-    let enums: Vec<Msg> = (0..len)
+    (0..len)
         .map(|_| {
             let order_ref = r.next_u64() >> 16;
             let price = 1_000_000 + r.below(20_000) as u32;
@@ -209,7 +210,12 @@ fn stream(len: usize, seed: u64) -> Stream {
                 _ => Msg::Trade(Trade { price, shares }),
             }
         })
-        .collect();
+        .collect()
+}
+
+/// The stream in every form the variants read.
+fn stream(len: usize, seed: u64) -> Stream {
+    let enums = messages(len, seed);
     let boxed = enums.iter().map(|&m| Box::new(m)).collect();
     let anys = enums
         .iter()

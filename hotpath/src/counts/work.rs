@@ -17,7 +17,7 @@ use crate::chase;
 use crate::code::Rng;
 use crate::code::dispatch::{BestBid, Ema, Handler, Notional, OnTick, Volume};
 use crate::code::typetest::{
-    self, AddOrder, Flat, Msg, OrderCancel, OrderDelete, OrderExecuted, Tally, Trade,
+    self, AddOrder, Flat, Msg, OrderCancel, OrderDelete, OrderExecuted, Tally, Trade, messages,
 };
 use crate::code::{hotcold, layout};
 
@@ -192,30 +192,6 @@ fn dispatch(variant: &str, n: u64, ran: &mut Ran) {
 }
 
 // ---- typetest ----
-
-/// typetest.rs's stream (a faithful copy of its private `stream`): the same seed, the same
-/// draws, the same mix of kinds.
-fn messages(len: usize, seed: u64) -> Vec<Msg> {
-    let mut r = Rng::new(seed);
-    (0..len)
-        .map(|_| {
-            let order_ref = r.next_u64() >> 16;
-            let price = 1_000_000 + r.below(20_000) as u32;
-            let shares = 1 + r.below(1_000) as u32;
-            match r.below(100) {
-                0..=44 => Msg::Add(AddOrder {
-                    order_ref,
-                    price,
-                    shares,
-                }),
-                45..=84 => Msg::Delete(OrderDelete { order_ref }),
-                85..=91 => Msg::Executed(OrderExecuted { order_ref, shares }),
-                92..=97 => Msg::Cancel(OrderCancel { order_ref, shares }),
-                _ => Msg::Trade(Trade { price, shares }),
-            }
-        })
-        .collect()
-}
 
 fn any(m: Msg) -> Box<dyn Any> {
     match m {
