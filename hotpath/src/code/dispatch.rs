@@ -108,19 +108,22 @@ type TickFn = fn(&mut Acc, u32, u32) -> u64;
 const FNS: [TickFn; 4] = [notional, best_bid, ema, volume];
 
 /// Ticks and call-site selectors, pre-generated: no generator runs inside a timed batch.
-const FEED_LEN: usize = 4096;
+pub(crate) const FEED_LEN: usize = 4096;
 const MASK: usize = FEED_LEN - 1;
 
 #[derive(Debug)]
-struct Feed {
-    px: Vec<u32>,
-    qty: Vec<u32>,
+pub(crate) struct Feed {
+    pub(crate) px: Vec<u32>,
+    pub(crate) qty: Vec<u32>,
     /// Which of the four handlers each megamorphic call goes to, uniformly at random.
-    sel: Vec<u8>,
+    pub(crate) sel: Vec<u8>,
 }
 
+/// The seed of the experiment's feed (the counts' workloads draw the same one).
+pub(crate) const FEED_SEED: u64 = 0x5EED_D15A;
+
 impl Feed {
-    fn new(seed: u64) -> Feed {
+    pub(crate) fn new(seed: u64) -> Feed {
         let mut r = Rng::new(seed);
         let mut f = Feed {
             px: Vec::with_capacity(FEED_LEN),
@@ -193,7 +196,7 @@ pub struct Measured {
 
 /// Runs every variant, interleaved.
 pub fn measure(tsc: Tsc, plan: Plan) -> Measured {
-    let feed = Feed::new(0x5EED_D15A);
+    let feed = Feed::new(FEED_SEED);
     let sums: Vec<Cell<u64>> = (0..10).map(|_| Cell::new(0)).collect();
 
     // One type at the call site.
@@ -554,7 +557,7 @@ mod tests {
     #[test]
     fn the_sums_are_the_handlers_results_recomputed_directly() {
         // 4 rounds of 2 × 50 calls = 400 calls over the feed, recomputed without any dispatch.
-        let feed = Feed::new(0x5EED_D15A);
+        let feed = Feed::new(FEED_SEED);
         let (mut one, mut four) = (Acc::default(), [Acc::default(); 4]);
         let (mut s1, mut s4) = (0u64, 0u64);
         for k in 0..400 {

@@ -14,8 +14,9 @@ use std::hint::black_box;
 use super::{Ran, lines_touched};
 use crate::Size;
 use crate::chase;
-use crate::code::Rng;
-use crate::code::dispatch::{BestBid, Ema, Handler, Notional, OnTick, Volume};
+use crate::code::dispatch::{
+    BestBid, Ema, FEED_LEN, FEED_SEED, Feed, Handler, Notional, OnTick, Volume,
+};
 use crate::code::typetest::{
     self, AddOrder, Flat, Msg, OrderCancel, OrderDelete, OrderExecuted, Tally, Trade, messages,
 };
@@ -59,29 +60,9 @@ fn kernel(name: &str) -> Vec<String> {
 
 // ---- dispatch ----
 
-/// dispatch.rs's feed (a faithful copy: its `Feed` is private to the experiment): 4096 ticks
-/// and call-site selectors from the same seed, drawn in the same order.
-struct Feed {
-    px: Vec<u32>,
-    qty: Vec<u32>,
-    sel: Vec<u8>,
-}
-
-const FEED_LEN: usize = 4096;
-
+/// The dispatch experiment's own feed: the same ticks and call-site selectors.
 fn feed() -> Feed {
-    let mut r = Rng::new(0x5EED_D15A);
-    let mut f = Feed {
-        px: Vec::with_capacity(FEED_LEN),
-        qty: Vec::with_capacity(FEED_LEN),
-        sel: Vec::with_capacity(FEED_LEN),
-    };
-    for _ in 0..FEED_LEN {
-        f.px.push(1_000_000 + r.below(20_000) as u32);
-        f.qty.push(1 + r.below(1_000) as u32);
-        f.sel.push(r.below(4) as u8);
-    }
-    f
+    Feed::new(FEED_SEED)
 }
 
 /// dispatch.rs's per-call loop (its `variant`'s batch): the next tick, one call, the result
