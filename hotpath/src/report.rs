@@ -10,7 +10,7 @@ use results::plot::{self, Axis, Plot, Scale};
 use serde::{Deserialize, Serialize};
 
 use crate::harness::Dist;
-use crate::verdict::Standing;
+use crate::verdict::{Spread, Standing};
 
 /// The study's two halves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -177,6 +177,21 @@ pub fn ratio(r: Option<f64>) -> String {
     }
 }
 
+/// A spread of durations over rounds as the tables print it: `20.6 ms (19.8 ms–23.1 ms, 20
+/// passes)`, `–` when there is none; `noun` names what a round is.
+pub fn ranged_ns(s: Option<Spread>, noun: &str) -> String {
+    match s {
+        Some(s) => format!(
+            "{} ({}–{}, {} {noun})",
+            ns(s.median),
+            ns(s.min),
+            ns(s.max),
+            s.n
+        ),
+        None => "–".to_string(),
+    }
+}
+
 /// A duration in ns as the tables print it (3 significant digits, unit scaled).
 pub fn ns(v: f64) -> String {
     if v.is_nan() {
@@ -303,10 +318,7 @@ impl Report {
                         q(0.9999),
                         ns(d.max_ns),
                         ns(d.mean_ns),
-                        d.rounds.map_or_else(
-                            || "–".to_string(),
-                            |r| format!("{} ({}–{}, {})", ns(r.median), ns(r.min), ns(r.max), r.n)
-                        )
+                        ranged_ns(d.rounds, "rounds")
                     );
                 }
                 let _ = writeln!(s);
@@ -448,6 +460,12 @@ mod tests {
         assert_eq!(ratio(Some(1.466)), "1.47×");
         assert_eq!(ratio(None), "–");
         assert_eq!(ns(f64::NAN), "–");
+        let s = Spread::of(&[20_600_000.0, 19_800_000.0, 23_100_000.0]);
+        assert_eq!(
+            ranged_ns(s, "passes"),
+            "20.600 ms (19.800 ms–23.100 ms, 3 passes)"
+        );
+        assert_eq!(ranged_ns(None, "passes"), "–");
     }
 
     #[test]

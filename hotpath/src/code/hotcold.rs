@@ -14,7 +14,7 @@ use std::hint::black_box;
 use super::Rng;
 use crate::Ctx;
 use crate::harness::{Dist, Recorder, Tsc, Variant, interleave, tsc};
-use crate::report::{Comparison, Curve, Level, Outcome, Series, ns};
+use crate::report::{Comparison, Curve, Level, Outcome, Series};
 use crate::verdict::{Spread, Standing, standing};
 
 /// What the risk scan reads.
@@ -313,16 +313,7 @@ pub fn measure(clock: Tsc, plan: Plan) -> Measured {
 
 /// `20.6 ms (19.8–23.1 ms, 20 passes)`.
 fn ranged(s: &Option<Spread>) -> String {
-    match s {
-        Some(s) => format!(
-            "{} ({}–{}, {} passes)",
-            ns(s.median),
-            ns(s.min),
-            ns(s.max),
-            s.n
-        ),
-        None => "–".to_string(),
-    }
+    crate::report::ranged_ns(*s, "passes")
 }
 
 /// The study's pass times (s) and cache misses per run, before and after its split.

@@ -517,16 +517,7 @@ fn median(s: &Option<Spread>) -> f64 {
 
 /// `6.60 ms (6.21–7.03 ms, 40 passes)`.
 fn ranged(s: &Option<Spread>) -> String {
-    match s {
-        Some(s) => format!(
-            "{} ({}–{}, {} passes)",
-            ns(s.median),
-            ns(s.min),
-            ns(s.max),
-            s.n
-        ),
-        None => "–".to_string(),
-    }
+    crate::report::ranged_ns(*s, "passes")
 }
 
 /// The AoS-vs-SoA experiment's variant names.
