@@ -4,8 +4,10 @@
 //! [`isolate`] moves every other movable task, unbound workqueues and IRQs off a measured CPU
 //! at runtime and restores each setting exactly (after Ctrl-C and, from its saved state file,
 //! after a crash). Used by `cargo xtask bench --isolate`, the matrix's `isolate` knob, the
-//! hot-path suite and `cargo xtask doctor`.
+//! hot-path suite and `cargo xtask doctor`; [`idle`] sets a KVM guest's idle settings (haltpoll's
+//! poll window, the halt state) for a run and puts them back the same way.
 #![forbid(unsafe_code)]
 
 pub mod doctor;
+pub mod idle;
 pub mod isolate;

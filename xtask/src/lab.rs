@@ -34,6 +34,9 @@ pub(crate) fn down(Options { name }: Options) -> anyhow::Result<()> {
     if let Some(note) = tuning::isolate::restore_leftover(&tuning::isolate::Paths::live())? {
         eprintln!("{note}");
     }
+    if let Some(note) = tuning::idle::restore_leftover(&tuning::idle::Paths::live())? {
+        eprintln!("{note}");
+    }
     if netns::down(&config).context("failed to remove the lab")? {
         eprintln!("lab {} removed", config.name);
     } else {

@@ -71,6 +71,14 @@ pub(crate) enum Knob {
     /// after the run.
     #[value(name = "irq-steer")]
     IrqSteer,
+    /// Sleep in poll() with the guest's haltpoll driver polling up to 200 µs before it halts
+    /// (a KVM guest's C-state choice; restored after the run).
+    #[value(name = "block-halt-poll")]
+    BlockHaltPoll,
+    /// Sleep in poll() with the trader CPU's halt state disabled: it idles in POLL, never
+    /// halting (restored after the run).
+    #[value(name = "block-no-halt")]
+    BlockNoHalt,
     /// The XDP program's log on (`trader --xdp-log`), no events to log (AF_XDP only).
     #[value(name = "xdp-log")]
     XdpLog,
@@ -108,6 +116,8 @@ impl Knob {
             Knob::MoldBatch4 => "mold-batch-4",
             Knob::Isolate => "isolate",
             Knob::IrqSteer => "irq-steer",
+            Knob::BlockHaltPoll => "block-halt-poll",
+            Knob::BlockNoHalt => "block-no-halt",
             Knob::XdpLog => "xdp-log",
             Knob::MalformedStream => "malformed-stream",
             Knob::XdpLogMalformed => "xdp-log-malformed",
@@ -133,6 +143,8 @@ impl Knob {
             Knob::MoldBatch4 => "4 ITCH messages per MoldUDP64 packet",
             Knob::Isolate => "trader's CPU isolated at runtime: tasks, workqueues, IRQs moved off",
             Knob::IrqSteer => "IRQs only moved off the trader's CPU (tasks, workqueues stay)",
+            Knob::BlockHaltPoll => "sleep in poll(), the guest polling up to 200 µs before halting",
+            Knob::BlockNoHalt => "sleep in poll(), the trader's CPU never halting (POLL idle only)",
             Knob::XdpLog => "XDP program's log on (--xdp-log), nothing to log",
             Knob::MalformedStream => "1,000 malformed frames/s at the trader, log off",
             Knob::XdpLogMalformed => {
@@ -163,6 +175,8 @@ impl Knob {
             Knob::Recvmmsg => spec.recvmmsg,
             Knob::SmallRcvbuf => spec.io == Io::Udp,
             Knob::Block
+            | Knob::BlockHaltPoll
+            | Knob::BlockNoHalt
             | Knob::BusyPoll
             | Knob::Unpinned
             | Knob::Fifo
@@ -178,7 +192,8 @@ impl Knob {
     fn apply(self, base: &crate::run::Options) -> crate::run::Options {
         let mut o = base.clone();
         let trader: &[&str] = match self {
-            Knob::Block => {
+            // The idle setting itself is made around the run (`measure`).
+            Knob::Block | Knob::BlockHaltPoll | Knob::BlockNoHalt => {
                 o.wait = Wait::Block;
                 &[]
             }
@@ -535,9 +550,35 @@ fn measure(
         } else {
             None
         };
+        let idle = match knob {
+            Some(Knob::BlockHaltPoll) => Some(tuning::idle::Idle::PollFirst(200_000)),
+            Some(Knob::BlockNoHalt) => Some(tuning::idle::Idle::NeverHalt),
+            _ => None,
+        };
+        let idle = match idle.map(|i| {
+            tuning::idle::IdleGuard::apply(tuning::idle::Paths::live(), opts.trader_cpu, i)
+        }) {
+            Some(Err(e)) => {
+                skipped.push(Skipped {
+                    text: format!("{name} on {path}: {e:#}"),
+                    failed: true,
+                });
+                continue;
+            }
+            Some(Ok(g)) => Some(g),
+            None => None,
+        };
         let result = session
             .run(&opts, Ends::kernel_exchange(path), &tag)
             .and_then(|run| Ok((run.replay()?, run.trader()?)));
+        if let Some(g) = idle
+            && let Err(e) = g.restore()
+        {
+            skipped.push(Skipped {
+                text: format!("restoring the idle settings: {e:#}"),
+                failed: true,
+            });
+        }
         if let Some(iso) = isolation
             && let Err(e) = iso.restore()
         {

@@ -75,6 +75,9 @@ impl Session {
         if let Some(note) = tuning::isolate::restore_leftover(&tuning::isolate::Paths::live())? {
             eprintln!("{note}");
         }
+        if let Some(note) = tuning::idle::restore_leftover(&tuning::idle::Paths::live())? {
+            eprintln!("{note}");
+        }
         let stop = Arc::new(AtomicBool::new(false));
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
             signal_hook::flag::register(sig, Arc::clone(&stop))
