@@ -75,8 +75,8 @@ pub(crate) enum Knob {
     /// (a KVM guest's C-state choice; restored after the run).
     #[value(name = "block-halt-poll")]
     BlockHaltPoll,
-    /// Sleep in poll() with the trader CPU's halt state disabled: it idles in POLL, never
-    /// halting (restored after the run).
+    /// Sleep in poll() with a PM QoS request for 0 µs wake-up latency held for the run: the
+    /// CPUs idle in POLL, never halting.
     #[value(name = "block-no-halt")]
     BlockNoHalt,
     /// The XDP program's log on (`trader --xdp-log`), no events to log (AF_XDP only).
@@ -144,7 +144,7 @@ impl Knob {
             Knob::Isolate => "trader's CPU isolated at runtime: tasks, workqueues, IRQs moved off",
             Knob::IrqSteer => "IRQs only moved off the trader's CPU (tasks, workqueues stay)",
             Knob::BlockHaltPoll => "sleep in poll(), the guest polling up to 200 µs before halting",
-            Knob::BlockNoHalt => "sleep in poll(), the trader's CPU never halting (POLL idle only)",
+            Knob::BlockNoHalt => "sleep in poll(), no CPU halting (PM QoS 0 µs: POLL idle only)",
             Knob::XdpLog => "XDP program's log on (--xdp-log), nothing to log",
             Knob::MalformedStream => "1,000 malformed frames/s at the trader, log off",
             Knob::XdpLogMalformed => {

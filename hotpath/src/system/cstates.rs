@@ -15,8 +15,12 @@
 //! panic; `cargo xtask hotpath` also restores it if the suite is killed):
 //! - halt at once (`guest_halt_poll_ns` 0, this guest's boot setting);
 //! - poll first, up to 200 µs (the kernel's default `guest_halt_poll_ns`);
-//! - never halt (the "haltpoll idle" state disabled on the measured CPU: it idles in POLL, a
-//!   spinning loop, as `intel_idle.max_cstate=0 idle=poll` would on bare metal).
+//! - never halt: a PM QoS request for 0 µs wake-up latency (`/dev/cpu_dma_latency` held open
+//!   with 0, as tuned's latency profiles do): every CPU idles in POLL, a spinning loop, as
+//!   `idle=poll` would on bare metal. (Disabling the "haltpoll idle" state in sysfs does not
+//!   do it: with its poll limit at 0 the haltpoll governor picks that state without reading
+//!   the switch.) The halt state's entry counter is read around every round, and the report
+//!   says how many halts each setting saw.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -53,19 +57,22 @@ impl Idle {
         match self {
             Idle::HaltAtOnce => "halt at once (poll 0 µs)",
             Idle::PollFirst => "poll up to 200 µs, then halt",
-            Idle::NeverHalt => "never halt (POLL state only)",
+            Idle::NeverHalt => "never halt (PM QoS 0 µs: POLL only)",
         }
     }
 }
 
-/// The two settings, saved before the first change and restored when this drops.
+/// The poll window, saved before the first change and restored when this drops; the PM QoS
+/// request that keeps the CPUs out of the halt state while it is held; and the halt state's
+/// entry counter, to check each setting did what it says.
 struct Settings {
     poll: SettingGuard,
-    halt_disable: SettingGuard,
+    qos: Option<File>,
+    halt_usage: String,
 }
 
 impl Settings {
-    /// The CPU's deepest idle state named "haltpoll idle", or an error saying what is missing.
+    /// The CPU's idle state named "haltpoll idle", or an error saying what is missing.
     fn save(cpu: usize) -> anyhow::Result<Settings> {
         let dir = format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle");
         let driver = std::fs::read_to_string("/sys/devices/system/cpu/cpuidle/current_driver")
@@ -85,28 +92,40 @@ impl Settings {
             })
             .with_context(|| format!("no \"haltpoll idle\" state under {dir}"))?;
         let poll = SettingGuard::save(POLL_NS).with_context(|| format!("reading {POLL_NS}"))?;
-        let halt_disable = SettingGuard::save(format!("{state}/disable"))
-            .with_context(|| format!("reading {state}/disable"))?;
         // Writable? (root, and a kernel that allows it): try the value it already has.
         poll.set(poll.old())
             .with_context(|| format!("writing {POLL_NS} (needs root)"))?;
-        halt_disable
-            .set(halt_disable.old())
-            .with_context(|| format!("writing {state}/disable (needs root)"))?;
-        Ok(Settings { poll, halt_disable })
+        Ok(Settings {
+            poll,
+            qos: None,
+            halt_usage: format!("{state}/usage"),
+        })
     }
 
-    fn apply(&self, idle: Idle) -> anyhow::Result<()> {
-        let (poll, disable) = match idle {
-            Idle::HaltAtOnce => ("0".to_string(), "0"),
-            Idle::PollFirst => (KERNEL_DEFAULT_POLL_NS.to_string(), "0"),
-            Idle::NeverHalt => (self.poll.old().to_string(), "1"),
+    /// Never halting is a PM QoS request for 0 µs (held open), not the halt state's `disable`
+    /// switch, which the haltpoll governor does not read when its poll limit is 0.
+    fn apply(&mut self, idle: Idle) -> anyhow::Result<()> {
+        self.qos = None;
+        let poll = match idle {
+            Idle::HaltAtOnce => "0".to_string(),
+            Idle::PollFirst => KERNEL_DEFAULT_POLL_NS.to_string(),
+            Idle::NeverHalt => {
+                self.qos = Some(tuning::idle::hold_zero_latency(std::path::Path::new(
+                    "/dev/cpu_dma_latency",
+                ))?);
+                "0".to_string()
+            }
         };
         self.poll.set(&poll).context("setting the poll window")?;
-        self.halt_disable
-            .set(disable)
-            .context("setting the halt state's disable")?;
         Ok(())
+    }
+
+    /// Entries into the halt state on the measured CPU since boot.
+    fn halts(&self) -> u64 {
+        std::fs::read_to_string(&self.halt_usage)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0)
     }
 }
 
@@ -121,7 +140,7 @@ pub fn run_with(ctx: &Ctx, wakes: usize, rounds: usize) -> anyhow::Result<Outcom
     if !ctx.root {
         bail!("switching the guest's idle states needs root");
     }
-    let settings = Settings::save(ctx.cpu)?;
+    let mut settings = Settings::save(ctx.cpu)?;
     let mut out = Outcome::new(
         "cstates",
         "C-states in a guest: halting (a VM exit) vs polling vs never halting, for a blocked wake-up",
@@ -132,16 +151,20 @@ pub fn run_with(ctx: &Ctx, wakes: usize, rounds: usize) -> anyhow::Result<Outcom
     let mut medians: Vec<Vec<f64>> = vec![Vec::new(); Idle::ALL.len()];
     let mut rng = Rng::new(0x0c57_a7e5);
     let mut delivered = 0usize;
+    // Halt-state entries on the measured CPU during each setting's recorded rounds.
+    let mut halts = [0u64; Idle::ALL.len()];
     for round in 0..=rounds {
         for i in rotation(round, Idle::ALL.len()) {
             settings.apply(Idle::ALL[i])?;
             let gaps: Vec<u64> = (0..wakes)
                 .map(|_| GAP_US.0 + rng.below((GAP_US.1 - GAP_US.0) as usize) as u64)
                 .collect();
+            let before = settings.halts();
             let lat = wake_round(ctx, &gaps)?;
             if round == 0 {
                 continue; // warm-up
             }
+            halts[i] += settings.halts().saturating_sub(before);
             delivered += lat.len();
             let mut r = Recorder::new(ctx.tsc);
             for &ns in &lat {
@@ -171,6 +194,7 @@ pub fn run_with(ctx: &Ctx, wakes: usize, rounds: usize) -> anyhow::Result<Outcom
         ctx.other_cpu,
         restored()
     ));
+    out.notes.push(halts_note(&halts, rounds * wakes));
     out.notes.push(
         "A veth lab's blocking trader (`--wait block`, `trigger-block`) sleeps in poll() exactly \
          like this sleeper: each tick after a quiet gap pays the halting row's wake-up unless the \
@@ -185,6 +209,29 @@ pub fn run_with(ctx: &Ctx, wakes: usize, rounds: usize) -> anyhow::Result<Outcom
                   and pay a wake-up per tick whose cost this experiment shows."
         .into();
     Ok(out)
+}
+
+/// How often the measured CPU entered the halt state per wake-up under each setting: the
+/// check that "never halt" never did.
+pub fn halts_note(halts: &[u64; 3], wakes: usize) -> String {
+    let per = |h: u64| h as f64 / wakes.max(1) as f64;
+    let mut s = format!(
+        "Halt-state entries on the measured CPU per wake-up: {:.2} halting at once, {:.2} \
+         polling first, {:.2} never halting",
+        per(halts[0]),
+        per(halts[1]),
+        per(halts[2])
+    );
+    if halts[2] > 0 {
+        s.push_str(&format!(
+            " ({} halts while asked never to: the PM QoS request did not hold them all)",
+            halts[2]
+        ));
+    } else {
+        s.push_str(" (none: the PM QoS request held)");
+    }
+    s.push('.');
+    s
 }
 
 /// What the restore left, read back (for the note: a reader can check it was put back).
@@ -362,6 +409,18 @@ mod tests {
 
     fn spread(v: &[f64]) -> Spread {
         Spread::of(v).unwrap()
+    }
+
+    #[test]
+    fn the_halts_note_checks_never_halting() {
+        let n = halts_note(&[1_000, 300, 0], 1_000);
+        assert!(
+            n.contains("1.00 halting at once, 0.30 polling first, 0.00 never"),
+            "{n}"
+        );
+        assert!(n.contains("none: the PM QoS request held"), "{n}");
+        let n = halts_note(&[1_000, 300, 7], 1_000);
+        assert!(n.contains("7 halts while asked never to"), "{n}");
     }
 
     #[test]
