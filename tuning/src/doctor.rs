@@ -333,7 +333,7 @@ fn power(m: &Machine, cpu: usize, out: &mut Vec<Finding>) {
             (None, _) => "no cpuidle driver (a guest idles through the hypervisor: HLT exits)".into(),
         },
         why: "waking from a deep C-state costs µs to 100s of µs (in a guest, a halt is a VM exit): a sleeping trader pays it per packet",
-        fix: "spin (the trader's default), or limit C-states (processor.max_cstate=1, idle=poll, or /dev/cpu_dma_latency); in a guest, a haltpoll poll window or the halt state's disable switch (`cargo xtask hotpath --only cstates` measures both)".into(),
+        fix: "spin (the trader's default), or limit C-states (processor.max_cstate=1, idle=poll, or /dev/cpu_dma_latency); in a guest, haltpoll's poll window or a PM QoS request for 0 µs on /dev/cpu_dma_latency (the halt state's disable switch is ignored by the haltpoll governor here; `cargo xtask hotpath --only cstates` measures both)".into(),
     });
     let gov = m.read(&format!(
         "sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor"
