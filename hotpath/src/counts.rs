@@ -502,18 +502,27 @@ pub fn hotcold_l1_row(full: &Count, split: &Count) -> Comparison {
     let (a, b) = (full.d1_misses, split.d1_misses);
     let study = STUDY_HOTCOLD_MISSES.0 / STUDY_HOTCOLD_MISSES.1;
     let model = match (full.lines_model, split.lines_model) {
-        (Some(x), Some(y)) => format!(
-            "; the line-count model predicts {} and {} lines per order ({:.2}×)",
-            figure(x),
-            figure(y),
-            x / y
-        ),
-        _ => String::new(),
+        (Some(x), Some(y)) => {
+            let how = match crate::verdict::standing(a / b, Some(x / y)) {
+                crate::verdict::Standing::Agrees => "which the misses match",
+                crate::verdict::Standing::LargerHere => "which the misses exceed",
+                crate::verdict::Standing::SmallerHere | crate::verdict::Standing::NoDifference => {
+                    "which the misses fall short of"
+                }
+                _ => "which the misses can't be set against",
+            };
+            format!(
+                "; the line-count model predicts {} and {} lines per order ({:.2}×), {how}",
+                figure(x),
+                figure(y),
+                x / y
+            )
+        }
+        _ => "; no line-count model for these layouts".to_string(),
     };
     let reason = format!(
         "the scan misses the model's L1 {} times per order over full structs, {} over the hot \
-         array{model}; the study gives no struct sizes, and the ratio grows with the cold \
-         bytes carried past the scan",
+         array{model}; the study gives no struct sizes",
         figure(a),
         figure(b)
     );
@@ -865,8 +874,24 @@ mod tests {
             "{}",
             r.verdict
         );
+        assert!(
+            r.verdict.contains("which the misses match"),
+            "{}",
+            r.verdict
+        );
         let far = hotcold_l1_row(&full, &count("split", 5.0, 0.1, 0.0, None));
         assert_eq!(far.standing, Some(Standing::LargerHere));
+        assert!(
+            far.verdict.contains("no line-count model"),
+            "{}",
+            far.verdict
+        );
+        let short = hotcold_l1_row(&count("full", 5.0, 0.5, 0.5, Some(1.25)), &split);
+        assert!(
+            short.verdict.contains("which the misses fall short of"),
+            "{}",
+            short.verdict
+        );
         // Last level: judged when both miss; a finding naming the fit when one doesn't.
         assert_eq!(
             hotcold_ll_row(&full, &split, None).standing,
