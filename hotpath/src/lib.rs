@@ -73,3 +73,16 @@ impl Ctx {
         eprintln!("    {msg}");
     }
 }
+
+/// Whether this process runs as root (effective uid 0), from `/proc/self/status`: SCHED_FIFO,
+/// HugeTLB reservations, idle settings and isolation need it.
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|e| e == "0"))
+        })
+        .unwrap_or(false)
+}

@@ -140,6 +140,43 @@ pub fn select(only: &[String]) -> anyhow::Result<Vec<Spec>> {
         .collect())
 }
 
+/// Runs `specs` one after the other into `report`, each failure recorded, until `stop`.
+pub fn run_each(
+    specs: &[Spec],
+    ctx: &Ctx,
+    stop: &std::sync::atomic::AtomicBool,
+    report: &mut crate::report::Report,
+) -> anyhow::Result<()> {
+    let n = specs.len();
+    for (i, s) in specs.iter().enumerate() {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            eprintln!(
+                "interrupted: the experiments before {} are in the report",
+                s.id
+            );
+            report
+                .skipped
+                .push((s.id.to_string(), "interrupted".into()));
+            continue;
+        }
+        eprintln!("[{}/{n}] {}: {}", i + 1, s.id, s.about);
+        let t = std::time::Instant::now();
+        match (s.run)(ctx) {
+            Ok(out) => {
+                eprintln!("    done in {:.1} s", t.elapsed().as_secs_f64());
+                report.outcomes.push(out);
+            }
+            Err(e) => {
+                eprintln!("    failed: {e:#}");
+                report.skipped.push((s.id.to_string(), format!("{e:#}")));
+            }
+        }
+        // Each experiment leaves the thread as it found it: pinned to the measured CPU.
+        ctx.pin()?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

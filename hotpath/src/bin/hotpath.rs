@@ -3,7 +3,7 @@
 #![forbid(unsafe_code)]
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -156,7 +156,7 @@ fn run_suite(o: RunOptions) -> anyhow::Result<()> {
         tsc,
         cpu: o.cpu,
         other_cpu: o.other_cpu,
-        root: nix_is_root(),
+        root: hotpath::is_root(),
     };
     ctx.pin()?;
     let mut report = new_report(&o, tsc)?;
@@ -167,7 +167,7 @@ fn run_suite(o: RunOptions) -> anyhow::Result<()> {
         signal_hook::flag::register(sig, std::sync::Arc::clone(&stop))
             .context("installing the signal handler")?;
     }
-    run_each(&specs, &ctx, &stop, &mut report)?;
+    suite::run_each(&specs, &ctx, &stop, &mut report)?;
     report.write(&o.out)?;
     eprintln!("report: {}", o.out.join("report.md").display());
     if stop.load(std::sync::atomic::Ordering::Relaxed) {
@@ -193,7 +193,7 @@ fn run_suite(o: RunOptions) -> anyhow::Result<()> {
 
 fn isolate(cpu: usize, restore: bool, command: &[String]) -> anyhow::Result<()> {
     use tuning::isolate::{Isolation, Paths, restore_leftover};
-    if !nix_is_root() {
+    if !hotpath::is_root() {
         anyhow::bail!("isolating a CPU needs root (cpusets, /proc/irq, the workqueue mask)");
     }
     if restore {
@@ -224,17 +224,6 @@ fn isolate(cpu: usize, restore: bool, command: &[String]) -> anyhow::Result<()> 
         anyhow::bail!("{} exited with {status}", command[0]);
     }
     Ok(())
-}
-
-fn nix_is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(2).map(|e| e == "0"))
-        })
-        .unwrap_or(false)
 }
 
 /// The time now as `YYYY-MM-DDTHH:MM:SSZ`.
@@ -268,41 +257,4 @@ fn new_report(o: &RunOptions, tsc: Tsc) -> anyhow::Result<Report> {
         outcomes: Vec::new(),
         skipped: Vec::new(),
     })
-}
-
-/// Runs `specs` one after the other into `report`, each failure recorded, until `stop`.
-fn run_each(
-    specs: &[suite::Spec],
-    ctx: &Ctx,
-    stop: &std::sync::atomic::AtomicBool,
-    report: &mut Report,
-) -> anyhow::Result<()> {
-    let n = specs.len();
-    for (i, s) in specs.iter().enumerate() {
-        if stop.load(std::sync::atomic::Ordering::Relaxed) {
-            eprintln!(
-                "interrupted: the experiments before {} are in the report",
-                s.id
-            );
-            report
-                .skipped
-                .push((s.id.to_string(), "interrupted".into()));
-            continue;
-        }
-        eprintln!("[{}/{n}] {}: {}", i + 1, s.id, s.about);
-        let t = Instant::now();
-        match (s.run)(ctx) {
-            Ok(out) => {
-                eprintln!("    done in {:.1} s", t.elapsed().as_secs_f64());
-                report.outcomes.push(out);
-            }
-            Err(e) => {
-                eprintln!("    failed: {e:#}");
-                report.skipped.push((s.id.to_string(), format!("{e:#}")));
-            }
-        }
-        // Each experiment leaves the thread as it found it: pinned to the measured CPU.
-        ctx.pin()?;
-    }
-    Ok(())
 }

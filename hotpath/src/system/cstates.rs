@@ -459,7 +459,7 @@ mod tests {
     #[test]
     fn every_wake_is_delivered_and_the_settings_come_back() {
         let ctx = crate::code::test_ctx();
-        let root = nix_root();
+        let root = crate::is_root();
         if !root || Settings::save(ctx.cpu).is_err() {
             eprintln!("skipped: needs root and the haltpoll cpuidle driver");
             return;
@@ -470,16 +470,5 @@ mod tests {
         assert_eq!(out.dists.len(), 3);
         assert!(out.dists.iter().all(|d| d.count == 10), "{:?}", out.dists);
         assert_eq!(std::fs::read_to_string(POLL_NS).unwrap(), before);
-    }
-
-    fn nix_root() -> bool {
-        std::fs::read_to_string("/proc/self/status")
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find(|l| l.starts_with("Uid:"))
-                    .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
-            })
-            .unwrap_or(false)
     }
 }
