@@ -96,7 +96,7 @@ struct CountOptions {
     #[arg(long)]
     variant: String,
     /// Operations (calls, messages, steps; passes over a book).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     ops: u64,
     /// small: the small working sets (CI's); default: the experiments' large ones.
     #[arg(long, value_enum, default_value = "default")]
