@@ -635,8 +635,12 @@ fn render(rows: &[Row], o: &Options) -> String {
             .find(|b| b.knob.is_none() && b.path == r.path && b.round == r.round)
             .map(|b| &b.replay.tick_to_trade);
         let s = &r.replay.tick_to_trade;
-        // Change against the same path's baseline, percent (none without a baseline).
-        let d = |v: fn(&Summary) -> f64| base.map(|b| (v(s) - v(b)) / v(b) * 100.0);
+        // Change against the same path's baseline, percent (none without a baseline, or where
+        // the baseline measured nothing: no orders, no latency).
+        let d = |v: fn(&Summary) -> f64| {
+            base.filter(|b| v(b) > 0.0)
+                .map(|b| (v(s) - v(b)) / v(b) * 100.0)
+        };
         let (d50, d999, d9999) = (d(|s| s.p50_us), d(|s| s.p999_us), d(|s| s.p9999_us));
         let what = r.knob.map_or(String::new(), |k| format!(" ({})", k.what()));
         let what = if o.rounds > 1 {
@@ -659,7 +663,7 @@ fn render(rows: &[Row], o: &Options) -> String {
             s.p9999_us,
             pct(d9999),
             s.saturated,
-            if r.replay.parity.ok() { "ok" } else { "FAIL" },
+            parity_cell(&r.replay.parity.verdict),
             if r.knob.is_some() {
                 moves(d50, d999, d9999)
             } else {
@@ -840,6 +844,17 @@ fn moves(d50: Option<f64>, d999: Option<f64>, d9999: Option<f64>) -> String {
     }
 }
 
+/// The parity column: a run whose strategy sends no order has nothing to check, which is not
+/// a failure (the replay's own report says why: too few ticks).
+fn parity_cell(v: &results::ParityVerdict) -> &'static str {
+    use results::ParityVerdict;
+    match v {
+        ParityVerdict::Ok => "ok",
+        ParityVerdict::NothingToCheck { .. } => "nothing to check",
+        _ => "FAIL",
+    }
+}
+
 fn pct(x: Option<f64>) -> String {
     x.map_or(String::new(), |x| format!("{x:+.0}%"))
 }
@@ -847,6 +862,16 @@ fn pct(x: Option<f64>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_with_no_orders_has_nothing_to_check_not_a_failure() {
+        use results::ParityVerdict;
+        assert_eq!(parity_cell(&ParityVerdict::Ok), "ok");
+        assert_eq!(
+            parity_cell(&ParityVerdict::NothingToCheck { ticks: 4 }),
+            "nothing to check"
+        );
+    }
 
     #[test]
     fn knob_names_are_clap_names() {
