@@ -70,8 +70,8 @@ fn read(p: &Path) -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
-/// The CPU's idle state named "haltpoll idle".
-fn halt_state(paths: &Paths, cpu: usize) -> anyhow::Result<PathBuf> {
+/// The CPU's idle state named "haltpoll idle" (its folder under `cpuidle/`).
+pub fn halt_state(paths: &Paths, cpu: usize) -> anyhow::Result<PathBuf> {
     let dir = paths.cpuidle(cpu);
     (0..8)
         .map(|i| dir.join(format!("state{i}")))

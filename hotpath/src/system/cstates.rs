@@ -74,7 +74,6 @@ struct Settings {
 impl Settings {
     /// The CPU's idle state named "haltpoll idle", or an error saying what is missing.
     fn save(cpu: usize) -> anyhow::Result<Settings> {
-        let dir = format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle");
         let driver = std::fs::read_to_string("/sys/devices/system/cpu/cpuidle/current_driver")
             .unwrap_or_default();
         if driver.trim() != "haltpoll" {
@@ -84,13 +83,7 @@ impl Settings {
                 driver.trim()
             );
         }
-        let state = (0..8)
-            .map(|i| format!("{dir}/state{i}"))
-            .find(|s| {
-                std::fs::read_to_string(format!("{s}/name"))
-                    .is_ok_and(|n| n.trim() == "haltpoll idle")
-            })
-            .with_context(|| format!("no \"haltpoll idle\" state under {dir}"))?;
+        let state = tuning::idle::halt_state(&tuning::idle::Paths::live(), cpu)?;
         let poll = SettingGuard::save(POLL_NS).with_context(|| format!("reading {POLL_NS}"))?;
         // Writable? (root, and a kernel that allows it): try the value it already has.
         poll.set(poll.old())
@@ -98,7 +91,7 @@ impl Settings {
         Ok(Settings {
             poll,
             qos: None,
-            halt_usage: format!("{state}/usage"),
+            halt_usage: state.join("usage").display().to_string(),
         })
     }
 
