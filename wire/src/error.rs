@@ -100,6 +100,33 @@ pub enum Error {
     /// A stock symbol (or MoldUDP64 session) longer than its field or with bytes outside printable ASCII.
     #[error("stock symbol must be at most 8 printable ASCII characters")]
     BadStock,
+    /// A SoupBinTCP packet whose length disagrees with the fixed length its type has.
+    #[error("SoupBinTCP packet {:?} must carry {expected} payload bytes, got {got}", char::from(*kind))]
+    PacketLength {
+        /// The packet type byte.
+        kind: u8,
+        /// The payload length SoupBinTCP 3.00 gives that type.
+        expected: usize,
+        /// The payload length received.
+        got: usize,
+    },
+    /// A SoupBinTCP length field of 0: no room for the type byte.
+    #[error("SoupBinTCP packet of length 0 (no type byte)")]
+    EmptyPacket,
+    /// A SoupBinTCP packet longer than the receiver's buffer takes.
+    #[error("SoupBinTCP packet of {len} bytes is longer than the {max} this end takes")]
+    PacketTooLong {
+        /// The packet's length field.
+        len: usize,
+        /// The most this end buffers.
+        max: usize,
+    },
+    /// A numeric (ASCII decimal) field that is not digits padded with spaces, or too large.
+    #[error("numeric field is not space-padded ASCII digits that fit 64 bits")]
+    BadNumeric,
+    /// An alpha field with a byte outside printable ASCII.
+    #[error("alpha field has a byte outside printable ASCII")]
+    BadAlpha,
     /// A timestamp of 2^48 nanoseconds or more, which ITCH's 6-byte field cannot hold.
     #[error("timestamp {0} ns does not fit 48 bits")]
     BadTimestamp(u64),

@@ -222,6 +222,12 @@ pub mod order {
     pub const LEN: usize = field::STOCK.end;
 }
 
+/// SoupBinTCP 3.00's packet header and its packets' fixed fields.
+pub mod soupbin;
+
+/// OUCH 5.0's messages (inside SoupBinTCP's data packets).
+pub mod ouch;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,1 @@
+//! OUCH 5.0 layouts: filled by the OUCH work.
