@@ -8,6 +8,8 @@
 //! * [`order`]: the trader's fixed 36-byte, OUCH-style Enter Order.
 //! * [`pcap`]: classic pcap files (LINKTYPE_ETHERNET) and UDP payload extraction from their frames,
 //!   for the replay tool.
+//! * [`soupbin`]: SoupBinTCP 3.00, the session under OUCH on TCP, and the [`soupbin::Framer`]
+//!   that finds its packets in a TCP byte stream however it was split.
 //! * [`udp`]: the UDP datagram in an Ethernet frame: the one header walk, shared by the pcap
 //!   reader and the trader's AF_XDP receive path.
 //!
@@ -23,6 +25,7 @@ pub mod itch;
 pub mod moldudp64;
 pub mod order;
 pub mod pcap;
+pub mod soupbin;
 pub mod udp;
 
 pub use error::{Error, Result};
