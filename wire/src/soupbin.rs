@@ -384,6 +384,16 @@ impl Framer {
     /// The next whole packet, if one is in; `None` while the next one is still partial. An
     /// error is final for this stream (its framing is lost): the session must end.
     pub fn next_packet(&mut self) -> Option<Result<Repr<'_>>> {
+        match self.next_frame()? {
+            Ok(range) => Some(Repr::parse(&self.buf[range]).map(|(repr, _)| repr)),
+            Err(e) => Some(Err(e)),
+        }
+    }
+
+    /// [`Framer::next_packet`] as a byte range, for a caller that decides what to do with a
+    /// packet before borrowing it again ([`Framer::frame`]): the whole packet, header included,
+    /// not yet checked beyond its length. Valid until the next [`Framer::read_into`].
+    pub fn next_frame(&mut self) -> Option<Result<core::ops::Range<usize>>> {
         let data = &self.buf[self.start..self.end];
         if data.len() < header::LEN.end {
             return None;
@@ -400,7 +410,18 @@ impl Framer {
         }
         let at = self.start;
         self.start += len;
-        Some(Repr::parse(&self.buf[at..at + len]).map(|(repr, _)| repr))
+        Some(Ok(at..at + len))
+    }
+
+    /// The bytes of a range [`Framer::next_frame`] returned (empty if it is not one).
+    pub fn frame(&self, range: core::ops::Range<usize>) -> &[u8] {
+        self.buf.get(range).unwrap_or(&[])
+    }
+
+    /// Drops whatever is buffered (a new connection starts a new stream).
+    pub fn clear(&mut self) {
+        self.start = 0;
+        self.end = 0;
     }
 }
 
