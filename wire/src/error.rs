@@ -127,6 +127,22 @@ pub enum Error {
     /// An alpha field with a byte outside printable ASCII.
     #[error("alpha field has a byte outside printable ASCII")]
     BadAlpha,
+    /// A one-byte code field holding a value the format does not define (an OUCH time in
+    /// force, display, capacity, ...).
+    #[error("field {field} holds {byte:#04x}, not one of its codes")]
+    BadField {
+        /// The field's name.
+        field: &'static str,
+        /// The byte found (or given to emit).
+        byte: u8,
+    },
+    /// An OUCH ClOrdID that is not the lab's (13 decimal digits, then `'O'` or `'R'`), or a tick
+    /// sequence number of 10^13 or more, which its 13 digits cannot hold.
+    #[error("ClOrdID is not the lab's 13 digits and 'O'/'R'")]
+    BadClOrdId,
+    /// An order token too large for OUCH's 4-byte UserRefNum.
+    #[error("order token {0} does not fit OUCH's 32-bit UserRefNum")]
+    BadToken(u64),
     /// A timestamp of 2^48 nanoseconds or more, which ITCH's 6-byte field cannot hold.
     #[error("timestamp {0} ns does not fit 48 bits")]
     BadTimestamp(u64),

@@ -6,6 +6,8 @@
 //!   other message types checked against the spec's fixed lengths. [`itch::file`] reads and writes
 //!   ITCH files as NASDAQ distributes them.
 //! * [`order`]: the trader's fixed 36-byte, OUCH-style Enter Order.
+//! * [`ouch`]: Nasdaq OUCH 5.0, the order entry protocol venues take: Enter Order and Cancel
+//!   Order in, Order Accepted, Executed, Canceled, Rejected and System Event out.
 //! * [`pcap`]: classic pcap files (LINKTYPE_ETHERNET) and UDP payload extraction from their frames,
 //!   for the replay tool.
 //! * [`soupbin`]: SoupBinTCP 3.00, the session under OUCH on TCP, and the [`soupbin::Framer`]
@@ -24,6 +26,7 @@ mod error;
 pub mod itch;
 pub mod moldudp64;
 pub mod order;
+pub mod ouch;
 pub mod pcap;
 pub mod soupbin;
 pub mod udp;
