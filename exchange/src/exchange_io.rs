@@ -9,8 +9,9 @@ use std::{
 use anyhow::Context as _;
 use xdp_common::Action;
 
+pub use crate::clock::RealToMono;
 use crate::{
-    Port,
+    Port, Took,
     frame::{self, FrameBuilder, parse_udp},
     xdp::{XdpMode, XdpProgram},
     xsk::{Xsk, XskConfig},
@@ -240,11 +241,12 @@ impl Port for ExchangeIo {
     /// Hands each received datagram's payload to `f`, with the kernel's receive timestamp on
     /// the lab's clock where there is one; never blocks.
     #[inline]
-    fn recv_each(&mut self, buf: &mut [u8], mut f: impl FnMut(&[u8], Option<u64>)) {
+    fn recv_each(&mut self, buf: &mut [u8], mut f: impl FnMut(&[u8], Option<u64>) -> Took) {
         match self {
             ExchangeIo::Udp { orders, clock, .. } => {
                 while let Some((n, stamp)) = recv_stamped(orders, buf) {
-                    f(&buf[..n], stamp.map(|real| clock.to_mono(real)));
+                    // A datagram gets no answer: what it came to is the exchange's alone.
+                    let _ = f(&buf[..n], stamp.map(|real| clock.to_mono(real)));
                 }
             }
             ExchangeIo::Xsk(x) => {
@@ -253,7 +255,7 @@ impl Port for ExchangeIo {
                 // The XDP program's arrival stamp, where it could write one.
                 while xsk.rx.recv(64, |frame| {
                     if let Ok(d) = parse_udp(frame, port) {
-                        f(d.payload, xdp_common::arrival_stamp(frame));
+                        let _ = f(d.payload, xdp_common::arrival_stamp(frame));
                     }
                 }) > 0
                 {}
@@ -281,6 +283,37 @@ fn send_connected(sock: &UdpSocket, payload: &[u8]) -> io::Result<()> {
     }
 }
 
+/// The exchange's end of the lab: the feed's I/O, and where orders come over a SoupBinTCP
+/// session, its gateway (UDP orders come through the feed's I/O, as before).
+#[derive(Debug)]
+pub struct Ports {
+    /// Sends the feed (and takes UDP orders).
+    pub feed: ExchangeIo,
+    /// Takes OUCH orders over SoupBinTCP on the kernel's TCP (`--orders tcp-*`).
+    pub session: Option<crate::gateway::tcp::TcpGateway>,
+}
+
+impl Port for Ports {
+    #[inline]
+    fn send(&mut self, payload: &[u8]) -> io::Result<()> {
+        self.feed.send(payload)
+    }
+
+    #[inline]
+    fn recv_each(&mut self, buf: &mut [u8], mut f: impl FnMut(&[u8], Option<u64>) -> Took) {
+        self.feed.recv_each(buf, &mut f);
+        if let Some(g) = &mut self.session {
+            g.service(crate::clock::now_ns(), &mut f);
+        }
+    }
+
+    fn end_orders(&mut self) {
+        if let Some(g) = &mut self.session {
+            g.end_session(crate::clock::now_ns);
+        }
+    }
+}
+
 /// One non-blocking receive with its `SO_TIMESTAMPNS` stamp (CLOCK_REALTIME ns): `None` when
 /// nothing is there (or the socket failed: the caller's next send says so).
 fn recv_stamped(sock: &UdpSocket, buf: &mut [u8]) -> Option<(usize, Option<u64>)> {
@@ -305,52 +338,6 @@ fn recv_stamped(sock: &UdpSocket, buf: &mut [u8]) -> Option<(usize, Option<u64>)
         })
     });
     Some((msg.bytes, stamp))
-}
-
-/// Converts the kernel's CLOCK_REALTIME receive stamps to the lab's CLOCK_MONOTONIC. The
-/// offset between the two is read again when it is more than [`RealToMono::RESAMPLE_NS`] old,
-/// so NTP slewing the real-time clock during a run (at most 500 ppm) moves a converted stamp
-/// by at most 0.5 µs; the reading itself is good to about a clock read (~20 ns). The kernel
-/// stamps with the real-time clock it read itself, so a stamp can still be off by that much:
-/// an order whose stamp lands before its tick's due time counts as 0.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct RealToMono {
-    /// CLOCK_REALTIME minus CLOCK_MONOTONIC, ns.
-    offset: i128,
-    /// When the offset was read (monotonic ns; 0: never).
-    read_at: u64,
-}
-
-impl RealToMono {
-    /// How old the offset may get before it is read again.
-    pub const RESAMPLE_NS: u64 = 1_000_000;
-    /// Reads per resample, the narrowest kept.
-    const TRIES: usize = 4;
-
-    /// `real_ns` (CLOCK_REALTIME) on CLOCK_MONOTONIC.
-    pub fn to_mono(&mut self, real_ns: u64) -> u64 {
-        let now = crate::clock::now_ns();
-        if self.read_at == 0 || now.saturating_sub(self.read_at) > Self::RESAMPLE_NS {
-            // The real-time read between two monotonic ones; of a few tries, the one with the
-            // narrowest window, so a preemption in the middle of one can't skew the offset.
-            let mut best = (u64::MAX, 0i128);
-            for _ in 0..Self::TRIES {
-                let before = crate::clock::now_ns();
-                let real = crate::clock::realtime_ns();
-                let after = crate::clock::now_ns();
-                let window = after.saturating_sub(before);
-                if window < best.0 {
-                    best = (
-                        window,
-                        i128::from(real) - i128::from(before / 2 + after / 2),
-                    );
-                }
-            }
-            self.offset = best.1;
-            self.read_at = crate::clock::now_ns();
-        }
-        u64::try_from(i128::from(real_ns) - self.offset).unwrap_or(0)
-    }
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@ pub use trader_core::stats;
 #[cfg(feature = "io")]
 pub mod exchange_io;
 pub mod feed;
+pub mod gateway;
 mod pacing;
 mod parity;
 pub mod replay;
@@ -83,6 +84,15 @@ pub struct OrderCounts {
     /// Taken, but its REVERSE flag disagrees with the book (a position was or wasn't open).
     /// Known once the fills are booked ([`Exchange::settle`]).
     pub reverse_mismatch: u64,
+}
+
+/// What one datagram's (or one OUCH message's) orders came to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Took {
+    /// Orders in it (well-formed or not).
+    pub orders: u32,
+    /// Of those, booked as fills: the first order for a tick that went out.
+    pub filled: u32,
 }
 
 /// What went out.
@@ -262,25 +272,28 @@ impl<'f> Exchange<'f> {
     /// read at `seen_ns`: tick-to-trade counts to the arrival, and the difference is the
     /// harness's own delay (a send or a preemption of the replay's thread in between).
     #[inline]
-    pub fn receive_stamped(&mut self, payload: &[u8], arrived_ns: u64, seen_ns: u64) {
+    pub fn receive_stamped(&mut self, payload: &[u8], arrived_ns: u64, seen_ns: u64) -> Took {
         self.reading_delay_ns = seen_ns.saturating_sub(arrived_ns);
-        self.receive(payload, arrived_ns);
+        let took = self.receive(payload, arrived_ns);
         self.reading_delay_ns = 0;
+        took
     }
 
     /// Takes the orders of one datagram that came without an arrival stamp where the port
     /// should have given one: it counts from when the replay read it, and is counted as such.
     #[inline]
-    pub fn receive_unstamped(&mut self, payload: &[u8], seen_ns: u64) {
+    pub fn receive_unstamped(&mut self, payload: &[u8], seen_ns: u64) -> Took {
         self.unstamped += 1;
-        self.receive(payload, seen_ns);
+        self.receive(payload, seen_ns)
     }
 
     /// Takes the orders of one datagram that arrived at `now_ns` (no kernel timestamp: arrival
-    /// is when the replay read it).
+    /// is when the replay read it); says how many of them were booked as fills.
     #[inline]
-    pub fn receive(&mut self, payload: &[u8], now_ns: u64) {
+    pub fn receive(&mut self, payload: &[u8], now_ns: u64) -> Took {
+        let mut took = Took::default();
         for ord in wire::order::orders(payload) {
+            took.orders += 1;
             let Ok(ord) = ord else {
                 self.counts.malformed += 1;
                 continue;
@@ -293,6 +306,7 @@ impl<'f> Exchange<'f> {
                 self.counts.duplicate += 1;
                 continue;
             }
+            took.filled += 1;
             self.answered[i] = true;
             if self.schedule.price(ord.tick_seq) != Some(ord.price) {
                 self.counts.price_mismatch += 1;
@@ -316,6 +330,7 @@ impl<'f> Exchange<'f> {
             });
             self.counts.received += 1;
         }
+        took
     }
 
     /// Sending is over: from now on only the ticks that went out can have orders (a run

@@ -1,7 +1,7 @@
 //! The exchange's I/O loops: open-loop pacing of the feed, the drain, the end of session.
 use std::{io, time::Duration};
 
-use super::Exchange;
+use super::{Exchange, Took};
 
 /// The exchange's end of the lab: where ticks go out and orders come in.
 pub trait Port {
@@ -11,8 +11,12 @@ pub trait Port {
 
     /// Hands each datagram received so far to `f`, using `buf` for it, with the time the kernel
     /// took it in where the port can say (on the [`Clock`]'s time base; `None` where it can't);
-    /// never blocks.
-    fn recv_each(&mut self, buf: &mut [u8], f: impl FnMut(&[u8], Option<u64>));
+    /// never blocks. `f` says what the exchange took of it (an order session answers with it).
+    fn recv_each(&mut self, buf: &mut [u8], f: impl FnMut(&[u8], Option<u64>) -> Took);
+
+    /// The feed has ended (its end of session sent): an order session ends too. The default
+    /// has none.
+    fn end_orders(&mut self) {}
 }
 
 /// Nanoseconds on the clock the send schedule and the orders' arrival are measured on.
@@ -95,6 +99,11 @@ impl<P: Port, C: Clock> Driver<P, C> {
     /// The port driven (for what it counted, after the run).
     pub fn port(&self) -> &P {
         &self.port
+    }
+
+    /// The port driven, to change (the order session's wait for the trader's login).
+    pub fn port_mut(&mut self) -> &mut P {
+        &mut self.port
     }
 
     /// Drives `port`, timed by `clock`.
@@ -246,5 +255,6 @@ impl<P: Port, C: Clock> Driver<P, C> {
             let _ = self.port.send(&eos);
             std::thread::sleep(END_OF_SESSION_GAP);
         }
+        self.port.end_orders();
     }
 }

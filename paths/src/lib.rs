@@ -27,6 +27,12 @@ pub mod market {
     pub const STOCK: &str = "SYNTH";
     /// The strategy's default length: HMA(6) against HMA3(6), the engine spec's combo 0.
     pub const STRATEGY_N: i64 = 6;
+    /// The SoupBinTCP order session's name (alpha 10).
+    pub const ORDER_SESSION: &str = "T2TORD0001";
+    /// The order session's username (alpha 6).
+    pub const ORDER_USER: &str = "T2TLAB";
+    /// The order session's password (alpha 10): a lab's, in the open.
+    pub const ORDER_PASSWORD: &str = "t2t-lab";
 }
 
 /// Defines a fieldless enum that clap parses (`ValueEnum`, doc comments as help), serde writes
@@ -361,6 +367,29 @@ arg_enum! {
         /// AF_XDP on the exchange's interface: the bypass harness, neither end on the kernel
         /// UDP stack.
         Xdp = "xdp",
+    }
+}
+
+arg_enum! {
+    /// How orders travel from the trader to the exchange.
+    #[derive(Default)]
+    pub enum Orders {
+        /// The lab's 36-byte order in a UDP datagram (no venue takes orders this way: the
+        /// comparison's baseline).
+        #[default]
+        Udp = "udp",
+        /// OUCH 5.0 over SoupBinTCP 3.00 on the kernel's TCP (`TCP_NODELAY`), as venues take
+        /// them.
+        TcpKernel = "tcp-kernel",
+        /// OUCH 5.0 over SoupBinTCP 3.00 on a userspace TCP over AF_XDP (not built yet).
+        TcpXdp = "tcp-xdp",
+    }
+}
+
+impl Orders {
+    /// Over a SoupBinTCP session (the exchange serves one on its order port).
+    pub const fn is_tcp(self) -> bool {
+        !matches!(self, Orders::Udp)
     }
 }
 

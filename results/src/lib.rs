@@ -20,11 +20,13 @@ pub mod utc;
 
 pub use enums::EndReason;
 pub use floor::FloorReport;
-pub use replay::{Arrival, LineSends, Parity, ParityVerdict, ReplayReport, RetransmitReport};
+pub use replay::{
+    Arrival, LineSends, Parity, ParityVerdict, ReplayReport, RetransmitReport, SessionReport,
+};
 pub use trader::{
-    Account, FeedSeen, ForeignSession, FrameCounts, Knobs, LineCounts, OutcomeStages, Position,
-    StageMean, TraderCounters, TraderReport, TriggerReport, Unarmed, XdpCounters, XdpProgramStats,
-    XskStats,
+    Account, FeedSeen, ForeignSession, FrameCounts, Knobs, LineCounts, OrderSessionReport,
+    OutcomeStages, Position, StageMean, TraderCounters, TraderReport, TriggerReport, Unarmed,
+    XdpCounters, XdpProgramStats, XskStats,
 };
 
 /// Percentiles of one latency histogram, in microseconds.

@@ -87,6 +87,12 @@ pub struct ReplayReport {
     /// included); empty for one line.
     #[serde(default)]
     pub line_sends: Vec<LineSends>,
+    /// How orders came: UDP datagrams, or OUCH 5.0 in a SoupBinTCP session.
+    #[serde(default)]
+    pub orders: paths::Orders,
+    /// The order session, where orders came over SoupBinTCP (`None`: UDP orders).
+    #[serde(default)]
+    pub session: Option<SessionReport>,
     /// Where it ran.
     pub machine: Machine,
 }
@@ -98,6 +104,51 @@ pub struct LineSends {
     pub sent: u64,
     /// Datagrams our own side refused (a full buffer, or the trader's port unreachable).
     pub refused: u64,
+}
+
+/// What the exchange's SoupBinTCP order session did: its connections, and OUCH order entry.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionReport {
+    /// TCP connections accepted.
+    pub connections: u64,
+    /// Connections that replaced one still up (a trader reconnecting first).
+    pub replaced: u64,
+    /// Logins accepted.
+    pub logins: u64,
+    /// Logins rejected (bad credentials, another session).
+    pub login_rejects: u64,
+    /// Sequenced messages sent again on a login that asked for them (the replay).
+    pub replayed: u64,
+    /// Connections the trader logged out of.
+    pub logouts: u64,
+    /// Connections the trader closed without a logout.
+    pub closed_by_peer: u64,
+    /// Connections that failed (reset).
+    pub reset: u64,
+    /// Connections given up for the trader's silence (the dead-peer timeout).
+    pub peer_silent: u64,
+    /// Connections ended by a packet that doesn't frame or doesn't belong.
+    pub protocol_errors: u64,
+    /// Reads that held more than one order: their earlier orders carry a later arrival stamp.
+    pub coalesced_reads: u64,
+    /// Reads without the kernel's arrival stamp (their orders count from the read).
+    pub unstamped_reads: u64,
+    /// Enter Orders taken (a new `UserRefNum`).
+    pub enter_orders: u64,
+    /// Of those, executed.
+    pub executed: u64,
+    /// Of those, canceled unfilled (immediate or cancel).
+    pub canceled: u64,
+    /// Enter Orders that didn't decode (answered Order Rejected).
+    pub rejected: u64,
+    /// Enter Orders whose `UserRefNum` was not above the last: retransmissions, ignored.
+    pub retransmissions: u64,
+    /// Cancel Orders (ignored: no order is live after its answer).
+    pub cancels: u64,
+    /// Messages of another type (ignored).
+    pub unknown: u64,
+    /// Sequenced messages in the session (the answers).
+    pub sequenced: u64,
 }
 
 /// What the replay's MoldUDP64 re-request server did.

@@ -55,6 +55,47 @@ pub struct TraderReport {
     /// The trigger path's arms, fired orders and checks (`--path trigger` only).
     #[serde(default)]
     pub trigger: Option<TriggerReport>,
+    /// The order session, where orders went over SoupBinTCP (`None`: UDP orders).
+    #[serde(default)]
+    pub order_session: Option<OrderSessionReport>,
+}
+
+/// What the trader's SoupBinTCP order session did (`--orders tcp-kernel`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OrderSessionReport {
+    /// How the orders went.
+    pub orders: paths::Orders,
+    /// Enter Orders written to the connection.
+    pub sent: u64,
+    /// Orders not sent: no session logged in at the time (counted, never silently lost).
+    pub not_sent: u64,
+    /// Sends the socket took only in part (the rest went after, from the trader's buffer).
+    pub partial_writes: u64,
+    /// Answers: Order Accepted, Executed, Canceled, Rejected.
+    pub accepted: u64,
+    /// Order Executed.
+    pub executed: u64,
+    /// Order Canceled.
+    pub canceled: u64,
+    /// Order Rejected.
+    pub rejected: u64,
+    /// Sequenced messages that aren't OUCH answers the trader knows.
+    pub unknown_answers: u64,
+    /// TCP connections made.
+    pub connects: u64,
+    /// Logins accepted.
+    pub logins: u64,
+    /// Logins refused, with the last reason.
+    pub login_rejects: u64,
+    /// Connections lost (closed, reset, silent server, protocol error).
+    pub disconnects: u64,
+    /// The exchange ended the session (SoupBinTCP End of Session).
+    pub end_of_session: bool,
+    /// The next sequenced message the session expects (answers taken + 1).
+    pub next_seq: u64,
+    /// From the tick's arrival at the trader (its RX time) to its order's Order Accepted
+    /// arriving back (the kernel's receive stamp): the round trip through the exchange.
+    pub rx_to_ack: Summary,
 }
 
 /// What the trigger path (`--path trigger`) armed, what the XDP program fired, and whether

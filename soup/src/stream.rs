@@ -15,6 +15,15 @@ impl Stream {
         Stream::default()
     }
 
+    /// An empty stream with room for `messages` messages of `bytes` in all before it grows
+    /// (growing copies the stream: a stall a latency-measuring sender preallocates away).
+    pub fn with_capacity(messages: usize, bytes: usize) -> Stream {
+        Stream {
+            data: Vec::with_capacity(bytes),
+            ends: Vec::with_capacity(messages),
+        }
+    }
+
     /// Appends a message; returns its number.
     pub fn push(&mut self, message: &[u8]) -> u64 {
         self.data.extend_from_slice(message);

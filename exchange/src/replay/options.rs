@@ -2,7 +2,7 @@
 use std::{net::SocketAddrV4, path::PathBuf};
 
 use clap::Parser;
-use paths::{ExchangeIo, Expect, XdpMode, args::Args};
+use paths::{ExchangeIo, Expect, Orders, XdpMode, args::Args};
 use wire::moldudp64::Session;
 
 use paths::{Rate, Source};
@@ -85,6 +85,12 @@ pub struct Options {
     /// `every` (one order per tick: the XDP reflector floor).
     #[arg(long, value_enum, default_value_t = Expect::Signals)]
     pub expect: Expect,
+    /// How orders come back: `udp` (the lab's order in a datagram to --bind), or OUCH 5.0 in a
+    /// SoupBinTCP 3.00 session the replay serves on --bind's TCP port (`tcp-kernel` and
+    /// `tcp-xdp` are the trader's two ways to send them; this end is the kernel's TCP for
+    /// both).
+    #[arg(long, value_enum, default_value_t = Orders::Udp)]
+    pub orders: Orders,
     /// Attach a pass-everything XDP program to this interface first (XDP_TX from the peer
     /// into a veth needs an XDP program on this end).
     #[arg(long)]
@@ -165,6 +171,7 @@ impl Options {
             hgrm_out,
             pcap_out,
             expect,
+            orders,
             xdp_pass_on,
             io,
             iface,
@@ -197,6 +204,7 @@ impl Options {
         );
         a.changed("--label", label, &d.label);
         a.changed("--expect", expect, &d.expect);
+        a.changed("--orders", orders, &d.orders);
         a.changed("--io", io, &d.io);
         a.changed("--iface", iface, &d.iface);
         a.changed("--target-mac", target_mac, &d.target_mac);
@@ -280,6 +288,8 @@ mod tests {
             "/tmp/r.pcap",
             "--expect",
             "every",
+            "--orders",
+            "tcp-kernel",
             "--xdp-pass-on",
             "ex9",
             "--io",

@@ -50,6 +50,7 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         hgrm_out,
         pcap_out,
         expect,
+        orders,
         xdp_pass_on,
         io,
         iface,
@@ -98,6 +99,16 @@ pub fn run(o: Options) -> anyhow::Result<()> {
             exchange_io::ExchangeIo::udp_lines(bind, [feed_port, feed_port_b], target, target_b)?
         }
     };
+    // Orders over SoupBinTCP: the session is served on --bind's address and port, over TCP.
+    let session = orders
+        .is_tcp()
+        // Room for an order on every tick: the most a trader can send that the exchange takes.
+        .then(|| crate::gateway::tcp::TcpGateway::bind(bind, order_session()?, feed.ticks.len()))
+        .transpose()?;
+    let port = exchange_io::Ports {
+        feed: port,
+        session,
+    };
     eprintln!(
         "replay {label}: {} messages in {} packets ({} ticks) to {target} at {rate} msg/s",
         feed.messages,
@@ -127,6 +138,9 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         // the scope joins the thread, which must not wait for a flag nobody sets).
         let _stop_serving = SetOnDrop(&serving_done);
         let run = (|| {
+            if let Some(g) = &mut driver.port_mut().session {
+                g.wait_for_login(LOGIN_WAIT, || process::stopped(&stop))?;
+            }
             let span = send(&mut driver, &mut ex, rate, &label, progress, &stop)?;
             // Drain: until every expected order is in, or nothing came for drain_ms.
             driver.drain(&mut ex, drain_ms * 1_000_000, || process::stopped(&stop));
@@ -156,7 +170,9 @@ pub fn run(o: Options) -> anyhow::Result<()> {
     };
     let mut rep = report(asked, &feed, &settled, span);
     rep.retransmit = served;
-    rep.line_sends = driver.port().line_sends();
+    rep.line_sends = driver.port().feed.line_sends();
+    rep.orders = orders;
+    rep.session = driver.port().session.as_ref().map(|g| g.report());
     results::write(json_out.as_deref(), &rep)?;
     if let Some(p) = &hgrm_out {
         write_histograms(&settled, p)?;
@@ -171,6 +187,20 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// How long the replay waits for the trader to log in to the order session before the feed.
+const LOGIN_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Who may log in to the order session, and its name: the lab's ([`paths::market`]).
+fn order_session() -> anyhow::Result<soup::ServerConfig> {
+    use wire::soupbin::alpha;
+    let m = |e: wire::Error| anyhow::anyhow!("the lab's order session: {e}");
+    Ok(soup::ServerConfig::new(
+        alpha(paths::market::ORDER_USER.as_bytes()).map_err(m)?,
+        alpha(paths::market::ORDER_PASSWORD.as_bytes()).map_err(m)?,
+        soup::Session::new(paths::market::ORDER_SESSION).map_err(m)?,
+    ))
 }
 
 /// The re-request server's figures, once its thread is joined. A server that failed costs
@@ -377,6 +407,8 @@ fn report(asked: Asked, feed: &Feed, settled: &Settlement, span: SendSpan) -> Re
     } = span;
     let elapsed = run.seconds();
     ReplayReport {
+        orders: paths::Orders::Udp,
+        session: None,
         label,
         exchange_io: io,
         expect,

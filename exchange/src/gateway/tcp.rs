@@ -1,0 +1,281 @@
+//! The order gateway on the kernel's TCP: one SoupBinTCP connection at a time on the order
+//! port, each segment stamped by the kernel on arrival (`SO_TIMESTAMPNS`, as the UDP orders
+//! are), the answers written back without blocking the replay's send loop.
+//!
+//! A TCP read returns the stamp of the last segment it read, so a read that holds two orders
+//! stamps the first one late by the gap between them: the trader sends one order per segment
+//! (`TCP_NODELAY`), and reads that held more than one are counted
+//! ([`SessionCounts::coalesced_reads`]) so a figure that includes them says so.
+use std::{
+    io::{self, ErrorKind, Write as _},
+    net::{SocketAddrV4, TcpListener, TcpStream},
+    os::fd::AsRawFd as _,
+};
+
+use anyhow::Context as _;
+use results::SessionReport;
+
+use super::Gateway;
+use crate::{Took, exchange_io::RealToMono};
+
+/// A new connection is looked for at most this often while one is up (an `accept` per send
+/// loop turn would cost the pacing a syscall each).
+const ACCEPT_EVERY_NS: u64 = 1_000_000;
+/// Nanoseconds in a day: OUCH timestamps count from midnight.
+const DAY_NS: u64 = 86_400_000_000_000;
+/// How long the end of session waits for the trader to log out.
+const LOGOUT_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How the connections went.
+pub type SessionCounts = SessionReport;
+
+/// The SoupBinTCP order gateway on a kernel TCP listener.
+#[derive(Debug)]
+pub struct TcpGateway {
+    listener: TcpListener,
+    conn: Option<Conn>,
+    config: soup::ServerConfig,
+    gateway: Gateway,
+    clock: RealToMono,
+    counts: SessionCounts,
+    next_accept_ns: u64,
+}
+
+#[derive(Debug)]
+struct Conn {
+    sock: TcpStream,
+    server: soup::Server,
+    /// Answers not yet taken by the socket.
+    pending: Vec<u8>,
+    /// Over: dropped once `pending` is written (or can't be).
+    over: bool,
+}
+
+impl TcpGateway {
+    /// Listens on `at` for the trader's session (`config`: who may log in, to what), with
+    /// room for the answers to `orders` orders allocated now, not in the send loop.
+    pub fn bind(
+        at: SocketAddrV4,
+        config: soup::ServerConfig,
+        orders: usize,
+    ) -> anyhow::Result<TcpGateway> {
+        let listener = TcpListener::bind(at).with_context(|| {
+            format!("failed to listen on {at} for the order session (port in use, or not an address of this namespace?)")
+        })?;
+        listener
+            .set_nonblocking(true)
+            .context("making the order listener non-blocking")?;
+        // Set on the listener too: the kernel turns stamping on from a workqueue, which then
+        // happens now, not at the first order's connection.
+        stamp(&listener).context("asking for receive timestamps (SO_TIMESTAMPNS)")?;
+        Ok(TcpGateway {
+            listener,
+            conn: None,
+            config,
+            gateway: Gateway::for_orders(orders),
+            clock: RealToMono::default(),
+            counts: SessionCounts::default(),
+            next_accept_ns: 0,
+        })
+    }
+
+    /// What the session came to: its connections and its order entry.
+    pub fn report(&self) -> SessionReport {
+        let g = self.gateway.counts();
+        SessionReport {
+            enter_orders: g.enter_orders,
+            executed: g.executed,
+            canceled: g.canceled,
+            rejected: g.rejected,
+            retransmissions: g.retransmissions,
+            cancels: g.cancels,
+            unknown: g.unknown,
+            sequenced: self.gateway.stream().len(),
+            ..self.counts
+        }
+    }
+
+    /// Accepts, reads, answers and keeps the session's timers at `now` (the lab's clock):
+    /// every Enter Order read goes to `f` as the lab's order with its arrival stamp.
+    pub fn service(&mut self, now: u64, mut f: impl FnMut(&[u8], Option<u64>) -> Took) {
+        if self.conn.is_none() || now >= self.next_accept_ns {
+            self.next_accept_ns = now + ACCEPT_EVERY_NS;
+            self.accept(now);
+        }
+        let Some(c) = &mut self.conn else { return };
+        let gateway = &mut self.gateway;
+        let counts = &mut self.counts;
+        while !c.over {
+            let (n, stamp) = match recv_stamped(&c.sock, c.server.read_into()) {
+                Ok((0, _)) => {
+                    counts.closed_by_peer += 1;
+                    c.over = true;
+                    break;
+                }
+                Ok(got) => got,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(_) => {
+                    counts.reset += 1;
+                    c.over = true;
+                    break;
+                }
+            };
+            c.server.filled(n, now);
+            let arrived = stamp.map(|real| self.clock.to_mono(real));
+            if arrived.is_none() {
+                counts.unstamped_reads += 1;
+            }
+            let mut orders = 0;
+            let midnight = crate::clock::realtime_ns() % DAY_NS;
+            loop {
+                let event = c.server.poll(now, gateway.stream(), &mut c.pending);
+                match event {
+                    None => break,
+                    Some(soup::ServerEvent::Data(message)) => {
+                        orders += 1;
+                        gateway.on_message(message, midnight, |order| f(order, arrived));
+                        c.server.catch_up(now, gateway.stream(), &mut c.pending);
+                    }
+                    Some(soup::ServerEvent::LoggedIn { from }) => {
+                        counts.logins += 1;
+                        counts.replayed += gateway.stream().len() + 1 - from;
+                    }
+                    Some(soup::ServerEvent::LoginRefused(_)) => counts.login_rejects += 1,
+                    Some(soup::ServerEvent::LoggedOut) => counts.logouts += 1,
+                    Some(soup::ServerEvent::PeerSilent) => counts.peer_silent += 1,
+                    Some(
+                        soup::ServerEvent::Malformed(_) | soup::ServerEvent::Unexpected { .. },
+                    ) => counts.protocol_errors += 1,
+                }
+            }
+            c.over |= c.server.state() == soup::ServerState::Closed;
+            if orders > 1 {
+                counts.coalesced_reads += 1;
+            }
+        }
+        if let Some(soup::ServerEvent::PeerSilent) = c.server.tick(now, &mut c.pending) {
+            counts.peer_silent += 1;
+            c.over = true;
+        }
+        flush(c);
+        if c.over {
+            self.conn = None;
+        }
+    }
+
+    /// Serves the session until the trader has logged in (the feed starts after that, as a
+    /// venue's session opens before the market): an error after `timeout` or when `stopped`.
+    pub fn wait_for_login(
+        &mut self,
+        timeout: std::time::Duration,
+        stopped: impl Fn() -> bool,
+    ) -> anyhow::Result<()> {
+        let until = std::time::Instant::now() + timeout;
+        while self.counts.logins == 0 {
+            if stopped() {
+                anyhow::bail!("stopped before the trader logged in to the order session");
+            }
+            if std::time::Instant::now() > until {
+                anyhow::bail!(
+                    "no trader logged in to the order session on {} within {timeout:?} \
+                     ({} connection(s), {} login(s) refused): is the trader running with \
+                     --orders tcp-kernel --order-to at this address?",
+                    self.listener
+                        .local_addr()
+                        .map_or_else(|_| "?".into(), |a| a.to_string()),
+                    self.counts.connections,
+                    self.counts.login_rejects
+                );
+            }
+            self.service(crate::clock::now_ns(), |_, _| Took::default());
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+        Ok(())
+    }
+
+    /// End of Session on the connection (after what it is still owed), then a short wait for
+    /// the trader's logout.
+    pub fn end_session(&mut self, mut now: impl FnMut() -> u64) {
+        let Some(c) = &mut self.conn else { return };
+        c.server
+            .end_session(now(), self.gateway.stream(), &mut c.pending);
+        let until = std::time::Instant::now() + LOGOUT_WAIT;
+        while self.conn.is_some() && std::time::Instant::now() < until {
+            self.service(now(), |_, _| Took::default());
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    fn accept(&mut self, now: u64) {
+        let sock = match self.listener.accept() {
+            Ok((sock, _)) => sock,
+            Err(_) => return,
+        };
+        let ready = sock
+            .set_nonblocking(true)
+            .and_then(|()| sock.set_nodelay(true))
+            .and_then(|()| stamp(&sock));
+        if ready.is_err() {
+            return;
+        }
+        // A new connection replaces the one up (a trader that saw its connection fail
+        // before this end did): the session goes on from where the new login asks.
+        if self.conn.is_some() {
+            self.counts.replaced += 1;
+        }
+        self.counts.connections += 1;
+        self.conn = Some(Conn {
+            sock,
+            server: soup::Server::new(self.config.clone(), now),
+            pending: Vec::with_capacity(1 << 20),
+            over: false,
+        });
+    }
+}
+
+/// Writes what the socket takes now; a connection that can't take anything more is over.
+fn flush(c: &mut Conn) {
+    while !c.pending.is_empty() {
+        match c.sock.write(&c.pending) {
+            Ok(0) => {
+                c.over = true;
+                break;
+            }
+            Ok(n) => {
+                c.pending.drain(..n);
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => {
+                c.over = true;
+                break;
+            }
+        }
+    }
+}
+
+fn stamp(fd: &impl std::os::fd::AsFd) -> io::Result<()> {
+    nix::sys::socket::setsockopt(fd, nix::sys::socket::sockopt::ReceiveTimestampns, &true)
+        .map_err(io::Error::from)
+}
+
+/// One non-blocking read with the kernel's `SO_TIMESTAMPNS` stamp of the last segment it read
+/// (CLOCK_REALTIME ns).
+fn recv_stamped(sock: &TcpStream, buf: &mut [u8]) -> io::Result<(usize, Option<u64>)> {
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+    let mut cmsg = nix::cmsg_space!(nix::sys::time::TimeSpec);
+    let mut iov = [io::IoSliceMut::new(buf)];
+    let msg = recvmsg::<()>(
+        sock.as_raw_fd(),
+        &mut iov,
+        Some(&mut cmsg),
+        MsgFlags::MSG_DONTWAIT,
+    )?;
+    let stamp = msg.cmsgs().ok().and_then(|mut c| {
+        c.find_map(|c| match c {
+            ControlMessageOwned::ScmTimestampns(ts) => Some(crate::clock::ns(&ts)),
+            _ => None,
+        })
+    });
+    Ok((msg.bytes, stamp))
+}
