@@ -46,6 +46,16 @@ pub struct Options {
     /// no complete entry; the lab pins one).
     #[arg(long, default_value_t = lab::EXCHANGE_ORDERS)]
     pub order_to: SocketAddrV4,
+    /// How orders travel to --order-to: `udp` (the lab's 36-byte order in a datagram), or
+    /// `tcp-kernel` (OUCH 5.0 Enter Orders in a SoupBinTCP 3.00 session on the kernel's TCP,
+    /// `TCP_NODELAY`, one order per segment, logged in before the feed starts and again after
+    /// a lost connection, from the next answer not yet had). `tcp-xdp`, a userspace TCP on
+    /// AF_XDP, is not built yet.
+    #[arg(long, value_enum, default_value_t = paths::Orders::Udp)]
+    pub orders: paths::Orders,
+    /// The order session's password (its username and session are the lab's).
+    #[arg(long, default_value = paths::market::ORDER_PASSWORD)]
+    pub order_password: String,
     /// The feed's source on line A: IP or IP:PORT. Datagrams to the feed port from anywhere
     /// else are counted (`foreign_source_addr`, `foreign_source_port`) and dropped, in the XDP
     /// program on the XDP paths and in the loop on every path. Without it, the source is
@@ -281,6 +291,8 @@ impl Options {
             port_b,
             ab_wait_us,
             order_to,
+            orders,
+            order_password,
             feed_source,
             feed_source_b,
             n,
@@ -330,6 +342,8 @@ impl Options {
             a.some("--feed-source-b", feed_source_b.as_ref());
         }
         a.changed("--order-to", order_to, &d.order_to);
+        a.changed("--orders", orders, &d.orders);
+        a.changed("--order-password", order_password, &d.order_password);
         a.some("--feed-source", feed_source.as_ref());
         a.changed("--n", n, &d.n);
         a.changed("--stock", stock, &d.stock);
@@ -437,6 +451,25 @@ impl Options {
             ),
             _ => {}
         }
+        match o.orders {
+            paths::Orders::Udp => {}
+            paths::Orders::TcpXdp => bail!(
+                "--orders tcp-xdp (a userspace TCP on AF_XDP) is not built yet: --orders \
+                 tcp-kernel sends the same OUCH session on the kernel's TCP"
+            ),
+            paths::Orders::TcpKernel if !matches!(spec.io, Io::Xsk | Io::Udp) => bail!(
+                "--orders {} needs a path whose orders the trader sends itself ({}): --path {} \
+                 sends them from the XDP program, in UDP (a TCP trigger needs the userspace TCP \
+                 stack, --orders tcp-xdp, not built yet)",
+                o.orders,
+                paths_where(|s| matches!(s.io, Io::Xsk | Io::Udp)),
+                o.path
+            ),
+            paths::Orders::TcpKernel => {}
+        }
+        if o.orders.is_tcp() && wire::soupbin::alpha::<10>(o.order_password.as_bytes()).is_err() {
+            bail!("--order-password: at most 10 printable ASCII characters (SoupBinTCP's field)");
+        }
         if o.corrupt_arms > 0 && spec.io != Io::Trigger {
             bail!(
                 "--corrupt-arms is a test of {}",
@@ -491,6 +524,10 @@ mod tests {
             "7",
             "--order-to",
             "198.18.0.9:99",
+            "--orders",
+            "tcp-kernel",
+            "--order-password",
+            "pw",
             "--feed-source",
             "198.18.0.1:26404",
             "--feed-source-b",

@@ -114,6 +114,7 @@ pub(crate) fn run_xdp(
         xsk_stats: x.xsk_stats,
         rss_start_kib,
         trigger: x.trigger,
+        order_session: x.order_session,
     })
 }
 
@@ -121,6 +122,7 @@ pub(crate) fn run_xdp(
 /// socket's statistics, the program's counters and the trigger's.
 struct XskEnd {
     end: LoopEnd,
+    order_session: Option<results::OrderSessionReport>,
     frames_not_ours: FrameCounts,
     xsk_stats: Option<XskStats>,
     rx_queue_frames: Vec<u64>,
@@ -229,10 +231,49 @@ fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
         return Ok(xsk_end(end, io.xdp(), prog, trigger));
     }
     let mut io = xdp_io::<BLOCK, BUSY_POLL>(o, prog, xsks, g)?;
-    let end = trading::run(&mut io, trader, rx_to_tx, loop_config(o), stop)
-        .context("the AF_XDP socket")?;
-    Ok(xsk_end(end, &io, prog, None))
+    let (end, session) = run_loop(o, &mut io, trader, rx_to_tx, stop, "the AF_XDP socket")?;
+    let mut x = xsk_end(end, &io, prog, None);
+    x.order_session = session;
+    Ok(x)
 }
+
+/// The trader loop over `io`, its orders to `io`'s own sink (`--orders udp`) or to a
+/// SoupBinTCP session on the kernel's TCP, logged in before the first packet (`tcp-kernel`);
+/// the session's report after it has had every answer (or waited a while for them).
+fn run_loop<I: trading::TraderIo>(
+    o: &Options,
+    io: &mut I,
+    trader: &mut Trader,
+    rx_to_tx: &mut Latency,
+    stop: &AtomicBool,
+    what: &'static str,
+) -> anyhow::Result<(LoopEnd, Option<results::OrderSessionReport>)> {
+    if !o.orders.is_tcp() {
+        let end = trading::run(io, trader, rx_to_tx, loop_config(o), stop).context(what)?;
+        return Ok((end, None));
+    }
+    let mut session = trading::TcpOrders::new(o.order_to, &o.order_password)?;
+    session.login(LOGIN_WAIT)?;
+    eprintln!(
+        "trader: logged in to the order session at {} (OUCH 5.0 over SoupBinTCP, kernel TCP)",
+        o.order_to
+    );
+    let end = trading::run(
+        &mut trading::WithOrders::new(io, &mut session),
+        trader,
+        rx_to_tx,
+        loop_config(o),
+        stop,
+    )
+    .context(what)?;
+    Ok((end, Some(session.finish(ANSWERS_WAIT))))
+}
+
+/// How long the trader waits for its first login (the replay serves the session once it has
+/// built its feed).
+const LOGIN_WAIT: Duration = Duration::from_secs(30);
+/// How long, after the loop, the trader waits for the answers to its orders.
+const ANSWERS_WAIT: Duration = Duration::from_secs(2);
 
 /// What the run left, read at once after its loop.
 fn xsk_end<const BLOCK: bool, const BUSY_POLL: bool>(
@@ -247,6 +288,7 @@ fn xsk_end<const BLOCK: bool, const BUSY_POLL: bool>(
     let xdp_counters = prog.counters().ok().map(|c| c.to_report());
     XskEnd {
         end,
+        order_session: None,
         frames_not_ours: io.frames_not_ours,
         xsk_stats: io
             .xsks()
@@ -291,13 +333,13 @@ pub(crate) fn run_udp(
         process::lock_memory()?;
     }
     let rss_start_kib = ready(o);
-    let end = if o.recvmmsg > 1 {
+    let (end, order_session) = if o.recvmmsg > 1 {
         let mut io = MmsgIo::new(sock, o.order_to, usize::from(o.recvmmsg))?;
         if let Some(server) = o.retransmit_to {
             io = io.with_retransmit_source(server);
         }
-        trading::run(&mut io, trader, rx_to_tx, loop_config(o), stop)
-            .context("recvmmsg on the market-data socket")?
+        let what = "recvmmsg on the market-data socket";
+        run_loop(o, &mut io, trader, rx_to_tx, stop, what)?
     } else {
         let mut io = UdpIo::new(sock, o.order_to)?;
         if let Some(b) = o.port_b {
@@ -318,11 +360,18 @@ pub(crate) fn run_udp(
         if let Some(server) = o.retransmit_to {
             io = io.with_retransmit_source(server);
         }
-        trading::run(&mut io, trader, rx_to_tx, loop_config(o), stop)
-            .context("recv on the market-data socket")?
+        run_loop(
+            o,
+            &mut io,
+            trader,
+            rx_to_tx,
+            stop,
+            "recv on the market-data socket",
+        )?
     };
     Ok(PathEnd {
         end,
+        order_session,
         frames_not_ours: FrameCounts::default(),
         rx_queue_frames: Vec::new(),
         xdp_counters: None,
@@ -385,6 +434,7 @@ pub(crate) fn run_reflect(o: &Options, stop: &AtomicBool) -> anyhow::Result<Path
         xsk_stats: None,
         rss_start_kib,
         trigger: None,
+        order_session: None,
     })
 }
 

@@ -49,6 +49,8 @@ pub(crate) struct PathEnd {
     pub(crate) rss_start_kib: u64,
     /// The trigger path's arms and checks.
     pub(crate) trigger: Option<TriggerReport>,
+    /// The SoupBinTCP order session (`--orders tcp-kernel`).
+    pub(crate) order_session: Option<results::OrderSessionReport>,
 }
 
 /// Runs the trader as `o` says: checks, sets up the path, trades until the session ends, the
@@ -124,6 +126,7 @@ pub fn run(mut o: Options) -> anyhow::Result<()> {
         thread_time: run.end.thread_time,
         account: trader.account(),
         trigger: run.trigger,
+        order_session: run.order_session,
     };
     results::write(o.stats_out.as_deref(), &report)?;
     warn_at_exit(&o, &report);

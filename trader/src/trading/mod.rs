@@ -28,11 +28,13 @@ use crate::{
     t2t::{PacketOutcome, Trader},
 };
 
+mod tcp;
 mod trigger;
 mod udp;
 mod xdp;
 
 pub use crate::sources::{FeedSource, Sender, Sources};
+pub use tcp::{TcpOrders, WithOrders};
 pub use trigger::TriggerIo;
 pub use udp::{MmsgIo, UdpIo};
 pub use xdp::XdpIo;

@@ -1,0 +1,535 @@
+//! Orders as venues take them: OUCH 5.0 Enter Orders in a SoupBinTCP 3.00 session on the
+//! kernel's TCP (`--orders tcp-kernel`), under any market-data path.
+//!
+//! [`TcpOrders`] is the session: a [`soup::Client`] on a `TCP_NODELAY` socket to the order
+//! gateway. Each order is one Unsequenced Data packet written with one `write` (one segment),
+//! from a buffer on the stack: the session's framing is built around the OUCH message, nothing
+//! allocates. The answers (Order Accepted, Executed, Canceled, Rejected), the heartbeats and a
+//! lost connection are handled between packets ([`TcpOrders::service`], at most every
+//! [`SERVICE_EVERY_NS`]), never inside one's critical path. A lost connection is made again
+//! and logged into from the next answer not yet had, so the exchange sends again what was
+//! missed; an order the trader could not send meanwhile is counted (`not_sent`), never lost
+//! silently.
+//!
+//! [`WithOrders`] puts the session under any [`TraderIo`]: the feed still comes from the
+//! wrapped I/O (AF_XDP or kernel UDP), the orders go here instead of the I/O's own sink.
+use std::{
+    collections::VecDeque,
+    io::{self, ErrorKind, Write as _},
+    net::{SocketAddr, SocketAddrV4, TcpStream},
+    os::fd::AsRawFd as _,
+    time::Duration,
+};
+
+use results::OrderSessionReport;
+use wire::{
+    order::OrderRepr,
+    ouch::{EnterOrder, Outbound},
+    soupbin::{HEADER_LEN, Repr},
+};
+
+use super::{FeedSource, OrderSink, PacketHandler, Sender, TraderIo};
+use crate::{
+    clock::{RealToMono, now_ns},
+    stats::Latency,
+    t2t::Trader,
+};
+
+/// The answers and timers are looked at no more often than this (a `recvmsg` each time).
+const SERVICE_EVERY_NS: u64 = 50_000;
+/// A lost connection is tried again this often.
+const RECONNECT_EVERY_NS: u64 = 1_000_000;
+/// How long one connection attempt may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_millis(100);
+/// Orders whose answer is awaited, kept for the ack latency (older ones are dropped).
+const AWAITED: usize = 1 << 16;
+/// The largest Enter Order packet: header, the fixed message, no appendage.
+const ORDER_PACKET: usize = HEADER_LEN + wire::ouch::enter_order::LEN;
+
+/// The trader's SoupBinTCP order session on the kernel's TCP.
+#[derive(Debug)]
+pub struct TcpOrders {
+    gateway: SocketAddrV4,
+    client: soup::Client,
+    sock: Option<TcpStream>,
+    /// Bytes the socket hasn't taken yet (a partial write, the login, heartbeats).
+    pending: Vec<u8>,
+    /// The RX time of the packet whose orders are being sent (set by [`WithOrders`]).
+    tick_rx: u64,
+    /// Each order sent, with its tick's RX time, until its Order Accepted comes.
+    awaited: VecDeque<(u32, u64)>,
+    rx_to_ack: Latency,
+    clock: RealToMono,
+    last_service: u64,
+    next_connect: u64,
+    report: OrderSessionReport,
+}
+
+impl TcpOrders {
+    /// A session to `gateway` logging in with `password` (the lab's username and session);
+    /// not connected until the first [`TcpOrders::service`].
+    pub fn new(gateway: SocketAddrV4, password: &str) -> anyhow::Result<TcpOrders> {
+        use wire::soupbin::alpha;
+        let bad = |what: &str, e: wire::Error| anyhow::anyhow!("the order session's {what}: {e}");
+        let config = soup::ClientConfig {
+            session: soup::Session::new(paths::market::ORDER_SESSION)
+                .map_err(|e| bad("session", e))?,
+            ..soup::ClientConfig::new(
+                alpha(paths::market::ORDER_USER.as_bytes()).map_err(|e| bad("username", e))?,
+                alpha(password.as_bytes()).map_err(|e| bad("password", e))?,
+            )
+        };
+        Ok(TcpOrders {
+            gateway,
+            client: soup::Client::new(config),
+            sock: None,
+            pending: Vec::with_capacity(64 * 1024),
+            tick_rx: 0,
+            awaited: VecDeque::with_capacity(AWAITED),
+            rx_to_ack: Latency::new(),
+            clock: RealToMono::default(),
+            last_service: 0,
+            next_connect: 0,
+            report: OrderSessionReport {
+                orders: paths::Orders::TcpKernel,
+                sent: 0,
+                not_sent: 0,
+                partial_writes: 0,
+                accepted: 0,
+                executed: 0,
+                canceled: 0,
+                rejected: 0,
+                unknown_answers: 0,
+                connects: 0,
+                logins: 0,
+                login_rejects: 0,
+                disconnects: 0,
+                end_of_session: false,
+                next_seq: 1,
+                rx_to_ack: Latency::new().summary(),
+            },
+        })
+    }
+
+    /// Logged in: orders go out.
+    pub fn logged_in(&self) -> bool {
+        self.client.state() == soup::ClientState::LoggedIn
+    }
+
+    /// Connects and logs in, waiting up to `timeout`: the trader's first login, before the
+    /// feed. An error says why not (refused, no gateway listening, no answer).
+    pub fn login(&mut self, timeout: Duration) -> anyhow::Result<()> {
+        let until = std::time::Instant::now() + timeout;
+        while !self.logged_in() {
+            if self.report.login_rejects > 0 {
+                anyhow::bail!(
+                    "the order gateway {} refused the login (wrong --order-password, or another \
+                     session)",
+                    self.gateway
+                );
+            }
+            if std::time::Instant::now() > until {
+                anyhow::bail!(
+                    "no SoupBinTCP login at the order gateway {} within {timeout:?} ({} \
+                     connection(s) made): is the replay serving --orders tcp-kernel there?",
+                    self.gateway,
+                    self.report.connects
+                );
+            }
+            self.service_now(now_ns());
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        Ok(())
+    }
+
+    /// Reads the answers, keeps the timers and the connection, at most every
+    /// [`SERVICE_EVERY_NS`].
+    #[inline]
+    pub fn service(&mut self) {
+        let now = now_ns();
+        if now.saturating_sub(self.last_service) >= SERVICE_EVERY_NS {
+            self.service_now(now);
+        }
+    }
+
+    fn service_now(&mut self, now: u64) {
+        self.last_service = now;
+        if self.sock.is_none() {
+            if now < self.next_connect {
+                return;
+            }
+            self.next_connect = now + RECONNECT_EVERY_NS;
+            self.connect(now);
+            if self.sock.is_none() {
+                return;
+            }
+        }
+        self.read(now);
+        if let Some(soup::ClientEvent::ServerSilent) = self.client.tick(now, &mut self.pending) {
+            self.lost();
+        }
+        self.write_pending();
+    }
+
+    fn connect(&mut self, now: u64) {
+        let Ok(sock) = TcpStream::connect_timeout(&SocketAddr::V4(self.gateway), CONNECT_TIMEOUT)
+        else {
+            return;
+        };
+        let stamped = nix::sys::socket::setsockopt(
+            &sock,
+            nix::sys::socket::sockopt::ReceiveTimestampns,
+            &true,
+        );
+        if sock.set_nodelay(true).is_err()
+            || sock.set_nonblocking(true).is_err()
+            || stamped.is_err()
+        {
+            return;
+        }
+        self.report.connects += 1;
+        self.pending.clear();
+        self.client.connect(now, &mut self.pending);
+        self.sock = Some(sock);
+    }
+
+    /// Reads what the gateway sent and takes each answer.
+    fn read(&mut self, now: u64) {
+        loop {
+            let Some(sock) = &self.sock else { return };
+            let (n, stamp) = match recv_stamped(sock, self.client.read_into()) {
+                Ok((0, _)) => return self.lost(),
+                Ok(got) => got,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(_) => return self.lost(),
+            };
+            self.client.filled(n, now);
+            let arrived = stamp.map_or(now, |real| self.clock.to_mono(real));
+            while let Some(event) = self.client.poll() {
+                match event {
+                    soup::ClientEvent::Sequenced { message, .. } => {
+                        let answer = Outbound::parse(message).ok();
+                        take_answer(
+                            &mut self.report,
+                            &mut self.awaited,
+                            &mut self.rx_to_ack,
+                            answer,
+                            arrived,
+                        );
+                    }
+                    soup::ClientEvent::LoggedIn { .. } => self.report.logins += 1,
+                    soup::ClientEvent::Rejected(_) => self.report.login_rejects += 1,
+                    soup::ClientEvent::EndOfSession => self.report.end_of_session = true,
+                    soup::ClientEvent::ServerSilent
+                    | soup::ClientEvent::Malformed(_)
+                    | soup::ClientEvent::Unexpected { .. } => {}
+                }
+            }
+            if self.client.state() == soup::ClientState::Disconnected {
+                return self.lost();
+            }
+        }
+    }
+
+    /// The connection is gone: dropped, made again at the next service.
+    fn lost(&mut self) {
+        if self.sock.take().is_some() {
+            self.report.disconnects += 1;
+        }
+        self.client.disconnected();
+        self.pending.clear();
+    }
+
+    fn write_pending(&mut self) {
+        let Some(sock) = &mut self.sock else { return };
+        while !self.pending.is_empty() {
+            match sock.write(&self.pending) {
+                Ok(n) if n > 0 => {
+                    self.pending.drain(..n);
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                _ => return self.lost(),
+            }
+        }
+    }
+
+    /// The loop has ended: waits (up to `timeout`) for the answers to every order sent and the
+    /// exchange's End of Session, then logs out. Returns the session's report.
+    pub fn finish(mut self, timeout: Duration) -> OrderSessionReport {
+        let until = std::time::Instant::now() + timeout;
+        while self.sock.is_some()
+            && (self.report.accepted + self.report.rejected < self.report.sent
+                || !self.report.end_of_session)
+            && std::time::Instant::now() < until
+        {
+            self.service_now(now_ns());
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        if self.sock.is_some() {
+            self.client.logout(now_ns(), &mut self.pending);
+            self.write_pending();
+        }
+        self.report.next_seq = self.client.next_seq();
+        self.report.rx_to_ack = self.rx_to_ack.summary();
+        self.report
+    }
+}
+
+/// One sequenced answer, at `arrived`.
+fn take_answer(
+    r: &mut OrderSessionReport,
+    awaited: &mut VecDeque<(u32, u64)>,
+    rx_to_ack: &mut Latency,
+    answer: Option<Outbound>,
+    arrived: u64,
+) {
+    match answer {
+        Some(Outbound::Accepted(a)) => {
+            r.accepted += 1;
+            // Answers come in the order the orders went; anything older was never answered.
+            while let Some(&(user_ref, tick_rx)) = awaited.front() {
+                if user_ref > a.user_ref_num {
+                    break;
+                }
+                awaited.pop_front();
+                if user_ref == a.user_ref_num {
+                    rx_to_ack.record(arrived.saturating_sub(tick_rx));
+                    break;
+                }
+            }
+        }
+        Some(Outbound::Executed(_)) => r.executed += 1,
+        Some(Outbound::Canceled(_)) => r.canceled += 1,
+        Some(Outbound::Rejected(_)) => r.rejected += 1,
+        Some(Outbound::SystemEvent(_)) | None => r.unknown_answers += 1,
+    }
+}
+
+impl OrderSink for TcpOrders {
+    /// One Enter Order, one packet, one `write`: false (counted) if no session is logged in
+    /// or the order doesn't encode.
+    #[inline]
+    fn send(&mut self, order: &OrderRepr) -> bool {
+        let logged_in = self.logged_in();
+        let (Some(sock), true) = (&mut self.sock, logged_in) else {
+            self.report.not_sent += 1;
+            return false;
+        };
+        let Ok(enter) = EnterOrder::from_order(order) else {
+            self.report.not_sent += 1;
+            return false;
+        };
+        let mut packet = [0u8; ORDER_PACKET];
+        let Ok(n) = enter.emit_into(&mut packet[HEADER_LEN..]) else {
+            self.report.not_sent += 1;
+            return false;
+        };
+        // The header around the message: SoupBinTCP's Unsequenced Data.
+        let len = (n + 1) as u16;
+        packet[..2].copy_from_slice(&len.to_be_bytes());
+        packet[2] = wire::soupbin::kind::UNSEQUENCED_DATA;
+        let packet = &packet[..HEADER_LEN + n];
+        debug_assert!(matches!(
+            Repr::parse(packet),
+            Ok((Repr::UnsequencedData(_), _))
+        ));
+        // Behind bytes still queued, an order waits its turn in the same buffer.
+        let written = if self.pending.is_empty() {
+            match sock.write(packet) {
+                Ok(w) => w,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => 0,
+                Err(_) => {
+                    self.report.not_sent += 1;
+                    self.lost();
+                    return false;
+                }
+            }
+        } else {
+            0
+        };
+        if written < packet.len() {
+            self.report.partial_writes += 1;
+            self.pending.extend_from_slice(&packet[written..]);
+        }
+        self.report.sent += 1;
+        if self.awaited.len() == AWAITED {
+            self.awaited.pop_front();
+        }
+        self.awaited.push_back((enter.user_ref_num, self.tick_rx));
+        true
+    }
+
+    /// What a partial write left, now.
+    #[inline]
+    fn flush(&mut self) -> io::Result<()> {
+        if !self.pending.is_empty() {
+            self.write_pending();
+        }
+        Ok(())
+    }
+}
+
+/// One non-blocking read with the kernel's `SO_TIMESTAMPNS` stamp of the last segment read.
+fn recv_stamped(sock: &TcpStream, buf: &mut [u8]) -> io::Result<(usize, Option<u64>)> {
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+    let mut cmsg = nix::cmsg_space!(nix::sys::time::TimeSpec);
+    let mut iov = [io::IoSliceMut::new(buf)];
+    let msg = recvmsg::<()>(
+        sock.as_raw_fd(),
+        &mut iov,
+        Some(&mut cmsg),
+        MsgFlags::MSG_DONTWAIT,
+    )?;
+    let stamp = msg.cmsgs().ok().and_then(|mut c| {
+        c.find_map(|c| match c {
+            ControlMessageOwned::ScmTimestampns(ts) => Some(crate::clock::ns(&ts)),
+            _ => None,
+        })
+    });
+    Ok((msg.bytes, stamp))
+}
+
+/// A [`TraderIo`] whose orders go to a [`TcpOrders`] session instead of its own sink.
+#[derive(Debug)]
+pub struct WithOrders<'a, I> {
+    io: &'a mut I,
+    orders: &'a mut TcpOrders,
+}
+
+impl<'a, I: TraderIo> WithOrders<'a, I> {
+    /// `io`'s feed, `orders`' session.
+    pub fn new(io: &'a mut I, orders: &'a mut TcpOrders) -> Self {
+        WithOrders { io, orders }
+    }
+}
+
+/// The handler the wrapped I/O calls: the loop's, with the session as the sink.
+struct Swap<'a, H> {
+    handler: &'a mut H,
+    orders: &'a mut TcpOrders,
+}
+
+impl<H: PacketHandler> PacketHandler for Swap<'_, H> {
+    #[inline]
+    fn on_packet<S: OrderSink>(
+        &mut self,
+        payload: &[u8],
+        line: usize,
+        sender: Sender,
+        t_rx: u64,
+        _own: &mut S,
+    ) {
+        self.orders.tick_rx = t_rx;
+        self.handler
+            .on_packet(payload, line, sender, t_rx, &mut *self.orders);
+    }
+}
+
+impl<I: TraderIo> TraderIo for WithOrders<'_, I> {
+    #[inline]
+    fn recv<H: PacketHandler>(&mut self, max: usize, handler: &mut H) -> io::Result<usize> {
+        let mut swap = Swap {
+            handler,
+            orders: self.orders,
+        };
+        self.io.recv(max, &mut swap)
+    }
+
+    fn idle(&mut self) {
+        self.io.idle();
+        self.orders.service();
+    }
+
+    fn send_request(&mut self, to: SocketAddrV4, payload: &[u8]) -> io::Result<()> {
+        self.io.send_request(to, payload)
+    }
+
+    fn cap_wait(&mut self, ms: i32) {
+        self.io.cap_wait(ms);
+    }
+
+    fn with_sink(&mut self, f: &mut dyn FnMut(&mut dyn OrderSink)) {
+        f(self.orders);
+    }
+
+    fn pin_source(&mut self, line: usize, source: FeedSource) {
+        self.io.pin_source(line, source);
+    }
+
+    fn after_turn(&mut self, trader: &mut Trader) {
+        self.io.after_turn(trader);
+        self.orders.service();
+    }
+
+    fn finish<H: PacketHandler>(&mut self, handler: &mut H) {
+        let mut swap = Swap {
+            handler,
+            orders: self.orders,
+        };
+        self.io.finish(&mut swap);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use wire::ouch::{OrderAccepted, Price4, Side, Stock};
+
+    use super::*;
+
+    fn accepted(user_ref_num: u32) -> Option<Outbound> {
+        Some(Outbound::Accepted(OrderAccepted {
+            timestamp: 0,
+            user_ref_num,
+            side: Side::Buy,
+            quantity: 100,
+            symbol: Stock::new("LAB").unwrap(),
+            price: Price4(1),
+            time_in_force: wire::ouch::time_in_force::IOC,
+            display: wire::ouch::display::VISIBLE,
+            order_reference_number: 1,
+            capacity: wire::ouch::capacity::PRINCIPAL,
+            intermarket_sweep: wire::ouch::intermarket_sweep::NO,
+            cross_type: wire::ouch::cross_type::CONTINUOUS,
+            order_state: wire::ouch::order_state::LIVE,
+            cl_ord_id: [b'0'; 14],
+        }))
+    }
+
+    #[test]
+    fn an_ack_is_timed_from_its_own_orders_tick_and_skips_the_unanswered() {
+        let mut r = TcpOrders::new(SocketAddrV4::new([127, 0, 0, 1].into(), 9), "pw")
+            .unwrap()
+            .report;
+        let mut awaited: VecDeque<(u32, u64)> = [(1, 100), (2, 200), (3, 300)].into();
+        let mut lat = Latency::new();
+        // Order 1 never answered (a reconnect lost it); 2's answer comes at 1,200.
+        take_answer(&mut r, &mut awaited, &mut lat, accepted(2), 1_200);
+        assert_eq!(awaited, VecDeque::from([(3, 300)]));
+        assert_eq!(lat.summary().count, 1);
+        assert_eq!(lat.summary().max_us, 1.0, "1,200 - 200 ns = 1 us");
+        // An answer for an order already timed (a replay after a reconnect) times nothing.
+        take_answer(&mut r, &mut awaited, &mut lat, accepted(2), 9_000);
+        assert_eq!(lat.summary().count, 1);
+        assert_eq!(r.accepted, 2);
+        take_answer(&mut r, &mut awaited, &mut lat, None, 0);
+        assert_eq!(r.unknown_answers, 1);
+    }
+
+    #[test]
+    fn an_order_without_a_session_is_counted_not_sent() {
+        let mut o = TcpOrders::new(SocketAddrV4::new([127, 0, 0, 1].into(), 9), "pw").unwrap();
+        let order = OrderRepr {
+            side: Side::Sell,
+            reverse: true,
+            shares: 200,
+            token: 1,
+            tick_seq: 5,
+            price: Price4(10),
+            stock: Stock::new("LAB").unwrap(),
+        };
+        assert!(!o.send(&order));
+        assert_eq!((o.report.not_sent, o.report.sent), (1, 0));
+    }
+}
