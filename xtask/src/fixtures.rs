@@ -84,6 +84,8 @@ pub(crate) fn replay(base: f64) -> ReplayReport {
         },
         retransmit: None,
         line_sends: Vec::new(),
+        orders: paths::Orders::Udp,
+        session: None,
         machine: machine(),
     }
 }
@@ -154,6 +156,7 @@ pub(crate) fn trader(path: TraderPath) -> TraderReport {
             position: None,
         },
         trigger: None,
+        order_session: None,
     }
 }
 

@@ -4,7 +4,7 @@
 //! (`paths::PATHS`), and what a run puts at each end of the veth ([`Ends`]).
 use std::path::PathBuf;
 
-use paths::{ExchangeIo, Expect, Rate, Source, TraderPath, Wait, XdpMode};
+use paths::{ExchangeIo, Expect, Orders, Rate, Source, TraderPath, Wait, XdpMode};
 use serde::{Deserialize, Serialize};
 
 /// The replay's default source: the spec's 150k-bar GBM series.
@@ -120,6 +120,9 @@ pub(crate) enum Row {
     /// The XDP_TX reflector against the AF_XDP exchange: the floor of the bypass harness, what
     /// `xdp-bypass` is compared with.
     ReflectBypass,
+    /// A path's row with its orders over a SoupBinTCP session (`--orders tcp-*`): the trader
+    /// waiting as `--wait` says, the replay serving the session on kernel TCP.
+    Tcp(TraderPath, Orders),
     /// Two pinned threads ping-ponging a cache line: the machine's floor.
     CpuFloor,
     /// sockperf's UDP ping-pong: the outside reference for the kernel-UDP path.
@@ -144,11 +147,20 @@ impl Row {
         Row::Sockperf,
     ];
 
-    /// Every row, in the report's order: the table's, then the floors.
+    /// The paths whose orders can go over a SoupBinTCP session: those whose orders the
+    /// trader sends itself.
+    pub(crate) const TCP_PATHS: [TraderPath; 2] = [TraderPath::Xdp, TraderPath::Udp];
+
+    /// Every row, in the report's order: the table's, the TCP orders', then the floors.
     pub(crate) fn all() -> impl Iterator<Item = Row> {
         paths::PATHS
             .iter()
             .flat_map(|s| s.bench_rows.iter().map(|r| Row::Path(s.path, r.wait)))
+            .chain(Row::TCP_PATHS.into_iter().flat_map(|p| {
+                [Orders::TcpKernel, Orders::TcpXdp]
+                    .into_iter()
+                    .map(move |o| Row::Tcp(p, o))
+            }))
             .chain(Row::FLOORS)
     }
 
@@ -161,6 +173,12 @@ impl Row {
                 .iter()
                 .find(|r| r.wait == wait)
                 .map_or(p.as_str(), |r| r.label),
+            Row::Tcp(TraderPath::Xdp, Orders::TcpKernel) => "xdp+tcp-kernel",
+            Row::Tcp(TraderPath::Udp, Orders::TcpKernel) => "udp+tcp-kernel",
+            Row::Tcp(TraderPath::Xdp, Orders::TcpXdp) => "xdp+tcp-xdp",
+            Row::Tcp(TraderPath::Udp, Orders::TcpXdp) => "udp+tcp-xdp",
+            // Not a row any option makes (lab_rows leaves such a pair out).
+            Row::Tcp(..) => "tcp-orders",
             Row::Reflect => "reflect",
             Row::XdpBypass => "xdp-bypass",
             Row::ReflectBypass => "reflect-bypass",
@@ -176,16 +194,22 @@ impl Row {
                 wait,
                 ..Ends::kernel_exchange(path)
             }),
+            Row::Tcp(path, orders) => Some(Ends {
+                orders,
+                ..Ends::kernel_exchange(path)
+            }),
             Row::Reflect => Some(Ends::kernel_exchange(TraderPath::Reflect)),
             Row::XdpBypass => Some(Ends {
                 trader: TraderPath::Xdp,
                 exchange: ExchangeIo::Xdp,
                 wait: None,
+                orders: Orders::Udp,
             }),
             Row::ReflectBypass => Some(Ends {
                 trader: TraderPath::Reflect,
                 exchange: ExchangeIo::Xdp,
                 wait: None,
+                orders: Orders::Udp,
             }),
             Row::CpuFloor | Row::Sockperf => None,
         }
@@ -196,6 +220,7 @@ impl Row {
         match self {
             Row::Path(p, None) => format!("the {p} run"),
             Row::Path(p, Some(w)) => format!("the {p} run with the trader waiting: {w}"),
+            Row::Tcp(p, o) => format!("the {p} run with orders over {o}"),
             Row::Reflect => "the reflector run".into(),
             Row::XdpBypass => "the bypass-harness run".into(),
             Row::ReflectBypass => "the reflector run against the AF_XDP exchange".into(),
@@ -238,6 +263,12 @@ pub(crate) struct Options {
         default_value = "xdp,udp,trigger"
     )]
     pub(crate) paths: Vec<PathChoice>,
+    /// How orders travel, comma-separated: each path runs once per value it takes, side by
+    /// side. `udp`: the lab's order in a datagram; `tcp-kernel`: OUCH 5.0 over SoupBinTCP on
+    /// the kernel's TCP (the xdp and udp paths; the trigger and the reflector send UDP from
+    /// the XDP program). `tcp-xdp` is not built yet.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "udp")]
+    pub(crate) orders: Vec<Orders>,
     /// Market data: gbm[:SEED[:BARS]], closes:PATH, itch:PATH, pcap:PATH.
     #[arg(long, default_value_t = SOURCE)]
     pub(crate) source: Source,
@@ -415,6 +446,7 @@ impl Options {
     pub(crate) fn trial(count: u64, lab: &str, out: Option<PathBuf>, no_setup: bool) -> Options {
         Options {
             paths: vec![PathChoice::Both],
+            orders: vec![Orders::Udp],
             source: gbm_for(count),
             count: Some(count),
             rate: RATE,
@@ -446,7 +478,7 @@ impl Options {
     /// XDP mode (the trigger needs native XDP).
     pub(crate) fn skips(&self, row: Row) -> bool {
         match row {
-            Row::Path(p, _) => {
+            Row::Path(p, _) | Row::Tcp(p, _) => {
                 let spec = p.spec();
                 spec.action.is_some() && !spec.modes.contains(&self.xdp_mode)
             }
@@ -464,8 +496,19 @@ impl Options {
         let mut rows: Vec<Row> = Vec::new();
         for p in &self.paths {
             for row in p.rows(self.wait) {
-                if !rows.contains(&row) && !self.skips(row) {
-                    rows.push(row);
+                let Row::Path(path, wait) = row else { continue };
+                for &orders in &self.orders {
+                    let row = match orders {
+                        Orders::Udp => row,
+                        // Over TCP: the paths whose orders the trader sends, as --wait says.
+                        _ if wait.is_none() && Row::TCP_PATHS.contains(&path) => {
+                            Row::Tcp(path, orders)
+                        }
+                        _ => continue,
+                    };
+                    if !rows.contains(&row) && !self.skips(row) {
+                        rows.push(row);
+                    }
                 }
             }
         }
@@ -497,6 +540,8 @@ pub(crate) struct Ends {
     pub(crate) exchange: ExchangeIo,
     /// How the trader waits, if not as the options say (the trigger path's blocking row).
     pub(crate) wait: Option<Wait>,
+    /// How orders travel (the replay serves a SoupBinTCP session for the TCP ones).
+    pub(crate) orders: Orders,
 }
 
 impl Ends {
@@ -506,6 +551,7 @@ impl Ends {
             trader,
             exchange: ExchangeIo::Udp,
             wait: None,
+            orders: Orders::Udp,
         }
     }
 

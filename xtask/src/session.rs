@@ -427,6 +427,7 @@ fn trader_command(mut base: Command, o: &Options, lab: &LabConfig, ends: Ends) -
     t.addr = lab.trader_ip;
     t.port = lab::MD_PORT;
     t.order_to = orders_at(lab);
+    t.orders = ends.orders;
     // The feed's source named, as a trader is told it: nothing else is read.
     t.feed_source = Some(trader::FeedSource::exactly(feed_source(lab)));
     t.n = o.n;
@@ -479,6 +480,7 @@ fn replay_command(mut base: Command, o: &Options, lab: &LabConfig, ends: Ends) -
     r.feed_port = feed_source(lab).port();
     r.expect = ends.expect();
     r.io = ends.exchange;
+    r.orders = ends.orders;
     r.progress = Some(true);
     if ends.exchange == ExchangeIo::Xdp {
         r.iface = lab.exchange_if.clone();
@@ -608,6 +610,7 @@ mod tests {
             trader: TraderPath::Xdp,
             exchange: ExchangeIo::Xdp,
             wait: None,
+            orders: paths::Orders::Udp,
         };
         // The trader's, read back through its own parser.
         let t = args(&trader_command(Command::new("trader"), &o, &lab, bypass));
@@ -645,6 +648,7 @@ mod tests {
             trader: TraderPath::Reflect,
             exchange: ExchangeIo::Xdp,
             wait: None,
+            orders: paths::Orders::Udp,
         };
         let r = replay_of(&replay_command(
             Command::new("replay"),

@@ -203,6 +203,7 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
             trader: first,
             exchange: o.exchange_io,
             wait: None,
+            orders: paths::Orders::Udp,
         },
     )?;
     let mut searcher = Searcher {
@@ -301,6 +302,7 @@ impl Searcher<'_> {
             trader: path,
             exchange: self.o.exchange_io,
             wait: None,
+            orders: paths::Orders::Udp,
         };
         let run = self.session.run(&self.base, ends, &tag)?;
         let (replay, trader) = (run.replay()?, run.trader()?);
