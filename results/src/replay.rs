@@ -149,6 +149,9 @@ pub struct SessionReport {
     pub unknown: u64,
     /// Sequenced messages in the session (the answers).
     pub sequenced: u64,
+    /// The session stalled on purpose (`--session-stall-after`, a test).
+    #[serde(default)]
+    pub stalled: bool,
 }
 
 /// What the replay's MoldUDP64 re-request server did.

@@ -71,6 +71,8 @@ pub struct OrderSessionReport {
     pub not_sent: u64,
     /// Sends the socket took only in part (the rest went after, from the trader's buffer).
     pub partial_writes: u64,
+    /// Orders made while a login was under way: held, and sent once it was accepted.
+    pub held: u64,
     /// Answers: Order Accepted, Executed, Canceled, Rejected.
     pub accepted: u64,
     /// Order Executed.
@@ -89,6 +91,12 @@ pub struct OrderSessionReport {
     pub login_rejects: u64,
     /// Connections lost (closed, reset, silent server, protocol error).
     pub disconnects: u64,
+    /// Of those, given up because the exchange sent nothing for the dead-peer timeout.
+    pub server_silent: u64,
+    /// Of those, ended by a packet that doesn't frame or doesn't belong.
+    pub protocol_errors: u64,
+    /// Connections this trader reset on purpose (`--order-reset-after`, a test).
+    pub resets_injected: u64,
     /// The exchange ended the session (SoupBinTCP End of Session).
     pub end_of_session: bool,
     /// The next sequenced message the session expects (answers taken + 1).

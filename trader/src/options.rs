@@ -56,6 +56,11 @@ pub struct Options {
     /// The order session's password (its username and session are the lab's).
     #[arg(long, default_value = paths::market::ORDER_PASSWORD)]
     pub order_password: String,
+    /// The order session's dead-peer timeout, ms: a connection the exchange has sent nothing
+    /// on (not even a heartbeat) for this long is given up and made again (SoupBinTCP's
+    /// "typically 15 seconds").
+    #[arg(long, default_value_t = 15_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub order_timeout_ms: u64,
     /// The feed's source on line A: IP or IP:PORT. Datagrams to the feed port from anywhere
     /// else are counted (`foreign_source_addr`, `foreign_source_port`) and dropped, in the XDP
     /// program on the XDP paths and in the loop on every path. Without it, the source is
@@ -197,6 +202,10 @@ pub struct Options {
     /// exit). Never for trading: the corrupted orders reach the exchange.
     #[arg(long, hide = true, default_value_t = 0)]
     pub corrupt_arms: u64,
+    /// Testing only: after the Nth order, reset the order session's connection (an RST) and
+    /// make it again at once, to show that the session resumes with nothing lost or doubled.
+    #[arg(long, hide = true)]
+    pub order_reset_after: Option<u64>,
     /// Check the options (CPU, scheduling, output paths), then exit without touching a
     /// socket or an interface: what `cargo xtask bench` runs before it builds the lab.
     #[arg(long)]
@@ -327,6 +336,8 @@ impl Options {
             hgrm_out,
             ready,
             corrupt_arms,
+            order_reset_after,
+            order_timeout_ms,
             check,
         } = self;
         let d = Options::try_parse_from(["trader", "--path", path.as_str()])
@@ -385,6 +396,8 @@ impl Options {
         a.some("--stats-out", stats_out.as_ref().map(|p| p.display()));
         a.some("--hgrm-out", hgrm_out.as_ref().map(|p| p.display()));
         a.flag("--ready", *ready);
+        a.changed("--order-timeout-ms", order_timeout_ms, &d.order_timeout_ms);
+        a.some("--order-reset-after", order_reset_after.as_ref());
         if *corrupt_arms > 0 {
             a.value("--corrupt-arms", corrupt_arms);
         }
@@ -470,6 +483,9 @@ impl Options {
         if o.orders.is_tcp() && wire::soupbin::alpha::<10>(o.order_password.as_bytes()).is_err() {
             bail!("--order-password: at most 10 printable ASCII characters (SoupBinTCP's field)");
         }
+        if o.order_reset_after.is_some() && !o.orders.is_tcp() {
+            bail!("--order-reset-after is a test of an order session: give --orders tcp-kernel");
+        }
         if o.corrupt_arms > 0 && spec.io != Io::Trigger {
             bail!(
                 "--corrupt-arms is a test of {}",
@@ -528,6 +544,10 @@ mod tests {
             "tcp-kernel",
             "--order-password",
             "pw",
+            "--order-timeout-ms",
+            "300",
+            "--order-reset-after",
+            "7",
             "--feed-source",
             "198.18.0.1:26404",
             "--feed-source-b",

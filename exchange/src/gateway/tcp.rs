@@ -39,6 +39,8 @@ pub struct TcpGateway {
     clock: RealToMono,
     counts: SessionCounts,
     next_accept_ns: u64,
+    /// Stall after this many orders (a test).
+    stall_after: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -76,7 +78,15 @@ impl TcpGateway {
             clock: RealToMono::default(),
             counts: SessionCounts::default(),
             next_accept_ns: 0,
+            stall_after: None,
         })
+    }
+
+    /// Stalls after taking `n` orders (a test: no reads, answers, heartbeats or accepts).
+    #[must_use]
+    pub fn stalling_after(mut self, n: Option<u64>) -> Self {
+        self.stall_after = n;
+        self
     }
 
     /// What the session came to: its connections and its order entry.
@@ -98,6 +108,13 @@ impl TcpGateway {
     /// Accepts, reads, answers and keeps the session's timers at `now` (the lab's clock):
     /// every Enter Order read goes to `f` as the lab's order with its arrival stamp.
     pub fn service(&mut self, now: u64, mut f: impl FnMut(&[u8], Option<u64>) -> Took) {
+        if self
+            .stall_after
+            .is_some_and(|n| self.gateway.counts().enter_orders >= n)
+        {
+            self.counts.stalled = true;
+            return;
+        }
         if self.conn.is_none() || now >= self.next_accept_ns {
             self.next_accept_ns = now + ACCEPT_EVERY_NS;
             self.accept(now);

@@ -91,6 +91,10 @@ pub struct Options {
     /// both).
     #[arg(long, value_enum, default_value_t = Orders::Udp)]
     pub orders: Orders,
+    /// Testing only: after taking N orders, the order session stalls (no reads, no answers,
+    /// no heartbeats, no new connection), to show the trader detects a dead exchange.
+    #[arg(long, hide = true)]
+    pub session_stall_after: Option<u64>,
     /// Attach a pass-everything XDP program to this interface first (XDP_TX from the peer
     /// into a veth needs an XDP program on this end).
     #[arg(long)]
@@ -172,6 +176,7 @@ impl Options {
             pcap_out,
             expect,
             orders,
+            session_stall_after,
             xdp_pass_on,
             io,
             iface,
@@ -205,6 +210,7 @@ impl Options {
         a.changed("--label", label, &d.label);
         a.changed("--expect", expect, &d.expect);
         a.changed("--orders", orders, &d.orders);
+        a.some("--session-stall-after", session_stall_after.as_ref());
         a.changed("--io", io, &d.io);
         a.changed("--iface", iface, &d.iface);
         a.changed("--target-mac", target_mac, &d.target_mac);
@@ -290,6 +296,8 @@ mod tests {
             "every",
             "--orders",
             "tcp-kernel",
+            "--session-stall-after",
+            "3",
             "--xdp-pass-on",
             "ex9",
             "--io",

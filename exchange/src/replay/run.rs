@@ -51,6 +51,7 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         pcap_out,
         expect,
         orders,
+        session_stall_after,
         xdp_pass_on,
         io,
         iface,
@@ -104,7 +105,8 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         .is_tcp()
         // Room for an order on every tick: the most a trader can send that the exchange takes.
         .then(|| crate::gateway::tcp::TcpGateway::bind(bind, order_session()?, feed.ticks.len()))
-        .transpose()?;
+        .transpose()?
+        .map(|g| g.stalling_after(session_stall_after));
     let port = exchange_io::Ports {
         feed: port,
         session,

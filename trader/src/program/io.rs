@@ -252,7 +252,9 @@ fn run_loop<I: trading::TraderIo>(
         let end = trading::run(io, trader, rx_to_tx, loop_config(o), stop).context(what)?;
         return Ok((end, None));
     }
-    let mut session = trading::TcpOrders::new(o.order_to, &o.order_password)?;
+    let timeout = Duration::from_millis(o.order_timeout_ms);
+    let mut session = trading::TcpOrders::new(o.order_to, &o.order_password, timeout)?
+        .resetting_after(o.order_reset_after);
     session.login(LOGIN_WAIT)?;
     eprintln!(
         "trader: logged in to the order session at {} (OUCH 5.0 over SoupBinTCP, kernel TCP)",

@@ -54,6 +54,11 @@ pub struct TcpOrders {
     sock: Option<TcpStream>,
     /// Bytes the socket hasn't taken yet (a partial write, the login, heartbeats).
     pending: Vec<u8>,
+    /// Orders made while a login is under way: sent once it is accepted (SoupBinTCP takes no
+    /// data before).
+    held: Vec<u8>,
+    /// Reset the connection after this many orders (a test), once.
+    reset_after: Option<u64>,
     /// The RX time of the packet whose orders are being sent (set by [`WithOrders`]).
     tick_rx: u64,
     /// Each order sent, with its tick's RX time, until its Order Accepted comes.
@@ -66,14 +71,20 @@ pub struct TcpOrders {
 }
 
 impl TcpOrders {
-    /// A session to `gateway` logging in with `password` (the lab's username and session);
-    /// not connected until the first [`TcpOrders::service`].
-    pub fn new(gateway: SocketAddrV4, password: &str) -> anyhow::Result<TcpOrders> {
+    /// A session to `gateway` logging in with `password` (the lab's username and session),
+    /// giving a connection up after `timeout` of the exchange's silence; not connected until
+    /// the first [`TcpOrders::service`].
+    pub fn new(
+        gateway: SocketAddrV4,
+        password: &str,
+        timeout: Duration,
+    ) -> anyhow::Result<TcpOrders> {
         use wire::soupbin::alpha;
         let bad = |what: &str, e: wire::Error| anyhow::anyhow!("the order session's {what}: {e}");
         let config = soup::ClientConfig {
             session: soup::Session::new(paths::market::ORDER_SESSION)
                 .map_err(|e| bad("session", e))?,
+            peer_timeout_ns: u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX),
             ..soup::ClientConfig::new(
                 alpha(paths::market::ORDER_USER.as_bytes()).map_err(|e| bad("username", e))?,
                 alpha(password.as_bytes()).map_err(|e| bad("password", e))?,
@@ -84,6 +95,8 @@ impl TcpOrders {
             client: soup::Client::new(config),
             sock: None,
             pending: Vec::with_capacity(64 * 1024),
+            held: Vec::with_capacity(64 * 1024),
+            reset_after: None,
             tick_rx: 0,
             awaited: VecDeque::with_capacity(AWAITED),
             rx_to_ack: Latency::new(),
@@ -95,6 +108,7 @@ impl TcpOrders {
                 sent: 0,
                 not_sent: 0,
                 partial_writes: 0,
+                held: 0,
                 accepted: 0,
                 executed: 0,
                 canceled: 0,
@@ -104,11 +118,21 @@ impl TcpOrders {
                 logins: 0,
                 login_rejects: 0,
                 disconnects: 0,
+                server_silent: 0,
+                protocol_errors: 0,
+                resets_injected: 0,
                 end_of_session: false,
                 next_seq: 1,
                 rx_to_ack: Latency::new().summary(),
             },
         })
+    }
+
+    /// Resets the connection after the `n`th order (a test of the reconnect), once.
+    #[must_use]
+    pub fn resetting_after(mut self, n: Option<u64>) -> Self {
+        self.reset_after = n;
+        self
     }
 
     /// Logged in: orders go out.
@@ -166,6 +190,7 @@ impl TcpOrders {
         }
         self.read(now);
         if let Some(soup::ClientEvent::ServerSilent) = self.client.tick(now, &mut self.pending) {
+            self.report.server_silent += 1;
             self.lost();
         }
         self.write_pending();
@@ -218,12 +243,18 @@ impl TcpOrders {
                             arrived,
                         );
                     }
-                    soup::ClientEvent::LoggedIn { .. } => self.report.logins += 1,
+                    soup::ClientEvent::LoggedIn { .. } => {
+                        self.report.logins += 1;
+                        // What was made during the login goes now, behind it.
+                        self.pending.extend_from_slice(&self.held);
+                        self.held.clear();
+                    }
                     soup::ClientEvent::Rejected(_) => self.report.login_rejects += 1,
                     soup::ClientEvent::EndOfSession => self.report.end_of_session = true,
-                    soup::ClientEvent::ServerSilent
-                    | soup::ClientEvent::Malformed(_)
-                    | soup::ClientEvent::Unexpected { .. } => {}
+                    soup::ClientEvent::Malformed(_) | soup::ClientEvent::Unexpected { .. } => {
+                        self.report.protocol_errors += 1;
+                    }
+                    soup::ClientEvent::ServerSilent => {}
                 }
             }
             if self.client.state() == soup::ClientState::Disconnected {
@@ -232,13 +263,41 @@ impl TcpOrders {
         }
     }
 
-    /// The connection is gone: dropped, made again at the next service.
+    /// The connection is gone: dropped, made again at the next service. Orders held for a
+    /// login that never came are not sent (counted).
     fn lost(&mut self) {
         if self.sock.take().is_some() {
             self.report.disconnects += 1;
         }
         self.client.disconnected();
         self.pending.clear();
+        if !self.held.is_empty() {
+            let held = (self.held.len() / ORDER_PACKET) as u64;
+            self.report.not_sent += held;
+            self.report.sent -= held.min(self.report.sent);
+            self.held.clear();
+        }
+    }
+
+    /// The test's fault: the connection reset (SO_LINGER 0, then close: an RST), and made
+    /// again at once.
+    #[cold]
+    fn reset_now(&mut self) {
+        if let Some(sock) = &self.sock {
+            let _ = nix::sys::socket::setsockopt(
+                sock,
+                nix::sys::socket::sockopt::Linger,
+                &nix::libc::linger {
+                    l_onoff: 1,
+                    l_linger: 0,
+                },
+            );
+        }
+        self.report.resets_injected += 1;
+        self.lost();
+        let now = now_ns();
+        self.next_connect = 0;
+        self.service_now(now);
     }
 
     fn write_pending(&mut self) {
@@ -312,8 +371,8 @@ impl OrderSink for TcpOrders {
     /// or the order doesn't encode.
     #[inline]
     fn send(&mut self, order: &OrderRepr) -> bool {
-        let logged_in = self.logged_in();
-        let (Some(sock), true) = (&mut self.sock, logged_in) else {
+        let state = self.client.state();
+        let (Some(sock), false) = (&mut self.sock, state == soup::ClientState::Disconnected) else {
             self.report.not_sent += 1;
             return false;
         };
@@ -335,6 +394,14 @@ impl OrderSink for TcpOrders {
             Repr::parse(packet),
             Ok((Repr::UnsequencedData(_), _))
         ));
+        if state == soup::ClientState::LoggingIn {
+            // A login under way: the order goes once it is accepted.
+            self.report.held += 1;
+            self.held.extend_from_slice(packet);
+            self.report.sent += 1;
+            self.awaited.push_back((enter.user_ref_num, self.tick_rx));
+            return true;
+        }
         // Behind bytes still queued, an order waits its turn in the same buffer.
         let written = if self.pending.is_empty() {
             match sock.write(packet) {
@@ -358,6 +425,10 @@ impl OrderSink for TcpOrders {
             self.awaited.pop_front();
         }
         self.awaited.push_back((enter.user_ref_num, self.tick_rx));
+        if self.reset_after == Some(self.report.sent) {
+            self.reset_after = None;
+            self.reset_now();
+        }
         true
     }
 
@@ -499,9 +570,13 @@ mod tests {
 
     #[test]
     fn an_ack_is_timed_from_its_own_orders_tick_and_skips_the_unanswered() {
-        let mut r = TcpOrders::new(SocketAddrV4::new([127, 0, 0, 1].into(), 9), "pw")
-            .unwrap()
-            .report;
+        let mut r = TcpOrders::new(
+            SocketAddrV4::new([127, 0, 0, 1].into(), 9),
+            "pw",
+            Duration::from_secs(1),
+        )
+        .unwrap()
+        .report;
         let mut awaited: VecDeque<(u32, u64)> = [(1, 100), (2, 200), (3, 300)].into();
         let mut lat = Latency::new();
         // Order 1 never answered (a reconnect lost it); 2's answer comes at 1,200.
@@ -519,7 +594,12 @@ mod tests {
 
     #[test]
     fn an_order_without_a_session_is_counted_not_sent() {
-        let mut o = TcpOrders::new(SocketAddrV4::new([127, 0, 0, 1].into(), 9), "pw").unwrap();
+        let mut o = TcpOrders::new(
+            SocketAddrV4::new([127, 0, 0, 1].into(), 9),
+            "pw",
+            Duration::from_secs(1),
+        )
+        .unwrap();
         let order = OrderRepr {
             side: Side::Sell,
             reverse: true,

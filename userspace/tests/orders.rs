@@ -1,0 +1,418 @@
+//! Privileged end to end: orders as venues take them, OUCH 5.0 over a SoupBinTCP 3.00 session
+//! on the kernel's TCP. The replay serves the session; a raw client of the test's own logs in
+//! to it (refused, accepted, heartbeats, an order answered, a retransmission ignored, a
+//! re-login replayed from the number it asks, end of session); the real trader trades 20,000
+//! ticks through it on both receive paths with parity exact, survives a reset connection with
+//! exact counts, and detects a stalled exchange. As an ordinary user each test says it is
+//! skipped and passes.
+use std::{
+    io::{Read as _, Write as _},
+    net::{SocketAddrV4, TcpStream},
+    time::{Duration, Instant},
+};
+
+use netns::LabConfig;
+use results::{ReplayReport, TraderReport};
+use wire::{
+    order::OrderRepr,
+    ouch::{EnterOrder, Outbound, Price4, Side, Stock},
+    soupbin::alpha,
+};
+
+mod common;
+
+use common::{lab_or_skip, read_report, replay, start_trader, tmp, trader_md, wait_exit};
+
+const TICKS: u64 = 20_000;
+
+fn gateway(c: &LabConfig) -> SocketAddrV4 {
+    SocketAddrV4::new(c.exchange_ip, netns::lab::ORDER_PORT)
+}
+
+/// A SoupBinTCP client of the test's own, on a blocking socket with a short read timeout.
+struct Raw {
+    sock: TcpStream,
+    client: soup::Client,
+    out: Vec<u8>,
+    start: Instant,
+}
+
+/// What a raw client saw, as text (to outlive the client's borrow).
+#[derive(Debug, Default)]
+struct Seen {
+    events: Vec<String>,
+    answers: Vec<Outbound>,
+    /// Reads that brought bytes (with no data flowing: the server's heartbeats).
+    reads: usize,
+}
+
+impl Raw {
+    /// Connects to `to` and logs in with `password`: from message 1, or (`next_seq`) as a
+    /// client that has had every message before `next_seq`, asking for the session by name.
+    fn connect(to: SocketAddrV4, password: &str, next_seq: Option<u64>) -> Raw {
+        let mut client = soup::Client::new(soup::ClientConfig::new(
+            alpha(paths::market::ORDER_USER.as_bytes()).unwrap(),
+            alpha(password.as_bytes()).unwrap(),
+        ));
+        if let Some(n) = next_seq {
+            skip_to(&mut client, n);
+        }
+        let sock = connect_retrying(to);
+        sock.set_read_timeout(Some(Duration::from_millis(20)))
+            .unwrap();
+        sock.set_nodelay(true).unwrap();
+        let mut raw = Raw {
+            sock,
+            client,
+            out: Vec::new(),
+            start: Instant::now(),
+        };
+        let now = raw.now();
+        raw.client.connect(now, &mut raw.out);
+        raw.flush();
+        raw
+    }
+
+    fn now(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_nanos()).unwrap()
+    }
+
+    fn flush(&mut self) {
+        self.sock.write_all(&self.out).unwrap();
+        self.out.clear();
+    }
+
+    /// Reads and keeps the timers for `d`, or until `stop` says enough.
+    fn pump(&mut self, d: Duration, seen: &mut Seen, stop: impl Fn(&Seen) -> bool) {
+        let until = Instant::now() + d;
+        while Instant::now() < until && !stop(seen) {
+            let mut buf = [0u8; 4096];
+            match self.sock.read(&mut buf) {
+                Ok(0) => {
+                    seen.events.push("closed".into());
+                    return;
+                }
+                Ok(n) => {
+                    seen.reads += 1;
+                    let now = self.now();
+                    self.client.read_into()[..n].copy_from_slice(&buf[..n]);
+                    self.client.filled(n, now);
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(e) => {
+                    seen.events.push(format!("error {e}"));
+                    return;
+                }
+            }
+            while let Some(e) = self.client.poll() {
+                match e {
+                    soup::ClientEvent::Sequenced { message, .. } => {
+                        seen.answers
+                            .push(Outbound::parse(message).expect("an OUCH answer"));
+                    }
+                    other => seen.events.push(format!("{other:?}")),
+                }
+            }
+            let now = self.now();
+            let _ = self.client.tick(now, &mut self.out);
+            self.flush();
+        }
+    }
+
+    fn send(&mut self, message: &[u8]) {
+        let now = self.now();
+        assert!(self.client.send(now, message, &mut self.out), "logged in");
+        self.flush();
+    }
+}
+
+/// Makes `client` expect message `n` next, as one that had 1..n-1 would.
+fn skip_to(client: &mut soup::Client, n: u64) {
+    // The client counts what it was sent: feed it n-1 sequenced packets of nothing in a
+    // logged-in state of its own making (a local login accepted at 1).
+    let mut sink = Vec::new();
+    client.connect(0, &mut sink);
+    let mut bytes = Vec::new();
+    let mut packet = [0u8; 64];
+    let accepted = wire::soupbin::Repr::LoginAccepted {
+        session: soup::Session::new(paths::market::ORDER_SESSION).unwrap(),
+        sequence: 1,
+    };
+    let k = accepted.emit_into(&mut packet).unwrap();
+    bytes.extend_from_slice(&packet[..k]);
+    for _ in 1..n {
+        let k = wire::soupbin::Repr::SequencedData(b"x")
+            .emit_into(&mut packet)
+            .unwrap();
+        bytes.extend_from_slice(&packet[..k]);
+    }
+    client.read_into()[..bytes.len()].copy_from_slice(&bytes);
+    client.filled(bytes.len(), 0);
+    while client.poll().is_some() {}
+    assert_eq!(client.next_seq(), n);
+    client.disconnected();
+}
+
+fn connect_retrying(to: SocketAddrV4) -> TcpStream {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        match TcpStream::connect_timeout(&to.into(), Duration::from_millis(100)) {
+            Ok(s) => return s,
+            Err(e) if Instant::now() > until => panic!("connecting to {to}: {e}"),
+            Err(_) => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+}
+
+fn enter(token: u64, tick_seq: u64) -> Vec<u8> {
+    let e = EnterOrder::from_order(&OrderRepr {
+        side: Side::Buy,
+        reverse: false,
+        shares: 100,
+        token,
+        tick_seq,
+        price: Price4(1_000_000),
+        stock: Stock::new(paths::market::STOCK).unwrap(),
+    })
+    .unwrap();
+    let mut buf = vec![0; e.buffer_len()];
+    e.emit_into(&mut buf).unwrap();
+    buf
+}
+
+#[test]
+fn login_heartbeats_answers_replay_and_end_of_session_against_the_replay() {
+    let Some(lab) = lab_or_skip("soup") else {
+        return;
+    };
+    let c = lab.config().clone();
+    let json = tmp("soup.json");
+    // The feed goes to a trader address nobody listens on: this test is the session's only
+    // client, and the feed (2 s at 10k/s) keeps the session up for the heartbeats.
+    let mut r = replay(&c, "gbm:42:150000", &trader_md(&c), &json);
+    r.args(["--count", &TICKS.to_string(), "--rate", "10k"])
+        .args(["--orders", "tcp-kernel", "--drain-ms", "100"]);
+    let mut exchange = netns::ChildGuard::new(r.spawn().expect("replay starts"));
+    let to = gateway(&c);
+    let ns = c.trader_ns();
+    let seen = netns::in_netns(&ns, move || {
+        // A wrong password: Login Rejected, not authorized; the connection closes.
+        let mut bad = Raw::connect(to, "wrong", None);
+        let mut seen = Seen::default();
+        bad.pump(Duration::from_secs(2), &mut seen, |s| !s.events.is_empty());
+        assert_eq!(
+            seen.events.first().map(String::as_str),
+            Some("Rejected(NotAuthorized)")
+        );
+        // The right one: Login Accepted at 1 (the feed starts now).
+        let mut raw = Raw::connect(to, paths::market::ORDER_PASSWORD, None);
+        let mut seen = Seen::default();
+        raw.pump(Duration::from_secs(2), &mut seen, |s| !s.events.is_empty());
+        assert!(
+            seen.events[0].starts_with("LoggedIn") && seen.events[0].contains("sequence: 1"),
+            "{:?}",
+            seen.events
+        );
+        // Silent for 1.5 s: the server's heartbeats keep the connection (the client's own
+        // go out from its tick), no data comes.
+        let (t0, reads) = (Instant::now(), seen.reads);
+        raw.pump(Duration::from_millis(1500), &mut seen, |_| false);
+        assert!(t0.elapsed() >= Duration::from_millis(1400));
+        assert!(seen.answers.is_empty(), "no data without orders");
+        assert!(seen.reads > reads, "a server heartbeat in a silent 1.5 s");
+        assert_eq!(raw.client.state(), soup::ClientState::LoggedIn, "{seen:?}");
+        // An order for a tick long gone... tick 1 went out: filled. Then the same number
+        // again (a retransmission: ignored) and one for a tick far ahead (canceled IOC).
+        raw.send(&enter(1, 1));
+        raw.send(&enter(1, 2));
+        raw.send(&enter(2, 10_000_000));
+        raw.pump(Duration::from_secs(2), &mut seen, |s| s.answers.len() >= 4);
+        seen
+    })
+    .expect("the trader's namespace");
+    let kinds: Vec<&str> = seen
+        .answers
+        .iter()
+        .map(|a| match a {
+            Outbound::Accepted(_) => "accepted",
+            Outbound::Executed(_) => "executed",
+            Outbound::Canceled(_) => "canceled",
+            Outbound::Rejected(_) => "rejected",
+            Outbound::SystemEvent(_) => "event",
+        })
+        .collect();
+    assert_eq!(kinds, ["accepted", "executed", "accepted", "canceled"]);
+    // A second connection asking from 3 gets answers 3 and 4 again, then end of session.
+    let seen2 = netns::in_netns(&ns, move || {
+        let mut again = Raw::connect(to, paths::market::ORDER_PASSWORD, Some(3));
+        let mut seen = Seen::default();
+        again.pump(Duration::from_secs(10), &mut seen, |s| {
+            s.events.iter().any(|e| e == "EndOfSession")
+        });
+        let now = again.now();
+        again.client.logout(now, &mut again.out);
+        again.flush();
+        seen
+    })
+    .expect("the trader's namespace");
+    assert!(
+        seen2.events[0].contains("sequence: 3"),
+        "{:?}",
+        seen2.events
+    );
+    assert_eq!(
+        seen2.answers.len(),
+        2,
+        "replayed from 3: {:?}",
+        seen2.answers
+    );
+    assert!(matches!(seen2.answers[0], Outbound::Accepted(a) if a.user_ref_num == 2));
+    assert!(
+        seen2.events.iter().any(|e| e == "EndOfSession"),
+        "{:?}",
+        seen2.events
+    );
+    let status = wait_exit(&mut exchange, Duration::from_secs(30), "replay");
+    assert!(status.success(), "replay exit: {status}");
+    let rep: ReplayReport = read_report(&json);
+    let s = rep.session.expect("a session report");
+    assert_eq!(s.login_rejects, 1);
+    assert_eq!(s.logins, 2);
+    assert_eq!((s.enter_orders, s.executed, s.canceled), (2, 1, 1));
+    assert_eq!(s.retransmissions, 1);
+    assert_eq!(s.replayed, 2);
+    assert_eq!(s.logouts, 1);
+    assert_eq!(rep.orders_received, 1, "the one filled");
+}
+
+/// The trader on `path` with orders over the session; both reports.
+fn trade(
+    path: &str,
+    tag: &str,
+    trader_extra: &[&str],
+    replay_extra: &[&str],
+) -> Option<(ReplayReport, TraderReport)> {
+    let lab = lab_or_skip(&format!("ouch{tag}"))?;
+    let c = lab.config().clone();
+    let (trader_json, replay_json) = (
+        tmp(&format!("{tag}-trader.json")),
+        tmp(&format!("{tag}.json")),
+    );
+    let mut extra = vec!["--orders", "tcp-kernel"];
+    extra.extend_from_slice(trader_extra);
+    let mut trader = start_trader(&c, path, &trader_json, &extra);
+    let mut r = replay(&c, "gbm:42:150000", &trader_md(&c), &replay_json);
+    r.args([
+        "--count",
+        &TICKS.to_string(),
+        "--rate",
+        "10k",
+        "--label",
+        path,
+    ])
+    .args(["--orders", "tcp-kernel"])
+    .args(replay_extra);
+    let status = r.status().expect("replay runs");
+    assert!(status.success(), "replay exit: {status}");
+    let status = wait_exit(&mut trader, Duration::from_secs(20), "trader");
+    assert!(status.success(), "trader exit: {status}");
+    Some((read_report(&replay_json), read_report(&trader_json)))
+}
+
+/// Every order taken once, answered once, parity exact.
+fn check_exact(path: &str, rep: &ReplayReport, tr: &TraderReport) {
+    let p = &rep.parity;
+    assert!(p.expected_orders > 1000, "{path}: the strategy trades");
+    assert_eq!(rep.orders_received, p.expected_orders, "{path}");
+    assert_eq!(rep.orders_duplicate + rep.orders_unknown_tick, 0, "{path}");
+    assert!(p.ok(), "{path}: parity {p:?}");
+    let s = rep.session.expect("the exchange's session report");
+    let o = tr
+        .order_session
+        .as_ref()
+        .expect("the trader's session report");
+    assert_eq!(s.enter_orders, p.expected_orders, "{path}");
+    assert_eq!(s.executed, s.enter_orders, "{path}: each order filled once");
+    assert_eq!(
+        (s.retransmissions, s.rejected, s.protocol_errors),
+        (0, 0, 0)
+    );
+    assert_eq!(
+        o.sent, s.enter_orders,
+        "{path}: what the trader sent, the exchange took"
+    );
+    assert_eq!(o.not_sent, 0, "{path}");
+    assert_eq!(o.accepted, o.sent, "{path}: every order's answer came back");
+    assert_eq!(o.executed, o.sent, "{path}");
+    assert!(o.end_of_session, "{path}");
+    assert_eq!(
+        o.next_seq,
+        s.sequenced + 1,
+        "{path}: the trader had every answer"
+    );
+    assert_eq!(o.rx_to_ack.count, o.accepted, "{path}: each ack timed once");
+}
+
+#[test]
+fn both_receive_paths_trade_20k_ticks_over_the_session_with_parity() {
+    for path in ["xdp", "udp"] {
+        let Some((rep, tr)) = trade(path, path, &[], &[]) else {
+            return;
+        };
+        check_exact(path, &rep, &tr);
+        let s = rep.session.unwrap();
+        assert_eq!((s.connections, s.logins, s.logouts), (1, 1, 1), "{path}");
+        assert_eq!(tr.order_session.unwrap().held, 0, "{path}");
+    }
+}
+
+#[test]
+fn a_reset_connection_is_made_again_and_nothing_is_lost_or_doubled() {
+    let Some((rep, tr)) = trade("xdp", "reset", &["--order-reset-after", "1000"], &[]) else {
+        return;
+    };
+    check_exact("reset", &rep, &tr);
+    let s = rep.session.unwrap();
+    let o = tr.order_session.unwrap();
+    assert_eq!(o.resets_injected, 1);
+    assert_eq!((o.connects, o.logins, o.disconnects), (2, 2, 1));
+    assert_eq!((s.connections, s.logins), (2, 2));
+    assert_eq!(
+        s.reset + s.closed_by_peer,
+        1,
+        "the exchange saw the first one go"
+    );
+    // Whatever answers the first connection hadn't delivered came again on the second.
+    assert_eq!(o.accepted, o.sent);
+}
+
+#[test]
+fn a_stalled_exchange_is_detected_and_its_orders_are_counted_not_lost_silently() {
+    let Some((rep, tr)) = trade(
+        "udp",
+        "stall",
+        &["--order-timeout-ms", "300"],
+        &["--session-stall-after", "100"],
+    ) else {
+        return;
+    };
+    let s = rep.session.unwrap();
+    let o = tr.order_session.unwrap();
+    assert!(s.stalled);
+    assert!(o.server_silent >= 1, "{o:?}");
+    assert!(o.disconnects >= 1, "{o:?}");
+    assert!(
+        o.not_sent > 0,
+        "orders made with no session are counted: {o:?}"
+    );
+    assert_eq!(
+        o.sent + o.not_sent,
+        tr.counters.orders + tr.counters.orders_failed,
+        "every order the strategy made is sent or counted"
+    );
+    assert!(rep.orders_received < rep.parity.expected_orders);
+}
