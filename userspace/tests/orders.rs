@@ -297,7 +297,27 @@ fn trade(
     replay_extra: &[&str],
 ) -> Option<(ReplayReport, TraderReport)> {
     let lab = lab_or_skip(&format!("ouch{tag}"))?;
-    let c = lab.config().clone();
+    let feed = (TICKS, "10k");
+    Some(trade_in(
+        lab.config(),
+        path,
+        tag,
+        feed,
+        trader_extra,
+        replay_extra,
+    ))
+}
+
+/// [`trade`] in the lab `c`, `feed.0` ticks at the rate `feed.1`.
+fn trade_in(
+    c: &LabConfig,
+    path: &str,
+    tag: &str,
+    feed: (u64, &str),
+    trader_extra: &[&str],
+    replay_extra: &[&str],
+) -> (ReplayReport, TraderReport) {
+    let c = c.clone();
     let (trader_json, replay_json) = (
         tmp(&format!("{tag}-trader.json")),
         tmp(&format!("{tag}.json")),
@@ -306,21 +326,14 @@ fn trade(
     extra.extend_from_slice(trader_extra);
     let mut trader = start_trader(&c, path, &trader_json, &extra);
     let mut r = replay(&c, "gbm:42:150000", &trader_md(&c), &replay_json);
-    r.args([
-        "--count",
-        &TICKS.to_string(),
-        "--rate",
-        "10k",
-        "--label",
-        path,
-    ])
-    .args(["--orders", "tcp-kernel"])
-    .args(replay_extra);
+    r.args(["--count", &feed.0.to_string(), "--rate", feed.1])
+        .args(["--label", path, "--orders", "tcp-kernel"])
+        .args(replay_extra);
     let status = r.status().expect("replay runs");
     assert!(status.success(), "replay exit: {status}");
     let status = wait_exit(&mut trader, Duration::from_secs(20), "trader");
     assert!(status.success(), "trader exit: {status}");
-    Some((read_report(&replay_json), read_report(&trader_json)))
+    (read_report(&replay_json), read_report(&trader_json))
 }
 
 /// Every order taken once, answered once, parity exact.
@@ -415,4 +428,146 @@ fn a_stalled_exchange_is_detected_and_its_orders_are_counted_not_lost_silently()
         "every order the strategy made is sent or counted"
     );
     assert!(rep.orders_received < rep.parity.expected_orders);
+}
+
+#[test]
+fn wiresharks_soupbintcp_dissector_reads_every_packet_of_a_run() {
+    let Some(lab) = lab_or_skip("shark") else {
+        return;
+    };
+    let c = lab.config().clone();
+    let file = tmp("session.pcap");
+    // Both directions of the session, whole frames.
+    let mut dump = netns::ChildGuard::new(
+        common::in_ns(&c.exchange_ns(), "tcpdump")
+            .args([
+                "-i",
+                &c.exchange_if,
+                "-n",
+                "-U",
+                "-Z",
+                "root",
+                "-s",
+                "0",
+                "-B",
+                "65536",
+            ])
+            .args(["--immediate-mode", "-w"])
+            .arg(&file)
+            .arg(format!("tcp port {}", netns::lab::ORDER_PORT))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("tcpdump starts (cargo xtask setup installs it)"),
+    );
+    let stderr = dump.child_mut().stderr.take().expect("piped");
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stderr), &mut line).unwrap();
+    assert!(line.contains("listening on"), "tcpdump: {line}");
+    // A rate tcpdump keeps up with on two CPUs shared with both ends.
+    let (rep, tr) = trade_in(&c, "udp", "shark", (5_000, "2k"), &[], &[]);
+    dump.signal(netns::Signal::SIGTERM).unwrap();
+    wait_exit(&mut dump, Duration::from_secs(5), "tcpdump");
+    let o = tr.order_session.expect("the trader's session report");
+    let s = rep.session.expect("the exchange's session report");
+    // Wireshark's own dissector, told the port (it has no default), each packet's type and
+    // message; and whatever it found malformed.
+    let tshark = |fields: &[&str], filter: &str| -> String {
+        let mut cmd = std::process::Command::new("tshark");
+        cmd.arg("-r")
+            .arg(&file)
+            .args([
+                "-d",
+                &format!("tcp.port=={},soupbintcp", netns::lab::ORDER_PORT),
+            ])
+            .args([
+                "-Y",
+                filter,
+                "-T",
+                "fields",
+                "-E",
+                "occurrence=a",
+                "-E",
+                "aggregator=;",
+            ]);
+        for f in fields {
+            cmd.args(["-e", f]);
+        }
+        let out = cmd
+            .stderr(std::process::Stdio::null())
+            .output()
+            .expect("tshark runs (cargo xtask setup installs it)");
+        assert!(out.status.success(), "tshark: {}", out.status);
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let lost = tshark(&["frame.number"], "tcp.analysis.lost_segment");
+    assert!(
+        lost.trim().is_empty(),
+        "the capture missed frames (tcpdump fell behind), so Wireshark can't reassemble the \
+         stream: frames {lost}"
+    );
+    let malformed = tshark(
+        &["frame.number"],
+        "_ws.malformed || _ws.expert.severity >= \"error\"",
+    );
+    assert!(
+        malformed.trim().is_empty(),
+        "frames Wireshark finds malformed: {malformed}"
+    );
+    let mut types = std::collections::BTreeMap::<String, u64>::new();
+    let (mut enter, mut answers) = (0u64, 0u64);
+    for row in tshark(
+        &["soupbintcp.packet_type", "soupbintcp.message"],
+        "soupbintcp",
+    )
+    .lines()
+    {
+        let (kinds, messages) = row.split_once('\t').unwrap_or((row, ""));
+        let kinds: Vec<&str> = kinds.split(';').collect();
+        for k in &kinds {
+            *types.entry(k.trim_matches('\'').to_owned()).or_default() += 1;
+        }
+        // Each message Wireshark framed, through our decoder: an Enter Order from the trader,
+        // an answer from the exchange.
+        let mut data_kinds = kinds.iter().filter(|k| k.contains('U') || k.contains('S'));
+        for hex in messages.split(';').filter(|m| !m.is_empty()) {
+            let bytes = decode_hex(hex);
+            match data_kinds.next() {
+                Some(k) if k.contains('U') => {
+                    assert!(matches!(
+                        wire::ouch::Inbound::parse(&bytes),
+                        Ok(wire::ouch::Inbound::EnterOrder(_))
+                    ));
+                    enter += 1;
+                }
+                Some(_) => {
+                    Outbound::parse(&bytes).expect("an OUCH 5.0 answer");
+                    answers += 1;
+                }
+                None => panic!("a message without a data packet: {row}"),
+            }
+        }
+    }
+    let count = |k: &str| types.get(k).copied().unwrap_or(0);
+    assert_eq!(count("L"), 1, "{types:?}");
+    assert_eq!(count("A"), 1, "{types:?}");
+    assert_eq!(
+        count("U"),
+        o.sent,
+        "every order a packet Wireshark framed: {types:?}"
+    );
+    assert_eq!(count("S"), s.sequenced, "every answer: {types:?}");
+    assert_eq!(count("Z"), 1, "end of session: {types:?}");
+    assert_eq!(count("O"), 1, "logout: {types:?}");
+    assert_eq!((enter, answers), (o.sent, s.sequenced));
+    let _ = std::fs::remove_file(&file);
+}
+
+/// Bytes from tshark's hex (with or without `:` between them).
+fn decode_hex(hex: &str) -> Vec<u8> {
+    let digits: Vec<u8> = hex.bytes().filter(u8::is_ascii_hexdigit).collect();
+    digits
+        .chunks(2)
+        .map(|p| u8::from_str_radix(std::str::from_utf8(p).unwrap(), 16).unwrap())
+        .collect()
 }

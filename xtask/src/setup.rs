@@ -53,6 +53,10 @@ const PACKAGES: &[(&str, &str)] = &[
         "perf: TLB-miss counts where the machine exposes a PMU",
     ),
     (
+        "tshark",
+        "Wireshark's own SoupBinTCP dissector reads a capture of the order session (the orders test)",
+    ),
+    (
         "valgrind",
         "cachegrind: the hotpath suite's instruction and simulated cache-miss counts (no PMU here)",
     ),

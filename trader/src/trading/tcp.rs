@@ -161,7 +161,10 @@ impl TcpOrders {
                 );
             }
             self.service_now(now_ns());
-            std::thread::sleep(Duration::from_micros(200));
+            // Before the exchange listens each try is a SYN answered by an RST: a few a
+            // second are enough there; once connected, the login's answer is awaited closely.
+            let pause = if self.sock.is_none() { 5_000 } else { 200 };
+            std::thread::sleep(Duration::from_micros(pause));
         }
         Ok(())
     }
