@@ -190,6 +190,26 @@ pub(crate) fn problems(row: &str, replay: &ReplayReport, trader: &TraderReport) 
             t.mismatch, t.fired
         ));
     }
+    if let Some(o) = &trader.order_session {
+        if o.not_sent > 0 {
+            p.push(format!(
+                "{row}: {} orders not sent (no order session logged in at the time)",
+                o.not_sent
+            ));
+        }
+        if o.accepted + o.rejected < o.sent || !o.end_of_session {
+            p.push(format!(
+                "{row}: {} of {} orders answered{}",
+                o.accepted + o.rejected,
+                o.sent,
+                if o.end_of_session {
+                    ""
+                } else {
+                    ", and the session's end never came"
+                }
+            ));
+        }
+    }
     if let Some(x) = trader.xdp_counters.filter(|x| x.redirect_failed > 0) {
         p.push(format!(
             "{row}: {} frames the XDP program could not redirect to the AF_XDP socket \
@@ -364,6 +384,7 @@ fn markdown(
     latency_table(&mut t, measured, sockperf, cpu_floor);
     counts_table(&mut t, measured);
     trigger_table(&mut t, measured);
+    session_table(&mut t, measured);
     stages_table(&mut t, measured);
     machine_table(&mut t, measured);
     ratios(&mut t, measured);
@@ -586,6 +607,78 @@ fn counts_table(t: &mut String, measured: &[Measured]) {
                 + c.suspect_sequence
                 + c.unconfirmed_packets,
             replay.late_sends,
+        );
+    }
+}
+
+/// The rows whose orders went over a SoupBinTCP session: both ends' counts, the trader's
+/// round trip to each order's Order Accepted, and what the TCP orders cost against the same
+/// path's UDP orders (its p50 and p99 tick-to-trade, same run).
+fn session_table(t: &mut String, measured: &[Measured]) {
+    let rows: Vec<(
+        &Measured,
+        &results::SessionReport,
+        &results::OrderSessionReport,
+    )> = measured
+        .iter()
+        .filter_map(|m| {
+            Some((
+                m,
+                m.replay.session.as_ref()?,
+                m.trader.order_session.as_ref()?,
+            ))
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        t,
+        "\norder session (OUCH 5.0 over SoupBinTCP 3.00): what each end counted, the trader's \
+         tick RX to Order Accepted (µs), and the cost against the same path's UDP orders\n"
+    );
+    let _ = writeln!(
+        t,
+        "| path | sent | not sent | taken | executed | answers | connections | logins | \
+         coalesced reads | RX→ack p50 | RX→ack p99 | RX→ack p99.9 | Δp50 vs udp orders | \
+         Δp99 vs udp orders |"
+    );
+    let _ = writeln!(
+        t,
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    for (m, s, o) in rows {
+        let udp = measured
+            .iter()
+            .find(|u| u.row == Row::Path(m.ends.trader, None) && u.replay.session.is_none());
+        let delta = |f: fn(&Summary) -> f64| {
+            udp.map_or_else(
+                || "-".to_owned(),
+                |u| {
+                    format!(
+                        "{:+.2}",
+                        f(&m.replay.tick_to_trade) - f(&u.replay.tick_to_trade)
+                    )
+                },
+            )
+        };
+        let _ = writeln!(
+            t,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.2} | {:.2} | {:.2} | {} | {} |",
+            m.row,
+            o.sent,
+            o.not_sent,
+            s.enter_orders,
+            s.executed,
+            o.accepted + o.executed + o.canceled + o.rejected,
+            s.connections,
+            s.logins,
+            s.coalesced_reads,
+            o.rx_to_ack.p50_us,
+            o.rx_to_ack.p99_us,
+            o.rx_to_ack.p999_us,
+            delta(|x| x.p50_us),
+            delta(|x| x.p99_us),
         );
     }
 }
@@ -1045,6 +1138,73 @@ verdict: 4 problem(s):
                 .any(|p| p == "trigger: the program fired 6 orders, the trader read 5 back (a fire it never saw)"),
             "{p:?}"
         );
+    }
+
+    #[test]
+    fn tcp_order_rows_show_both_ends_counts_and_their_cost_over_the_same_paths_udp_orders() {
+        let dir = std::env::temp_dir();
+        let mut rows = measured(&dir);
+        let row = Row::Tcp(TraderPath::Xdp, paths::Orders::TcpKernel);
+        let mut replay = fixtures::replay(12.5);
+        replay.session = Some(results::SessionReport {
+            connections: 1,
+            logins: 1,
+            enter_orders: 1000,
+            executed: 1000,
+            sequenced: 2000,
+            coalesced_reads: 3,
+            ..Default::default()
+        });
+        let mut trader = fixtures::trader(TraderPath::Xdp);
+        trader.order_session = Some(results::OrderSessionReport {
+            orders: paths::Orders::TcpKernel,
+            sent: 1000,
+            not_sent: 0,
+            partial_writes: 0,
+            held: 0,
+            accepted: 1000,
+            executed: 1000,
+            canceled: 0,
+            rejected: 0,
+            unknown_answers: 0,
+            connects: 1,
+            logins: 1,
+            login_rejects: 0,
+            disconnects: 0,
+            server_silent: 0,
+            protocol_errors: 0,
+            resets_injected: 0,
+            end_of_session: true,
+            next_seq: 2001,
+            rx_to_ack: fixtures::summary(1000, 20.0),
+        });
+        rows.push(Measured {
+            row,
+            ends: row.ends().unwrap(),
+            replay,
+            trader,
+            hgrm: dir.join("x.hgrm"),
+        });
+        let mut t = String::new();
+        session_table(&mut t, &rows);
+        let line = t
+            .lines()
+            .find(|l| l.starts_with("| xdp+tcp-kernel |"))
+            .unwrap_or_else(|| panic!("{t}"));
+        let xdp_p50 = rows[0].replay.tick_to_trade.p50_us;
+        let want = format!(
+            "{:+.2}",
+            rows.last().unwrap().replay.tick_to_trade.p50_us - xdp_p50
+        );
+        assert!(
+            line.contains("| 1000 | 0 | 1000 | 1000 | 2000 | 1 | 1 | 3 |"),
+            "{line}"
+        );
+        assert!(line.contains(&want), "{line} lacks {want}");
+        // No TCP row, no table.
+        let mut t = String::new();
+        session_table(&mut t, &measured(&dir));
+        assert!(t.is_empty());
     }
 
     #[test]
