@@ -149,3 +149,30 @@ pub fn set_rcvbuf(fd: std::os::fd::RawFd, bytes: i32) -> anyhow::Result<()> {
     }
     Err(std::io::Error::last_os_error()).context("setsockopt(SO_RCVBUF)")
 }
+
+/// One non-blocking read from `fd` (a UDP or TCP socket) with the kernel's `SO_TIMESTAMPNS`
+/// stamp (CLOCK_REALTIME ns; for TCP, the last segment the read took), where the socket gives
+/// one. `WouldBlock`: nothing there.
+pub fn recv_stamped(
+    fd: std::os::fd::BorrowedFd<'_>,
+    buf: &mut [u8],
+) -> std::io::Result<(usize, Option<u64>)> {
+    use std::os::fd::AsRawFd as _;
+
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+    let mut cmsg = nix::cmsg_space!(nix::sys::time::TimeSpec);
+    let mut iov = [std::io::IoSliceMut::new(buf)];
+    let msg = recvmsg::<()>(
+        fd.as_raw_fd(),
+        &mut iov,
+        Some(&mut cmsg),
+        MsgFlags::MSG_DONTWAIT,
+    )?;
+    let stamp = msg.cmsgs().ok().and_then(|mut c| {
+        c.find_map(|c| match c {
+            ControlMessageOwned::ScmTimestampns(ts) => Some(crate::clock::ns(&ts)),
+            _ => None,
+        })
+    });
+    Ok((msg.bytes, stamp))
+}

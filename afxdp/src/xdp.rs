@@ -7,9 +7,9 @@ use aya::{
 use xdp_common::{
     Action, Counter, Fired, GLOBAL_ACTION, GLOBAL_FIRED_WAKEUP, GLOBAL_MD_PORT, GLOBAL_MD_PORT_B,
     GLOBAL_ORDER_DST_IP, GLOBAL_ORDER_DST_MAC, GLOBAL_ORDER_DST_PORT, GLOBAL_ORDER_SRC_IP,
-    GLOBAL_ORDER_SRC_MAC, GLOBAL_TRIGGER_DST, GLOBAL_XDP_LOG, MAP_ARM, MAP_COUNTERS, MAP_FIRED,
-    MAP_SOURCES, MAP_STAGES, MAP_XSKS, Mark, OrderTo, Outcome, PROG_NAME, STAGE_WORDS, Source,
-    StageSums,
+    GLOBAL_ORDER_SRC_MAC, GLOBAL_ORDER_TCP, GLOBAL_TRIGGER_DST, GLOBAL_XDP_LOG, MAP_ARM,
+    MAP_COUNTERS, MAP_FIRED, MAP_SOURCES, MAP_STAGES, MAP_XSKS, Mark, OrderTo, Outcome, PROG_NAME,
+    STAGE_WORDS, Source, StageSums,
 };
 
 /// The XDP program, built by `build.rs` and embedded here. Empty when the eBPF toolchain was
@@ -101,6 +101,9 @@ pub struct Load {
     /// Where the program's own orders go (the reflector's and the trigger's): the configured
     /// gateway's headers. `None`: nowhere, nothing is fired or reflected.
     pub order_to: Option<OrderTo>,
+    /// The order session's TCP segments (from `order_to`'s gateway to us) go into the AF_XDP
+    /// socket, for a userspace TCP (`trader --orders tcp-xdp`); off, the kernel has them.
+    pub order_tcp: bool,
 }
 
 /// The XDP program, loaded and attached to one interface. Dropping it detaches the program
@@ -169,6 +172,7 @@ impl XdpProgram {
             dst[6..].copy_from_slice(&ip.octets());
         }
         let to = load.order_to.unwrap_or_default();
+        let order_tcp = u8::from(load.order_tcp && load.order_to.is_some());
         let mut ebpf = EbpfLoader::new()
             .override_global(GLOBAL_MD_PORT, &port, true)
             .override_global(GLOBAL_MD_PORT_B, &port_b, true)
@@ -181,6 +185,7 @@ impl XdpProgram {
             .override_global(GLOBAL_ORDER_SRC_IP, &to.src_ip, true)
             .override_global(GLOBAL_ORDER_DST_IP, &to.dst_ip, true)
             .override_global(GLOBAL_ORDER_DST_PORT, &to.dst_port, true)
+            .override_global(GLOBAL_ORDER_TCP, &order_tcp, true)
             .load(if load.stages { OBJECT_STAGES } else { OBJECT })
             .map_err(XdpError::Load)?;
         let prog: &mut Xdp = ebpf
@@ -737,6 +742,7 @@ impl Counters {
                 Counter::TriggerArmBusy => &mut r.trigger_arm_busy,
                 Counter::ForeignSourceAddr => &mut r.foreign_source_addr,
                 Counter::ForeignSourcePort => &mut r.foreign_source_port,
+                Counter::OrderSegments => &mut r.order_segments,
             };
             *slot = self.get(c);
         }

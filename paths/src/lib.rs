@@ -381,7 +381,8 @@ arg_enum! {
         /// OUCH 5.0 over SoupBinTCP 3.00 on the kernel's TCP (`TCP_NODELAY`), as venues take
         /// them.
         TcpKernel = "tcp-kernel",
-        /// OUCH 5.0 over SoupBinTCP 3.00 on a userspace TCP over AF_XDP (not built yet).
+        /// OUCH 5.0 over SoupBinTCP 3.00 on a userspace TCP (smoltcp) over the xdp path's
+        /// AF_XDP socket, the XDP program steering the session's segments to it.
         TcpXdp = "tcp-xdp",
     }
 }

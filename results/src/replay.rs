@@ -111,7 +111,8 @@ pub struct LineSends {
 pub struct SessionReport {
     /// TCP connections accepted.
     pub connections: u64,
-    /// Connections that replaced one still up (a trader reconnecting first).
+    /// Connections that took the session over from one still up, once logged in (a trader
+    /// reconnecting before this end saw its old connection go).
     pub replaced: u64,
     /// Logins accepted.
     pub logins: u64,
@@ -149,6 +150,10 @@ pub struct SessionReport {
     pub unknown: u64,
     /// Sequenced messages in the session (the answers).
     pub sequenced: u64,
+    /// Orders that came while the feed wasn't running (before it, or after its end): answered,
+    /// but no exchange took them.
+    #[serde(default)]
+    pub outside_feed: u64,
     /// The session stalled on purpose (`--session-stall-after`, a test).
     #[serde(default)]
     pub stalled: bool,

@@ -60,8 +60,8 @@ pub struct TraderReport {
     pub order_session: Option<OrderSessionReport>,
 }
 
-/// What the trader's SoupBinTCP order session did (`--orders tcp-kernel`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// What the trader's SoupBinTCP order session did (`--orders tcp-kernel`, `tcp-xdp`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct OrderSessionReport {
     /// How the orders went.
     pub orders: paths::Orders,
@@ -446,6 +446,9 @@ pub struct XdpCounters {
     /// Market-data frames from the pinned source's address, another port: dropped.
     #[serde(default)]
     pub foreign_source_port: u64,
+    /// TCP segments of the order session steered into the AF_XDP socket (`--orders tcp-xdp`).
+    #[serde(default)]
+    pub order_segments: u64,
 }
 
 /// The loaded XDP program, as the kernel describes it (`bpf_prog_info`).

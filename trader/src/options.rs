@@ -49,8 +49,9 @@ pub struct Options {
     /// How orders travel to --order-to: `udp` (the lab's 36-byte order in a datagram), or
     /// `tcp-kernel` (OUCH 5.0 Enter Orders in a SoupBinTCP 3.00 session on the kernel's TCP,
     /// `TCP_NODELAY`, one order per segment, logged in before the feed starts and again after
-    /// a lost connection, from the next answer not yet had). `tcp-xdp`, a userspace TCP on
-    /// AF_XDP, is not built yet.
+    /// a lost connection, from the next answer not yet had), or `tcp-xdp` (the same session on
+    /// a userspace TCP, smoltcp, over the xdp path's own AF_XDP socket: the XDP program steers
+    /// the session's segments to it).
     #[arg(long, value_enum, default_value_t = paths::Orders::Udp)]
     pub orders: paths::Orders,
     /// The order session's password (its username and session are the lab's).
@@ -466,25 +467,28 @@ impl Options {
         }
         match o.orders {
             paths::Orders::Udp => {}
-            paths::Orders::TcpXdp => bail!(
-                "--orders tcp-xdp (a userspace TCP on AF_XDP) is not built yet: --orders \
-                 tcp-kernel sends the same OUCH session on the kernel's TCP"
+            paths::Orders::TcpXdp if spec.io != Io::Xsk => bail!(
+                "--orders tcp-xdp (a userspace TCP on the trader's AF_XDP socket) needs --path \
+                 {}: --path {} has no AF_XDP socket of its own for it{}",
+                paths_where(|s| s.io == Io::Xsk),
+                o.path,
+                if spec.io == Io::Trigger {
+                    " (the TCP trigger, firing a prepared segment from the XDP program, is not \
+                     built yet)"
+                } else {
+                    ""
+                }
             ),
-            paths::Orders::TcpKernel if !matches!(spec.io, Io::Xsk | Io::Udp) => bail!(
-                "--orders {} needs a path whose orders the trader sends itself ({}): --path {} \
-                 sends them from the XDP program, in UDP (a TCP trigger needs the userspace TCP \
-                 stack, --orders tcp-xdp, not built yet)",
-                o.orders,
-                paths_where(|s| matches!(s.io, Io::Xsk | Io::Udp)),
-                o.path
-            ),
+            paths::Orders::TcpXdp => {}
             paths::Orders::TcpKernel => {}
         }
         if o.orders.is_tcp() && wire::soupbin::alpha::<10>(o.order_password.as_bytes()).is_err() {
             bail!("--order-password: at most 10 printable ASCII characters (SoupBinTCP's field)");
         }
-        if o.order_reset_after.is_some() && !o.orders.is_tcp() {
-            bail!("--order-reset-after is a test of an order session: give --orders tcp-kernel");
+        if o.order_reset_after.is_some() && o.orders != paths::Orders::TcpKernel {
+            bail!(
+                "--order-reset-after is a test of the kernel TCP session: give --orders tcp-kernel"
+            );
         }
         if o.corrupt_arms > 0 && spec.io != Io::Trigger {
             bail!(

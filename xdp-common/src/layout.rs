@@ -73,6 +73,8 @@ pub mod ipv4 {
     pub const FRAG_OFFSET_MASK: u16 = 0x1fff;
     /// IANA protocol number of UDP.
     pub const PROTOCOL_UDP: u8 = 17;
+    /// IP protocol number of TCP.
+    pub const PROTOCOL_TCP: u8 = 6;
 
     /// The header length a `VER_IHL` byte gives, if it is a version 4 header of at least
     /// [`HEADER_LEN`] bytes; `None` is a malformed header. The XDP program's `classify` and
@@ -93,6 +95,32 @@ pub mod ipv4 {
     pub const fn is_fragment(flags_frag: u16) -> bool {
         flags_frag & (FLAG_MORE_FRAGMENTS | FRAG_OFFSET_MASK) != 0
     }
+}
+
+/// TCP header (RFC 9293), without options.
+pub mod tcp {
+    use super::Field;
+
+    /// Source port: at the same offset as UDP's, so one read serves both.
+    pub const SRC_PORT: Field = 0..2;
+    /// Destination port.
+    pub const DST_PORT: Field = 2..4;
+    /// Sequence number.
+    pub const SEQ: Field = 4..8;
+    /// Acknowledgement number.
+    pub const ACK: Field = 8..12;
+    /// Data offset (high nibble, in 32-bit words) and reserved bits.
+    pub const DATA_OFFSET: usize = 12;
+    /// Flags (CWR ECE URG ACK PSH RST SYN FIN).
+    pub const FLAGS: usize = 13;
+    /// Receive window.
+    pub const WINDOW: Field = 14..16;
+    /// Checksum.
+    pub const CHECKSUM: Field = 16..18;
+    /// Urgent pointer.
+    pub const URGENT: Field = 18..20;
+    /// Header length without options.
+    pub const HEADER_LEN: usize = URGENT.end;
 }
 
 /// UDP header (RFC 768).

@@ -49,6 +49,9 @@ pub const GLOBAL_ORDER_SRC_IP: &str = "ORDER_SRC_IP";
 pub const GLOBAL_ORDER_DST_IP: &str = "ORDER_DST_IP";
 /// See [`GLOBAL_ORDER_DST_MAC`].
 pub const GLOBAL_ORDER_DST_PORT: &str = "ORDER_DST_PORT";
+/// Global (u8): 1 steers TCP from the order gateway (`ORDER_DST_IP`, `ORDER_DST_PORT`) to us
+/// (`ORDER_SRC_IP`) into the AF_XDP socket: the order session of a userspace TCP stack.
+pub const GLOBAL_ORDER_TCP: &str = "ORDER_TCP";
 
 /// The configured order gateway, as the program writes it into the headers of every order it
 /// sends: never taken from the tick it answers.
@@ -599,11 +602,14 @@ pub enum Counter {
     ForeignSourceAddr,
     /// Market-data frames from the pinned source's address but another UDP port: dropped.
     ForeignSourcePort,
+    /// TCP segments of the order session (from the order gateway's address and port, with
+    /// [`GLOBAL_ORDER_TCP`] on) redirected into the AF_XDP socket, for the userspace TCP.
+    OrderSegments,
 }
 
 impl Counter {
     /// Number of counters; the map's `max_entries`.
-    pub const COUNT: u32 = 18;
+    pub const COUNT: u32 = 19;
 
     /// Every counter, in index order.
     pub const ALL: [Counter; Self::COUNT as usize] = [
@@ -625,6 +631,7 @@ impl Counter {
         Counter::TriggerArmBusy,
         Counter::ForeignSourceAddr,
         Counter::ForeignSourcePort,
+        Counter::OrderSegments,
     ];
 
     /// The counter's slot in the map.
@@ -653,6 +660,7 @@ impl Counter {
             Counter::TriggerArmBusy => "trigger_arm_busy",
             Counter::ForeignSourceAddr => "foreign_source_addr",
             Counter::ForeignSourcePort => "foreign_source_port",
+            Counter::OrderSegments => "order_segments",
         }
     }
 }

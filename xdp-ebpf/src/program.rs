@@ -16,7 +16,7 @@ use xdp_common::{
     layout::{
         Field, UDP_PAYLOAD_OFFSET, at, ethernet, ipv4,
         itch::{self, trade},
-        moldudp64, order, udp,
+        moldudp64, order, tcp, udp,
     },
 };
 
@@ -61,6 +61,10 @@ static ORDER_SRC_IP: [u8; 4] = [0; 4];
 static ORDER_DST_IP: [u8; 4] = [0; 4];
 #[unsafe(no_mangle)]
 static ORDER_DST_PORT: [u8; 2] = [0; 2];
+/// 1: the order session's TCP segments (from `ORDER_DST_IP`:`ORDER_DST_PORT` to
+/// `ORDER_SRC_IP`) go into the AF_XDP socket, for the trader's userspace TCP.
+#[unsafe(no_mangle)]
+static ORDER_TCP: u8 = 0;
 
 /// The feed's pinned sources (line A, line B, the re-request server), written by userspace at
 /// start (`--feed-source`) or when the trader has confirmed the feed it learned. A market-data
@@ -180,6 +184,10 @@ fn md_redirect(ctx: XdpContext) -> u32 {
         // Never the feed, never fired on; not passed either: nothing in the kernel listens on
         // the feed's port, so the forger would only get an ICMP error back.
         Ok(Verdict::Foreign(counter)) => (counter, XDP_DROP),
+        Ok(Verdict::OrderSession) => match redirect(&ctx, &mut st) {
+            (Counter::Redirected, action) => (Counter::OrderSegments, action),
+            other => other,
+        },
         Ok(Verdict::Recovery) => match Action::from_u8(read_global(&MD_ACTION)) {
             Action::Pass | Action::Reflect => (Counter::PassedMarketData, XDP_PASS),
             _ => redirect(&ctx, &mut st),
@@ -369,6 +377,8 @@ enum Verdict {
     Foreign(Counter),
     /// From the re-request server: to the trader (never fired on, never reflected).
     Recovery,
+    /// A segment of the order session: to the trader's userspace TCP.
+    OrderSession,
 }
 
 /// Reads a header field for [`classify`]: a frame too short for it is [`Reason::Truncated`].
@@ -392,9 +402,11 @@ fn classify(ctx: &XdpContext) -> Result<Verdict, Malformed> {
     if total_len < ihl {
         return Err(Malformed::new(Reason::TotalUnderHeader, total, ihl as u16));
     }
-    if read::<u8>(ctx, IP + ipv4::PROTOCOL).map_err(|()| Malformed::TRUNCATED)?
-        != ipv4::PROTOCOL_UDP
-    {
+    let protocol = read::<u8>(ctx, IP + ipv4::PROTOCOL).map_err(|()| Malformed::TRUNCATED)?;
+    if protocol != ipv4::PROTOCOL_UDP {
+        if protocol == ipv4::PROTOCOL_TCP && order_session(ctx, ihl)? {
+            return Ok(Verdict::OrderSession);
+        }
         return Ok(Verdict::Pass(Counter::PassedNotUdp));
     }
     if ipv4::is_fragment(u16::from_be_bytes(header(ctx, at(IP, ipv4::FLAGS_FRAG))?)) {
@@ -428,6 +440,25 @@ fn classify(ctx: &XdpContext) -> Result<Verdict, Malformed> {
         Err(Foreign::Addr) => Ok(Verdict::Foreign(Counter::ForeignSourceAddr)),
         Err(Foreign::Port) => Ok(Verdict::Foreign(Counter::ForeignSourcePort)),
     }
+}
+
+/// Whether a TCP segment is the order session's, to steer to the userspace TCP: the steering
+/// on, no IP options or fragment, from the order gateway's address and port, to our address.
+/// Anything else TCP goes to the kernel as before.
+#[inline(always)]
+fn order_session(ctx: &XdpContext, ihl: usize) -> Result<bool, Malformed> {
+    if read_global(&ORDER_TCP) == 0 || ihl != ipv4::HEADER_LEN {
+        return Ok(false);
+    }
+    if ipv4::is_fragment(u16::from_be_bytes(header(ctx, at(IP, ipv4::FLAGS_FRAG))?)) {
+        return Ok(false);
+    }
+    let src = header::<4>(ctx, at(IP, ipv4::SRC))?;
+    let dst = header::<4>(ctx, at(IP, ipv4::DST))?;
+    let port = header::<2>(ctx, at(UDP, tcp::SRC_PORT))?;
+    Ok(src == read_global(&ORDER_DST_IP)
+        && dst == read_global(&ORDER_SRC_IP)
+        && port == read_global(&ORDER_DST_PORT))
 }
 
 /// Whether a datagram to `line`'s port from `addr`:`port` comes from that line's pinned source

@@ -266,7 +266,8 @@ pub(crate) struct Options {
     /// How orders travel, comma-separated: each path runs once per value it takes, side by
     /// side. `udp`: the lab's order in a datagram; `tcp-kernel`: OUCH 5.0 over SoupBinTCP on
     /// the kernel's TCP (the xdp and udp paths; the trigger and the reflector send UDP from
-    /// the XDP program). `tcp-xdp` is not built yet.
+    /// the XDP program); `tcp-xdp`: the same session on a userspace TCP (smoltcp) over the xdp
+    /// path's AF_XDP socket (the xdp path only).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "udp")]
     pub(crate) orders: Vec<Orders>,
     /// Market data: gbm[:SEED[:BARS]], closes:PATH, itch:PATH, pcap:PATH.
@@ -500,8 +501,12 @@ impl Options {
                 for &orders in &self.orders {
                     let row = match orders {
                         Orders::Udp => row,
-                        // Over TCP: the paths whose orders the trader sends, as --wait says.
-                        _ if wait.is_none() && Row::TCP_PATHS.contains(&path) => {
+                        // Over TCP: the paths whose orders the trader sends, as --wait says;
+                        // the userspace TCP on the xdp path's own socket only.
+                        Orders::TcpKernel if wait.is_none() && Row::TCP_PATHS.contains(&path) => {
+                            Row::Tcp(path, orders)
+                        }
+                        Orders::TcpXdp if wait.is_none() && path == TraderPath::Xdp => {
                             Row::Tcp(path, orders)
                         }
                         _ => continue,

@@ -231,6 +231,30 @@ fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
         return Ok(xsk_end(end, io.xdp(), prog, trigger));
     }
     let mut io = xdp_io::<BLOCK, BUSY_POLL>(o, prog, xsks, g)?;
+    if o.orders == paths::Orders::TcpXdp {
+        // The userspace TCP on this socket: logged in before the feed, as the kernel's is.
+        let session = trading::XdpTcp::new(
+            o.addr,
+            g.our_mac,
+            o.order_to,
+            g.orders.mac.octets(),
+            &o.order_password,
+            Duration::from_millis(o.order_timeout_ms),
+        )?;
+        let mut io = io.with_order_session(session);
+        io.login_orders(LOGIN_WAIT)?;
+        eprintln!(
+            "trader: logged in to the order session at {} (OUCH 5.0 over SoupBinTCP, smoltcp on \
+             AF_XDP)",
+            o.order_to
+        );
+        let end = trading::run(&mut io, trader, rx_to_tx, loop_config(o), stop)
+            .context("the AF_XDP socket")?;
+        let session = io.finish_orders(ANSWERS_WAIT);
+        let mut x = xsk_end(end, &io, prog, None);
+        x.order_session = session;
+        return Ok(x);
+    }
     let (end, session) = run_loop(o, &mut io, trader, rx_to_tx, stop, "the AF_XDP socket")?;
     let mut x = xsk_end(end, &io, prog, None);
     x.order_session = session;
@@ -253,7 +277,7 @@ fn run_loop<I: trading::TraderIo>(
         return Ok((end, None));
     }
     let timeout = Duration::from_millis(o.order_timeout_ms);
-    let mut session = trading::TcpOrders::new(o.order_to, &o.order_password, timeout)?
+    let mut session = trading::TcpOrders::new(o.addr, o.order_to, &o.order_password, timeout)?
         .resetting_after(o.order_reset_after);
     session.login(LOGIN_WAIT)?;
     eprintln!(
@@ -467,6 +491,8 @@ fn attach(
             },
             // The reflector's and the trigger's orders go to the gateway, as the trader's do.
             order_to: Some(order_to(o, g)),
+            // The userspace TCP's order session: its segments into the socket, not the kernel.
+            order_tcp: o.orders == paths::Orders::TcpXdp,
         },
     )?;
     if o.xdp_log {

@@ -29,12 +29,14 @@ use crate::{
 };
 
 mod tcp;
+mod tcp_xdp;
 mod trigger;
 mod udp;
 mod xdp;
 
 pub use crate::sources::{FeedSource, Sender, Sources};
 pub use tcp::{TcpOrders, WithOrders};
+pub use tcp_xdp::XdpTcp;
 pub use trigger::TriggerIo;
 pub use udp::{MmsgIo, UdpIo};
 pub use xdp::XdpIo;

@@ -16,8 +16,8 @@
 use std::{
     collections::VecDeque,
     io::{self, ErrorKind, Write as _},
-    net::{SocketAddr, SocketAddrV4, TcpStream},
-    os::fd::AsRawFd as _,
+    net::{Ipv4Addr, SocketAddrV4, TcpStream},
+    os::fd::{AsFd as _, AsRawFd as _},
     time::Duration,
 };
 
@@ -39,21 +39,27 @@ use crate::{
 const SERVICE_EVERY_NS: u64 = 50_000;
 /// A lost connection is tried again this often.
 const RECONNECT_EVERY_NS: u64 = 1_000_000;
-/// How long one connection attempt may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_millis(100);
+/// How long one connection attempt may take (it runs without blocking the loop).
+const CONNECT_TIMEOUT_NS: u64 = 100_000_000;
 /// Orders whose answer is awaited, kept for the ack latency (older ones are dropped).
 const AWAITED: usize = 1 << 16;
 /// The largest Enter Order packet: header, the fixed message, no appendage.
-const ORDER_PACKET: usize = HEADER_LEN + wire::ouch::enter_order::LEN;
+pub(super) const ORDER_PACKET: usize = HEADER_LEN + wire::ouch::enter_order::LEN;
 
 /// The trader's SoupBinTCP order session on the kernel's TCP.
 #[derive(Debug)]
 pub struct TcpOrders {
     gateway: SocketAddrV4,
+    /// Our address: the connection's, bound before it is made.
+    ours: Ipv4Addr,
     client: soup::Client,
     sock: Option<TcpStream>,
+    /// A connection under way (a non-blocking `connect`), and when it started.
+    connecting: Option<(TcpStream, u64)>,
     /// Bytes the socket hasn't taken yet (a partial write, the login, heartbeats).
     pending: Vec<u8>,
+    /// Orders in `pending`, not yet wholly written: lost with the connection if it goes.
+    pending_orders: u64,
     /// Orders made while a login is under way: sent once it is accepted (SoupBinTCP takes no
     /// data before).
     held: Vec<u8>,
@@ -71,10 +77,11 @@ pub struct TcpOrders {
 }
 
 impl TcpOrders {
-    /// A session to `gateway` logging in with `password` (the lab's username and session),
-    /// giving a connection up after `timeout` of the exchange's silence; not connected until
-    /// the first [`TcpOrders::service`].
+    /// A session from `ours` to `gateway` logging in with `password` (the lab's username and
+    /// session), giving a connection up after `timeout` of the exchange's silence; not
+    /// connected until the first [`TcpOrders::service`].
     pub fn new(
+        ours: Ipv4Addr,
         gateway: SocketAddrV4,
         password: &str,
         timeout: Duration,
@@ -92,38 +99,30 @@ impl TcpOrders {
         };
         Ok(TcpOrders {
             gateway,
+            ours,
             client: soup::Client::new(config),
             sock: None,
-            pending: Vec::with_capacity(64 * 1024),
-            held: Vec::with_capacity(64 * 1024),
+            connecting: None,
+            // Touched now, not on the first orders: no page fault in the loop.
+            pending: prefaulted(64 * 1024),
+            pending_orders: 0,
+            held: prefaulted(64 * 1024),
             reset_after: None,
             tick_rx: 0,
-            awaited: VecDeque::with_capacity(AWAITED),
+            awaited: {
+                let mut a = VecDeque::with_capacity(AWAITED);
+                a.extend(std::iter::repeat_n((0, 0), AWAITED));
+                a.clear();
+                a
+            },
             rx_to_ack: Latency::new(),
             clock: RealToMono::default(),
             last_service: 0,
             next_connect: 0,
             report: OrderSessionReport {
                 orders: paths::Orders::TcpKernel,
-                sent: 0,
-                not_sent: 0,
-                partial_writes: 0,
-                held: 0,
-                accepted: 0,
-                executed: 0,
-                canceled: 0,
-                rejected: 0,
-                unknown_answers: 0,
-                connects: 0,
-                logins: 0,
-                login_rejects: 0,
-                disconnects: 0,
-                server_silent: 0,
-                protocol_errors: 0,
-                resets_injected: 0,
-                end_of_session: false,
                 next_seq: 1,
-                rx_to_ack: Latency::new().summary(),
+                ..OrderSessionReport::default()
             },
         })
     }
@@ -163,7 +162,11 @@ impl TcpOrders {
             self.service_now(now_ns());
             // Before the exchange listens each try is a SYN answered by an RST: a few a
             // second are enough there; once connected, the login's answer is awaited closely.
-            let pause = if self.sock.is_none() { 5_000 } else { 200 };
+            let pause = if self.sock.is_none() && self.connecting.is_none() {
+                5_000
+            } else {
+                200
+            };
             std::thread::sleep(Duration::from_micros(pause));
         }
         Ok(())
@@ -182,11 +185,11 @@ impl TcpOrders {
     fn service_now(&mut self, now: u64) {
         self.last_service = now;
         if self.sock.is_none() {
-            if now < self.next_connect {
-                return;
+            if self.connecting.is_none() && now >= self.next_connect {
+                self.next_connect = now + RECONNECT_EVERY_NS;
+                self.start_connect(now);
             }
-            self.next_connect = now + RECONNECT_EVERY_NS;
-            self.connect(now);
+            self.finish_connect(now);
             if self.sock.is_none() {
                 return;
             }
@@ -199,24 +202,68 @@ impl TcpOrders {
         self.write_pending();
     }
 
-    fn connect(&mut self, now: u64) {
-        let Ok(sock) = TcpStream::connect_timeout(&SocketAddr::V4(self.gateway), CONNECT_TIMEOUT)
-        else {
+    /// Starts a connection from our address to the gateway, without waiting for it.
+    fn start_connect(&mut self, now: u64) {
+        use nix::sys::socket::{
+            AddressFamily, SockFlag, SockType, SockaddrIn, bind, connect, socket,
+        };
+        let Ok(fd) = socket(
+            AddressFamily::Inet,
+            SockType::Stream,
+            SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC,
+            None,
+        ) else {
             return;
         };
+        if bind(
+            fd.as_raw_fd(),
+            &SockaddrIn::from(SocketAddrV4::new(self.ours, 0)),
+        )
+        .is_err()
+        {
+            return;
+        }
+        match connect(fd.as_raw_fd(), &SockaddrIn::from(self.gateway)) {
+            Ok(()) | Err(nix::errno::Errno::EINPROGRESS) => {
+                self.connecting = Some((TcpStream::from(fd), now));
+            }
+            Err(_) => {}
+        }
+    }
+
+    /// Whether the connection under way is made: then it logs in from the next answer not
+    /// yet had. Given up after [`CONNECT_TIMEOUT_NS`].
+    fn finish_connect(&mut self, now: u64) {
+        use std::os::fd::AsFd as _;
+
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        let Some((sock, started)) = &self.connecting else {
+            return;
+        };
+        let mut fds = [PollFd::new(sock.as_fd(), PollFlags::POLLOUT)];
+        let ready = poll(&mut fds, PollTimeout::ZERO).unwrap_or(0) > 0;
+        if !ready {
+            if now.saturating_sub(*started) > CONNECT_TIMEOUT_NS {
+                self.connecting = None;
+            }
+            return;
+        }
+        let Some((sock, _)) = self.connecting.take() else {
+            return;
+        };
+        let refused = nix::sys::socket::getsockopt(&sock, nix::sys::socket::sockopt::SocketError)
+            != Ok(0);
         let stamped = nix::sys::socket::setsockopt(
             &sock,
             nix::sys::socket::sockopt::ReceiveTimestampns,
             &true,
         );
-        if sock.set_nodelay(true).is_err()
-            || sock.set_nonblocking(true).is_err()
-            || stamped.is_err()
-        {
+        if refused || sock.set_nodelay(true).is_err() || stamped.is_err() {
             return;
         }
         self.report.connects += 1;
         self.pending.clear();
+        self.pending_orders = 0;
         self.client.connect(now, &mut self.pending);
         self.sock = Some(sock);
     }
@@ -225,13 +272,14 @@ impl TcpOrders {
     fn read(&mut self, now: u64) {
         loop {
             let Some(sock) = &self.sock else { return };
-            let (n, stamp) = match recv_stamped(sock, self.client.read_into()) {
-                Ok((0, _)) => return self.lost(),
-                Ok(got) => got,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(_) => return self.lost(),
-            };
+            let (n, stamp) =
+                match crate::sockopt::recv_stamped(sock.as_fd(), self.client.read_into()) {
+                    Ok((0, _)) => return self.lost(),
+                    Ok(got) => got,
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                    Err(_) => return self.lost(),
+                };
             self.client.filled(n, now);
             let arrived = stamp.map_or(now, |real| self.clock.to_mono(real));
             while let Some(event) = self.client.poll() {
@@ -250,11 +298,14 @@ impl TcpOrders {
                         self.report.logins += 1;
                         // What was made during the login goes now, behind it.
                         self.pending.extend_from_slice(&self.held);
+                        self.pending_orders += (self.held.len() / ORDER_PACKET) as u64;
                         self.held.clear();
                     }
                     soup::ClientEvent::Rejected(_) => self.report.login_rejects += 1,
                     soup::ClientEvent::EndOfSession => self.report.end_of_session = true,
-                    soup::ClientEvent::Malformed(_) | soup::ClientEvent::Unexpected { .. } => {
+                    soup::ClientEvent::Malformed(_)
+                    | soup::ClientEvent::Unexpected { .. }
+                    | soup::ClientEvent::Rewound { .. } => {
                         self.report.protocol_errors += 1;
                     }
                     soup::ClientEvent::ServerSilent => {}
@@ -266,20 +317,20 @@ impl TcpOrders {
         }
     }
 
-    /// The connection is gone: dropped, made again at the next service. Orders held for a
-    /// login that never came are not sent (counted).
+    /// The connection is gone: dropped, made again at the next service. Orders it never
+    /// wholly took (held for a login that never came, or queued behind a partial write) are
+    /// counted as not sent: the exchange can't have taken them.
     fn lost(&mut self) {
         if self.sock.take().is_some() {
             self.report.disconnects += 1;
         }
         self.client.disconnected();
+        let unsent = (self.held.len() / ORDER_PACKET) as u64 + self.pending_orders;
+        self.report.not_sent += unsent;
+        self.report.sent -= unsent.min(self.report.sent);
         self.pending.clear();
-        if !self.held.is_empty() {
-            let held = (self.held.len() / ORDER_PACKET) as u64;
-            self.report.not_sent += held;
-            self.report.sent -= held.min(self.report.sent);
-            self.held.clear();
-        }
+        self.pending_orders = 0;
+        self.held.clear();
     }
 
     /// The test's fault: the connection reset (SO_LINGER 0, then close: an RST), and made
@@ -309,6 +360,9 @@ impl TcpOrders {
             match sock.write(&self.pending) {
                 Ok(n) if n > 0 => {
                     self.pending.drain(..n);
+                    if self.pending.is_empty() {
+                        self.pending_orders = 0;
+                    }
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
@@ -321,7 +375,7 @@ impl TcpOrders {
     /// exchange's End of Session, then logs out. Returns the session's report.
     pub fn finish(mut self, timeout: Duration) -> OrderSessionReport {
         let until = std::time::Instant::now() + timeout;
-        while self.sock.is_some()
+        while (self.sock.is_some() || self.connecting.is_some())
             && (self.report.accepted + self.report.rejected < self.report.sent
                 || !self.report.end_of_session)
             && std::time::Instant::now() < until
@@ -339,8 +393,15 @@ impl TcpOrders {
     }
 }
 
-/// One sequenced answer, at `arrived`.
-fn take_answer(
+/// A buffer of `capacity` bytes whose pages are touched now, empty.
+pub(super) fn prefaulted(capacity: usize) -> Vec<u8> {
+    let mut v = vec![0u8; capacity];
+    v.clear();
+    v
+}
+
+/// One sequenced answer, at `arrived` (both order sessions').
+pub(super) fn take_answer(
     r: &mut OrderSessionReport,
     awaited: &mut VecDeque<(u32, u64)>,
     rx_to_ack: &mut Latency,
@@ -375,59 +436,50 @@ impl OrderSink for TcpOrders {
     #[inline]
     fn send(&mut self, order: &OrderRepr) -> bool {
         let state = self.client.state();
-        let (Some(sock), false) = (&mut self.sock, state == soup::ClientState::Disconnected) else {
-            self.report.not_sent += 1;
-            return false;
-        };
-        let Ok(enter) = EnterOrder::from_order(order) else {
+        // No session, or one the exchange has ended: nothing can be taken.
+        let (Some(sock), false) = (
+            &mut self.sock,
+            state == soup::ClientState::Disconnected || self.report.end_of_session,
+        ) else {
             self.report.not_sent += 1;
             return false;
         };
         let mut packet = [0u8; ORDER_PACKET];
-        let Ok(n) = enter.emit_into(&mut packet[HEADER_LEN..]) else {
+        let Some((user_ref_num, n)) = order_packet(order, &mut packet) else {
             self.report.not_sent += 1;
             return false;
         };
-        // The header around the message: SoupBinTCP's Unsequenced Data.
-        let len = (n + 1) as u16;
-        packet[..2].copy_from_slice(&len.to_be_bytes());
-        packet[2] = wire::soupbin::kind::UNSEQUENCED_DATA;
-        let packet = &packet[..HEADER_LEN + n];
-        debug_assert!(matches!(
-            Repr::parse(packet),
-            Ok((Repr::UnsequencedData(_), _))
-        ));
+        let packet = &packet[..n];
         if state == soup::ClientState::LoggingIn {
             // A login under way: the order goes once it is accepted.
             self.report.held += 1;
             self.held.extend_from_slice(packet);
-            self.report.sent += 1;
-            self.awaited.push_back((enter.user_ref_num, self.tick_rx));
-            return true;
-        }
-        // Behind bytes still queued, an order waits its turn in the same buffer.
-        let written = if self.pending.is_empty() {
-            match sock.write(packet) {
-                Ok(w) => w,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => 0,
-                Err(_) => {
-                    self.report.not_sent += 1;
-                    self.lost();
-                    return false;
-                }
-            }
         } else {
-            0
-        };
-        if written < packet.len() {
-            self.report.partial_writes += 1;
-            self.pending.extend_from_slice(&packet[written..]);
+            // Behind bytes still queued, an order waits its turn in the same buffer.
+            let written = if self.pending.is_empty() {
+                match sock.write(packet) {
+                    Ok(w) => w,
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => 0,
+                    Err(_) => {
+                        self.report.not_sent += 1;
+                        self.lost();
+                        return false;
+                    }
+                }
+            } else {
+                0
+            };
+            if written < packet.len() {
+                self.report.partial_writes += 1;
+                self.pending.extend_from_slice(&packet[written..]);
+                self.pending_orders += 1;
+            }
         }
         self.report.sent += 1;
         if self.awaited.len() == AWAITED {
             self.awaited.pop_front();
         }
-        self.awaited.push_back((enter.user_ref_num, self.tick_rx));
+        self.awaited.push_back((user_ref_num, self.tick_rx));
         if self.reset_after == Some(self.report.sent) {
             self.reset_after = None;
             self.reset_now();
@@ -445,24 +497,24 @@ impl OrderSink for TcpOrders {
     }
 }
 
-/// One non-blocking read with the kernel's `SO_TIMESTAMPNS` stamp of the last segment read.
-fn recv_stamped(sock: &TcpStream, buf: &mut [u8]) -> io::Result<(usize, Option<u64>)> {
-    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
-    let mut cmsg = nix::cmsg_space!(nix::sys::time::TimeSpec);
-    let mut iov = [io::IoSliceMut::new(buf)];
-    let msg = recvmsg::<()>(
-        sock.as_raw_fd(),
-        &mut iov,
-        Some(&mut cmsg),
-        MsgFlags::MSG_DONTWAIT,
-    )?;
-    let stamp = msg.cmsgs().ok().and_then(|mut c| {
-        c.find_map(|c| match c {
-            ControlMessageOwned::ScmTimestampns(ts) => Some(crate::clock::ns(&ts)),
-            _ => None,
-        })
-    });
-    Ok((msg.bytes, stamp))
+/// `order` as one SoupBinTCP Unsequenced Data packet holding its OUCH Enter Order, at the
+/// front of `packet`: its `UserRefNum` and the packet's length; `None` if it doesn't encode.
+#[inline]
+pub(super) fn order_packet(
+    order: &OrderRepr,
+    packet: &mut [u8; ORDER_PACKET],
+) -> Option<(u32, usize)> {
+    let enter = EnterOrder::from_order(order).ok()?;
+    let n = enter.emit_into(&mut packet[HEADER_LEN..]).ok()?;
+    // The header around the message: SoupBinTCP's Unsequenced Data.
+    let len = u16::try_from(n + 1).ok()?;
+    packet[..2].copy_from_slice(&len.to_be_bytes());
+    packet[2] = wire::soupbin::kind::UNSEQUENCED_DATA;
+    debug_assert!(matches!(
+        Repr::parse(&packet[..HEADER_LEN + n]),
+        Ok((Repr::UnsequencedData(_), _))
+    ));
+    Some((enter.user_ref_num, HEADER_LEN + n))
 }
 
 /// A [`TraderIo`] whose orders go to a [`TcpOrders`] session instead of its own sink.
@@ -574,6 +626,7 @@ mod tests {
     #[test]
     fn an_ack_is_timed_from_its_own_orders_tick_and_skips_the_unanswered() {
         let mut r = TcpOrders::new(
+            Ipv4Addr::LOCALHOST,
             SocketAddrV4::new([127, 0, 0, 1].into(), 9),
             "pw",
             Duration::from_secs(1),
@@ -598,6 +651,7 @@ mod tests {
     #[test]
     fn an_order_without_a_session_is_counted_not_sent() {
         let mut o = TcpOrders::new(
+            Ipv4Addr::LOCALHOST,
             SocketAddrV4::new([127, 0, 0, 1].into(), 9),
             "pw",
             Duration::from_secs(1),

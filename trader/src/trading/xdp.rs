@@ -45,6 +45,9 @@ pub struct XdpIo<const BLOCK: bool, const BUSY_POLL: bool> {
     sources: Option<SourcesMap>,
     /// Frames on the socket that are not the feed, by reason.
     pub frames_not_ours: FrameCounts,
+    /// The order session on a userspace TCP over this socket (`--orders tcp-xdp`): orders go
+    /// to it instead of UDP frames, and the session's segments are taken off the RX ring.
+    tcp: Option<Box<super::XdpTcp>>,
 }
 
 impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
@@ -83,7 +86,93 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
             builder: FrameBuilder::new(our, gateway),
             sources: None,
             frames_not_ours: FrameCounts::default(),
+            tcp: None,
         }
+    }
+
+    /// Sends orders over `session`, a userspace TCP on this socket (the XDP program must steer
+    /// its segments here: `Load::order_tcp`).
+    #[must_use]
+    pub fn with_order_session(mut self, session: super::XdpTcp) -> Self {
+        self.tcp = Some(Box::new(session));
+        self
+    }
+
+    /// One pass of the order session outside the loop: its segments off every RX ring (a
+    /// feed frame now is counted as not ours: the feed starts after the login, and ends before
+    /// the last answers), then its timers and sends.
+    fn drive_session(&mut self) {
+        let Self {
+            xsks,
+            tcp,
+            frames_not_ours,
+            ..
+        } = self;
+        let Some(t) = tcp.as_deref_mut() else { return };
+        for xsk in xsks.iter_mut() {
+            xsk.rx.recv(64, |f| {
+                if !t.take_frame(f) {
+                    frames_not_ours.other_port += 1;
+                }
+            });
+        }
+        if let Some(x) = xsks.first_mut() {
+            t.service_now(now_ns(), &mut x.tx);
+            let _ = x.tx.flush();
+            x.tx.reclaim();
+        }
+    }
+
+    /// Connects and logs in to the order session, waiting up to `timeout`: before the feed.
+    pub fn login_orders(&mut self, timeout: std::time::Duration) -> anyhow::Result<()> {
+        let until = std::time::Instant::now() + timeout;
+        loop {
+            self.drive_session();
+            let Some(t) = self.tcp.as_deref() else {
+                return Ok(());
+            };
+            if t.logged_in() {
+                return Ok(());
+            }
+            if t.login_rejects() > 0 {
+                anyhow::bail!(
+                    "the order gateway {} refused the login (wrong --order-password, or another \
+                     session)",
+                    t.gateway()
+                );
+            }
+            if std::time::Instant::now() > until {
+                anyhow::bail!(
+                    "no SoupBinTCP login at the order gateway {} within {timeout:?} over the \
+                     userspace TCP ({} connection(s) made): is the replay serving --orders \
+                     tcp-xdp there, and does the XDP program steer its segments \
+                     (xdp_counters.order_segments)?",
+                    t.gateway(),
+                    t.connects()
+                );
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+    }
+
+    /// The loop has ended: waits (up to `timeout`) for every order's answer and the session's
+    /// end, logs out, and returns the session's report (`None`: no session).
+    pub fn finish_orders(
+        &mut self,
+        timeout: std::time::Duration,
+    ) -> Option<results::OrderSessionReport> {
+        let until = std::time::Instant::now() + timeout;
+        while self.tcp.as_deref().is_some_and(|t| !t.answered())
+            && std::time::Instant::now() < until
+        {
+            self.drive_session();
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+        let Self { xsks, tcp, .. } = self;
+        let (t, x) = (tcp.as_deref_mut()?, xsks.first_mut()?);
+        let report = t.finish(&mut x.tx);
+        let _ = x.tx.flush();
+        Some(report)
     }
 
     /// Pins a learned source in the XDP program's table too (`sources`: taken from the
@@ -114,6 +203,7 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
             frames_not_ours,
             frames_per_queue,
             retransmit,
+            tcp,
             ..
         } = self;
         let Some(xsk) = xsks.get_mut(q) else {
@@ -133,6 +223,12 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
                         return;
                     }
                 },
+                // The order session's segments, for the userspace TCP.
+                (Err(FrameError::NotUdp), _)
+                    if tcp.as_deref_mut().is_some_and(|t| t.take_frame(f)) =>
+                {
+                    return;
+                }
                 (Err(e), _) => {
                     count(frames_not_ours, e);
                     return;
@@ -144,13 +240,16 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
                 line
             };
             // Orders go to the gateway, whoever sent this packet.
-            handler.on_packet(
-                d.payload,
-                line,
-                Sender::Datagram(d.src),
-                t_rx,
-                &mut XdpSink { tx, builder },
-            );
+            let sender = Sender::Datagram(d.src);
+            match tcp.as_deref_mut() {
+                None => {
+                    handler.on_packet(d.payload, line, sender, t_rx, &mut XdpSink { tx, builder });
+                }
+                Some(tcp) => {
+                    tcp.set_tick_rx(t_rx);
+                    handler.on_packet(d.payload, line, sender, t_rx, &mut TcpSink { tx, tcp });
+                }
+            }
         });
         frames_per_queue[q] += n as u64;
         n
@@ -167,6 +266,16 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
     ) -> Self {
         self.retransmit = Some((server, next_hop));
         self
+    }
+
+    /// The order session's answers and timers, between packets (at most every 50 µs).
+    #[inline]
+    fn service_session(&mut self) {
+        if let (Some(t), Some(x)) = (self.tcp.as_deref_mut(), self.xsks.first_mut())
+            && t.service(&mut x.tx)
+        {
+            let _ = x.tx.flush();
+        }
     }
 
     /// The sockets, one per queue, for their statistics at the end.
@@ -200,6 +309,24 @@ impl OrderSink for XdpSink<'_> {
     }
 }
 
+/// Orders of one packet, into the userspace TCP's session and out on the TX ring.
+struct TcpSink<'a> {
+    tx: &'a mut XskTx,
+    tcp: &'a mut super::XdpTcp,
+}
+
+impl OrderSink for TcpSink<'_> {
+    #[inline]
+    fn send(&mut self, order: &OrderRepr) -> bool {
+        self.tcp.send(order, self.tx)
+    }
+
+    #[inline]
+    fn flush(&mut self) -> io::Result<()> {
+        self.tx.flush()
+    }
+}
+
 impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for XdpIo<BLOCK, BUSY_POLL> {
     #[inline]
     fn recv<H: PacketHandler>(&mut self, max: usize, handler: &mut H) -> io::Result<usize> {
@@ -228,7 +355,8 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for XdpIo<BLOCK, BUSY_PO
         Ok(taken)
     }
 
-    /// Drives the kernel's busy poll (`BUSY_POLL`) and reclaims TX frames on every queue.
+    /// Drives the kernel's busy poll (`BUSY_POLL`) and reclaims TX frames on every queue;
+    /// the order session's timers and answers, if there is one.
     fn idle(&mut self) {
         for x in &mut self.xsks {
             x.tx.reclaim();
@@ -237,6 +365,11 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for XdpIo<BLOCK, BUSY_PO
                 let _ = x.rx.wait(0);
             }
         }
+        self.service_session();
+    }
+
+    fn after_turn(&mut self, _trader: &mut crate::t2t::Trader) {
+        self.service_session();
     }
 
     fn cap_wait(&mut self, ms: i32) {
@@ -247,10 +380,16 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for XdpIo<BLOCK, BUSY_PO
         let Some(xsk) = self.xsks.first_mut() else {
             return;
         };
-        f(&mut XdpSink {
-            tx: &mut xsk.tx,
-            builder: &mut self.builder,
-        });
+        match self.tcp.as_deref_mut() {
+            None => f(&mut XdpSink {
+                tx: &mut xsk.tx,
+                builder: &mut self.builder,
+            }),
+            Some(tcp) => f(&mut TcpSink {
+                tx: &mut xsk.tx,
+                tcp,
+            }),
+        }
     }
 
     fn pin_source(&mut self, line: usize, source: FeedSource) {
