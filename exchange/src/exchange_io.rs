@@ -317,27 +317,10 @@ impl Port for Ports {
 /// One non-blocking receive with its `SO_TIMESTAMPNS` stamp (CLOCK_REALTIME ns): `None` when
 /// nothing is there (or the socket failed: the caller's next send says so).
 fn recv_stamped(sock: &UdpSocket, buf: &mut [u8]) -> Option<(usize, Option<u64>)> {
-    use std::os::fd::AsRawFd as _;
-
-    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
-    let mut cmsg = nix::cmsg_space!(nix::sys::time::TimeSpec);
-    let mut iov = [io::IoSliceMut::new(buf)];
-    let msg = recvmsg::<()>(
-        sock.as_raw_fd(),
-        &mut iov,
-        Some(&mut cmsg),
-        MsgFlags::MSG_DONTWAIT,
-    )
-    .ok()?;
+    use std::os::fd::AsFd as _;
     // The datagram is taken either way: without a readable stamp it is still an order (it
     // then counts from when it was read, and as unstamped).
-    let stamp = msg.cmsgs().ok().and_then(|mut c| {
-        c.find_map(|c| match c {
-            ControlMessageOwned::ScmTimestampns(ts) => Some(crate::clock::ns(&ts)),
-            _ => None,
-        })
-    });
-    Some((msg.bytes, stamp))
+    crate::sockopt::recv_stamped(sock.as_fd(), buf).ok()
 }
 
 #[cfg(test)]

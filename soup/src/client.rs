@@ -72,6 +72,14 @@ pub enum ClientEvent<'a> {
         /// Its type byte.
         kind: u8,
     },
+    /// Login Accepted at a number below the next message this client expects: taking it
+    /// would count messages it has had twice. The connection is over.
+    Rewound {
+        /// The next message the client expects.
+        expected: u64,
+        /// The number the server would start from.
+        got: u64,
+    },
 }
 
 /// The client end: [`Client::connect`] on each new connection (it logs in from the next
@@ -197,6 +205,13 @@ impl Client {
                 },
             };
             match step {
+                Step::Accepted(_, sequence) if sequence < self.next_seq => {
+                    let expected = self.next_seq;
+                    return Some(self.drop_with(ClientEvent::Rewound {
+                        expected,
+                        got: sequence,
+                    }));
+                }
                 Step::Accepted(session, sequence) => {
                     self.state = ClientState::LoggedIn;
                     self.session = session;

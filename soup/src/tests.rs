@@ -320,3 +320,31 @@ fn bad_frames_and_misplaced_packets_end_the_connection_and_say_why() {
         ["Unexpected { kind: 82 }"]
     );
 }
+
+#[test]
+fn a_login_accepted_below_the_next_expected_number_ends_the_connection() {
+    let mut client = Client::new(client_config());
+    let mut up = Vec::new();
+    client.connect(0, &mut up);
+    let stream = stream_of(3);
+    let mut server = Server::new(server_config(), 0);
+    let (_, down) = to_server(&mut server, &stream, &up, 4096, 0);
+    to_client(&mut client, &down, 4096, 0);
+    assert_eq!(client.next_seq(), 4);
+    // A server that restarted its stream and answers a login from 4 at 2.
+    client.disconnected();
+    client.connect(1, &mut up);
+    let mut bytes = [0u8; 64];
+    let n = Repr::LoginAccepted {
+        session: Session::new("LAB0000001").unwrap(),
+        sequence: 2,
+    }
+    .emit_into(&mut bytes)
+    .unwrap();
+    assert_eq!(
+        to_client(&mut client, &bytes[..n], 4096, 1),
+        ["Rewound { expected: 4, got: 2 }"]
+    );
+    assert_eq!(client.state(), ClientState::Disconnected);
+    assert_eq!(client.next_seq(), 4, "nothing counted twice");
+}

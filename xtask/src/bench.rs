@@ -44,6 +44,24 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
             );
         }
     }
+    for &orders in o.orders.iter().filter(|x| x.is_tcp()) {
+        for choice in &o.paths {
+            if let PathChoice::Path(p) | PathChoice::Row(p, _) = *choice
+                && !rows.iter().any(|(r, _)| *r == Row::Tcp(p, orders))
+            {
+                eprintln!(
+                    "note: no {p}+{orders} row: --orders {orders} runs on the paths whose \
+                     orders the trader sends itself over {} (and with the trader waiting as \
+                     --wait says)",
+                    if orders == paths::Orders::TcpXdp {
+                        "its own AF_XDP socket: xdp"
+                    } else {
+                        "a socket: xdp, udp"
+                    }
+                );
+            }
+        }
+    }
     let (_, first) = *rows.first().context(
         "no path to run in this XDP mode (the trigger path alone needs --xdp-mode native)",
     )?;

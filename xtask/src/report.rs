@@ -190,7 +190,34 @@ pub(crate) fn problems(row: &str, replay: &ReplayReport, trader: &TraderReport) 
             t.mismatch, t.fired
         ));
     }
+    if let Some(s) = &replay.session {
+        for (n, what) in [
+            (s.protocol_errors, "connections ended by a protocol error"),
+            (s.retransmissions, "Enter Orders ignored as retransmissions"),
+            (s.rejected, "Enter Orders rejected"),
+            (s.unstamped_reads, "order reads without an arrival stamp"),
+            (
+                s.outside_feed,
+                "orders that came while the feed wasn't running",
+            ),
+        ] {
+            if n > 0 {
+                p.push(format!("{row}: {n} {what} (the session's report)"));
+            }
+        }
+    }
     if let Some(o) = &trader.order_session {
+        for (n, what) in [
+            (o.disconnects, "order-session connections lost"),
+            (
+                o.protocol_errors,
+                "order-session protocol errors at the trader",
+            ),
+        ] {
+            if n > 0 {
+                p.push(format!("{row}: {n} {what}"));
+            }
+        }
         if o.not_sent > 0 {
             p.push(format!(
                 "{row}: {} orders not sent (no order session logged in at the time)",
@@ -639,7 +666,7 @@ fn session_table(t: &mut String, measured: &[Measured]) {
     );
     let _ = writeln!(
         t,
-        "| path | sent | not sent | taken | executed | answers | connections | logins | \
+        "| path | sent | not sent | taken | executed | answers (trader) | connections | logins | \
          coalesced reads | RX→ack p50 | RX→ack p99 | RX→ack p99.9 | Δp50 vs udp orders | \
          Δp99 vs udp orders |"
     );

@@ -9,7 +9,7 @@
 use std::{
     io::{self, ErrorKind, Write as _},
     net::{SocketAddrV4, TcpListener, TcpStream},
-    os::fd::AsRawFd as _,
+    os::fd::AsFd as _,
 };
 
 use anyhow::Context as _;
@@ -33,7 +33,10 @@ pub type SessionCounts = SessionReport;
 #[derive(Debug)]
 pub struct TcpGateway {
     listener: TcpListener,
+    /// The session's connection.
     conn: Option<Conn>,
+    /// A newer connection, not yet logged in: it takes over once it is.
+    candidate: Option<Conn>,
     config: soup::ServerConfig,
     gateway: Gateway,
     clock: RealToMono,
@@ -73,6 +76,7 @@ impl TcpGateway {
         Ok(TcpGateway {
             listener,
             conn: None,
+            candidate: None,
             config,
             gateway: Gateway::for_orders(orders),
             clock: RealToMono::default(),
@@ -119,64 +123,34 @@ impl TcpGateway {
             self.next_accept_ns = now + ACCEPT_EVERY_NS;
             self.accept(now);
         }
-        let Some(c) = &mut self.conn else { return };
-        let gateway = &mut self.gateway;
-        let counts = &mut self.counts;
-        while !c.over {
-            let (n, stamp) = match recv_stamped(&c.sock, c.server.read_into()) {
-                Ok((0, _)) => {
-                    counts.closed_by_peer += 1;
-                    c.over = true;
-                    break;
-                }
-                Ok(got) => got,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(_) => {
-                    counts.reset += 1;
-                    c.over = true;
-                    break;
-                }
-            };
-            c.server.filled(n, now);
-            let arrived = stamp.map(|real| self.clock.to_mono(real));
-            if arrived.is_none() {
-                counts.unstamped_reads += 1;
-            }
-            let mut orders = 0;
-            let midnight = crate::clock::realtime_ns() % DAY_NS;
-            loop {
-                let event = c.server.poll(now, gateway.stream(), &mut c.pending);
-                match event {
-                    None => break,
-                    Some(soup::ServerEvent::Data(message)) => {
-                        orders += 1;
-                        gateway.on_message(message, midnight, |order| f(order, arrived));
-                        c.server.catch_up(now, gateway.stream(), &mut c.pending);
-                    }
-                    Some(soup::ServerEvent::LoggedIn { from }) => {
-                        counts.logins += 1;
-                        counts.replayed += gateway.stream().len() + 1 - from;
-                    }
-                    Some(soup::ServerEvent::LoginRefused(_)) => counts.login_rejects += 1,
-                    Some(soup::ServerEvent::LoggedOut) => counts.logouts += 1,
-                    Some(soup::ServerEvent::PeerSilent) => counts.peer_silent += 1,
-                    Some(
-                        soup::ServerEvent::Malformed(_) | soup::ServerEvent::Unexpected { .. },
-                    ) => counts.protocol_errors += 1,
-                }
-            }
-            c.over |= c.server.state() == soup::ServerState::Closed;
-            if orders > 1 {
-                counts.coalesced_reads += 1;
-            }
+        let Self {
+            conn,
+            candidate,
+            gateway,
+            counts,
+            clock,
+            ..
+        } = self;
+        if let Some(c) = conn {
+            serve(c, gateway, counts, clock, now, &mut f);
         }
-        if let Some(soup::ServerEvent::PeerSilent) = c.server.tick(now, &mut c.pending) {
-            counts.peer_silent += 1;
-            c.over = true;
+        if let Some(c) = candidate {
+            serve(c, gateway, counts, clock, now, &mut f);
         }
-        flush(c);
-        if c.over {
-            self.conn = None;
+        // A new connection takes the session over only once it has logged in: a stray
+        // connection can't end a trader's session.
+        if candidate
+            .as_ref()
+            .is_some_and(|c| !c.over && c.server.state() == soup::ServerState::LoggedIn)
+        {
+            *conn = candidate.take();
+            counts.replaced += 1;
+        }
+        if conn.as_ref().is_some_and(|c| c.over) {
+            *conn = candidate.take();
+        }
+        if candidate.as_ref().is_some_and(|c| c.over) {
+            *candidate = None;
         }
     }
 
@@ -204,21 +178,33 @@ impl TcpGateway {
                     self.counts.login_rejects
                 );
             }
-            self.service(crate::clock::now_ns(), |_, _| Took::default());
+            // Before the feed no tick has gone out: an order now answers nothing (counted).
+            let mut outside = 0;
+            self.service(crate::clock::now_ns(), |_, _| {
+                outside += 1;
+                Took::default()
+            });
+            self.counts.outside_feed += outside;
             std::thread::sleep(std::time::Duration::from_micros(200));
         }
         Ok(())
     }
 
     /// End of Session on the connection (after what it is still owed), then a short wait for
-    /// the trader's logout.
+    /// the trader's logout. Orders that come meanwhile are answered but reach no exchange:
+    /// counted (`outside_feed`).
     pub fn end_session(&mut self, mut now: impl FnMut() -> u64) {
         let Some(c) = &mut self.conn else { return };
         c.server
             .end_session(now(), self.gateway.stream(), &mut c.pending);
         let until = std::time::Instant::now() + LOGOUT_WAIT;
         while self.conn.is_some() && std::time::Instant::now() < until {
-            self.service(now(), |_, _| Took::default());
+            let mut outside = 0;
+            self.service(now(), |_, _| {
+                outside += 1;
+                Took::default()
+            });
+            self.counts.outside_feed += outside;
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
     }
@@ -235,18 +221,21 @@ impl TcpGateway {
         if ready.is_err() {
             return;
         }
-        // A new connection replaces the one up (a trader that saw its connection fail
-        // before this end did): the session goes on from where the new login asks.
-        if self.conn.is_some() {
-            self.counts.replaced += 1;
-        }
         self.counts.connections += 1;
-        self.conn = Some(Conn {
+        let c = Conn {
             sock,
             server: soup::Server::new(self.config.clone(), now),
             pending: Vec::with_capacity(1 << 20),
             over: false,
-        });
+        };
+        // With a connection up, a new one waits as the candidate (a trader that saw its
+        // connection fail before this end did logs in on it, and then takes the session over,
+        // from where its login asks); a newer candidate replaces an older one.
+        if self.conn.is_none() {
+            self.conn = Some(c);
+        } else {
+            self.candidate = Some(c);
+        }
     }
 }
 
@@ -276,23 +265,68 @@ fn stamp(fd: &impl std::os::fd::AsFd) -> io::Result<()> {
         .map_err(io::Error::from)
 }
 
-/// One non-blocking read with the kernel's `SO_TIMESTAMPNS` stamp of the last segment it read
-/// (CLOCK_REALTIME ns).
-fn recv_stamped(sock: &TcpStream, buf: &mut [u8]) -> io::Result<(usize, Option<u64>)> {
-    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
-    let mut cmsg = nix::cmsg_space!(nix::sys::time::TimeSpec);
-    let mut iov = [io::IoSliceMut::new(buf)];
-    let msg = recvmsg::<()>(
-        sock.as_raw_fd(),
-        &mut iov,
-        Some(&mut cmsg),
-        MsgFlags::MSG_DONTWAIT,
-    )?;
-    let stamp = msg.cmsgs().ok().and_then(|mut c| {
-        c.find_map(|c| match c {
-            ControlMessageOwned::ScmTimestampns(ts) => Some(crate::clock::ns(&ts)),
-            _ => None,
-        })
-    });
-    Ok((msg.bytes, stamp))
+/// Reads, answers and keeps the timers of one connection.
+fn serve(
+    c: &mut Conn,
+    gateway: &mut Gateway,
+    counts: &mut SessionCounts,
+    clock: &mut RealToMono,
+    now: u64,
+    f: &mut impl FnMut(&[u8], Option<u64>) -> Took,
+) {
+    while !c.over {
+        let (n, stamp) = match crate::sockopt::recv_stamped(c.sock.as_fd(), c.server.read_into()) {
+            Ok((0, _)) => {
+                counts.closed_by_peer += 1;
+                c.over = true;
+                break;
+            }
+            Ok(got) => got,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => {
+                counts.reset += 1;
+                c.over = true;
+                break;
+            }
+        };
+        c.server.filled(n, now);
+        let arrived = stamp.map(|real| clock.to_mono(real));
+        if arrived.is_none() {
+            counts.unstamped_reads += 1;
+        }
+        let mut orders = 0;
+        // OUCH timestamps: nanoseconds since midnight, UTC (the lab's venue keeps UTC).
+        let since_midnight_utc = crate::clock::realtime_ns() % DAY_NS;
+        loop {
+            let event = c.server.poll(now, gateway.stream(), &mut c.pending);
+            match event {
+                None => break,
+                Some(soup::ServerEvent::Data(message)) => {
+                    orders += 1;
+                    gateway.on_message(message, since_midnight_utc, |order| f(order, arrived));
+                    c.server.catch_up(now, gateway.stream(), &mut c.pending);
+                }
+                Some(soup::ServerEvent::LoggedIn { from }) => {
+                    counts.logins += 1;
+                    counts.replayed += gateway.stream().len() + 1 - from;
+                }
+                Some(soup::ServerEvent::LoginRefused(_)) => counts.login_rejects += 1,
+                Some(soup::ServerEvent::LoggedOut) => counts.logouts += 1,
+                Some(soup::ServerEvent::PeerSilent) => counts.peer_silent += 1,
+                Some(soup::ServerEvent::Malformed(_) | soup::ServerEvent::Unexpected { .. }) => {
+                    counts.protocol_errors += 1;
+                }
+            }
+        }
+        c.over |= c.server.state() == soup::ServerState::Closed;
+        if orders > 1 {
+            counts.coalesced_reads += 1;
+        }
+    }
+    if let Some(soup::ServerEvent::PeerSilent) = c.server.tick(now, &mut c.pending) {
+        counts.peer_silent += 1;
+        c.over = true;
+    }
+    flush(c);
 }
