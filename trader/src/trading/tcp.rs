@@ -251,8 +251,8 @@ impl TcpOrders {
         let Some((sock, _)) = self.connecting.take() else {
             return;
         };
-        let refused = nix::sys::socket::getsockopt(&sock, nix::sys::socket::sockopt::SocketError)
-            != Ok(0);
+        let refused =
+            nix::sys::socket::getsockopt(&sock, nix::sys::socket::sockopt::SocketError) != Ok(0);
         let stamped = nix::sys::socket::setsockopt(
             &sock,
             nix::sys::socket::sockopt::ReceiveTimestampns,
