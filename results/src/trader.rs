@@ -73,6 +73,14 @@ pub struct OrderSessionReport {
     pub partial_writes: u64,
     /// Orders made while a login was under way: held, and sent once it was accepted.
     pub held: u64,
+    /// Userspace TCP (`tcp-xdp`): orders sent as a segment built from the stack's last one,
+    /// the stack told after (the rest went through the stack's own send).
+    #[serde(default)]
+    pub fast_sends: u64,
+    /// Userspace TCP: segments the stack built with no TX frame free, dropped (TCP sent them
+    /// again).
+    #[serde(default)]
+    pub dropped_segments: u64,
     /// Answers: Order Accepted, Executed, Canceled, Rejected.
     pub accepted: u64,
     /// Order Executed.

@@ -49,8 +49,13 @@ pub const GLOBAL_ORDER_SRC_IP: &str = "ORDER_SRC_IP";
 pub const GLOBAL_ORDER_DST_IP: &str = "ORDER_DST_IP";
 /// See [`GLOBAL_ORDER_DST_MAC`].
 pub const GLOBAL_ORDER_DST_PORT: &str = "ORDER_DST_PORT";
+/// The first local port of the userspace TCP's order session (`trader --orders tcp-xdp`):
+/// above Linux's default ephemeral range (32768-60999), so the XDP program steers to the
+/// userspace TCP no segment of a connection the kernel made to the same gateway.
+pub const ORDER_TCP_LOCAL_PORTS: u16 = 61_000;
 /// Global (u8): 1 steers TCP from the order gateway (`ORDER_DST_IP`, `ORDER_DST_PORT`) to us
-/// (`ORDER_SRC_IP`) into the AF_XDP socket: the order session of a userspace TCP stack.
+/// (`ORDER_SRC_IP`) at a port from [`ORDER_TCP_LOCAL_PORTS`] up into the AF_XDP socket: the
+/// order session of a userspace TCP stack.
 pub const GLOBAL_ORDER_TCP: &str = "ORDER_TCP";
 
 /// The configured order gateway, as the program writes it into the headers of every order it

@@ -11,7 +11,7 @@ use aya_ebpf::{
 use aya_log_ebpf::{error, warn};
 use xdp_common::{
     Action, Arm, ArmSlot, BPF_F_MMAPABLE, Counter, Fired, Foreign, LOG_BURST,
-    LOG_WINDOW_NS, MAX_QUEUES, Mark, Outcome, SOURCE_LINE_A, SOURCE_LINE_B, SOURCE_RECOVERY,
+    LOG_WINDOW_NS, MAX_QUEUES, Mark, ORDER_TCP_LOCAL_PORTS, Outcome, SOURCE_LINE_A, SOURCE_LINE_B, SOURCE_RECOVERY,
     SOURCES, STAGE_WORDS, Source, checksum,
     layout::{
         Field, UDP_PAYLOAD_OFFSET, at, ethernet, ipv4,
@@ -186,7 +186,9 @@ fn md_redirect(ctx: XdpContext) -> u32 {
         Ok(Verdict::Foreign(counter)) => (counter, XDP_DROP),
         Ok(Verdict::OrderSession) => match redirect(&ctx, &mut st) {
             (Counter::Redirected, action) => (Counter::OrderSegments, action),
-            other => other,
+            // Not to the kernel, which has no socket for it and would reset the connection:
+            // dropped (counted), and TCP sends it again.
+            (counter, _) => (counter, XDP_DROP),
         },
         Ok(Verdict::Recovery) => match Action::from_u8(read_global(&MD_ACTION)) {
             Action::Pass | Action::Reflect => (Counter::PassedMarketData, XDP_PASS),
@@ -443,8 +445,9 @@ fn classify(ctx: &XdpContext) -> Result<Verdict, Malformed> {
 }
 
 /// Whether a TCP segment is the order session's, to steer to the userspace TCP: the steering
-/// on, no IP options or fragment, from the order gateway's address and port, to our address.
-/// Anything else TCP goes to the kernel as before.
+/// on, no IP options or fragment, from the order gateway's address and port, to our address at
+/// one of the userspace TCP's ports (above the kernel's ephemeral range). Anything else TCP
+/// goes to the kernel as before.
 #[inline(always)]
 fn order_session(ctx: &XdpContext, ihl: usize) -> Result<bool, Malformed> {
     if read_global(&ORDER_TCP) == 0 || ihl != ipv4::HEADER_LEN {
@@ -456,9 +459,11 @@ fn order_session(ctx: &XdpContext, ihl: usize) -> Result<bool, Malformed> {
     let src = header::<4>(ctx, at(IP, ipv4::SRC))?;
     let dst = header::<4>(ctx, at(IP, ipv4::DST))?;
     let port = header::<2>(ctx, at(UDP, tcp::SRC_PORT))?;
+    let local = u16::from_be_bytes(header::<2>(ctx, at(UDP, tcp::DST_PORT))?);
     Ok(src == read_global(&ORDER_DST_IP)
         && dst == read_global(&ORDER_SRC_IP)
-        && port == read_global(&ORDER_DST_PORT))
+        && port == read_global(&ORDER_DST_PORT)
+        && local >= ORDER_TCP_LOCAL_PORTS)
 }
 
 /// Whether a datagram to `line`'s port from `addr`:`port` comes from that line's pinned source

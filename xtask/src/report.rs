@@ -1189,6 +1189,8 @@ verdict: 4 problem(s):
             not_sent: 0,
             partial_writes: 0,
             held: 0,
+            fast_sends: 0,
+            dropped_segments: 0,
             accepted: 1000,
             executed: 1000,
             canceled: 0,

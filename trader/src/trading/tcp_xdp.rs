@@ -38,6 +38,8 @@ const ETH: usize = xdp_common::layout::ethernet::HEADER_LEN;
 const MTU: usize = 1500;
 /// A lost connection is tried again this often.
 const RECONNECT_EVERY_NS: u64 = 1_000_000;
+/// A SYN unanswered this long is given up (the kernel session's connect timeout).
+const CONNECT_TIMEOUT_NS: u64 = 100_000_000;
 /// The answers and timers are looked at no more often than this.
 const SERVICE_EVERY_NS: u64 = 50_000;
 /// Orders whose answer is awaited, kept for the ack latency.
@@ -52,14 +54,21 @@ pub struct XdpTcp {
     handle: SocketHandle,
     /// IP packets of the session taken from the RX ring, for smoltcp.
     rx: VecDeque<Vec<u8>>,
+    /// What the device learned of the connection (the fast send's template and numbers).
+    seen: Seen,
     /// The Ethernet header of every frame smoltcp sends: to the gateway's next hop, from us.
     eth: [u8; ETH],
     gateway: SocketAddrV4,
     ours: Ipv4Addr,
     local_port: u16,
     client: soup::Client,
-    /// What the session has to send that the socket hasn't taken yet (login, heartbeats).
+    /// What the session has to send that the socket hasn't taken yet (login, heartbeats,
+    /// orders behind them).
     out: Vec<u8>,
+    /// Orders in `out`: not sent if the connection goes before the socket takes them.
+    out_orders: u64,
+    /// When the connection under way was started (a SYN unanswered for long is given up).
+    connect_started: u64,
     /// Orders made while a login is under way, sent once it is accepted.
     held: Vec<u8>,
     tick_rx: u64,
@@ -82,11 +91,79 @@ impl std::fmt::Debug for XdpTcp {
     }
 }
 
+/// What the device learned of the connection from the segments it carried: enough to send an
+/// order's segment without smoltcp, on the critical path, and tell smoltcp after.
+#[derive(Debug, Default)]
+struct Seen {
+    /// The last plain segment smoltcp sent (ACK, maybe PSH; no SYN, FIN or RST): its IPv4
+    /// and TCP headers, options included, and their length. The template of a fast send.
+    template: Option<([u8; TEMPLATE], usize)>,
+    /// The highest acknowledgement number the gateway sent.
+    peer_ack: Option<u32>,
+    /// Bytes sent fast that smoltcp has yet to put out itself for the first time: its first
+    /// transmission of them is dropped (they are on the wire already), a retransmission is
+    /// not. `[from, to)` in sequence space.
+    fast: Option<(u32, u32)>,
+    /// The IPv4 identification of the next fast segment.
+    ip_id: u16,
+    /// Frames smoltcp put on the TX ring (what a kick must follow).
+    queued: u64,
+    /// Segments smoltcp built with no TX frame free: dropped (TCP sends them again).
+    ring_full: u64,
+}
+
+/// The longest IPv4 + TCP header a template keeps (20 + 60).
+const TEMPLATE: usize = 80;
+/// TCP flags.
+const FIN: u8 = 0x01;
+const SYN: u8 = 0x02;
+const RST: u8 = 0x04;
+const PSH: u8 = 0x08;
+const ACK: u8 = 0x10;
+
+/// `a` after `b` in sequence space (RFC 9293's modulo-2^32 comparison).
+fn after(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) > 0
+}
+
+/// A TCP segment's fields the device reads (`packet`: an IPv4 datagram without options).
+struct Segment {
+    header_end: usize,
+    seq: u32,
+    ack: u32,
+    flags: u8,
+    payload: usize,
+}
+
+fn segment(packet: &[u8]) -> Option<Segment> {
+    use xdp_common::layout::{ipv4, tcp as l4};
+    let ihl = ipv4::header_len(*packet.first()?)?;
+    let total = usize::from(u16::from_be_bytes(
+        packet.get(ipv4::TOTAL_LEN)?.try_into().ok()?,
+    ));
+    let tcp = packet.get(ihl..total.min(packet.len()))?;
+    let word = |f: xdp_common::layout::Field| -> Option<u32> {
+        Some(u32::from_be_bytes(tcp.get(f)?.try_into().ok()?))
+    };
+    let data_offset = usize::from(*tcp.get(l4::DATA_OFFSET)? >> 4) * 4;
+    if data_offset < l4::HEADER_LEN || data_offset > tcp.len() {
+        return None;
+    }
+    Some(Segment {
+        header_end: ihl + data_offset,
+        seq: word(l4::SEQ)?,
+        ack: word(l4::ACK)?,
+        flags: *tcp.get(l4::FLAGS)?,
+        payload: tcp.len() - data_offset,
+    })
+}
+
 /// smoltcp's device for one poll: the session's queued packets in, the TX ring out.
 struct Dev<'a> {
     rx: &'a mut VecDeque<Vec<u8>>,
     tx: &'a mut XskTx,
     eth: [u8; ETH],
+    seen: &'a mut Seen,
 }
 
 struct Rx(Vec<u8>);
@@ -94,6 +171,7 @@ struct Rx(Vec<u8>);
 struct Tx<'a> {
     tx: &'a mut XskTx,
     eth: [u8; ETH],
+    seen: &'a mut Seen,
 }
 
 impl phy::RxToken for Rx {
@@ -107,11 +185,39 @@ impl phy::TxToken for Tx<'_> {
         let mut f = Some(f);
         let mut r = None;
         let eth = self.eth;
+        let seen = self.seen;
         let sent = self.tx.send(|frame| {
             let whole = ETH + len;
             let buf = frame.get_mut(..whole)?;
             buf[..ETH].copy_from_slice(&eth);
             r = f.take().map(|f| f(&mut buf[ETH..]));
+            // What smoltcp sent, read back: a template for fast sends, and whether this is
+            // the first transmission of bytes a fast send put on the wire already (dropped).
+            let packet = &buf[ETH..];
+            let Some(seg) = segment(packet) else {
+                return Some(whole);
+            };
+            if seg.flags & (SYN | FIN | RST) != 0 {
+                seen.fast = None;
+                seen.template = None;
+                return Some(whole);
+            }
+            if seg.header_end <= TEMPLATE {
+                let mut t = [0u8; TEMPLATE];
+                t[..seg.header_end].copy_from_slice(&packet[..seg.header_end]);
+                seen.template = Some((t, seg.header_end));
+            }
+            if let Some((from, to)) = seen.fast
+                && seg.payload > 0
+                && seg.seq == from
+            {
+                let end = seg.seq.wrapping_add(seg.payload as u32);
+                if !after(end, to) {
+                    seen.fast = (end != to).then_some((end, to));
+                    return None;
+                }
+            }
+            seen.queued += 1;
             Some(whole)
         });
         match (r, f) {
@@ -119,6 +225,7 @@ impl phy::TxToken for Tx<'_> {
             // No TX frame free: the segment is built and dropped (TCP sends it again).
             (None, Some(f)) => {
                 debug_assert!(sent.is_err());
+                seen.ring_full += 1;
                 let mut scratch = vec![0u8; len];
                 f(&mut scratch)
             }
@@ -144,6 +251,7 @@ impl Device for Dev<'_> {
             Tx {
                 tx: self.tx,
                 eth: self.eth,
+                seen: self.seen,
             },
         ))
     }
@@ -152,6 +260,7 @@ impl Device for Dev<'_> {
         Some(Tx {
             tx: self.tx,
             eth: self.eth,
+            seen: self.seen,
         })
     }
 
@@ -159,7 +268,6 @@ impl Device for Dev<'_> {
         let mut caps = DeviceCapabilities::default();
         caps.medium = Medium::Ip;
         caps.max_transmission_unit = MTU;
-        caps.max_burst_size = Some(1);
         caps
     }
 }
@@ -205,8 +313,11 @@ impl XdpTcp {
             Interface::new(config, &mut probe, instant(now_ns()))
         };
         iface.update_ip_addrs(|a| {
-            let _ = a.push(IpCidr::new(IpAddress::Ipv4(ours), 30));
+            let _ = a.push(IpCidr::new(IpAddress::Ipv4(ours), 32));
         });
+        // Everything goes to the gateway (an IP medium has no next hop to resolve: the frames'
+        // Ethernet header is the gateway's next hop, read at start).
+        let _ = iface.routes_mut().add_default_ipv4_route(*gateway.ip());
         let mut socket = tcp::Socket::new(
             tcp::SocketBuffer::new(vec![0; 64 * 1024]),
             tcp::SocketBuffer::new(vec![0; 256 * 1024]),
@@ -221,14 +332,19 @@ impl XdpTcp {
             sockets,
             handle,
             rx,
+            seen: Seen::default(),
             eth,
             gateway,
             ours,
             // An ephemeral-range port of this process's own, moved on at each reconnect.
-            local_port: 49_152 + (std::process::id() % 8_192) as u16,
+            local_port: xdp_common::ORDER_TCP_LOCAL_PORTS
+                + (std::process::id() % u32::from(u16::MAX - xdp_common::ORDER_TCP_LOCAL_PORTS))
+                    as u16,
             client: soup::Client::new(config),
-            out: Vec::with_capacity(64 * 1024),
-            held: Vec::with_capacity(64 * 1024),
+            out: super::tcp::prefaulted(64 * 1024),
+            out_orders: 0,
+            connect_started: 0,
+            held: super::tcp::prefaulted(64 * 1024),
             tick_rx: 0,
             awaited: VecDeque::with_capacity(AWAITED),
             rx_to_ack: Latency::new(),
@@ -282,8 +398,15 @@ impl XdpTcp {
         let total = field(ipv4::TOTAL_LEN).map_or(ip.len(), |t| {
             usize::from(u16::from_be_bytes([t[0], t[1]])).min(ip.len())
         });
+        let packet = &ip[..total];
+        if let Some(seg) = segment(packet)
+            && seg.flags & ACK != 0
+            && self.seen.peer_ack.is_none_or(|a| after(seg.ack, a))
+        {
+            self.seen.peer_ack = Some(seg.ack);
+        }
         if self.rx.len() < RX_QUEUE {
-            self.rx.push_back(ip[..total].to_vec());
+            self.rx.push_back(packet.to_vec());
         }
         self.last_frame_rx = now_ns();
         true
@@ -300,7 +423,7 @@ impl XdpTcp {
     #[inline]
     pub fn send(&mut self, order: &OrderRepr, tx: &mut XskTx) -> bool {
         let state = self.client.state();
-        if state == soup::ClientState::Disconnected {
+        if state == soup::ClientState::Disconnected || self.report.end_of_session {
             self.report.not_sent += 1;
             return false;
         }
@@ -310,10 +433,20 @@ impl XdpTcp {
             return false;
         };
         let packet = &packet[..n];
+        // Whatever the session queued before (a login's held orders, a heartbeat) goes first.
+        self.write_out();
         if state == soup::ClientState::LoggingIn {
             self.report.held += 1;
             self.held.extend_from_slice(packet);
+        } else if !self.out.is_empty() {
+            // Behind bytes the socket hasn't taken yet: in turn, never inside them.
+            self.out.extend_from_slice(packet);
+            self.out_orders += 1;
+        } else if self.send_fast(packet, tx) {
+            self.report.fast_sends += 1;
         } else {
+            // Bytes sent fast go out of smoltcp (dropped as repeats) before anything after them.
+            self.shadow_out(tx);
             let socket = self.sockets.get_mut::<tcp::Socket>(self.handle);
             match socket.send_slice(packet) {
                 Ok(k) if k == n => {}
@@ -327,6 +460,7 @@ impl XdpTcp {
                 rx: &mut self.rx,
                 tx,
                 eth: self.eth,
+                seen: &mut self.seen,
             };
             let _ = self
                 .iface
@@ -340,6 +474,100 @@ impl XdpTcp {
         true
     }
 
+    /// Sends `packet` (one SoupBinTCP packet) as a TCP segment built from the last one smoltcp
+    /// sent, without smoltcp, then gives smoltcp the same bytes: its own first transmission of
+    /// them is dropped by the device, so its state is as if it had sent them (and it sends
+    /// them again if they are lost). Only where the sequence number is certain: smoltcp has
+    /// nothing unacknowledged of its own (everything it sent is acknowledged, so the next
+    /// byte is the gateway's last acknowledgement), or only bytes sent fast (the next byte
+    /// follows them). False: nothing was sent, take smoltcp's way.
+    #[inline]
+    fn send_fast(&mut self, packet: &[u8], tx: &mut XskTx) -> bool {
+        use xdp_common::layout::{ipv4, tcp as l4};
+        let socket = self.sockets.get::<tcp::Socket>(self.handle);
+        if socket.state() != tcp::State::Established {
+            return false;
+        }
+        // The acknowledgement smoltcp itself last sent (the template's): never for bytes
+        // smoltcp hasn't taken in order.
+        let Some((template, hlen)) = &self.seen.template else {
+            return false;
+        };
+        let seq = match (self.seen.fast, self.seen.peer_ack) {
+            (Some((_, next)), _) => next,
+            (None, Some(acked)) if socket.send_queue() == 0 => acked,
+            _ => return false,
+        };
+        if socket.send_capacity() - socket.send_queue() < packet.len() {
+            return false;
+        }
+        let (hlen, eth, ip_id) = (*hlen, self.eth, self.seen.ip_id);
+        let total = hlen + packet.len();
+        let Ok(total16) = u16::try_from(total) else {
+            return false;
+        };
+        let sent = tx.send(|frame| {
+            let buf = frame.get_mut(..ETH + total)?;
+            buf[..ETH].copy_from_slice(&eth);
+            let ip = &mut buf[ETH..];
+            ip[..hlen].copy_from_slice(&template[..hlen]);
+            ip[hlen..].copy_from_slice(packet);
+            ip[ipv4::TOTAL_LEN].copy_from_slice(&total16.to_be_bytes());
+            ip[4..6].copy_from_slice(&ip_id.to_be_bytes());
+            ip[ipv4::CHECKSUM].copy_from_slice(&[0, 0]);
+            let ip_sum = xdp_common::checksum::ipv4_header(&ip[..ipv4::HEADER_LEN]);
+            ip[ipv4::CHECKSUM].copy_from_slice(&ip_sum.to_be_bytes());
+            let t = ipv4::HEADER_LEN;
+            ip[t..][l4::SEQ].copy_from_slice(&seq.to_be_bytes());
+            ip[t + l4::FLAGS] = ACK | PSH;
+            ip[t..][l4::CHECKSUM].copy_from_slice(&[0, 0]);
+            let tcp_len = (total - t) as u16;
+            let mut pseudo = [0u8; 12];
+            pseudo[..8].copy_from_slice(&ip[ipv4::SRC.start..ipv4::DST.end]);
+            pseudo[9] = ipv4::PROTOCOL_TCP;
+            pseudo[10..].copy_from_slice(&tcp_len.to_be_bytes());
+            let sum = xdp_common::checksum::sum(&pseudo) + xdp_common::checksum::sum(&ip[t..]);
+            let tcp_sum = !xdp_common::checksum::fold(sum);
+            ip[t..][l4::CHECKSUM].copy_from_slice(&tcp_sum.to_be_bytes());
+            Some(ETH + total)
+        });
+        if sent.is_err() {
+            return false;
+        }
+        // smoltcp takes the bytes now (room checked above) and puts them out later, as a
+        // repeat the device drops: off the order's path.
+        let socket = self.sockets.get_mut::<tcp::Socket>(self.handle);
+        let _ = socket.send_slice(packet);
+        let end = seq.wrapping_add(packet.len() as u32);
+        self.seen.fast = Some((self.seen.fast.map_or(seq, |(from, _)| from), end));
+        self.seen.ip_id = ip_id.wrapping_add(1);
+        true
+    }
+
+    /// smoltcp puts out what was sent fast (the device drops those repeats), if anything was.
+    fn shadow_out(&mut self, tx: &mut XskTx) {
+        if self.seen.fast.is_some() {
+            let mut dev = Dev {
+                rx: &mut self.rx,
+                tx,
+                eth: self.eth,
+                seen: &mut self.seen,
+            };
+            let _ = self
+                .iface
+                .poll_egress(instant(now_ns()), &mut dev, &mut self.sockets);
+        }
+    }
+
+    /// After a turn's orders are out: smoltcp catches up with what was sent fast. Whether
+    /// it put a frame on the ring (to kick).
+    #[inline]
+    pub fn after_orders(&mut self, tx: &mut XskTx) -> bool {
+        let before = self.seen.queued;
+        self.shadow_out(tx);
+        self.seen.queued != before
+    }
+
     /// Answers, timers and the connection, at most every [`SERVICE_EVERY_NS`]; `tx` for what
     /// the stack sends (the caller kicks). Whether it ran (and so may have queued frames).
     #[inline]
@@ -348,14 +576,26 @@ impl XdpTcp {
         if now.saturating_sub(self.last_service) < SERVICE_EVERY_NS {
             return false;
         }
+        let before = self.seen.queued;
         self.service_now(now, tx);
-        true
+        self.seen.queued != before
     }
 
     /// [`XdpTcp::service`] now.
     pub fn service_now(&mut self, now: u64, tx: &mut XskTx) {
         self.last_service = now;
         self.poll(now, tx);
+        let state = self.sockets.get::<tcp::Socket>(self.handle).state();
+        let gone = match state {
+            // The exchange closed its side (a FIN): nothing more will be answered.
+            tcp::State::CloseWait | tcp::State::LastAck => true,
+            // A SYN unanswered for long: given up, as the kernel session's connect is.
+            tcp::State::SynSent => now.saturating_sub(self.connect_started) > CONNECT_TIMEOUT_NS,
+            _ => false,
+        };
+        if gone {
+            self.lost();
+        }
         let state = self.sockets.get::<tcp::Socket>(self.handle).state();
         match (state, self.client.state()) {
             (tcp::State::Closed | tcp::State::TimeWait, _) => {
@@ -364,6 +604,7 @@ impl XdpTcp {
                 }
                 if now >= self.next_connect {
                     self.next_connect = now + RECONNECT_EVERY_NS;
+                    self.connect_started = now;
                     self.connect();
                     self.poll(now, tx);
                 }
@@ -392,20 +633,27 @@ impl XdpTcp {
             rx: &mut self.rx,
             tx,
             eth: self.eth,
+            seen: &mut self.seen,
         };
         let _ = self.iface.poll(instant(now), &mut dev, &mut self.sockets);
     }
 
     fn connect(&mut self) {
-        self.local_port = if self.local_port >= 65_000 {
-            49_152
+        // Ports the kernel never picks for its own connections (above its ephemeral range),
+        // and the only ones the XDP program steers to us.
+        self.local_port = if self.local_port >= u16::MAX - 1 {
+            xdp_common::ORDER_TCP_LOCAL_PORTS
         } else {
             self.local_port + 1
         };
         let remote = (IpAddress::Ipv4(*self.gateway.ip()), self.gateway.port());
         let socket = self.sockets.get_mut::<tcp::Socket>(self.handle);
         socket.abort();
-        let _ = socket.connect(self.iface.context(), remote, self.local_port);
+        if let Err(e) = socket.connect(self.iface.context(), remote, self.local_port) {
+            eprintln!("warning: the userspace TCP could not start a connection to {remote:?}: {e}");
+        }
+        // Nothing learned of the old connection holds for the new one.
+        self.seen = Seen::default();
     }
 
     /// Reads what the socket holds and takes each answer.
@@ -435,6 +683,7 @@ impl XdpTcp {
                     soup::ClientEvent::LoggedIn { .. } => {
                         self.report.logins += 1;
                         self.out.extend_from_slice(&self.held);
+                        self.out_orders += (self.held.len() / ORDER_PACKET) as u64;
                         self.held.clear();
                     }
                     soup::ClientEvent::Rejected(_) => self.report.login_rejects += 1,
@@ -460,8 +709,14 @@ impl XdpTcp {
             return;
         }
         let socket = self.sockets.get_mut::<tcp::Socket>(self.handle);
+        if !socket.may_send() {
+            return;
+        }
         if let Ok(n) = socket.send_slice(&self.out) {
             self.out.drain(..n);
+            if self.out.is_empty() {
+                self.out_orders = 0;
+            }
         }
     }
 
@@ -470,13 +725,13 @@ impl XdpTcp {
         self.report.disconnects += 1;
         self.client.disconnected();
         self.sockets.get_mut::<tcp::Socket>(self.handle).abort();
+        self.seen = Seen::default();
+        let unsent = (self.held.len() / ORDER_PACKET) as u64 + self.out_orders;
+        self.report.not_sent += unsent;
+        self.report.sent -= unsent.min(self.report.sent);
         self.out.clear();
-        if !self.held.is_empty() {
-            let held = (self.held.len() / ORDER_PACKET) as u64;
-            self.report.not_sent += held;
-            self.report.sent -= held.min(self.report.sent);
-            self.held.clear();
-        }
+        self.out_orders = 0;
+        self.held.clear();
     }
 
     /// Whether the answers to every order sent and the session's end have come.
@@ -497,6 +752,7 @@ impl XdpTcp {
         }
         self.report.next_seq = self.client.next_seq();
         self.report.rx_to_ack = self.rx_to_ack.summary();
+        self.report.dropped_segments = self.seen.ring_full;
         self.report.clone()
     }
 }

@@ -369,6 +369,12 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for XdpIo<BLOCK, BUSY_PO
     }
 
     fn after_turn(&mut self, _trader: &mut crate::t2t::Trader) {
+        // The userspace TCP learns of the orders it sent fast, off their path.
+        if let (Some(t), Some(x)) = (self.tcp.as_deref_mut(), self.xsks.first_mut())
+            && t.after_orders(&mut x.tx)
+        {
+            let _ = x.tx.flush();
+        }
         self.service_session();
     }
 
@@ -385,10 +391,14 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for XdpIo<BLOCK, BUSY_PO
                 tx: &mut xsk.tx,
                 builder: &mut self.builder,
             }),
-            Some(tcp) => f(&mut TcpSink {
-                tx: &mut xsk.tx,
-                tcp,
-            }),
+            Some(tcp) => {
+                // Orders released outside a packet: timed from now, not from a past tick.
+                tcp.set_tick_rx(now_ns());
+                f(&mut TcpSink {
+                    tx: &mut xsk.tx,
+                    tcp,
+                });
+            }
         }
     }
 
