@@ -469,12 +469,11 @@ impl Options {
             paths::Orders::Udp => {}
             paths::Orders::TcpXdp if spec.io != Io::Xsk => bail!(
                 "--orders tcp-xdp (a userspace TCP on the trader's AF_XDP socket) needs --path \
-                 {}: --path {} has no AF_XDP socket of its own for it{}",
+                 {}{}",
                 paths_where(|s| s.io == Io::Xsk),
-                o.path,
                 if spec.io == Io::Trigger {
-                    " (the TCP trigger, firing a prepared segment from the XDP program, is not \
-                     built yet)"
+                    ": the trigger's orders leave from the XDP program, as UDP (the TCP \
+                     trigger, firing a prepared segment, is not built yet)"
                 } else {
                     ""
                 }

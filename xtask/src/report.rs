@@ -675,6 +675,14 @@ fn session_table(t: &mut String, measured: &[Measured]) {
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     for (m, s, o) in rows {
+        // No order, no round trip: a dash, not a zero.
+        let ack = |v: f64| {
+            if o.rx_to_ack.count == 0 {
+                "-".to_owned()
+            } else {
+                format!("{v:.2}")
+            }
+        };
         let udp = measured
             .iter()
             .find(|u| u.row == Row::Path(m.ends.trader, None) && u.replay.session.is_none());
@@ -691,7 +699,7 @@ fn session_table(t: &mut String, measured: &[Measured]) {
         };
         let _ = writeln!(
             t,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.2} | {:.2} | {:.2} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             m.row,
             o.sent,
             o.not_sent,
@@ -701,9 +709,9 @@ fn session_table(t: &mut String, measured: &[Measured]) {
             s.connections,
             s.logins,
             s.coalesced_reads,
-            o.rx_to_ack.p50_us,
-            o.rx_to_ack.p99_us,
-            o.rx_to_ack.p999_us,
+            ack(o.rx_to_ack.p50_us),
+            ack(o.rx_to_ack.p99_us),
+            ack(o.rx_to_ack.p999_us),
             delta(|x| x.p50_us),
             delta(|x| x.p99_us),
         );

@@ -242,7 +242,7 @@ fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
             Duration::from_millis(o.order_timeout_ms),
         )?;
         let mut io = io.with_order_session(session);
-        io.login_orders(LOGIN_WAIT)?;
+        io.login_orders(LOGIN_WAIT, || process::stopped(stop))?;
         eprintln!(
             "trader: logged in to the order session at {} (OUCH 5.0 over SoupBinTCP, smoltcp on \
              AF_XDP)",
@@ -279,7 +279,7 @@ fn run_loop<I: trading::TraderIo>(
     let timeout = Duration::from_millis(o.order_timeout_ms);
     let mut session = trading::TcpOrders::new(o.addr, o.order_to, &o.order_password, timeout)?
         .resetting_after(o.order_reset_after);
-    session.login(LOGIN_WAIT)?;
+    session.login(LOGIN_WAIT, || process::stopped(stop))?;
     eprintln!(
         "trader: logged in to the order session at {} (OUCH 5.0 over SoupBinTCP, kernel TCP)",
         o.order_to

@@ -139,11 +139,15 @@ impl TcpOrders {
         self.client.state() == soup::ClientState::LoggedIn
     }
 
-    /// Connects and logs in, waiting up to `timeout`: the trader's first login, before the
-    /// feed. An error says why not (refused, no gateway listening, no answer).
-    pub fn login(&mut self, timeout: Duration) -> anyhow::Result<()> {
+    /// Connects and logs in, waiting up to `timeout` (or until `stopped`): the trader's first
+    /// login, before the feed. An error says why not (refused, no gateway listening, no
+    /// answer, a signal).
+    pub fn login(&mut self, timeout: Duration, stopped: impl Fn() -> bool) -> anyhow::Result<()> {
         let until = std::time::Instant::now() + timeout;
         while !self.logged_in() {
+            if stopped() {
+                anyhow::bail!("stopped before the order session's login");
+            }
             if self.report.login_rejects > 0 {
                 anyhow::bail!(
                     "the order gateway {} refused the login (wrong --order-password, or another \

@@ -123,10 +123,18 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
         }
     }
 
-    /// Connects and logs in to the order session, waiting up to `timeout`: before the feed.
-    pub fn login_orders(&mut self, timeout: std::time::Duration) -> anyhow::Result<()> {
+    /// Connects and logs in to the order session, waiting up to `timeout` (or until
+    /// `stopped`): before the feed.
+    pub fn login_orders(
+        &mut self,
+        timeout: std::time::Duration,
+        stopped: impl Fn() -> bool,
+    ) -> anyhow::Result<()> {
         let until = std::time::Instant::now() + timeout;
         loop {
+            if stopped() {
+                anyhow::bail!("stopped before the order session's login");
+            }
             self.drive_session();
             let Some(t) = self.tcp.as_deref() else {
                 return Ok(());
