@@ -52,7 +52,8 @@ pub struct TcpOrders {
     gateway: SocketAddrV4,
     /// Our address: the connection's, bound before it is made.
     ours: Ipv4Addr,
-    client: soup::Client,
+    /// The session: its client end, held orders, answers awaited, report.
+    s: Session,
     sock: Option<TcpStream>,
     /// A connection under way (a non-blocking `connect`), and when it started.
     connecting: Option<(TcpStream, u64)>,
@@ -60,20 +61,11 @@ pub struct TcpOrders {
     pending: Vec<u8>,
     /// Orders in `pending`, not yet wholly written: lost with the connection if it goes.
     pending_orders: u64,
-    /// Orders made while a login is under way: sent once it is accepted (SoupBinTCP takes no
-    /// data before).
-    held: Vec<u8>,
     /// Reset the connection after this many orders (a test), once.
     reset_after: Option<u64>,
-    /// The RX time of the packet whose orders are being sent (set by [`WithOrders`]).
-    tick_rx: u64,
-    /// Each order sent, with its tick's RX time, until its Order Accepted comes.
-    awaited: VecDeque<(u32, u64)>,
-    rx_to_ack: Latency,
     clock: RealToMono,
     last_service: u64,
     next_connect: u64,
-    report: OrderSessionReport,
 }
 
 impl TcpOrders {
@@ -86,44 +78,19 @@ impl TcpOrders {
         password: &str,
         timeout: Duration,
     ) -> anyhow::Result<TcpOrders> {
-        use wire::soupbin::alpha;
-        let bad = |what: &str, e: wire::Error| anyhow::anyhow!("the order session's {what}: {e}");
-        let config = soup::ClientConfig {
-            session: soup::Session::new(paths::market::ORDER_SESSION)
-                .map_err(|e| bad("session", e))?,
-            peer_timeout_ns: u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX),
-            ..soup::ClientConfig::new(
-                alpha(paths::market::ORDER_USER.as_bytes()).map_err(|e| bad("username", e))?,
-                alpha(password.as_bytes()).map_err(|e| bad("password", e))?,
-            )
-        };
         Ok(TcpOrders {
             gateway,
             ours,
-            client: soup::Client::new(config),
+            s: Session::new(paths::Orders::TcpKernel, password, timeout)?,
             sock: None,
             connecting: None,
             // Touched now, not on the first orders: no page fault in the loop.
             pending: prefaulted(64 * 1024),
             pending_orders: 0,
-            held: prefaulted(64 * 1024),
             reset_after: None,
-            tick_rx: 0,
-            awaited: {
-                let mut a = VecDeque::with_capacity(AWAITED);
-                a.extend(std::iter::repeat_n((0, 0), AWAITED));
-                a.clear();
-                a
-            },
-            rx_to_ack: Latency::new(),
             clock: RealToMono::default(),
             last_service: 0,
             next_connect: 0,
-            report: OrderSessionReport {
-                orders: paths::Orders::TcpKernel,
-                next_seq: 1,
-                ..OrderSessionReport::default()
-            },
         })
     }
 
@@ -136,7 +103,7 @@ impl TcpOrders {
 
     /// Logged in: orders go out.
     pub fn logged_in(&self) -> bool {
-        self.client.state() == soup::ClientState::LoggedIn
+        self.s.client.state() == soup::ClientState::LoggedIn
     }
 
     /// Connects and logs in, waiting up to `timeout` (or until `stopped`): the trader's first
@@ -148,7 +115,7 @@ impl TcpOrders {
             if stopped() {
                 anyhow::bail!("stopped before the order session's login");
             }
-            if self.report.login_rejects > 0 {
+            if self.s.report.login_rejects > 0 {
                 anyhow::bail!(
                     "the order gateway {} refused the login (wrong --order-password, or another \
                      session)",
@@ -160,7 +127,7 @@ impl TcpOrders {
                     "no SoupBinTCP login at the order gateway {} within {timeout:?} ({} \
                      connection(s) made): is the replay serving --orders tcp-kernel there?",
                     self.gateway,
-                    self.report.connects
+                    self.s.report.connects
                 );
             }
             self.service_now(now_ns());
@@ -199,8 +166,8 @@ impl TcpOrders {
             }
         }
         self.read(now);
-        if let Some(soup::ClientEvent::ServerSilent) = self.client.tick(now, &mut self.pending) {
-            self.report.server_silent += 1;
+        if let Some(soup::ClientEvent::ServerSilent) = self.s.client.tick(now, &mut self.pending) {
+            self.s.report.server_silent += 1;
             self.lost();
         }
         self.write_pending();
@@ -265,10 +232,10 @@ impl TcpOrders {
         if refused || sock.set_nodelay(true).is_err() || stamped.is_err() {
             return;
         }
-        self.report.connects += 1;
+        self.s.report.connects += 1;
         self.pending.clear();
         self.pending_orders = 0;
-        self.client.connect(now, &mut self.pending);
+        self.s.client.connect(now, &mut self.pending);
         self.sock = Some(sock);
     }
 
@@ -277,45 +244,18 @@ impl TcpOrders {
         loop {
             let Some(sock) = &self.sock else { return };
             let (n, stamp) =
-                match crate::sockopt::recv_stamped(sock.as_fd(), self.client.read_into()) {
+                match crate::sockopt::recv_stamped(sock.as_fd(), self.s.client.read_into()) {
                     Ok((0, _)) => return self.lost(),
                     Ok(got) => got,
                     Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                     Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                     Err(_) => return self.lost(),
                 };
-            self.client.filled(n, now);
+            self.s.client.filled(n, now);
             let arrived = stamp.map_or(now, |real| self.clock.to_mono(real));
-            while let Some(event) = self.client.poll() {
-                match event {
-                    soup::ClientEvent::Sequenced { message, .. } => {
-                        let answer = Outbound::parse(message).ok();
-                        take_answer(
-                            &mut self.report,
-                            &mut self.awaited,
-                            &mut self.rx_to_ack,
-                            answer,
-                            arrived,
-                        );
-                    }
-                    soup::ClientEvent::LoggedIn { .. } => {
-                        self.report.logins += 1;
-                        // What was made during the login goes now, behind it.
-                        self.pending.extend_from_slice(&self.held);
-                        self.pending_orders += (self.held.len() / ORDER_PACKET) as u64;
-                        self.held.clear();
-                    }
-                    soup::ClientEvent::Rejected(_) => self.report.login_rejects += 1,
-                    soup::ClientEvent::EndOfSession => self.report.end_of_session = true,
-                    soup::ClientEvent::Malformed(_)
-                    | soup::ClientEvent::Unexpected { .. }
-                    | soup::ClientEvent::Rewound { .. } => {
-                        self.report.protocol_errors += 1;
-                    }
-                    soup::ClientEvent::ServerSilent => {}
-                }
-            }
-            if self.client.state() == soup::ClientState::Disconnected {
+            self.s
+                .take_events(arrived, &mut self.pending, &mut self.pending_orders);
+            if self.s.client.state() == soup::ClientState::Disconnected {
                 return self.lost();
             }
         }
@@ -326,15 +266,12 @@ impl TcpOrders {
     /// counted as not sent: the exchange can't have taken them.
     fn lost(&mut self) {
         if self.sock.take().is_some() {
-            self.report.disconnects += 1;
+            self.s.report.disconnects += 1;
         }
-        self.client.disconnected();
-        let unsent = (self.held.len() / ORDER_PACKET) as u64 + self.pending_orders;
-        self.report.not_sent += unsent;
-        self.report.sent -= unsent.min(self.report.sent);
+        self.s.client.disconnected();
+        self.s.unsent(self.pending_orders);
         self.pending.clear();
         self.pending_orders = 0;
-        self.held.clear();
     }
 
     /// The test's fault: the connection reset (SO_LINGER 0, then close: an RST), and made
@@ -351,7 +288,7 @@ impl TcpOrders {
                 },
             );
         }
-        self.report.resets_injected += 1;
+        self.s.report.resets_injected += 1;
         self.lost();
         let now = now_ns();
         self.next_connect = 0;
@@ -380,20 +317,131 @@ impl TcpOrders {
     pub fn finish(mut self, timeout: Duration) -> OrderSessionReport {
         let until = std::time::Instant::now() + timeout;
         while (self.sock.is_some() || self.connecting.is_some())
-            && (self.report.accepted + self.report.rejected < self.report.sent
-                || !self.report.end_of_session)
+            && !self.s.answered()
             && std::time::Instant::now() < until
         {
             self.service_now(now_ns());
             std::thread::sleep(Duration::from_micros(200));
         }
         if self.sock.is_some() {
-            self.client.logout(now_ns(), &mut self.pending);
+            self.s.client.logout(now_ns(), &mut self.pending);
             self.write_pending();
         }
+        self.s.final_report()
+    }
+}
+
+/// What both order sessions share (the kernel TCP's here, the userspace TCP's in `tcp_xdp`):
+/// the SoupBinTCP client end, the orders held for a login, each order's awaited answer, the
+/// round trip to Order Accepted, and the report.
+#[derive(Debug)]
+pub(super) struct Session {
+    pub(super) client: soup::Client,
+    /// Orders made while a login is under way: sent once it is accepted (SoupBinTCP takes no
+    /// data before).
+    pub(super) held: Vec<u8>,
+    /// The RX time of the packet whose orders are being sent.
+    pub(super) tick_rx: u64,
+    /// Each order sent, with its tick's RX time, until its Order Accepted comes.
+    awaited: VecDeque<(u32, u64)>,
+    rx_to_ack: Latency,
+    pub(super) report: OrderSessionReport,
+}
+
+impl Session {
+    /// The lab's session (username, session name), logging in with `password`, giving a
+    /// connection up after `timeout` of the exchange's silence; its buffers touched now.
+    pub(super) fn new(
+        orders: paths::Orders,
+        password: &str,
+        timeout: Duration,
+    ) -> anyhow::Result<Session> {
+        use wire::soupbin::alpha;
+        let bad = |what: &str, e: wire::Error| anyhow::anyhow!("the order session's {what}: {e}");
+        let config = soup::ClientConfig {
+            session: soup::Session::new(paths::market::ORDER_SESSION)
+                .map_err(|e| bad("session", e))?,
+            peer_timeout_ns: u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX),
+            ..soup::ClientConfig::new(
+                alpha(paths::market::ORDER_USER.as_bytes()).map_err(|e| bad("username", e))?,
+                alpha(password.as_bytes()).map_err(|e| bad("password", e))?,
+            )
+        };
+        let mut awaited = VecDeque::with_capacity(AWAITED);
+        awaited.extend(std::iter::repeat_n((0, 0), AWAITED));
+        awaited.clear();
+        Ok(Session {
+            client: soup::Client::new(config),
+            held: prefaulted(64 * 1024),
+            tick_rx: 0,
+            awaited,
+            rx_to_ack: Latency::new(),
+            report: OrderSessionReport {
+                orders,
+                next_seq: 1,
+                ..OrderSessionReport::default()
+            },
+        })
+    }
+
+    /// An order went (or was held for the login): counted, its answer awaited.
+    #[inline]
+    pub(super) fn sent(&mut self, user_ref_num: u32) {
+        self.report.sent += 1;
+        if self.awaited.len() == AWAITED {
+            self.awaited.pop_front();
+        }
+        self.awaited.push_back((user_ref_num, self.tick_rx));
+    }
+
+    /// What the client's bytes meant, the answers timed from `arrived`; orders held for the
+    /// login go to `out` behind it once it is accepted (`out_orders` counts them).
+    pub(super) fn take_events(&mut self, arrived: u64, out: &mut Vec<u8>, out_orders: &mut u64) {
+        while let Some(event) = self.client.poll() {
+            match event {
+                soup::ClientEvent::Sequenced { message, .. } => take_answer(
+                    &mut self.report,
+                    &mut self.awaited,
+                    &mut self.rx_to_ack,
+                    Outbound::parse(message).ok(),
+                    arrived,
+                ),
+                soup::ClientEvent::LoggedIn { .. } => {
+                    self.report.logins += 1;
+                    out.extend_from_slice(&self.held);
+                    *out_orders += (self.held.len() / ORDER_PACKET) as u64;
+                    self.held.clear();
+                }
+                soup::ClientEvent::Rejected(_) => self.report.login_rejects += 1,
+                soup::ClientEvent::EndOfSession => self.report.end_of_session = true,
+                soup::ClientEvent::Malformed(_)
+                | soup::ClientEvent::Unexpected { .. }
+                | soup::ClientEvent::Rewound { .. } => self.report.protocol_errors += 1,
+                soup::ClientEvent::ServerSilent => {}
+            }
+        }
+    }
+
+    /// The connection went with orders it never wholly took (`queued` behind other bytes, and
+    /// those held for a login): counted as not sent, since the exchange can't have them.
+    pub(super) fn unsent(&mut self, queued: u64) {
+        let n = (self.held.len() / ORDER_PACKET) as u64 + queued;
+        self.report.not_sent += n;
+        self.report.sent -= n.min(self.report.sent);
+        self.held.clear();
+    }
+
+    /// Whether every order sent has its answer, and the session its end.
+    pub(super) fn answered(&self) -> bool {
+        self.report.accepted + self.report.rejected >= self.report.sent
+            && self.report.end_of_session
+    }
+
+    /// The report, with where the session stands and the round trip's percentiles.
+    pub(super) fn final_report(&mut self) -> OrderSessionReport {
         self.report.next_seq = self.client.next_seq();
         self.report.rx_to_ack = self.rx_to_ack.summary();
-        self.report
+        self.report.clone()
     }
 }
 
@@ -439,25 +487,25 @@ impl OrderSink for TcpOrders {
     /// or the order doesn't encode.
     #[inline]
     fn send(&mut self, order: &OrderRepr) -> bool {
-        let state = self.client.state();
+        let state = self.s.client.state();
         // No session, or one the exchange has ended: nothing can be taken.
         let (Some(sock), false) = (
             &mut self.sock,
-            state == soup::ClientState::Disconnected || self.report.end_of_session,
+            state == soup::ClientState::Disconnected || self.s.report.end_of_session,
         ) else {
-            self.report.not_sent += 1;
+            self.s.report.not_sent += 1;
             return false;
         };
         let mut packet = [0u8; ORDER_PACKET];
         let Some((user_ref_num, n)) = order_packet(order, &mut packet) else {
-            self.report.not_sent += 1;
+            self.s.report.not_sent += 1;
             return false;
         };
         let packet = &packet[..n];
         if state == soup::ClientState::LoggingIn {
             // A login under way: the order goes once it is accepted.
-            self.report.held += 1;
-            self.held.extend_from_slice(packet);
+            self.s.report.held += 1;
+            self.s.held.extend_from_slice(packet);
         } else {
             // Behind bytes still queued, an order waits its turn in the same buffer.
             let written = if self.pending.is_empty() {
@@ -465,7 +513,7 @@ impl OrderSink for TcpOrders {
                     Ok(w) => w,
                     Err(e) if e.kind() == ErrorKind::WouldBlock => 0,
                     Err(_) => {
-                        self.report.not_sent += 1;
+                        self.s.report.not_sent += 1;
                         self.lost();
                         return false;
                     }
@@ -474,17 +522,13 @@ impl OrderSink for TcpOrders {
                 0
             };
             if written < packet.len() {
-                self.report.partial_writes += 1;
+                self.s.report.partial_writes += 1;
                 self.pending.extend_from_slice(&packet[written..]);
                 self.pending_orders += 1;
             }
         }
-        self.report.sent += 1;
-        if self.awaited.len() == AWAITED {
-            self.awaited.pop_front();
-        }
-        self.awaited.push_back((user_ref_num, self.tick_rx));
-        if self.reset_after == Some(self.report.sent) {
+        self.s.sent(user_ref_num);
+        if self.reset_after == Some(self.s.report.sent) {
             self.reset_after = None;
             self.reset_now();
         }
@@ -551,7 +595,7 @@ impl<H: PacketHandler> PacketHandler for Swap<'_, H> {
         t_rx: u64,
         _own: &mut S,
     ) {
-        self.orders.tick_rx = t_rx;
+        self.orders.s.tick_rx = t_rx;
         self.handler
             .on_packet(payload, line, sender, t_rx, &mut *self.orders);
     }
@@ -636,6 +680,7 @@ mod tests {
             Duration::from_secs(1),
         )
         .unwrap()
+        .s
         .report;
         let mut awaited: VecDeque<(u32, u64)> = [(1, 100), (2, 200), (3, 300)].into();
         let mut lat = Latency::new();
@@ -671,6 +716,6 @@ mod tests {
             stock: Stock::new("LAB").unwrap(),
         };
         assert!(!o.send(&order));
-        assert_eq!((o.report.not_sent, o.report.sent), (1, 0));
+        assert_eq!((o.s.report.not_sent, o.s.report.sent), (1, 0));
     }
 }

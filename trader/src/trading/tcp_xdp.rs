@@ -27,10 +27,10 @@ use smoltcp::{
     time::Instant,
     wire::{HardwareAddress, IpAddress, IpCidr},
 };
-use wire::{order::OrderRepr, ouch::Outbound};
+use wire::order::OrderRepr;
 
-use super::tcp::{ORDER_PACKET, order_packet, take_answer};
-use crate::{clock::now_ns, stats::Latency, xsk::XskTx};
+use super::tcp::{ORDER_PACKET, Session, order_packet};
+use crate::{clock::now_ns, xsk::XskTx};
 
 /// Ethernet header length.
 const ETH: usize = xdp_common::layout::ethernet::HEADER_LEN;
@@ -42,8 +42,6 @@ const RECONNECT_EVERY_NS: u64 = 1_000_000;
 const CONNECT_TIMEOUT_NS: u64 = 100_000_000;
 /// The answers and timers are looked at no more often than this.
 const SERVICE_EVERY_NS: u64 = 50_000;
-/// Orders whose answer is awaited, kept for the ack latency.
-const AWAITED: usize = 1 << 16;
 /// Segments waiting for smoltcp at most (more are dropped: TCP sends them again).
 const RX_QUEUE: usize = 1024;
 
@@ -61,7 +59,8 @@ pub struct XdpTcp {
     gateway: SocketAddrV4,
     ours: Ipv4Addr,
     local_port: u16,
-    client: soup::Client,
+    /// The session: its client end, held orders, answers awaited, report.
+    s: Session,
     /// What the session has to send that the socket hasn't taken yet (login, heartbeats,
     /// orders behind them).
     out: Vec<u8>,
@@ -69,16 +68,10 @@ pub struct XdpTcp {
     out_orders: u64,
     /// When the connection under way was started (a SYN unanswered for long is given up).
     connect_started: u64,
-    /// Orders made while a login is under way, sent once it is accepted.
-    held: Vec<u8>,
-    tick_rx: u64,
-    awaited: VecDeque<(u32, u64)>,
-    rx_to_ack: Latency,
     /// When the last segment of the session came off the RX ring (the answers' arrival).
     last_frame_rx: u64,
     last_service: u64,
     next_connect: u64,
-    report: OrderSessionReport,
 }
 
 impl std::fmt::Debug for XdpTcp {
@@ -86,7 +79,7 @@ impl std::fmt::Debug for XdpTcp {
         f.debug_struct("XdpTcp")
             .field("gateway", &self.gateway)
             .field("local_port", &self.local_port)
-            .field("report", &self.report)
+            .field("report", &self.s.report)
             .finish_non_exhaustive()
     }
 }
@@ -288,17 +281,6 @@ impl XdpTcp {
         password: &str,
         timeout: Duration,
     ) -> anyhow::Result<XdpTcp> {
-        use wire::soupbin::alpha;
-        let bad = |what: &str, e: wire::Error| anyhow::anyhow!("the order session's {what}: {e}");
-        let config = soup::ClientConfig {
-            session: soup::Session::new(paths::market::ORDER_SESSION)
-                .map_err(|e| bad("session", e))?,
-            peer_timeout_ns: u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX),
-            ..soup::ClientConfig::new(
-                alpha(paths::market::ORDER_USER.as_bytes()).map_err(|e| bad("username", e))?,
-                alpha(password.as_bytes()).map_err(|e| bad("password", e))?,
-            )
-        };
         let mut eth = [0u8; ETH];
         eth[..6].copy_from_slice(&gateway_mac);
         eth[6..12].copy_from_slice(&our_mac);
@@ -340,38 +322,29 @@ impl XdpTcp {
             local_port: xdp_common::ORDER_TCP_LOCAL_PORTS
                 + (std::process::id() % u32::from(u16::MAX - xdp_common::ORDER_TCP_LOCAL_PORTS))
                     as u16,
-            client: soup::Client::new(config),
+            s: Session::new(paths::Orders::TcpXdp, password, timeout)?,
             out: super::tcp::prefaulted(64 * 1024),
             out_orders: 0,
             connect_started: 0,
-            held: super::tcp::prefaulted(64 * 1024),
-            tick_rx: 0,
-            awaited: VecDeque::with_capacity(AWAITED),
-            rx_to_ack: Latency::new(),
             last_frame_rx: 0,
             last_service: 0,
             next_connect: 0,
-            report: OrderSessionReport {
-                orders: paths::Orders::TcpXdp,
-                next_seq: 1,
-                ..OrderSessionReport::default()
-            },
         })
     }
 
     /// Logged in: orders go out.
     pub fn logged_in(&self) -> bool {
-        self.client.state() == soup::ClientState::LoggedIn
+        self.s.client.state() == soup::ClientState::LoggedIn
     }
 
     /// Logins refused so far.
     pub fn login_rejects(&self) -> u64 {
-        self.report.login_rejects
+        self.s.report.login_rejects
     }
 
     /// TCP connections tried so far.
     pub fn connects(&self) -> u64 {
-        self.report.connects
+        self.s.report.connects
     }
 
     /// The gateway.
@@ -415,35 +388,35 @@ impl XdpTcp {
     /// Sets the RX time of the packet whose orders follow.
     #[inline]
     pub fn set_tick_rx(&mut self, t_rx: u64) {
-        self.tick_rx = t_rx;
+        self.s.tick_rx = t_rx;
     }
 
     /// One order: one SoupBinTCP packet into the socket, sent at once on `tx` (the caller
     /// kicks). False, and counted, if no session is logged in or the socket can't take it.
     #[inline]
     pub fn send(&mut self, order: &OrderRepr, tx: &mut XskTx) -> bool {
-        let state = self.client.state();
-        if state == soup::ClientState::Disconnected || self.report.end_of_session {
-            self.report.not_sent += 1;
+        let state = self.s.client.state();
+        if state == soup::ClientState::Disconnected || self.s.report.end_of_session {
+            self.s.report.not_sent += 1;
             return false;
         }
         let mut packet = [0u8; ORDER_PACKET];
         let Some((user_ref_num, n)) = order_packet(order, &mut packet) else {
-            self.report.not_sent += 1;
+            self.s.report.not_sent += 1;
             return false;
         };
         let packet = &packet[..n];
         // Whatever the session queued before (a login's held orders, a heartbeat) goes first.
         self.write_out();
         if state == soup::ClientState::LoggingIn {
-            self.report.held += 1;
-            self.held.extend_from_slice(packet);
+            self.s.report.held += 1;
+            self.s.held.extend_from_slice(packet);
         } else if !self.out.is_empty() {
             // Behind bytes the socket hasn't taken yet: in turn, never inside them.
             self.out.extend_from_slice(packet);
             self.out_orders += 1;
         } else if self.send_fast(packet, tx) {
-            self.report.fast_sends += 1;
+            self.s.report.fast_sends += 1;
         } else {
             // Bytes sent fast go out of smoltcp (dropped as repeats) before anything after them.
             self.shadow_out(tx);
@@ -452,7 +425,7 @@ impl XdpTcp {
                 Ok(k) if k == n => {}
                 _ => {
                     // The socket's buffer full (the exchange not reading): not sent.
-                    self.report.not_sent += 1;
+                    self.s.report.not_sent += 1;
                     return false;
                 }
             }
@@ -464,13 +437,9 @@ impl XdpTcp {
             };
             let _ = self
                 .iface
-                .poll_egress(instant(self.tick_rx), &mut dev, &mut self.sockets);
+                .poll_egress(instant(self.s.tick_rx), &mut dev, &mut self.sockets);
         }
-        self.report.sent += 1;
-        if self.awaited.len() == AWAITED {
-            self.awaited.pop_front();
-        }
-        self.awaited.push_back((user_ref_num, self.tick_rx));
+        self.s.sent(user_ref_num);
         true
     }
 
@@ -597,9 +566,9 @@ impl XdpTcp {
             self.lost();
         }
         let state = self.sockets.get::<tcp::Socket>(self.handle).state();
-        match (state, self.client.state()) {
+        match (state, self.s.client.state()) {
             (tcp::State::Closed | tcp::State::TimeWait, _) => {
-                if self.client.state() != soup::ClientState::Disconnected {
+                if self.s.client.state() != soup::ClientState::Disconnected {
                     self.lost();
                 }
                 if now >= self.next_connect {
@@ -612,15 +581,15 @@ impl XdpTcp {
             }
             (tcp::State::Established, soup::ClientState::Disconnected) => {
                 // Connected: log in from the next answer not yet had.
-                self.report.connects += 1;
+                self.s.report.connects += 1;
                 self.out.clear();
-                self.client.connect(now, &mut self.out);
+                self.s.client.connect(now, &mut self.out);
             }
             _ => {}
         }
         self.read(now);
-        if let Some(soup::ClientEvent::ServerSilent) = self.client.tick(now, &mut self.out) {
-            self.report.server_silent += 1;
+        if let Some(soup::ClientEvent::ServerSilent) = self.s.client.tick(now, &mut self.out) {
+            self.s.report.server_silent += 1;
             self.lost();
             return;
         }
@@ -663,40 +632,17 @@ impl XdpTcp {
             if !socket.can_recv() {
                 break;
             }
-            let Ok(n) = socket.recv_slice(self.client.read_into()) else {
+            let Ok(n) = socket.recv_slice(self.s.client.read_into()) else {
                 break;
             };
             if n == 0 {
                 break;
             }
-            self.client.filled(n, now);
+            self.s.client.filled(n, now);
             let arrived = self.last_frame_rx;
-            while let Some(event) = self.client.poll() {
-                match event {
-                    soup::ClientEvent::Sequenced { message, .. } => take_answer(
-                        &mut self.report,
-                        &mut self.awaited,
-                        &mut self.rx_to_ack,
-                        Outbound::parse(message).ok(),
-                        arrived,
-                    ),
-                    soup::ClientEvent::LoggedIn { .. } => {
-                        self.report.logins += 1;
-                        self.out.extend_from_slice(&self.held);
-                        self.out_orders += (self.held.len() / ORDER_PACKET) as u64;
-                        self.held.clear();
-                    }
-                    soup::ClientEvent::Rejected(_) => self.report.login_rejects += 1,
-                    soup::ClientEvent::EndOfSession => self.report.end_of_session = true,
-                    soup::ClientEvent::Malformed(_)
-                    | soup::ClientEvent::Unexpected { .. }
-                    | soup::ClientEvent::Rewound { .. } => {
-                        self.report.protocol_errors += 1;
-                    }
-                    soup::ClientEvent::ServerSilent => {}
-                }
-            }
-            if self.client.state() == soup::ClientState::Disconnected {
+            self.s
+                .take_events(arrived, &mut self.out, &mut self.out_orders);
+            if self.s.client.state() == soup::ClientState::Disconnected {
                 self.lost();
                 return;
             }
@@ -722,38 +668,32 @@ impl XdpTcp {
 
     /// The connection is gone: aborted (an RST), made again at the next service.
     fn lost(&mut self) {
-        self.report.disconnects += 1;
-        self.client.disconnected();
+        self.s.report.disconnects += 1;
+        self.s.client.disconnected();
         self.sockets.get_mut::<tcp::Socket>(self.handle).abort();
         self.seen = Seen::default();
-        let unsent = (self.held.len() / ORDER_PACKET) as u64 + self.out_orders;
-        self.report.not_sent += unsent;
-        self.report.sent -= unsent.min(self.report.sent);
+        self.s.unsent(self.out_orders);
         self.out.clear();
         self.out_orders = 0;
-        self.held.clear();
     }
 
     /// Whether the answers to every order sent and the session's end have come.
     pub fn answered(&self) -> bool {
-        self.report.accepted + self.report.rejected >= self.report.sent
-            && self.report.end_of_session
+        self.s.answered()
     }
 
     /// Logs out (if logged in) and returns the session's report.
     pub fn finish(&mut self, tx: &mut XskTx) -> OrderSessionReport {
         let now = now_ns();
         if self.logged_in() {
-            self.client.logout(now, &mut self.out);
+            self.s.client.logout(now, &mut self.out);
             self.write_out();
             self.poll(now, tx);
             self.sockets.get_mut::<tcp::Socket>(self.handle).close();
             self.poll(now, tx);
         }
-        self.report.next_seq = self.client.next_seq();
-        self.report.rx_to_ack = self.rx_to_ack.summary();
-        self.report.dropped_segments = self.seen.ring_full;
-        self.report.clone()
+        self.s.report.dropped_segments = self.seen.ring_full;
+        self.s.final_report()
     }
 }
 
