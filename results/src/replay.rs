@@ -154,6 +154,9 @@ pub struct SessionReport {
     /// but no exchange took them.
     #[serde(default)]
     pub outside_feed: u64,
+    /// Connections this end reset on purpose (`--session-reset-after`, a test).
+    #[serde(default)]
+    pub resets_injected: u64,
     /// The session stalled on purpose (`--session-stall-after`, a test).
     #[serde(default)]
     pub stalled: bool,

@@ -450,6 +450,51 @@ fn a_reset_connection_is_made_again_and_nothing_is_lost_or_doubled() {
 }
 
 #[test]
+fn an_exchange_that_resets_the_connection_is_logged_into_again_with_every_order_accounted() {
+    // On the kernel's TCP and on the userspace TCP alike: the exchange resets the session's
+    // connection (an RST) after 1,000 orders; the trader logs in again from the next answer.
+    for (path, orders) in [("udp", "tcp-kernel"), ("xdp", "tcp-xdp")] {
+        let Some((rep, tr)) = trade(
+            path,
+            orders,
+            &format!("rst{path}"),
+            &[],
+            &["--session-reset-after", "1000"],
+        ) else {
+            return;
+        };
+        let s = rep.session.unwrap();
+        let o = tr.order_session.unwrap();
+        let p = &rep.parity;
+        assert_eq!(s.resets_injected, 1, "{orders}");
+        assert_eq!((s.logins, o.logins), (2, 2), "{orders}: {o:?}");
+        assert!(o.disconnects >= 1, "{orders}: {o:?}");
+        // Nothing traded twice.
+        assert_eq!(rep.orders_duplicate, 0, "{orders}");
+        assert_eq!(s.retransmissions, 0, "{orders}");
+        // Every order accounted for: taken and answered, or counted by the trader as never
+        // sent, or sent into the reset connection and never answered (the exchange's RST
+        // threw away what it hadn't read): nothing else.
+        assert_eq!(
+            rep.orders_received, o.accepted,
+            "{orders}: every taken order answered"
+        );
+        assert_eq!(
+            rep.orders_received + (o.sent - o.accepted) + o.not_sent,
+            p.expected_orders,
+            "{orders}: {o:?}"
+        );
+        assert_eq!(
+            o.sent + o.not_sent,
+            tr.counters.orders + tr.counters.orders_failed,
+            "{orders}"
+        );
+        assert!(o.end_of_session, "{orders}: the session went on to its end");
+        assert_eq!(o.next_seq, s.sequenced + 1, "{orders}: every answer had");
+    }
+}
+
+#[test]
 fn a_stalled_exchange_is_detected_and_its_orders_are_counted_not_lost_silently() {
     // On the kernel's TCP and on the userspace TCP alike.
     for (path, orders) in [("udp", "tcp-kernel"), ("xdp", "tcp-xdp")] {

@@ -44,6 +44,8 @@ pub struct TcpGateway {
     next_accept_ns: u64,
     /// Stall after this many orders (a test).
     stall_after: Option<u64>,
+    /// Reset the connection after this many orders (a test), once.
+    reset_after: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -83,7 +85,15 @@ impl TcpGateway {
             counts: SessionCounts::default(),
             next_accept_ns: 0,
             stall_after: None,
+            reset_after: None,
         })
+    }
+
+    /// Resets the connection (an RST) once, after taking `n` orders (a test).
+    #[must_use]
+    pub fn resetting_after(mut self, n: Option<u64>) -> Self {
+        self.reset_after = n;
+        self
     }
 
     /// Stalls after taking `n` orders (a test: no reads, answers, heartbeats or accepts).
@@ -133,6 +143,24 @@ impl TcpGateway {
         } = self;
         if let Some(c) = conn {
             serve(c, gateway, counts, clock, now, &mut f);
+            if self
+                .reset_after
+                .is_some_and(|n| gateway.counts().enter_orders >= n)
+            {
+                // The test's fault: SO_LINGER 0, then the close is an RST; unread orders go
+                // with it.
+                self.reset_after = None;
+                let _ = nix::sys::socket::setsockopt(
+                    &c.sock,
+                    nix::sys::socket::sockopt::Linger,
+                    &nix::libc::linger {
+                        l_onoff: 1,
+                        l_linger: 0,
+                    },
+                );
+                c.over = true;
+                counts.resets_injected += 1;
+            }
         }
         if let Some(c) = candidate {
             serve(c, gateway, counts, clock, now, &mut f);

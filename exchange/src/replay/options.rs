@@ -95,6 +95,10 @@ pub struct Options {
     /// no heartbeats, no new connection), to show the trader detects a dead exchange.
     #[arg(long, hide = true)]
     pub session_stall_after: Option<u64>,
+    /// Testing only: after taking N orders, the order session's connection is reset (an RST
+    /// from this end), to show the trader logs in again with nothing traded twice.
+    #[arg(long, hide = true)]
+    pub session_reset_after: Option<u64>,
     /// Attach a pass-everything XDP program to this interface first (XDP_TX from the peer
     /// into a veth needs an XDP program on this end).
     #[arg(long)]
@@ -177,6 +181,7 @@ impl Options {
             expect,
             orders,
             session_stall_after,
+            session_reset_after,
             xdp_pass_on,
             io,
             iface,
@@ -211,6 +216,7 @@ impl Options {
         a.changed("--expect", expect, &d.expect);
         a.changed("--orders", orders, &d.orders);
         a.some("--session-stall-after", session_stall_after.as_ref());
+        a.some("--session-reset-after", session_reset_after.as_ref());
         a.changed("--io", io, &d.io);
         a.changed("--iface", iface, &d.iface);
         a.changed("--target-mac", target_mac, &d.target_mac);
@@ -298,6 +304,8 @@ mod tests {
             "tcp-kernel",
             "--session-stall-after",
             "3",
+            "--session-reset-after",
+            "2",
             "--xdp-pass-on",
             "ex9",
             "--io",

@@ -52,6 +52,7 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         expect,
         orders,
         session_stall_after,
+        session_reset_after,
         xdp_pass_on,
         io,
         iface,
@@ -106,7 +107,10 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         // Room for an order on every tick: the most a trader can send that the exchange takes.
         .then(|| crate::gateway::tcp::TcpGateway::bind(bind, order_session()?, feed.ticks.len()))
         .transpose()?
-        .map(|g| g.stalling_after(session_stall_after));
+        .map(|g| {
+            g.stalling_after(session_stall_after)
+                .resetting_after(session_reset_after)
+        });
     let port = exchange_io::Ports {
         feed: port,
         session,

@@ -272,6 +272,8 @@ impl TcpOrders {
         self.s.unsent(self.pending_orders);
         self.pending.clear();
         self.pending_orders = 0;
+        // Made again at the next service, not a reconnect interval later.
+        self.next_connect = 0;
     }
 
     /// The test's fault: the connection reset (SO_LINGER 0, then close: an RST), and made

@@ -675,6 +675,8 @@ impl XdpTcp {
         self.s.unsent(self.out_orders);
         self.out.clear();
         self.out_orders = 0;
+        // Made again at the next service, not a reconnect interval later.
+        self.next_connect = 0;
     }
 
     /// Whether the answers to every order sent and the session's end have come.
