@@ -44,6 +44,8 @@ const CONNECT_TIMEOUT_NS: u64 = 100_000_000;
 const SERVICE_EVERY_NS: u64 = 50_000;
 /// Segments waiting for smoltcp at most (more are dropped: TCP sends them again).
 const RX_QUEUE: usize = 1024;
+/// Receive buffers made at start (more are made only if this many are in use at once).
+const POOL: usize = 256;
 
 /// The order session of a userspace TCP on the AF_XDP socket.
 pub struct XdpTcp {
@@ -52,6 +54,8 @@ pub struct XdpTcp {
     handle: SocketHandle,
     /// IP packets of the session taken from the RX ring, for smoltcp.
     rx: VecDeque<Vec<u8>>,
+    /// Buffers for `rx`, given back once smoltcp has read them: no allocation per segment.
+    pool: Vec<Vec<u8>>,
     /// What the device learned of the connection (the fast send's template and numbers).
     seen: Seen,
     /// The Ethernet header of every frame smoltcp sends: to the gateway's next hop, from us.
@@ -154,12 +158,17 @@ fn segment(packet: &[u8]) -> Option<Segment> {
 /// smoltcp's device for one poll: the session's queued packets in, the TX ring out.
 struct Dev<'a> {
     rx: &'a mut VecDeque<Vec<u8>>,
+    pool: &'a mut Vec<Vec<u8>>,
     tx: &'a mut XskTx,
     eth: [u8; ETH],
     seen: &'a mut Seen,
 }
 
-struct Rx(Vec<u8>);
+/// A received packet; its buffer goes back to the pool once read.
+struct Rx<'a> {
+    packet: Vec<u8>,
+    pool: &'a mut Vec<Vec<u8>>,
+}
 
 struct Tx<'a> {
     tx: &'a mut XskTx,
@@ -167,9 +176,11 @@ struct Tx<'a> {
     seen: &'a mut Seen,
 }
 
-impl phy::RxToken for Rx {
+impl phy::RxToken for Rx<'_> {
     fn consume<R, F: FnOnce(&[u8]) -> R>(self, f: F) -> R {
-        f(&self.0)
+        let r = f(&self.packet);
+        self.pool.push(self.packet);
+        r
     }
 }
 
@@ -229,7 +240,7 @@ impl phy::TxToken for Tx<'_> {
 
 impl Device for Dev<'_> {
     type RxToken<'b>
-        = Rx
+        = Rx<'b>
     where
         Self: 'b;
     type TxToken<'b>
@@ -237,10 +248,13 @@ impl Device for Dev<'_> {
     where
         Self: 'b;
 
-    fn receive(&mut self, _: Instant) -> Option<(Rx, Tx<'_>)> {
+    fn receive(&mut self, _: Instant) -> Option<(Rx<'_>, Tx<'_>)> {
         let packet = self.rx.pop_front()?;
         Some((
-            Rx(packet),
+            Rx {
+                packet,
+                pool: self.pool,
+            },
             Tx {
                 tx: self.tx,
                 eth: self.eth,
@@ -314,6 +328,14 @@ impl XdpTcp {
             sockets,
             handle,
             rx,
+            // Touched now: the segments' buffers never fault or allocate in the loop.
+            pool: (0..POOL)
+                .map(|_| {
+                    let mut b = vec![0u8; MTU];
+                    b.clear();
+                    b
+                })
+                .collect(),
             seen: Seen::default(),
             eth,
             gateway,
@@ -379,7 +401,10 @@ impl XdpTcp {
             self.seen.peer_ack = Some(seg.ack);
         }
         if self.rx.len() < RX_QUEUE {
-            self.rx.push_back(packet.to_vec());
+            let mut buf = self.pool.pop().unwrap_or_default();
+            buf.clear();
+            buf.extend_from_slice(packet);
+            self.rx.push_back(buf);
         }
         self.last_frame_rx = now_ns();
         true
@@ -431,6 +456,7 @@ impl XdpTcp {
             }
             let mut dev = Dev {
                 rx: &mut self.rx,
+                pool: &mut self.pool,
                 tx,
                 eth: self.eth,
                 seen: &mut self.seen,
@@ -518,6 +544,7 @@ impl XdpTcp {
         if self.seen.fast.is_some() {
             let mut dev = Dev {
                 rx: &mut self.rx,
+                pool: &mut self.pool,
                 tx,
                 eth: self.eth,
                 seen: &mut self.seen,
@@ -600,6 +627,7 @@ impl XdpTcp {
     fn poll(&mut self, now: u64, tx: &mut XskTx) {
         let mut dev = Dev {
             rx: &mut self.rx,
+            pool: &mut self.pool,
             tx,
             eth: self.eth,
             seen: &mut self.seen,
@@ -714,7 +742,7 @@ impl phy::TxToken for ProbeTx<'_> {
 
 impl Device for Probe<'_> {
     type RxToken<'b>
-        = Rx
+        = Rx<'b>
     where
         Self: 'b;
     type TxToken<'b>
@@ -722,7 +750,7 @@ impl Device for Probe<'_> {
     where
         Self: 'b;
 
-    fn receive(&mut self, _: Instant) -> Option<(Rx, ProbeTx<'_>)> {
+    fn receive(&mut self, _: Instant) -> Option<(Rx<'_>, ProbeTx<'_>)> {
         None
     }
 
