@@ -70,6 +70,9 @@ pub struct XdpTcp {
     out: Vec<u8>,
     /// Orders in `out`: not sent if the connection goes before the socket takes them.
     out_orders: u64,
+    /// Bytes sent fast this turn, given to smoltcp after it (off the orders' path) and before
+    /// anything else the stack sends.
+    shadow: Vec<u8>,
     /// When the connection under way was started (a SYN unanswered for long is given up).
     connect_started: u64,
     /// When the last segment of the session came off the RX ring (the answers' arrival).
@@ -347,6 +350,7 @@ impl XdpTcp {
             s: Session::new(paths::Orders::TcpXdp, password, timeout)?,
             out: super::tcp::prefaulted(64 * 1024),
             out_orders: 0,
+            shadow: super::tcp::prefaulted(64 * 1024),
             connect_started: 0,
             last_frame_rx: 0,
             last_service: 0,
@@ -493,7 +497,7 @@ impl XdpTcp {
             (None, Some(acked)) if socket.send_queue() == 0 => acked,
             _ => return false,
         };
-        if socket.send_capacity() - socket.send_queue() < packet.len() {
+        if socket.send_capacity() - socket.send_queue() < self.shadow.len() + packet.len() {
             return false;
         }
         let (hlen, eth, ip_id) = (*hlen, self.eth, self.seen.ip_id);
@@ -529,10 +533,9 @@ impl XdpTcp {
         if sent.is_err() {
             return false;
         }
-        // smoltcp takes the bytes now (room checked above) and puts them out later, as a
-        // repeat the device drops: off the order's path.
-        let socket = self.sockets.get_mut::<tcp::Socket>(self.handle);
-        let _ = socket.send_slice(packet);
+        // smoltcp takes the bytes after the turn (room checked above) and puts them out then,
+        // as a repeat the device drops: off the order's path.
+        self.shadow.extend_from_slice(packet);
         let end = seq.wrapping_add(packet.len() as u32);
         self.seen.fast = Some((self.seen.fast.map_or(seq, |(from, _)| from), end));
         self.seen.ip_id = ip_id.wrapping_add(1);
@@ -541,6 +544,7 @@ impl XdpTcp {
 
     /// smoltcp puts out what was sent fast (the device drops those repeats), if anything was.
     fn shadow_out(&mut self, tx: &mut XskTx) {
+        self.hand_shadow();
         if self.seen.fast.is_some() {
             let mut dev = Dev {
                 rx: &mut self.rx,
@@ -553,6 +557,17 @@ impl XdpTcp {
                 .iface
                 .poll_egress(instant(now_ns()), &mut dev, &mut self.sockets);
         }
+    }
+
+    /// Gives smoltcp the bytes sent fast (room was checked when they were sent).
+    fn hand_shadow(&mut self) {
+        if self.shadow.is_empty() {
+            return;
+        }
+        let socket = self.sockets.get_mut::<tcp::Socket>(self.handle);
+        let taken = socket.send_slice(&self.shadow).unwrap_or(0);
+        debug_assert_eq!(taken, self.shadow.len());
+        self.shadow.clear();
     }
 
     /// After a turn's orders are out: smoltcp catches up with what was sent fast. Whether
@@ -580,6 +595,7 @@ impl XdpTcp {
     /// [`XdpTcp::service`] now.
     pub fn service_now(&mut self, now: u64, tx: &mut XskTx) {
         self.last_service = now;
+        self.hand_shadow();
         self.poll(now, tx);
         let state = self.sockets.get::<tcp::Socket>(self.handle).state();
         let gone = match state {
@@ -682,6 +698,8 @@ impl XdpTcp {
         if self.out.is_empty() {
             return;
         }
+        // Behind the bytes already on the wire, in their order.
+        self.hand_shadow();
         let socket = self.sockets.get_mut::<tcp::Socket>(self.handle);
         if !socket.may_send() {
             return;
@@ -703,6 +721,7 @@ impl XdpTcp {
         self.s.unsent(self.out_orders);
         self.out.clear();
         self.out_orders = 0;
+        self.shadow.clear();
         // Made again at the next service, not a reconnect interval later.
         self.next_connect = 0;
     }
@@ -715,6 +734,7 @@ impl XdpTcp {
     /// Logs out (if logged in) and returns the session's report.
     pub fn finish(&mut self, tx: &mut XskTx) -> OrderSessionReport {
         let now = now_ns();
+        self.shadow_out(tx);
         if self.logged_in() {
             self.s.client.logout(now, &mut self.out);
             self.write_out();
