@@ -119,6 +119,10 @@ pub struct Settlement {
     /// The same, to when the replay's loop read the order: what the figure was before kernel
     /// timestamps, harness delay included.
     pub tick_to_trade_seen: Latency,
+    /// From when the send loop actually started each tick's send (never before its due time)
+    /// to its order's arrival: tick-to-trade without the sender's own lateness, for comparing
+    /// paths whose exchange does different work between sends (an order session's answers).
+    pub tick_to_trade_from_send: Latency,
     /// The harness's own delay per order: from the kernel taking it in to the replay reading it
     /// (0 where the port has no kernel timestamp).
     pub harness_delay: Latency,
@@ -154,6 +158,9 @@ pub struct Exchange<'f> {
     counts: OrderCounts,
     latency: Latency,
     latency_seen: Latency,
+    /// From the send's actual start (where recorded) to the arrival: tick-to-trade without
+    /// the sender's lateness.
+    latency_from_send: Latency,
     /// `latency` by the tick's tenth of the feed.
     latency_tenths: Vec<Latency>,
     harness_delay: Latency,
@@ -212,6 +219,7 @@ impl<'f> Exchange<'f> {
             counts: OrderCounts::default(),
             latency: Latency::new(),
             latency_seen: Latency::new(),
+            latency_from_send: Latency::new(),
             latency_tenths: (0..TENTHS).map(|_| Latency::new()).collect(),
             harness_delay: Latency::new(),
             reading_delay_ns: 0,
@@ -232,6 +240,13 @@ impl<'f> Exchange<'f> {
     /// If the feed has no packet `packet` (as [`refused`](Self::refused)).
     pub fn sent(&mut self, packet: usize, at_ns: u64) {
         self.sent_paced(packet, |_| at_ns);
+    }
+
+    /// Packet `packet`'s send started at `at` (after [`Exchange::sent_paced`]): what
+    /// tick-to-trade from the send counts from.
+    pub fn send_started(&mut self, packet: usize, at: u64) {
+        let meta = self.feed.packets[packet];
+        self.schedule.mark_started(&meta, at);
     }
 
     /// Packet `packet` went out, its message `k` due at `due_of(k)`: with several messages per
@@ -318,6 +333,10 @@ impl<'f> Exchange<'f> {
                 self.counts.shares_mismatch += 1;
             }
             self.latency.record(now_ns.saturating_sub(sent_at));
+            if let Some(started) = self.schedule.started(i) {
+                self.latency_from_send
+                    .record(now_ns.saturating_sub(started.max(sent_at)));
+            }
             let tenth = (i * TENTHS / self.answered.len().max(1)).min(TENTHS - 1);
             self.latency_tenths[tenth].record(now_ns.saturating_sub(sent_at));
             self.latency_seen
@@ -380,6 +399,7 @@ impl<'f> Exchange<'f> {
             orders: self.counts,
             tick_to_trade: self.latency,
             tick_to_trade_seen: self.latency_seen,
+            tick_to_trade_from_send: self.latency_from_send,
             tick_to_trade_tenths: self.latency_tenths,
             harness_delay: self.harness_delay,
             unstamped: self.unstamped,

@@ -93,9 +93,18 @@ pub struct Driver<P, C> {
     /// Where the sequence number after the last message put on the wire is published (for the
     /// re-request server), if anywhere.
     frontier: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    /// Per packet sent on a schedule, from its due time to when this loop started sending it:
+    /// the sender's own lateness, inside every tick-to-trade figure (whatever the loop did
+    /// meanwhile: taking orders, an order session's answers, a preemption).
+    lateness: crate::stats::Latency,
 }
 
 impl<P: Port, C: Clock> Driver<P, C> {
+    /// Each scheduled packet's send lateness ([`Driver`]'s `lateness`).
+    pub fn send_lateness(&self) -> &crate::stats::Latency {
+        &self.lateness
+    }
+
     /// The port driven (for what it counted, after the run).
     pub fn port(&self) -> &P {
         &self.port
@@ -114,6 +123,7 @@ impl<P: Port, C: Clock> Driver<P, C> {
             buf: [0; RECV_BUF],
             stall_ns: 0,
             frontier: None,
+            lateness: crate::stats::Latency::new(),
         }
     }
 
@@ -195,7 +205,11 @@ impl<P: Port, C: Clock> Driver<P, C> {
                 late_sends += 1;
             }
             match self.port.send(feed.packet(i)) {
-                Ok(()) if period_ns.is_some() => ex.sent_paced(i, due_of),
+                Ok(()) if period_ns.is_some() => {
+                    ex.sent_paced(i, due_of);
+                    ex.send_started(i, now);
+                    self.lateness.record(now.saturating_sub(due));
+                }
                 // Closed loop (`max`): every message is "due" when its packet went.
                 Ok(()) => ex.sent(i, due),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => ex.refused(i),

@@ -14,6 +14,8 @@ pub struct Schedule {
     index: Index,
     /// Scheduled send time (ns on the lab's clock); 0: not sent.
     sent_at: Vec<u64>,
+    /// When the send loop started sending each message's packet (0: not recorded).
+    started: Vec<u64>,
     /// The tick's price; `None` for a message that is not a tick of the traded stock.
     price: Vec<Option<Price4>>,
 }
@@ -76,6 +78,7 @@ impl Schedule {
         let mut s = Schedule {
             index,
             sent_at: vec![0; len],
+            started: vec![0; len],
             price: vec![None; len],
         };
         for t in &feed.ticks {
@@ -104,6 +107,21 @@ impl Schedule {
 
     /// When `seq` was scheduled to go out; `None` if it never went out (or the feed doesn't
     /// have it).
+    /// The send of `packet` started at `at` (a time at or after its messages' due times).
+    pub fn mark_started(&mut self, packet: &PacketMeta, at: u64) {
+        for seq in packet.sequences() {
+            if let Some(i) = self.slot(seq) {
+                self.started[i] = at;
+            }
+        }
+    }
+
+    /// When the send of the message in slot `i` started, if recorded.
+    #[inline]
+    pub(super) fn started(&self, i: usize) -> Option<u64> {
+        self.started.get(i).copied().filter(|&t| t != 0)
+    }
+
     #[inline]
     pub fn sent_at(&self, seq: u64) -> Option<u64> {
         self.slot(seq).map(|i| self.sent_at[i]).filter(|&t| t != 0)

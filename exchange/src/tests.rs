@@ -704,3 +704,31 @@ fn a_feed_without_trades_of_the_stock_has_nothing_to_check() {
         s.parity
     );
 }
+
+#[test]
+fn tick_to_trade_from_the_send_leaves_the_senders_lateness_out() {
+    let f = feed(400, 1);
+    let mut ex = exchange(&f, Expect::Signals);
+    let e = ex.expected[0];
+    let i = f
+        .packets
+        .iter()
+        .position(|p| p.sequences().any(|s| s == e.seq))
+        .unwrap();
+    // Due at 1.000 ms, the loop started its send 3 µs late, the order came 2 µs after that.
+    ex.sent_paced(i, |_| 1_000_000);
+    ex.send_started(i, 1_003_000);
+    ex.receive(&bytes(&order(&ex, e, false)), 1_005_000);
+    let s = ex.settle();
+    assert_eq!(s.tick_to_trade.summary().count, 1);
+    assert!(
+        (s.tick_to_trade.summary().max_us - 5.0).abs() < 0.01,
+        "from the schedule"
+    );
+    let from_send = s.tick_to_trade_from_send.summary();
+    assert_eq!(from_send.count, 1);
+    assert!(
+        (from_send.max_us - 2.0).abs() < 0.01,
+        "from the send: {from_send:?}"
+    );
+}

@@ -62,6 +62,11 @@ pub struct ReplayReport {
     /// From each tick's scheduled send time to when the replay's loop read its order: the
     /// harness's delay included (equal to `tick_to_trade` where arrival is the read).
     pub tick_to_trade_seen: Summary,
+    /// From when the send loop actually started each tick's send (never before its due time)
+    /// to its order's arrival: tick-to-trade without the sender's lateness (`send_lateness`),
+    /// to compare rows whose exchange does different work between sends.
+    #[serde(default)]
+    pub tick_to_trade_from_send: Summary,
     /// `tick_to_trade` in ten equal parts of the run, by the tick's place in the feed: level
     /// when the trader keeps up, growing when a queue before it fills.
     #[serde(default)]
@@ -69,6 +74,11 @@ pub struct ReplayReport {
     /// Per order, from its arrival to the replay reading it: the harness's own delay (a send,
     /// or a preemption of the replay's thread, in between).
     pub harness_delay: Summary,
+    /// Per packet sent on a schedule, from its due time to when the send loop started sending
+    /// it: the sender's own lateness, which every tick-to-trade figure includes (taking
+    /// orders, an order session's answers, a preemption of the replay). Empty for `--rate max`.
+    #[serde(default)]
+    pub send_lateness: Summary,
     /// Order datagrams that came without the arrival stamp `arrival` names (the kernel's or the
     /// XDP program's): those count from the replay's read. Should be 0.
     pub unstamped_datagrams: u64,

@@ -65,5 +65,48 @@ fn encode(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, decode, encode);
+/// What the TCP order paths add to the order's encoding: the OUCH 5.0 Enter Order (its ClOrdID
+/// formatted from the tick's sequence number) in a SoupBinTCP packet, against the lab's
+/// 36-byte order above; and the checksums a segment built without the stack needs (IPv4
+/// header, TCP over a pseudo header, header and payload).
+fn encode_tcp_order(c: &mut Criterion) {
+    use wire::{ouch::EnterOrder, soupbin};
+    let order = OrderRepr {
+        side: Side::Sell,
+        reverse: true,
+        shares: 100,
+        token: 1,
+        tick_seq: 12345,
+        price: Price4(1_000_000),
+        stock: Stock::new("SYNTH").unwrap(),
+    };
+    let mut out = [0u8; 64];
+    c.bench_function(
+        "ouch: enter order from the lab's order, in a soupbin packet",
+        |b| {
+            b.iter(|| {
+                let enter = EnterOrder::from_order(black_box(&order)).unwrap();
+                let n = enter.emit_into(&mut out[soupbin::HEADER_LEN..]).unwrap();
+                out[..2].copy_from_slice(&((n + 1) as u16).to_be_bytes());
+                out[2] = soupbin::kind::UNSEQUENCED_DATA;
+                black_box(&out);
+            })
+        },
+    );
+    // An IPv4 + TCP header (20 + 20) and the 50-byte packet above.
+    let segment = [0x5au8; 90];
+    c.bench_function("checksums: ipv4 header + tcp over a 90-byte segment", |b| {
+        b.iter(|| {
+            let s = black_box(&segment);
+            let ip = xdp_common::checksum::ipv4_header(&s[..20]);
+            let pseudo = [0u8; 12];
+            let tcp = !xdp_common::checksum::fold(
+                xdp_common::checksum::sum(&pseudo) + xdp_common::checksum::sum(&s[20..]),
+            );
+            black_box((ip, tcp))
+        })
+    });
+}
+
+criterion_group!(benches, decode, encode, encode_tcp_order);
 criterion_main!(benches);

@@ -86,6 +86,8 @@ pub(crate) fn replay(base: f64) -> ReplayReport {
         line_sends: Vec::new(),
         orders: paths::Orders::Udp,
         session: None,
+        send_lateness: results::Summary::default(),
+        tick_to_trade_from_send: results::Summary::default(),
         machine: machine(),
     }
 }

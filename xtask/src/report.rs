@@ -412,6 +412,7 @@ fn markdown(
     counts_table(&mut t, measured);
     trigger_table(&mut t, measured);
     session_table(&mut t, measured);
+    lateness_table(&mut t, measured);
     stages_table(&mut t, measured);
     machine_table(&mut t, measured);
     ratios(&mut t, measured);
@@ -714,6 +715,43 @@ fn session_table(t: &mut String, measured: &[Measured]) {
             ack(o.rx_to_ack.p999_us),
             delta(|x| x.p50_us),
             delta(|x| x.p99_us),
+        );
+    }
+}
+
+/// Each row's send lateness: how late the replay's loop started each scheduled send, which
+/// every tick-to-trade figure includes. Shown when the replay measured it.
+fn lateness_table(t: &mut String, measured: &[Measured]) {
+    if measured.iter().all(|m| m.replay.send_lateness.count == 0) {
+        return;
+    }
+    let _ = writeln!(
+        t,
+        "\nthe replay's send lateness (µs): from each tick's due time to when the replay started \
+         sending it, inside every tick-to-trade figure above; and tick-to-trade counted from that \
+         start instead, with the TCP rows' p50 over the same path's UDP orders\n"
+    );
+    let _ = writeln!(
+        t,
+        "| path | lateness p50 | p99 | p99.9 | tick-to-trade from the send p50 | p99 | p99.9 | \
+         Δp50 vs udp orders |"
+    );
+    let _ = writeln!(t, "|---|---:|---:|---:|---:|---:|---:|---:|");
+    for m in measured.iter().filter(|m| m.replay.send_lateness.count > 0) {
+        let (l, f) = (&m.replay.send_lateness, &m.replay.tick_to_trade_from_send);
+        let udp = measured
+            .iter()
+            .find(|u| u.row == Row::Path(m.ends.trader, None) && u.replay.session.is_none());
+        let delta = match udp {
+            Some(u) if m.replay.session.is_some() => {
+                format!("{:+.2}", f.p50_us - u.replay.tick_to_trade_from_send.p50_us)
+            }
+            _ => "-".to_owned(),
+        };
+        let _ = writeln!(
+            t,
+            "| {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {delta} |",
+            m.row, l.p50_us, l.p99_us, l.p999_us, f.p50_us, f.p99_us, f.p999_us
         );
     }
 }

@@ -177,6 +177,7 @@ pub fn run(o: Options) -> anyhow::Result<()> {
     let mut rep = report(asked, &feed, &settled, span);
     rep.retransmit = served;
     rep.line_sends = driver.port().feed.line_sends();
+    rep.send_lateness = driver.send_lateness().summary();
     rep.orders = orders;
     rep.session = driver.port().session.as_ref().map(|g| g.report());
     results::write(json_out.as_deref(), &rep)?;
@@ -399,6 +400,7 @@ fn report(asked: Asked, feed: &Feed, settled: &Settlement, span: SendSpan) -> Re
         orders,
         tick_to_trade,
         tick_to_trade_seen,
+        tick_to_trade_from_send,
         tick_to_trade_tenths,
         harness_delay,
         unstamped,
@@ -415,6 +417,7 @@ fn report(asked: Asked, feed: &Feed, settled: &Settlement, span: SendSpan) -> Re
     ReplayReport {
         orders: paths::Orders::Udp,
         session: None,
+        send_lateness: results::Summary::default(),
         label,
         exchange_io: io,
         expect,
@@ -447,6 +450,7 @@ fn report(asked: Asked, feed: &Feed, settled: &Settlement, span: SendSpan) -> Re
         },
         tick_to_trade: tick_to_trade.summary(),
         tick_to_trade_seen: tick_to_trade_seen.summary(),
+        tick_to_trade_from_send: tick_to_trade_from_send.summary(),
         tick_to_trade_tenths: tick_to_trade_tenths.iter().map(|l| l.summary()).collect(),
         harness_delay: harness_delay.summary(),
         unstamped_datagrams: *unstamped,
