@@ -378,10 +378,11 @@ impl XdpTcp {
         self.gateway
     }
 
-    /// Takes `frame` (from the RX ring) if it is a segment of the session: IPv4, TCP, from the
-    /// gateway's address and port to ours. False: not the session's (the caller counts it).
+    /// Takes `frame` (from the RX ring at `t_rx`, the time the path already read for it) if it
+    /// is a segment of the session: IPv4, TCP, from the gateway's address and port to ours.
+    /// False: not the session's (the caller counts it).
     #[inline]
-    pub fn take_frame(&mut self, frame: &[u8]) -> bool {
+    pub fn take_frame(&mut self, frame: &[u8], t_rx: u64) -> bool {
         use xdp_common::layout::{at, ipv4, tcp as l4};
         let ip = &frame.get(ETH..).unwrap_or(&[]);
         let field = |f: xdp_common::layout::Field| ip.get(f);
@@ -410,7 +411,7 @@ impl XdpTcp {
             buf.extend_from_slice(packet);
             self.rx.push_back(buf);
         }
-        self.last_frame_rx = now_ns();
+        self.last_frame_rx = t_rx;
         true
     }
 

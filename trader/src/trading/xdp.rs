@@ -111,7 +111,7 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
         let Some(t) = tcp.as_deref_mut() else { return };
         for xsk in xsks.iter_mut() {
             xsk.rx.recv(64, |f| {
-                if !t.take_frame(f) {
+                if !t.take_frame(f, now_ns()) {
                     frames_not_ours.other_port += 1;
                 }
             });
@@ -233,7 +233,7 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
                 },
                 // The order session's segments, for the userspace TCP.
                 (Err(FrameError::NotUdp), _)
-                    if tcp.as_deref_mut().is_some_and(|t| t.take_frame(f)) =>
+                    if tcp.as_deref_mut().is_some_and(|t| t.take_frame(f, t_rx)) =>
                 {
                     return;
                 }
