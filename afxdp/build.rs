@@ -14,7 +14,7 @@ use std::{env, fs, path::PathBuf};
 /// unlocks those features in those crates only, and keeps aya-build from asking for
 /// `-Z build-std`, which would need a `rust-src` these machines don't have.
 const RUSTC_BOOTSTRAP: &str =
-    "aya_ebpf,aya_ebpf_bindings,aya_ebpf_cty,aya_ebpf_macros,xdp_ebpf,xdp_common";
+    "aya_ebpf,aya_ebpf_bindings,aya_ebpf_cty,aya_ebpf_macros,xdp_ebpf,xdp_ebpf_stages,xdp_common";
 
 #[expect(
     unsafe_code,

@@ -104,6 +104,9 @@ pub struct Load {
     /// The order session's TCP segments (from `order_to`'s gateway to us) go into the AF_XDP
     /// socket, for a userspace TCP (`trader --orders tcp-xdp`); off, the kernel has them.
     pub order_tcp: bool,
+    /// The trigger fires the order session's armed TCP segment ([`SegmentMap`]) instead of the
+    /// lab's UDP order (`trader --path trigger --orders tcp-xdp`).
+    pub trigger_tcp: bool,
 }
 
 /// The XDP program, loaded and attached to one interface. Dropping it detaches the program
@@ -173,6 +176,7 @@ impl XdpProgram {
         }
         let to = load.order_to.unwrap_or_default();
         let order_tcp = u8::from(load.order_tcp && load.order_to.is_some());
+        let trigger_tcp = u8::from(load.trigger_tcp && order_tcp == 1);
         let mut ebpf = EbpfLoader::new()
             .override_global(GLOBAL_MD_PORT, &port, true)
             .override_global(GLOBAL_MD_PORT_B, &port_b, true)
@@ -186,6 +190,7 @@ impl XdpProgram {
             .override_global(GLOBAL_ORDER_DST_IP, &to.dst_ip, true)
             .override_global(GLOBAL_ORDER_DST_PORT, &to.dst_port, true)
             .override_global(GLOBAL_ORDER_TCP, &order_tcp, true)
+            .override_global(xdp_common::segment::GLOBAL_TRIGGER_TCP, &trigger_tcp, true)
             .load(if load.stages { OBJECT_STAGES } else { OBJECT })
             .map_err(XdpError::Load)?;
         let prog: &mut Xdp = ebpf
@@ -349,6 +354,26 @@ impl XdpProgram {
         })
     }
 
+    /// The TCP trigger's segment (`Load::trigger_tcp`), for the userspace TCP to write between
+    /// ticks (once: the map moves to the caller); memory-mapped like the arm.
+    pub fn take_segment(&mut self) -> Result<SegmentMap, XdpError> {
+        use xdp_common::segment::MAP_SEGMENT;
+        let missing = || XdpError::Map {
+            what: format!("map {MAP_SEGMENT} missing (or already taken)"),
+            source: aya::maps::MapError::InvalidName {
+                name: MAP_SEGMENT.into(),
+            },
+        };
+        let aya::maps::Map::Array(map) = self.ebpf.take_map(MAP_SEGMENT).ok_or_else(missing)?
+        else {
+            return Err(missing());
+        };
+        arm_mem::SegmentMap::map(map).map_err(|source| XdpError::Mmap {
+            what: format!("failed to memory-map the TCP trigger's {MAP_SEGMENT} array"),
+            source,
+        })
+    }
+
     /// The trigger's record of what it fired (once: the ring moves to the caller).
     pub fn take_fired(&mut self) -> Result<FiredRing, XdpError> {
         let map = self.ebpf.take_map(MAP_FIRED).ok_or_else(|| XdpError::Map {
@@ -460,163 +485,9 @@ impl std::os::fd::AsRawFd for BorrowedRaw {
     }
 }
 
-pub use arm_mem::ArmMap;
+pub use arm_mem::{ArmMap, SegmentMap, Withdrawn};
 
-mod arm_mem {
-    //! The arm, memory-mapped: the one place that touches the program's memory directly.
-    #![expect(
-        unsafe_code,
-        reason = "mmap(2) of the arm array, and writes through the mapping"
-    )]
-    use std::{
-        io,
-        os::fd::{AsFd as _, AsRawFd as _},
-        ptr::NonNull,
-        sync::atomic::{AtomicU32, Ordering, fence},
-    };
-
-    use aya::maps::MapData;
-    use xdp_common::{Arm, ArmSlot};
-
-    /// The trigger's arm ([`super::XdpProgram::take_arm`]), mapped into this process.
-    pub struct ArmMap {
-        /// The map, held open while it is mapped.
-        _map: MapData,
-        /// Its one value, the arm and the record of what fired, at the start of the mapping.
-        arm: NonNull<ArmSlot>,
-        len: usize,
-        /// The generation of the last arm written (even).
-        generation: u32,
-    }
-
-    impl std::fmt::Debug for ArmMap {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.debug_struct("ArmMap")
-                .field("generation", &self.generation)
-                .finish()
-        }
-    }
-
-    impl ArmMap {
-        /// Maps `map`'s values (an array of one `ArmSlot`, made with `BPF_F_MMAPABLE`).
-        pub(super) fn map(map: MapData) -> io::Result<ArmMap> {
-            // SAFETY: sysconf has no preconditions.
-            let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
-                .unwrap_or(4096)
-                .max(1);
-            let len = size_of::<ArmSlot>().div_ceil(page) * page;
-            let fd = map.fd().as_fd().as_raw_fd();
-            // SAFETY: a fresh shared mapping of the map's fd, whose first value is the arm; the
-            // kernel checks the length against the array and the flag.
-            let p = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_SHARED,
-                    fd,
-                    0,
-                )
-            };
-            if p == libc::MAP_FAILED {
-                return Err(io::Error::last_os_error());
-            }
-            let arm =
-                NonNull::new(p.cast::<ArmSlot>()).ok_or_else(|| io::Error::other("mmap at 0"))?;
-            // SAFETY: the mapping is at least one ArmSlot long and page-aligned.
-            let generation =
-                unsafe { std::ptr::read_volatile(&raw const (*arm.as_ptr()).arm.generation) } & !1;
-            Ok(ArmMap {
-                _map: map,
-                arm,
-                len,
-                generation,
-            })
-        }
-
-        /// Writes `arm` (its `generation` is ours): the program fires its order on the tick `arm.seq`
-        /// if that tick's price is in its set (`armed = 0`: nothing fires). A sequence lock's
-        /// write: the generation made odd, the arm, the generation made even; a program run
-        /// reading meanwhile sees the generation odd or changed and doesn't fire.
-        // This, `begin`, `end` and `FiredRing::next_fired` run per tick on the trigger path,
-        // called from the trader crate: `#[inline]` lets them inline there.
-        #[inline]
-        pub fn set(&mut self, arm: &Arm) {
-            self.begin(arm);
-            self.end();
-        }
-
-        /// The first half of [`ArmMap::set`]: the arm written with its generation odd, as a
-        /// program run in the middle of a write sees it. For the test that such an arm never
-        /// fires; [`ArmMap::set`] is the whole write.
-        #[doc(hidden)]
-        #[inline]
-        pub fn begin(&mut self, arm: &Arm) {
-            let odd = self.generation.wrapping_add(1);
-            let p = self.arm.as_ptr();
-            // SAFETY: `p` points at the mapped arm, valid while `self` lives; volatile, as the
-            // program reads it concurrently (single writer: this process, through `&mut self`).
-            unsafe {
-                std::ptr::write_volatile(&raw mut (*p).arm.generation, odd);
-                // The odd generation before any of the arm's bytes.
-                fence(Ordering::Release);
-                // The arm only: the record after it is the program's.
-                std::ptr::write_volatile(
-                    &raw mut (*p).arm,
-                    Arm {
-                        generation: odd,
-                        ..*arm
-                    },
-                );
-            }
-            self.generation = odd;
-        }
-
-        /// The second half of [`ArmMap::set`]: the generation made even again.
-        #[doc(hidden)]
-        #[inline]
-        pub fn end(&mut self) {
-            let even = self.generation.wrapping_add(self.generation & 1);
-            // The arm's bytes before the even generation.
-            fence(Ordering::Release);
-            // SAFETY: as in `begin`.
-            unsafe { std::ptr::write_volatile(&raw mut (*self.arm.as_ptr()).arm.generation, even) };
-            self.generation = even;
-        }
-
-        /// The generation of the last arm written (even): what the program records when it
-        /// fires that arm.
-        #[inline]
-        pub fn generation(&self) -> u32 {
-            self.generation
-        }
-
-        /// What the program fired last: the generation of the arm, and the tick's price
-        /// (`(0, _)`: nothing yet). One load of the line the program wrote; the generation read
-        /// first, with acquire ordering, so the price read after it is the one written with it.
-        #[inline]
-        pub fn last_fired(&self) -> (u32, u32) {
-            let p = self.arm.as_ptr();
-            // SAFETY: `p` points at the mapped slot, valid while `self` lives; the program
-            // writes these two aligned u32s, which are read here as atomics (an AtomicU32 has
-            // the layout of a u32).
-            unsafe {
-                let generation = (*(&raw const (*p).fired_generation).cast::<AtomicU32>())
-                    .load(Ordering::Acquire);
-                let price =
-                    (*(&raw const (*p).fired_price).cast::<AtomicU32>()).load(Ordering::Relaxed);
-                (generation, price)
-            }
-        }
-    }
-
-    impl Drop for ArmMap {
-        fn drop(&mut self) {
-            // SAFETY: the mapping this made, unmapped once.
-            unsafe { libc::munmap(self.arm.as_ptr().cast(), self.len) };
-        }
-    }
-}
+mod arm_mem;
 
 /// The ring of [`Fired`] records the trigger writes when a blocking reader must be woken
 /// (`Load::fired_wakeup`); what fired is read from the arm's line ([`ArmMap::last_fired`]).
@@ -743,6 +614,7 @@ impl Counters {
                 Counter::ForeignSourceAddr => &mut r.foreign_source_addr,
                 Counter::ForeignSourcePort => &mut r.foreign_source_port,
                 Counter::OrderSegments => &mut r.order_segments,
+                Counter::TriggerNoSegment => &mut r.trigger_no_segment,
             };
             *slot = self.get(c);
         }

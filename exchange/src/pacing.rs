@@ -47,6 +47,13 @@ const START_DELAY_NS: u64 = 2_000_000;
 const LATE_NS: u64 = 10_000;
 /// How often the send loop reports progress.
 const PROGRESS_EVERY_NS: u64 = 1_000_000_000;
+/// No order is taken (no `recv`, no order session served) this close to a packet's due time:
+/// the last stretch before a send is a plain spin on the clock, so no poll that starts in it
+/// delays the send (tick-to-trade counts from the due time; a poll started earlier that runs
+/// longer still can). Orders are stamped where they arrive, so reading them a little later
+/// leaves tick-to-trade as it is; the figures taken at the read (`tick_to_trade_seen`, the
+/// harness delay, unstamped orders) and the answers' timing include the wait.
+pub(crate) const POLL_GUARD_NS: u64 = 2_000;
 /// End of session is sent this many times, this far apart: it travels over UDP.
 const END_OF_SESSION_REPEATS: usize = 3;
 const END_OF_SESSION_GAP: Duration = Duration::from_millis(2);
@@ -195,7 +202,11 @@ impl<P: Port, C: Clock> Driver<P, C> {
             };
             let mut now = self.clock.now_ns();
             while now < due && !stopped() {
-                self.poll(ex);
+                if due - now > POLL_GUARD_NS {
+                    self.poll(ex);
+                } else {
+                    std::hint::spin_loop();
+                }
                 now = self.clock.now_ns();
             }
             if stopped() {

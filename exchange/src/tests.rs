@@ -732,3 +732,74 @@ fn tick_to_trade_from_the_send_leaves_the_senders_lateness_out() {
         "from the send: {from_send:?}"
     );
 }
+
+/// The clock's reading, and the readings at each send and each poll.
+#[derive(Default)]
+struct Notes {
+    now: u64,
+    sends: Vec<u64>,
+    polls: Vec<u64>,
+}
+
+/// [`Notes`], shared by a clock and a port.
+#[derive(Clone, Default)]
+struct Shared(Rc<RefCell<Notes>>);
+
+/// A clock moving 100 ns a read, on [`Shared`].
+struct SharedSteps(Shared);
+
+impl Clock for SharedSteps {
+    fn now_ns(&mut self) -> u64 {
+        let mut n = self.0.0.borrow_mut();
+        n.now += 100;
+        n.now
+    }
+}
+
+/// A port that takes nothing, noting the clock at each send and each poll.
+struct Noting(Shared);
+
+impl Port for Noting {
+    fn send(&mut self, _: &[u8]) -> io::Result<()> {
+        let mut n = self.0.0.borrow_mut();
+        let now = n.now;
+        n.sends.push(now);
+        Ok(())
+    }
+
+    fn recv_each(&mut self, _: &mut [u8], _: impl FnMut(&[u8], Option<u64>) -> crate::Took) {
+        let mut n = self.0.0.borrow_mut();
+        let now = n.now;
+        n.polls.push(now);
+    }
+}
+
+#[test]
+fn no_order_is_taken_in_the_last_stretch_before_a_send() {
+    let f = feed(60, 1);
+    let mut ex = exchange(&f, Expect::Signals);
+    let shared = Shared::default();
+    shared.0.borrow_mut().now = 1_000_000_000;
+    let mut d = Driver::new(Noting(shared.clone()), SharedSteps(shared.clone()));
+    // 50 µs apart: the wait before each send polls many times, then only spins.
+    d.send_feed(&mut ex, Rate::PerSec(20_000.0), || false, |_| {})
+        .unwrap();
+    let n = shared.0.borrow();
+    let (sends, polls) = (&n.sends, &n.polls);
+    assert_eq!(sends.len(), f.packets.len());
+    assert!(polls.len() > 10 * sends.len(), "it polls while it waits");
+    for w in sends.windows(2) {
+        let (prev, next) = (w[0], w[1]);
+        let last_poll = polls
+            .iter()
+            .filter(|&&p| p > prev && p < next)
+            .max()
+            .expect("polled between sends");
+        // A send happens within a clock step of its due time.
+        assert!(
+            next - last_poll >= crate::pacing::POLL_GUARD_NS - 200,
+            "a poll {} ns before a send",
+            next - last_poll
+        );
+    }
+}

@@ -167,9 +167,18 @@ pub struct SessionReport {
     /// Connections this end reset on purpose (`--session-reset-after`, a test).
     #[serde(default)]
     pub resets_injected: u64,
+    /// Connections this end closed on purpose (`--session-close-after`, a test: a FIN).
+    #[serde(default)]
+    pub closes_injected: u64,
     /// The session stalled on purpose (`--session-stall-after`, a test).
     #[serde(default)]
     pub stalled: bool,
+    /// Bytes read from the order session's connections (every connection's, in order).
+    #[serde(default)]
+    pub stream_bytes: u64,
+    /// Their FNV-1a hash (`soup::Digest`), to compare with the trader's.
+    #[serde(default)]
+    pub stream_hash: u64,
 }
 
 /// What the replay's MoldUDP64 re-request server did.

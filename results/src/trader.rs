@@ -81,6 +81,29 @@ pub struct OrderSessionReport {
     /// again).
     #[serde(default)]
     pub dropped_segments: u64,
+    /// TCP trigger (`--path trigger --orders tcp-xdp`): orders whose segment the XDP program
+    /// sent, the stack told after (counted in `sent` too).
+    #[serde(default)]
+    pub fired: u64,
+    /// TCP trigger: armed segments withdrawn unsent (their tick didn't fire, or the stack
+    /// was about to send data of its own: a heartbeat, a software order, the logout).
+    #[serde(default)]
+    pub withdrawn: u64,
+    /// TCP trigger: withdrawals whose outcome stayed unknown (the program's claim unsettled
+    /// after 10 ms; the connection is then given up). Must be 0.
+    #[serde(default)]
+    pub in_doubt: u64,
+    /// Bytes the session gave its TCP (every connection's, in order).
+    #[serde(default)]
+    pub stream_bytes: u64,
+    /// Their FNV-1a hash (`soup::Digest`): equal to the exchange's over what it read when no
+    /// connection was lost.
+    #[serde(default)]
+    pub stream_hash: u64,
+    /// Userspace TCP: bytes the stack still held unacknowledged when the session ended (0: the
+    /// exchange acknowledged every byte the stack has as sent).
+    #[serde(default)]
+    pub unacked_at_end: u64,
     /// Answers: Order Accepted, Executed, Canceled, Rejected.
     pub accepted: u64,
     /// Order Executed.
@@ -163,6 +186,10 @@ pub struct Unarmed {
     pub unsettled: u64,
     /// Anything else (feed not known yet, sequence numbers exhausted).
     pub other: u64,
+    /// TCP trigger: the order session could take no armed segment (not logged in, or bytes of
+    /// its own to send first, or its next sequence number not certain).
+    #[serde(default)]
+    pub no_segment: u64,
 }
 
 /// Which MoldUDP64 feed the trader followed.
@@ -457,6 +484,10 @@ pub struct XdpCounters {
     /// TCP segments of the order session steered into the AF_XDP socket (`--orders tcp-xdp`).
     #[serde(default)]
     pub order_segments: u64,
+    /// TCP trigger: armed ticks that met no segment for their arm, or a withdrawn one
+    /// (redirected to the trader).
+    #[serde(default)]
+    pub trigger_no_segment: u64,
 }
 
 /// The loaded XDP program, as the kernel describes it (`bpf_prog_info`).

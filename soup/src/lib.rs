@@ -39,6 +39,37 @@ pub const PEER_TIMEOUT_NS: u64 = 15_000_000_000;
 /// The longest packet either end takes, header included: far beyond any OUCH message.
 pub const MAX_PACKET: usize = 4096;
 
+/// A byte stream's length and FNV-1a hash, taken chunk by chunk as the bytes go: what one end
+/// gave its TCP and what the other end read, compared at the end of a run (equal, byte for
+/// byte, when no connection was lost with bytes in flight).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Digest {
+    /// Bytes taken.
+    pub bytes: u64,
+    /// Their FNV-1a (64-bit) hash.
+    pub hash: u64,
+}
+
+impl Default for Digest {
+    fn default() -> Self {
+        Digest {
+            bytes: 0,
+            hash: 0xcbf2_9ce4_8422_2325,
+        }
+    }
+}
+
+impl Digest {
+    /// Takes the stream's next bytes.
+    #[inline]
+    pub fn add(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.hash = (self.hash ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        self.bytes += bytes.len() as u64;
+    }
+}
+
 /// Writes `repr` at the end of `out` (what the caller sends next).
 fn emit(repr: &Repr<'_>, out: &mut Vec<u8>) {
     let at = out.len();

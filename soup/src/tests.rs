@@ -348,3 +348,26 @@ fn a_login_accepted_below_the_next_expected_number_ends_the_connection() {
     assert_eq!(client.state(), ClientState::Disconnected);
     assert_eq!(client.next_seq(), 4, "nothing counted twice");
 }
+
+#[test]
+fn a_digest_is_the_streams_whatever_its_chunks() {
+    let bytes: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
+    let mut whole = crate::Digest::default();
+    whole.add(&bytes);
+    for cut in [1, 7, 333, 999] {
+        let mut parts = crate::Digest::default();
+        parts.add(&bytes[..cut]);
+        parts.add(&bytes[cut..]);
+        assert_eq!(parts, whole, "cut at {cut}");
+    }
+    let mut other = bytes.clone();
+    other[500] ^= 1;
+    let mut changed = crate::Digest::default();
+    changed.add(&other);
+    assert_eq!(changed.bytes, whole.bytes);
+    assert_ne!(changed.hash, whole.hash, "one bit changed");
+    // FNV-1a's published value for "a".
+    let mut a = crate::Digest::default();
+    a.add(b"a");
+    assert_eq!(a.hash, 0xaf63_dc4c_8601_ec8c);
+}

@@ -51,7 +51,8 @@ pub struct Options {
     /// `TCP_NODELAY`, one order per segment, logged in before the feed starts and again after
     /// a lost connection, from the next answer not yet had), or `tcp-xdp` (the same session on
     /// a userspace TCP, smoltcp, over the xdp path's own AF_XDP socket: the XDP program steers
-    /// the session's segments to it).
+    /// the session's segments to it; on the trigger path the program fires the stack's armed
+    /// segment, the TCP trigger).
     #[arg(long, value_enum, default_value_t = paths::Orders::Udp)]
     pub orders: paths::Orders,
     /// The order session's password (its username and session are the lab's).
@@ -467,26 +468,33 @@ impl Options {
         }
         match o.orders {
             paths::Orders::Udp => {}
-            paths::Orders::TcpXdp if spec.io != Io::Xsk => bail!(
+            paths::Orders::TcpXdp if !matches!(spec.io, Io::Xsk | Io::Trigger) => bail!(
                 "--orders tcp-xdp (a userspace TCP on the trader's AF_XDP socket) needs --path \
-                 {}{}",
-                paths_where(|s| s.io == Io::Xsk),
-                if spec.io == Io::Trigger {
-                    ": the trigger's orders leave from the XDP program, as UDP (the TCP \
-                     trigger, firing a prepared segment, is not built yet)"
-                } else {
-                    ""
-                }
+                 {}",
+                paths_where(|s| matches!(s.io, Io::Xsk | Io::Trigger)),
             ),
-            paths::Orders::TcpXdp => {}
-            paths::Orders::TcpKernel => {}
+            paths::Orders::TcpKernel if spec.io == Io::Trigger => bail!(
+                "--orders tcp-kernel can't go with --path trigger: the XDP program would send \
+                 segments into a connection whose sequence numbers only the kernel knows; the \
+                 TCP trigger is --orders tcp-xdp (the program fires the userspace TCP's armed \
+                 segment)"
+            ),
+            paths::Orders::TcpXdp if spec.io == Io::Trigger && !cfg!(target_arch = "x86_64") => {
+                bail!(
+                    "--path trigger --orders tcp-xdp runs on x86-64 only: the rule that keeps \
+                     the XDP program and the userspace TCP from sending at one sequence number \
+                     rests on x86's ordering of BPF's atomic add"
+                )
+            }
+            paths::Orders::TcpXdp | paths::Orders::TcpKernel => {}
         }
         if o.orders.is_tcp() && wire::soupbin::alpha::<10>(o.order_password.as_bytes()).is_err() {
             bail!("--order-password: at most 10 printable ASCII characters (SoupBinTCP's field)");
         }
-        if o.order_reset_after.is_some() && o.orders != paths::Orders::TcpKernel {
+        if o.order_reset_after.is_some() && !o.orders.is_tcp() {
             bail!(
-                "--order-reset-after is a test of the kernel TCP session: give --orders tcp-kernel"
+                "--order-reset-after is a test of the order session: give --orders tcp-kernel or \
+                 tcp-xdp"
             );
         }
         if o.corrupt_arms > 0 && spec.io != Io::Trigger {
@@ -646,6 +654,19 @@ mod tests {
         assert!(e.contains("keeps no sequence"), "{e}");
         let e = check(&["--path", "udp", "--corrupt-arms", "3"]).unwrap_err();
         assert!(e.contains("trigger"), "{e}");
+    }
+
+    #[test]
+    fn the_tcp_trigger_is_the_userspace_tcps_only() {
+        assert!(check(&["--path", "trigger", "--orders", "tcp-xdp"]).is_ok());
+        assert!(check(&["--path", "xdp", "--orders", "tcp-xdp"]).is_ok());
+        let e = check(&["--path", "udp", "--orders", "tcp-xdp"]).unwrap_err();
+        assert!(e.contains("xdp or trigger"), "{e}");
+        let e = check(&["--path", "trigger", "--orders", "tcp-kernel"]).unwrap_err();
+        assert!(
+            e.contains("only the kernel knows") && e.contains("tcp-xdp"),
+            "{e}"
+        );
     }
 
     /// A path is one entry in the path table: the tests' `dummy` (feature `dummy-path`, on in

@@ -309,14 +309,20 @@ fn trade(
 ) -> Option<(ReplayReport, TraderReport)> {
     let lab = lab_or_skip(&format!("ouch{tag}"))?;
     let feed = (TICKS, "10k");
+    let c = lab.config();
+    let mut replay_extra = replay_extra.to_vec();
+    if path == "trigger" {
+        // XDP_TX into a veth needs an XDP program on its far end too.
+        replay_extra.extend_from_slice(&["--xdp-pass-on", c.exchange_if.as_str()]);
+    }
     Some(trade_in(
-        lab.config(),
+        c,
         path,
         orders,
         tag,
         feed,
         trader_extra,
-        replay_extra,
+        &replay_extra,
     ))
 }
 
@@ -380,7 +386,12 @@ fn check_exact(path: &str, rep: &ReplayReport, tr: &TraderReport) {
         s.sequenced + 1,
         "{path}: the trader had every answer"
     );
-    assert_eq!(o.rx_to_ack.count, o.accepted, "{path}: each ack timed once");
+    // Each ack timed once, but a fired order's (no clock saw its tick arrive).
+    assert_eq!(
+        o.rx_to_ack.count + o.fired,
+        o.accepted,
+        "{path}: each ack timed once"
+    );
 }
 
 #[test]
@@ -407,101 +418,217 @@ fn the_userspace_tcp_on_af_xdp_trades_20k_ticks_over_the_session_with_parity() {
     let o = tr.order_session.as_ref().unwrap();
     assert_eq!(o.orders, paths::Orders::TcpXdp);
     // The session's segments came through the XDP program into the socket, none to the
-    // kernel (which has no socket for them and would have reset the connection).
+    // kernel (which has no socket for them and would have reset the connection): every TCP
+    // frame redirected, none passed (answers may share a segment, so there can be fewer
+    // segments than answers).
     let x = tr.xdp_counters.expect("the XDP program's counters");
-    assert!(x.order_segments >= o.accepted, "{x:?}");
-    assert_eq!(x.redirect_failed, 0);
+    assert!(x.order_segments > 0, "{x:?}");
+    assert_eq!((x.passed_not_udp, x.redirect_failed), (0, 0), "{x:?}");
     // Most orders left as segments built from the stack's last one, the stack told after;
     // every one of them was taken once (check_exact), so the stack's state stayed exact.
     assert!(o.fast_sends > o.sent / 2, "{o:?}");
 }
 
+/// The TCP trigger: the XDP program fires the userspace TCP's armed segment, the stack learns
+/// of it after; every order taken once, and the stack's byte stream is what the exchange read.
 #[test]
-fn a_reset_connection_is_made_again_and_nothing_is_lost_or_doubled() {
-    let Some((rep, tr)) = trade(
-        "xdp",
-        "tcp-kernel",
-        "reset",
-        &["--order-reset-after", "1000"],
-        &[],
-    ) else {
+fn the_tcp_trigger_fires_20k_ticks_and_the_stack_stays_exact() {
+    let Some((rep, tr)) = trade("trigger", "tcp-xdp", "utrig", &[], &[]) else {
         return;
     };
-    check_exact("reset", &rep, &tr);
-    let s = rep.session.unwrap();
-    let o = tr.order_session.unwrap();
-    assert_eq!(o.resets_injected, 1);
-    assert_eq!((o.connects, o.logins, o.disconnects), (2, 2, 1));
-    assert_eq!((s.connections, s.logins), (2, 2));
+    let p = &rep.parity;
+    let s = rep.session.expect("the exchange's session report");
+    let o = tr
+        .order_session
+        .as_ref()
+        .expect("the trader's session report");
+    let t = tr.trigger.expect("the trigger's report");
+    let x = tr.xdp_counters.expect("the XDP program's counters");
+    let all = format!("{o:?}\n{s:?}\n{t:?}\n{x:?}\n{p:?}");
+    assert!(p.expected_orders > 1000, "the strategy trades");
+    assert_eq!(rep.orders_received, p.expected_orders, "{all}");
+    assert_eq!(rep.orders_duplicate + rep.orders_unknown_tick, 0, "{all}");
+    assert!(p.ok(), "parity {all}");
+    // Most orders left from the XDP program, as TCP segments of the session.
+    assert!(o.fired > p.expected_orders / 2, "{o:?} {t:?}");
     assert_eq!(
-        s.reset + s.closed_by_peer,
-        1,
-        "the exchange saw the first one go"
+        o.fired, t.fired,
+        "every fire the program recorded, the stack learned"
     );
-    // Whatever answers the first connection hadn't delivered came again on the second, and
-    // orders made during the new login went after it: at least one of the two happened.
-    assert_eq!(o.accepted, o.sent);
-    assert!(
-        s.replayed + o.held > 0,
-        "replayed {} held {}",
-        s.replayed,
-        o.held
+    assert_eq!(t.mismatch, 0, "{t:?}");
+    assert_eq!(x.trigger_fired, o.fired, "{x:?}");
+    assert_eq!((x.reflect_failed, x.redirect_failed), (0, 0), "{x:?}");
+    // Every order taken once, answered once; the trader had every answer.
+    assert_eq!(s.enter_orders, p.expected_orders);
+    assert_eq!(
+        o.sent, s.enter_orders,
+        "what the trader sent, the exchange took"
     );
+    assert_eq!(
+        (s.retransmissions, s.rejected, s.protocol_errors, s.unknown),
+        (0, 0, 0, 0),
+        "{s:?}"
+    );
+    assert_eq!(
+        (o.not_sent, o.in_doubt, o.protocol_errors),
+        (0, 0, 0),
+        "{o:?}"
+    );
+    assert_eq!((o.accepted, o.executed), (o.sent, o.sent), "{o:?}");
+    assert!(o.end_of_session);
+    assert_eq!(o.next_seq, s.sequenced + 1);
+    assert_eq!((s.connections, s.logins, s.logouts), (1, 1, 1), "{s:?}");
+    // The stack's state equal to what the exchange received, byte for byte: the bytes the
+    // stack has as sent (what it was given, fired segments included) are the bytes the
+    // exchange read, and it acknowledged every one of them.
+    assert_eq!(
+        (o.stream_bytes, o.stream_hash),
+        (s.stream_bytes, s.stream_hash),
+        "{o:?} {s:?}"
+    );
+    assert_eq!(o.unacked_at_end, 0, "{o:?}");
+}
+
+#[test]
+fn a_reset_connection_is_made_again_and_nothing_is_lost_or_doubled() {
+    // The trader resets its own connection (an RST) after 1,000 orders, on the kernel's TCP,
+    // on the userspace TCP and with the TCP trigger.
+    for (path, orders) in [
+        ("xdp", "tcp-kernel"),
+        ("xdp", "tcp-xdp"),
+        ("trigger", "tcp-xdp"),
+    ] {
+        let Some((rep, tr)) = trade(
+            path,
+            orders,
+            &format!("reset{}", &path[..3]),
+            &["--order-reset-after", "1000"],
+            &[],
+        ) else {
+            return;
+        };
+        let what = format!("{path}+{orders}");
+        check_exact(&what, &rep, &tr);
+        let s = rep.session.unwrap();
+        let o = tr.order_session.unwrap();
+        assert_eq!(o.resets_injected, 1, "{what}");
+        assert_eq!(
+            (o.connects, o.logins, o.disconnects),
+            (2, 2, 1),
+            "{what}: {o:?}"
+        );
+        assert_eq!((s.connections, s.logins), (2, 2), "{what}: {s:?}");
+        assert_eq!(
+            s.reset + s.closed_by_peer,
+            1,
+            "{what}: the exchange saw the first one go"
+        );
+        // Whatever answers the first connection hadn't delivered came again on the second,
+        // and orders made during the new login went after it: at least one of the two happened.
+        assert_eq!(o.accepted, o.sent, "{what}");
+        assert!(
+            s.replayed + o.held > 0,
+            "{what}: replayed {} held {}",
+            s.replayed,
+            o.held
+        );
+    }
+}
+
+/// The three TCP order paths the session faults are tested on.
+const EVERY_TCP: [(&str, &str); 3] = [
+    ("udp", "tcp-kernel"),
+    ("xdp", "tcp-xdp"),
+    ("trigger", "tcp-xdp"),
+];
+
+/// After the exchange ended a connection mid-run: the trader logged in again from the next
+/// answer and had every answer, nothing was traded twice, and every order is accounted for:
+/// taken and answered, sent into the dead connection and never taken, or counted by the
+/// trader as not sent; nothing else.
+fn check_logged_in_again(what: &str, rep: &ReplayReport, tr: &TraderReport) {
+    let s = rep.session.as_ref().expect("the exchange's session report");
+    let o = tr
+        .order_session
+        .as_ref()
+        .expect("the trader's session report");
+    assert_eq!((s.logins, o.logins), (2, 2), "{what}: {o:?} {s:?}");
+    assert!(o.disconnects >= 1, "{what}: {o:?}");
+    assert_eq!(rep.orders_duplicate, 0, "{what}: nothing traded twice");
+    assert_eq!(s.retransmissions, 0, "{what}");
+    assert_eq!(
+        rep.orders_received, o.accepted,
+        "{what}: every taken order answered"
+    );
+    assert_eq!(
+        rep.orders_received + (o.sent - o.accepted) + o.not_sent,
+        rep.parity.expected_orders,
+        "{what}: {o:?}"
+    );
+    assert_eq!(
+        o.sent + o.not_sent,
+        tr.counters.orders + tr.counters.orders_failed,
+        "{what}"
+    );
+    assert!(o.end_of_session, "{what}: the session went on to its end");
+    assert_eq!(o.next_seq, s.sequenced + 1, "{what}: every answer had");
 }
 
 #[test]
 fn an_exchange_that_resets_the_connection_is_logged_into_again_with_every_order_accounted() {
-    // On the kernel's TCP and on the userspace TCP alike: the exchange resets the session's
-    // connection (an RST) after 1,000 orders; the trader logs in again from the next answer.
-    for (path, orders) in [("udp", "tcp-kernel"), ("xdp", "tcp-xdp")] {
+    // The exchange resets the session's connection (an RST) after 1,000 orders (what it
+    // hadn't read goes with it); the trader logs in again from the next answer (the trigger's
+    // armed segment withdrawn when the connection went).
+    for (path, orders) in EVERY_TCP {
         let Some((rep, tr)) = trade(
             path,
             orders,
-            &format!("rst{path}"),
+            &format!("rst{}", &path[..3]),
             &[],
             &["--session-reset-after", "1000"],
         ) else {
             return;
         };
-        let s = rep.session.unwrap();
-        let o = tr.order_session.unwrap();
-        let p = &rep.parity;
-        assert_eq!(s.resets_injected, 1, "{orders}");
-        assert_eq!((s.logins, o.logins), (2, 2), "{orders}: {o:?}");
-        assert!(o.disconnects >= 1, "{orders}: {o:?}");
-        // Nothing traded twice.
-        assert_eq!(rep.orders_duplicate, 0, "{orders}");
-        assert_eq!(s.retransmissions, 0, "{orders}");
-        // Every order accounted for: taken and answered, or counted by the trader as never
-        // sent, or sent into the reset connection and never answered (the exchange's RST
-        // threw away what it hadn't read): nothing else.
-        assert_eq!(
-            rep.orders_received, o.accepted,
-            "{orders}: every taken order answered"
-        );
-        assert_eq!(
-            rep.orders_received + (o.sent - o.accepted) + o.not_sent,
-            p.expected_orders,
-            "{orders}: {o:?}"
-        );
-        assert_eq!(
-            o.sent + o.not_sent,
-            tr.counters.orders + tr.counters.orders_failed,
-            "{orders}"
-        );
-        assert!(o.end_of_session, "{orders}: the session went on to its end");
-        assert_eq!(o.next_seq, s.sequenced + 1, "{orders}: every answer had");
+        let what = format!("{path}+{orders}");
+        assert_eq!(rep.session.as_ref().unwrap().resets_injected, 1, "{what}");
+        check_logged_in_again(&what, &rep, &tr);
+    }
+}
+
+#[test]
+fn an_exchange_that_closes_the_connection_is_logged_into_again_with_every_order_accounted() {
+    // The exchange shuts its side (a FIN) after 1,000 orders, still reading what comes; the
+    // trader sees the session end there and logs in again from the next answer.
+    for (path, orders) in EVERY_TCP {
+        let Some((rep, tr)) = trade(
+            path,
+            orders,
+            &format!("fin{}", &path[..3]),
+            &[],
+            &["--session-close-after", "1000"],
+        ) else {
+            return;
+        };
+        let what = format!("{path}+{orders}");
+        let s = rep.session.as_ref().unwrap();
+        let o = tr.order_session.as_ref().unwrap();
+        assert_eq!(s.closes_injected, 1, "{what}");
+        // Ended by the FIN: no dead-peer timeout was needed (the trader saw the end, made a
+        // new connection and logged in; the exchange may have replaced the old connection
+        // before it saw the trader close it).
+        assert_eq!(o.server_silent, 0, "{what}: {o:?}");
+        check_logged_in_again(&what, &rep, &tr);
     }
 }
 
 #[test]
 fn a_stalled_exchange_is_detected_and_its_orders_are_counted_not_lost_silently() {
-    // On the kernel's TCP and on the userspace TCP alike.
-    for (path, orders) in [("udp", "tcp-kernel"), ("xdp", "tcp-xdp")] {
+    // On the kernel's TCP, on the userspace TCP and with the TCP trigger alike.
+    for (path, orders) in EVERY_TCP {
         let Some((rep, tr)) = trade(
             path,
             orders,
-            &format!("stall{path}"),
+            &format!("stall{}", &path[..3]),
             &["--order-timeout-ms", "300"],
             &["--session-stall-after", "100"],
         ) else {

@@ -61,6 +61,24 @@ pub fn ipv4_header(header: &[u8]) -> u16 {
     !fold(sum(header))
 }
 
+/// The TCP checksum's [`sum`] over an IPv4 datagram without options, `ip`, carrying one TCP
+/// segment: its pseudo header (addresses, protocol, TCP length), then the segment as it is
+/// (its checksum field as it stands: zero it first to compute one). Not folded.
+#[inline(always)]
+pub fn tcp_sum(ip: &[u8]) -> u64 {
+    use crate::layout::ipv4;
+    let Some(segment) = ip.get(ipv4::HEADER_LEN..) else {
+        return 0;
+    };
+    let mut pseudo = [0u8; 12];
+    if let Some(addrs) = ip.get(ipv4::SRC.start..ipv4::DST.end) {
+        pseudo[..8].copy_from_slice(addrs);
+    }
+    pseudo[9] = ipv4::PROTOCOL_TCP;
+    pseudo[10..].copy_from_slice(&(segment.len() as u16).to_be_bytes());
+    sum(&pseudo) + sum(segment)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

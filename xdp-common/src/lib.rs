@@ -9,6 +9,7 @@
 
 pub mod checksum;
 pub mod layout;
+pub mod segment;
 
 /// Name of the global (in `.rodata`) that holds the market-data UDP destination port, in host
 /// byte order. Userspace sets it at load time with `EbpfLoader::override_global`.
@@ -610,11 +611,14 @@ pub enum Counter {
     /// TCP segments of the order session (from the order gateway's address and port, with
     /// [`GLOBAL_ORDER_TCP`] on) redirected into the AF_XDP socket, for the userspace TCP.
     OrderSegments,
+    /// TCP trigger: the armed tick met no segment for its arm, or one the trader had
+    /// withdrawn (its stack was about to send): redirected to the trader, which decides it.
+    TriggerNoSegment,
 }
 
 impl Counter {
     /// Number of counters; the map's `max_entries`.
-    pub const COUNT: u32 = 19;
+    pub const COUNT: u32 = 20;
 
     /// Every counter, in index order.
     pub const ALL: [Counter; Self::COUNT as usize] = [
@@ -637,6 +641,7 @@ impl Counter {
         Counter::ForeignSourceAddr,
         Counter::ForeignSourcePort,
         Counter::OrderSegments,
+        Counter::TriggerNoSegment,
     ];
 
     /// The counter's slot in the map.
@@ -666,6 +671,7 @@ impl Counter {
             Counter::ForeignSourceAddr => "foreign_source_addr",
             Counter::ForeignSourcePort => "foreign_source_port",
             Counter::OrderSegments => "order_segments",
+            Counter::TriggerNoSegment => "trigger_no_segment",
         }
     }
 }

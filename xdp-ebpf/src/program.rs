@@ -3,7 +3,7 @@
 
 use aya_ebpf::{
     bindings::xdp_action::{XDP_DROP, XDP_PASS, XDP_TX},
-    helpers::{bpf_csum_diff, bpf_ktime_get_ns, bpf_xdp_adjust_tail},
+    helpers::{bpf_csum_diff, bpf_ktime_get_ns, bpf_xdp_adjust_tail, bpf_xdp_store_bytes},
     macros::{map, xdp},
     maps::{Array, PerCpuArray, RingBuf, XskMap},
     programs::XdpContext,
@@ -13,6 +13,7 @@ use xdp_common::{
     Action, Arm, ArmSlot, BPF_F_MMAPABLE, Counter, Fired, Foreign, LOG_BURST,
     LOG_WINDOW_NS, MAX_QUEUES, Mark, ORDER_TCP_LOCAL_PORTS, Outcome, SOURCE_LINE_A, SOURCE_LINE_B, SOURCE_RECOVERY,
     SOURCES, STAGE_WORDS, Source, checksum,
+    segment::{self, SegmentSlot},
     layout::{
         Field, UDP_PAYLOAD_OFFSET, at, ethernet, ipv4,
         itch::{self, trade},
@@ -65,6 +66,16 @@ static ORDER_DST_PORT: [u8; 2] = [0; 2];
 /// `ORDER_SRC_IP`) go into the AF_XDP socket, for the trader's userspace TCP.
 #[unsafe(no_mangle)]
 static ORDER_TCP: u8 = 0;
+/// 1: the trigger fires the order session's armed TCP segment (`SEGMENT`), not the lab's UDP
+/// order; set by userspace at load time (`trader --path trigger --orders tcp-xdp`).
+#[unsafe(no_mangle)]
+static TRIGGER_TCP: u8 = 0;
+
+/// The TCP trigger's armed segment, written in place by the trader's userspace TCP between
+/// ticks (it maps the array), with the claim words that keep the program and the stack from
+/// sending at the same sequence number (`xdp_common::segment`).
+#[map(name = "SEGMENT")]
+static SEGMENT: Array<SegmentSlot> = Array::with_max_entries(1, BPF_F_MMAPABLE);
 
 /// The feed's pinned sources (line A, line B, the re-request server), written by userspace at
 /// start (`--feed-source`) or when the trader has confirmed the feed it learned. A market-data
@@ -158,6 +169,10 @@ fn md_redirect(ctx: XdpContext) -> u32 {
                 }
                 Shot::Busy => {
                     count(Counter::TriggerArmBusy);
+                    redirect(&ctx, &mut st)
+                }
+                Shot::NoSegment => {
+                    count(Counter::TriggerNoSegment);
                     redirect(&ctx, &mut st)
                 }
                 // The frame may be half rewritten (addressed to the gateway, say): neither an
@@ -542,6 +557,9 @@ enum Shot {
     /// The arm was being written when the packet came (its generation odd or changing): the
     /// packet goes to the trader.
     Busy,
+    /// TCP trigger: no segment for this arm, or the trader's stack withdrew it: the packet
+    /// goes to the trader.
+    NoSegment,
     /// Armed and matched, but the frame could not be rewritten (the arm stays; the mark is past
     /// its number, so no copy fires it): dropped and counted.
     Failed,
@@ -650,7 +668,15 @@ fn trigger(ctx: &XdpContext, st: &mut Stamps) -> Shot {
         shares: a.shares,
         token: a.token.to_be_bytes(),
     };
-    let written = write_order(ctx, &fields);
+    let written = if read_global(&TRIGGER_TCP) != 0 {
+        match write_segment(ctx, price, g1) {
+            Ok(()) => Ok(()),
+            Err(Unsent::Withdrawn) => return Shot::NoSegment,
+            Err(Unsent::Failed) => Err(()),
+        }
+    } else {
+        write_order(ctx, &fields)
+    };
     st.mark(Mark::Ordered);
     if written.is_err() {
         // Not consumed: nothing was sent. (A copy can't fire it: the mark is past its number.)
@@ -890,6 +916,111 @@ fn write_order(ctx: &XdpContext, fields: &OrderFields) -> Result<(), ()> {
         return Err(());
     }
     Ok(())
+}
+
+/// Why the armed segment did not leave.
+enum Unsent {
+    /// Not this arm's, or withdrawn by the trader's stack: nothing written, the tick intact.
+    Withdrawn,
+    /// Claimed, but the frame could not be rewritten: it may be half written.
+    Failed,
+}
+
+/// The TCP trigger: turns the frame into the armed segment of arm generation `generation`,
+/// at the tick's `price`, if the trader's stack has not withdrawn it: claimed first, then
+/// the withdrawal read (`xdp_common::segment`'s rule), then the frame copied in whole, the
+/// price written and the TCP checksum finished from the trader's partial sum; what was sent
+/// recorded before the claim is settled.
+#[inline(always)]
+fn write_segment(ctx: &XdpContext, price: u32, generation: u32) -> Result<(), Unsent> {
+    let Some(slot) = SEGMENT.get_ptr_mut(0) else {
+        return Err(Unsent::Withdrawn);
+    };
+    // SAFETY: the map's one entry, valid for the program's run; the trader writes the
+    // frame only while no claim of it is unsettled, and the words below by the slot's rule.
+    unsafe {
+        if core::ptr::read_volatile(core::ptr::addr_of!((*slot).generation)) != generation {
+            return Err(Unsent::Withdrawn);
+        }
+        add_one(core::ptr::addr_of_mut!((*slot).claims));
+        // Withdrawn, or (read again after the claim) no longer this arm's: the trader may have
+        // withdrawn it and armed the next segment at the same sequence number between the
+        // first read and the claim, and `withdrawn` names only the last withdrawal.
+        if core::ptr::read_volatile(core::ptr::addr_of!((*slot).withdrawn)) == generation
+            || core::ptr::read_volatile(core::ptr::addr_of!((*slot).generation)) != generation
+        {
+            add_one(core::ptr::addr_of_mut!((*slot).resolved));
+            return Err(Unsent::Withdrawn);
+        }
+    }
+    let sent = copy_segment(ctx, slot, price);
+    // SAFETY: as above.
+    unsafe {
+        if sent.is_ok() {
+            core::ptr::write_volatile(core::ptr::addr_of_mut!((*slot).sent_price), price);
+            core::ptr::write_volatile(core::ptr::addr_of_mut!((*slot).sent_generation), generation);
+        }
+        add_one(core::ptr::addr_of_mut!((*slot).resolved));
+    }
+    sent.map_err(|()| Unsent::Failed)
+}
+
+/// The frame cut to the segment's length, the segment copied over it, the price and the TCP
+/// checksum written.
+#[inline(always)]
+fn copy_segment(ctx: &XdpContext, slot: *mut SegmentSlot, price: u32) -> Result<(), ()> {
+    // The frame's length from its IPv4 total length (as `write_order`), checked against the
+    // real frame.
+    let frame_len = (IP
+        + usize::from(u16::from_be_bytes(read_field(
+            ctx,
+            at(IP, ipv4::TOTAL_LEN),
+        )?)))
+        & 0x3fff;
+    if ctx.data() + frame_len > ctx.data_end() {
+        return Err(());
+    }
+    // (Ethernet padding past the IPv4 datagram, if a frame had any, stays past the segment.)
+    let delta = segment::FRAME_LEN as i32 - frame_len as i32;
+    // SAFETY: ctx.ctx is the live xdp_md of this run; the frame becomes FRAME_LEN bytes long,
+    // every one of which is written just below.
+    if delta != 0 && unsafe { bpf_xdp_adjust_tail(ctx.ctx, delta) } != 0 {
+        return Err(());
+    }
+    // SAFETY: the helper copies FRAME_LEN bytes of the map value (inside it) into the frame,
+    // which is that long now (it checks the range itself).
+    let copied = unsafe {
+        bpf_xdp_store_bytes(
+            ctx.ctx,
+            0,
+            core::ptr::addr_of_mut!((*slot).frame).cast(),
+            segment::FRAME_LEN as u32,
+        )
+    };
+    if copied != 0 {
+        return Err(());
+    }
+    // SAFETY: a plain read of the trader's word, stable while the claim is unsettled.
+    let partial = unsafe { core::ptr::read_volatile(core::ptr::addr_of!((*slot).partial)) };
+    write(ctx, segment::PRICE_AT, price.to_be_bytes())?;
+    write(
+        ctx,
+        segment::CHECKSUM_AT,
+        segment::tcp_checksum(partial, price).to_be_bytes(),
+    )
+}
+
+/// Adds one to the word at `p` atomically: BPF's atomic add (`lock add` on x86), the program's
+/// full barrier in the segment slot's rule. Its result unused, so LLVM emits the BPF v1 atomic
+/// add (`lock *(u64 *)(r + off) += r`), which the default CPU target has: no BPF v3 needed.
+#[inline(always)]
+unsafe fn add_one(p: *mut u64) {
+    // SAFETY: the caller's `p` is an aligned word of a map value.
+    unsafe {
+        core::intrinsics::atomic_xadd::<u64, u64, { core::intrinsics::AtomicOrdering::SeqCst }>(
+            p, 1,
+        );
+    }
 }
 
 /// Reads the `N`-byte field at `field`. A field of another width is an error, not a short

@@ -4,6 +4,12 @@
 //! reads are inside every figure it gives, so compare timed runs with each other.
 #![no_std]
 #![no_main]
+// BPF's atomic add (the TCP trigger's claim): the BPF target has no `core::sync::atomic`.
+#![feature(core_intrinsics)]
+#![allow(
+    internal_features,
+    reason = "core::intrinsics::atomic_xadd, the one way to BPF's atomic add"
+)]
 #![expect(
     unsafe_code,
     reason = "an XDP program reads packet memory through raw pointers the verifier checks, and exports its entry point unmangled"

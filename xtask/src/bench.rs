@@ -54,7 +54,7 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
                      orders the trader sends itself over {} (and with the trader waiting as \
                      --wait says)",
                     if orders == paths::Orders::TcpXdp {
-                        "its own AF_XDP socket: xdp"
+                        "its own AF_XDP socket: xdp, trigger"
                     } else {
                         "a socket: xdp, udp"
                     }

@@ -1252,6 +1252,7 @@ verdict: 4 problem(s):
             end_of_session: true,
             next_seq: 2001,
             rx_to_ack: fixtures::summary(1000, 20.0),
+            ..Default::default()
         });
         rows.push(Measured {
             row,

@@ -151,6 +151,9 @@ impl Row {
     /// trader sends itself.
     pub(crate) const TCP_PATHS: [TraderPath; 2] = [TraderPath::Xdp, TraderPath::Udp];
 
+    /// The TCP trigger: the XDP program fires the userspace TCP's armed segment.
+    pub(crate) const TCP_TRIGGER: Row = Row::Tcp(TraderPath::Trigger, Orders::TcpXdp);
+
     /// Every row, in the report's order: the table's, the TCP orders', then the floors.
     pub(crate) fn all() -> impl Iterator<Item = Row> {
         paths::PATHS
@@ -161,6 +164,7 @@ impl Row {
                     .into_iter()
                     .map(move |o| Row::Tcp(p, o))
             }))
+            .chain([Row::TCP_TRIGGER])
             .chain(Row::FLOORS)
     }
 
@@ -177,6 +181,7 @@ impl Row {
             Row::Tcp(TraderPath::Udp, Orders::TcpKernel) => "udp+tcp-kernel",
             Row::Tcp(TraderPath::Xdp, Orders::TcpXdp) => "xdp+tcp-xdp",
             Row::Tcp(TraderPath::Udp, Orders::TcpXdp) => "udp+tcp-xdp",
+            Row::Tcp(TraderPath::Trigger, Orders::TcpXdp) => "trigger+tcp-xdp",
             // Not a row any option makes (lab_rows leaves such a pair out).
             Row::Tcp(..) => "tcp-orders",
             Row::Reflect => "reflect",
@@ -265,9 +270,10 @@ pub(crate) struct Options {
     pub(crate) paths: Vec<PathChoice>,
     /// How orders travel, comma-separated: each path runs once per value it takes, side by
     /// side. `udp`: the lab's order in a datagram; `tcp-kernel`: OUCH 5.0 over SoupBinTCP on
-    /// the kernel's TCP (the xdp and udp paths; the trigger and the reflector send UDP from
-    /// the XDP program); `tcp-xdp`: the same session on a userspace TCP (smoltcp) over the xdp
-    /// path's AF_XDP socket (the xdp path only).
+    /// the kernel's TCP (the xdp and udp paths); `tcp-xdp`: the same session on a userspace
+    /// TCP (smoltcp) over the xdp path's AF_XDP socket (the xdp path), and on the trigger path
+    /// the XDP program firing that stack's armed segment (the TCP trigger). The reflector
+    /// sends UDP from the XDP program.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "udp")]
     pub(crate) orders: Vec<Orders>,
     /// Market data: gbm[:SEED[:BARS]], closes:PATH, itch:PATH, pcap:PATH.
@@ -502,11 +508,15 @@ impl Options {
                     let row = match orders {
                         Orders::Udp => row,
                         // Over TCP: the paths whose orders the trader sends, as --wait says;
-                        // the userspace TCP on the xdp path's own socket only.
+                        // the userspace TCP on the xdp path's own socket only, and the
+                        // trigger firing its segments.
                         Orders::TcpKernel if wait.is_none() && Row::TCP_PATHS.contains(&path) => {
                             Row::Tcp(path, orders)
                         }
-                        Orders::TcpXdp if wait.is_none() && path == TraderPath::Xdp => {
+                        Orders::TcpXdp
+                            if wait.is_none()
+                                && matches!(path, TraderPath::Xdp | TraderPath::Trigger) =>
+                        {
                             Row::Tcp(path, orders)
                         }
                         _ => continue,

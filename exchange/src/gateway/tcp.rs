@@ -41,11 +41,15 @@ pub struct TcpGateway {
     gateway: Gateway,
     clock: RealToMono,
     counts: SessionCounts,
+    /// Every byte read from the session's connections, in order.
+    digest: soup::Digest,
     next_accept_ns: u64,
     /// Stall after this many orders (a test).
     stall_after: Option<u64>,
     /// Reset the connection after this many orders (a test), once.
     reset_after: Option<u64>,
+    /// Close the connection (a FIN) after this many orders (a test), once.
+    close_after: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -56,6 +60,8 @@ struct Conn {
     pending: Vec<u8>,
     /// Over: dropped once `pending` is written (or can't be).
     over: bool,
+    /// Our side shut (a test's FIN): nothing more is written; over when the trader closes.
+    closing: bool,
 }
 
 impl TcpGateway {
@@ -83,9 +89,11 @@ impl TcpGateway {
             gateway: Gateway::for_orders(orders),
             clock: RealToMono::default(),
             counts: SessionCounts::default(),
+            digest: soup::Digest::default(),
             next_accept_ns: 0,
             stall_after: None,
             reset_after: None,
+            close_after: None,
         })
     }
 
@@ -93,6 +101,15 @@ impl TcpGateway {
     #[must_use]
     pub fn resetting_after(mut self, n: Option<u64>) -> Self {
         self.reset_after = n;
+        self
+    }
+
+    /// Closes the connection from this end (a FIN) once, after taking `n` orders (a test): no
+    /// more is written on it, what the trader sends meanwhile is still read, and it is over
+    /// once the trader has closed its side.
+    #[must_use]
+    pub fn closing_after(mut self, n: Option<u64>) -> Self {
+        self.close_after = n;
         self
     }
 
@@ -115,6 +132,8 @@ impl TcpGateway {
             cancels: g.cancels,
             unknown: g.unknown,
             sequenced: self.gateway.stream().len(),
+            stream_bytes: self.digest.bytes,
+            stream_hash: self.digest.hash,
             ..self.counts
         }
     }
@@ -139,10 +158,11 @@ impl TcpGateway {
             gateway,
             counts,
             clock,
+            digest,
             ..
         } = self;
         if let Some(c) = conn {
-            serve(c, gateway, counts, clock, now, &mut f);
+            serve(c, gateway, counts, digest, clock, now, &mut f);
             if self
                 .reset_after
                 .is_some_and(|n| gateway.counts().enter_orders >= n)
@@ -161,9 +181,21 @@ impl TcpGateway {
                 c.over = true;
                 counts.resets_injected += 1;
             }
+            if !c.closing
+                && self
+                    .close_after
+                    .is_some_and(|n| gateway.counts().enter_orders >= n)
+            {
+                // The test's other fault: our side shut (a FIN); answers stay in the stream,
+                // for the trader's next login.
+                self.close_after = None;
+                let _ = c.sock.shutdown(std::net::Shutdown::Write);
+                c.closing = true;
+                counts.closes_injected += 1;
+            }
         }
         if let Some(c) = candidate {
-            serve(c, gateway, counts, clock, now, &mut f);
+            serve(c, gateway, counts, digest, clock, now, &mut f);
         }
         // A new connection takes the session over only once it has logged in: a stray
         // connection can't end a trader's session.
@@ -255,6 +287,7 @@ impl TcpGateway {
             server: soup::Server::new(self.config.clone(), now),
             pending: Vec::with_capacity(1 << 20),
             over: false,
+            closing: false,
         };
         // With a connection up, a new one waits as the candidate (a trader that saw its
         // connection fail before this end did logs in on it, and then takes the session over,
@@ -269,6 +302,11 @@ impl TcpGateway {
 
 /// Writes what the socket takes now; a connection that can't take anything more is over.
 fn flush(c: &mut Conn) {
+    if c.closing {
+        // Nothing goes on a connection our side shut.
+        c.pending.clear();
+        return;
+    }
     while !c.pending.is_empty() {
         match c.sock.write(&c.pending) {
             Ok(0) => {
@@ -298,18 +336,23 @@ fn serve(
     c: &mut Conn,
     gateway: &mut Gateway,
     counts: &mut SessionCounts,
+    digest: &mut soup::Digest,
     clock: &mut RealToMono,
     now: u64,
     f: &mut impl FnMut(&[u8], Option<u64>) -> Took,
 ) {
     while !c.over {
-        let (n, stamp) = match crate::sockopt::recv_stamped(c.sock.as_fd(), c.server.read_into()) {
+        let buf = c.server.read_into();
+        let (n, stamp) = match crate::sockopt::recv_stamped(c.sock.as_fd(), buf) {
             Ok((0, _)) => {
                 counts.closed_by_peer += 1;
                 c.over = true;
                 break;
             }
-            Ok(got) => got,
+            Ok((n, stamp)) => {
+                digest.add(&buf[..n]);
+                (n, stamp)
+            }
             Err(e) if e.kind() == ErrorKind::WouldBlock => break,
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(_) => {

@@ -99,6 +99,12 @@ pub struct Options {
     /// from this end), to show the trader logs in again with nothing traded twice.
     #[arg(long, hide = true)]
     pub session_reset_after: Option<u64>,
+    /// Testing only: after taking N orders, the order session's connection is closed from this
+    /// end (a FIN: no more answers on it, its orders still read), to show the trader logs in
+    /// again with every answer had. Not within the run's last orders: an End of Session due on
+    /// the closed connection is not sent.
+    #[arg(long, hide = true)]
+    pub session_close_after: Option<u64>,
     /// Attach a pass-everything XDP program to this interface first (XDP_TX from the peer
     /// into a veth needs an XDP program on this end).
     #[arg(long)]
@@ -182,6 +188,7 @@ impl Options {
             orders,
             session_stall_after,
             session_reset_after,
+            session_close_after,
             xdp_pass_on,
             io,
             iface,
@@ -217,6 +224,7 @@ impl Options {
         a.changed("--orders", orders, &d.orders);
         a.some("--session-stall-after", session_stall_after.as_ref());
         a.some("--session-reset-after", session_reset_after.as_ref());
+        a.some("--session-close-after", session_close_after.as_ref());
         a.changed("--io", io, &d.io);
         a.changed("--iface", iface, &d.iface);
         a.changed("--target-mac", target_mac, &d.target_mac);
@@ -306,6 +314,8 @@ mod tests {
             "3",
             "--session-reset-after",
             "2",
+            "--session-close-after",
+            "4",
             "--xdp-pass-on",
             "ex9",
             "--io",

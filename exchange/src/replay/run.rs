@@ -53,6 +53,7 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         orders,
         session_stall_after,
         session_reset_after,
+        session_close_after,
         xdp_pass_on,
         io,
         iface,
@@ -110,6 +111,7 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         .map(|g| {
             g.stalling_after(session_stall_after)
                 .resetting_after(session_reset_after)
+                .closing_after(session_close_after)
         });
     let port = exchange_io::Ports {
         feed: port,

@@ -221,33 +221,31 @@ fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
     if o.path.spec().io == Io::Trigger {
         let stock = Stock::new(&o.stock).map_err(|e| anyhow::anyhow!("bad --stock: {e}"))?;
         // The socket's I/O never blocks itself: the trigger's waits on the socket and the ring.
-        let xdp = xdp_io::<false, BUSY_POLL>(o, prog, xsks, g)?;
+        let mut xdp = xdp_io::<false, BUSY_POLL>(o, prog, xsks, g)?;
+        if o.orders == paths::Orders::TcpXdp {
+            // The TCP trigger: the userspace TCP arms its next segment for the program.
+            let session = order_session(o, g)?.with_segment(prog.take_segment()?);
+            xdp = xdp.with_order_session(session);
+            xdp.login_orders(LOGIN_WAIT, || process::stopped(stop))?;
+            say_logged_in(o);
+        }
         let mut io =
             TriggerIo::<BLOCK, BUSY_POLL>::new(xdp, prog.take_arm()?, prog.take_fired()?, stock)
                 .corrupting_arms(o.corrupt_arms);
         let end = trading::run(&mut io, trader, rx_to_tx, loop_config(o), stop)
             .context("the AF_XDP socket or the trigger's ring")?;
         let trigger = Some(io.summary());
-        return Ok(xsk_end(end, io.xdp(), prog, trigger));
+        let session = io.xdp_mut().finish_orders(ANSWERS_WAIT);
+        let mut x = xsk_end(end, io.xdp(), prog, trigger);
+        x.order_session = session;
+        return Ok(x);
     }
     let mut io = xdp_io::<BLOCK, BUSY_POLL>(o, prog, xsks, g)?;
     if o.orders == paths::Orders::TcpXdp {
         // The userspace TCP on this socket: logged in before the feed, as the kernel's is.
-        let session = trading::XdpTcp::new(
-            o.addr,
-            g.our_mac,
-            o.order_to,
-            g.orders.mac.octets(),
-            &o.order_password,
-            Duration::from_millis(o.order_timeout_ms),
-        )?;
-        let mut io = io.with_order_session(session);
+        let mut io = io.with_order_session(order_session(o, g)?);
         io.login_orders(LOGIN_WAIT, || process::stopped(stop))?;
-        eprintln!(
-            "trader: logged in to the order session at {} (OUCH 5.0 over SoupBinTCP, smoltcp on \
-             AF_XDP)",
-            o.order_to
-        );
+        say_logged_in(o);
         let end = trading::run(&mut io, trader, rx_to_tx, loop_config(o), stop)
             .context("the AF_XDP socket")?;
         let session = io.finish_orders(ANSWERS_WAIT);
@@ -259,6 +257,32 @@ fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
     let mut x = xsk_end(end, &io, prog, None);
     x.order_session = session;
     Ok(x)
+}
+
+/// The userspace TCP's order session (`--orders tcp-xdp`), not connected yet.
+fn order_session(o: &Options, g: &Gateway) -> anyhow::Result<trading::XdpTcp> {
+    trading::XdpTcp::new(
+        o.addr,
+        g.our_mac,
+        o.order_to,
+        g.orders.mac.octets(),
+        &o.order_password,
+        Duration::from_millis(o.order_timeout_ms),
+    )
+    .map(|s| s.resetting_after(o.order_reset_after))
+}
+
+fn say_logged_in(o: &Options) {
+    eprintln!(
+        "trader: logged in to the order session at {} (OUCH 5.0 over SoupBinTCP, smoltcp on \
+         AF_XDP{})",
+        o.order_to,
+        if o.path.spec().io == Io::Trigger {
+            "; the XDP program fires its armed segments"
+        } else {
+            ""
+        }
+    );
 }
 
 /// The trader loop over `io`, its orders to `io`'s own sink (`--orders udp`) or to a
@@ -278,7 +302,11 @@ fn run_loop<I: trading::TraderIo>(
     }
     let timeout = Duration::from_millis(o.order_timeout_ms);
     let mut session = trading::TcpOrders::new(o.addr, o.order_to, &o.order_password, timeout)?
-        .resetting_after(o.order_reset_after);
+        .resetting_after(o.order_reset_after)
+        .busy_polling(
+            o.busy_poll
+                .map(|us| (us, o.prefer_busy_poll, o.busy_poll_budget)),
+        );
     session.login(LOGIN_WAIT, || process::stopped(stop))?;
     eprintln!(
         "trader: logged in to the order session at {} (OUCH 5.0 over SoupBinTCP, kernel TCP)",
@@ -493,6 +521,8 @@ fn attach(
             order_to: Some(order_to(o, g)),
             // The userspace TCP's order session: its segments into the socket, not the kernel.
             order_tcp: o.orders == paths::Orders::TcpXdp,
+            // The TCP trigger: the program fires the userspace TCP's armed segment.
+            trigger_tcp: action == Action::Trigger && o.orders == paths::Orders::TcpXdp,
         },
     )?;
     if o.xdp_log {

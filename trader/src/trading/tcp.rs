@@ -63,6 +63,9 @@ pub struct TcpOrders {
     pending_orders: u64,
     /// Reset the connection after this many orders (a test), once.
     reset_after: Option<u64>,
+    /// Busy polling on the session's socket (`--busy-poll`, `--prefer-busy-poll`,
+    /// `--busy-poll-budget`): microseconds, prefer, budget.
+    busy_poll: Option<(i32, bool, Option<i32>)>,
     clock: RealToMono,
     last_service: u64,
     next_connect: u64,
@@ -88,10 +91,20 @@ impl TcpOrders {
             pending: prefaulted(64 * 1024),
             pending_orders: 0,
             reset_after: None,
+            busy_poll: None,
             clock: RealToMono::default(),
             last_service: 0,
             next_connect: 0,
         })
+    }
+
+    /// Busy polls the session's socket (`SO_BUSY_POLL`, and `SO_PREFER_BUSY_POLL` and
+    /// `SO_BUSY_POLL_BUDGET` if given), as the options the matrix knows ask: microseconds,
+    /// prefer, budget.
+    #[must_use]
+    pub fn busy_polling(mut self, busy_poll: Option<(i32, bool, Option<i32>)>) -> Self {
+        self.busy_poll = busy_poll;
+        self
     }
 
     /// Resets the connection after the `n`th order (a test of the reconnect), once.
@@ -232,6 +245,12 @@ impl TcpOrders {
         if refused || sock.set_nodelay(true).is_err() || stamped.is_err() {
             return;
         }
+        if let Some((us, prefer, budget)) = self.busy_poll
+            && let Err(e) = crate::sockopt::set_busy_poll(sock.as_raw_fd(), us, prefer, budget)
+        {
+            // The answers then come by interrupt, as without it; said once per connection.
+            eprintln!("warning: busy polling on the order session's socket: {e:#}");
+        }
         self.s.report.connects += 1;
         self.pending.clear();
         self.pending_orders = 0;
@@ -302,6 +321,7 @@ impl TcpOrders {
         while !self.pending.is_empty() {
             match sock.write(&self.pending) {
                 Ok(n) if n > 0 => {
+                    self.s.digest.add(&self.pending[..n]);
                     self.pending.drain(..n);
                     if self.pending.is_empty() {
                         self.pending_orders = 0;
@@ -347,6 +367,8 @@ pub(super) struct Session {
     /// Each order sent, with its tick's RX time, until its Order Accepted comes.
     awaited: VecDeque<(u32, u64)>,
     rx_to_ack: Latency,
+    /// Every byte given to the TCP, in order (the report's `stream_*`).
+    pub(super) digest: soup::Digest,
     pub(super) report: OrderSessionReport,
 }
 
@@ -378,12 +400,35 @@ impl Session {
             tick_rx: 0,
             awaited,
             rx_to_ack: Latency::new(),
+            digest: soup::Digest::default(),
             report: OrderSessionReport {
                 orders,
                 next_seq: 1,
                 ..OrderSessionReport::default()
             },
         })
+    }
+
+    /// `order` as its SoupBinTCP packet in `buf`: its UserRefNum and bytes; `None`, counted
+    /// as not sent, if it doesn't encode.
+    #[inline]
+    pub(super) fn encode<'b>(
+        &mut self,
+        order: &OrderRepr,
+        buf: &'b mut [u8; ORDER_PACKET],
+    ) -> Option<(u32, &'b [u8])> {
+        let Some((user_ref_num, n)) = order_packet(order, buf) else {
+            self.report.not_sent += 1;
+            return None;
+        };
+        Some((user_ref_num, &buf[..n]))
+    }
+
+    /// `packet` waits for the login under way (SoupBinTCP takes no data before).
+    #[inline]
+    pub(super) fn hold(&mut self, packet: &[u8]) {
+        self.report.held += 1;
+        self.held.extend_from_slice(packet);
     }
 
     /// An order went (or was held for the login): counted, its answer awaited.
@@ -394,6 +439,15 @@ impl Session {
             self.awaited.pop_front();
         }
         self.awaited.push_back((user_ref_num, self.tick_rx));
+    }
+
+    /// An order the XDP program sent (the TCP trigger): counted, its answer awaited, untimed
+    /// (no clock here saw its tick arrive).
+    pub(super) fn fired(&mut self, user_ref_num: u32) {
+        let tick_rx = std::mem::replace(&mut self.tick_rx, 0);
+        self.sent(user_ref_num);
+        self.tick_rx = tick_rx;
+        self.report.fired += 1;
     }
 
     /// What the client's bytes meant, the answers timed from `arrived`; orders held for the
@@ -443,6 +497,8 @@ impl Session {
     pub(super) fn final_report(&mut self) -> OrderSessionReport {
         self.report.next_seq = self.client.next_seq();
         self.report.rx_to_ack = self.rx_to_ack.summary();
+        self.report.stream_bytes = self.digest.bytes;
+        self.report.stream_hash = self.digest.hash;
         self.report.clone()
     }
 }
@@ -472,7 +528,11 @@ pub(super) fn take_answer(
                 }
                 awaited.pop_front();
                 if user_ref == a.user_ref_num {
-                    rx_to_ack.record(arrived.saturating_sub(tick_rx));
+                    // 0: an order the XDP program sent (the TCP trigger), whose tick no clock
+                    // here saw arrive: not timed.
+                    if tick_rx != 0 {
+                        rx_to_ack.record(arrived.saturating_sub(tick_rx));
+                    }
                     break;
                 }
             }
@@ -499,20 +559,20 @@ impl OrderSink for TcpOrders {
             return false;
         };
         let mut packet = [0u8; ORDER_PACKET];
-        let Some((user_ref_num, n)) = order_packet(order, &mut packet) else {
-            self.s.report.not_sent += 1;
+        let Some((user_ref_num, packet)) = self.s.encode(order, &mut packet) else {
             return false;
         };
-        let packet = &packet[..n];
         if state == soup::ClientState::LoggingIn {
             // A login under way: the order goes once it is accepted.
-            self.s.report.held += 1;
-            self.s.held.extend_from_slice(packet);
+            self.s.hold(packet);
         } else {
             // Behind bytes still queued, an order waits its turn in the same buffer.
             let written = if self.pending.is_empty() {
                 match sock.write(packet) {
-                    Ok(w) => w,
+                    Ok(w) => {
+                        self.s.digest.add(&packet[..w]);
+                        w
+                    }
                     Err(e) if e.kind() == ErrorKind::WouldBlock => 0,
                     Err(_) => {
                         self.s.report.not_sent += 1;

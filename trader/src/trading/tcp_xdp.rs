@@ -30,7 +30,11 @@ use smoltcp::{
 use wire::order::OrderRepr;
 
 use super::tcp::{ORDER_PACKET, Session, order_packet};
-use crate::{clock::now_ns, xsk::XskTx};
+use crate::{
+    clock::now_ns,
+    xdp::{SegmentMap, Withdrawn},
+    xsk::XskTx,
+};
 
 /// Ethernet header length.
 const ETH: usize = xdp_common::layout::ethernet::HEADER_LEN;
@@ -79,6 +83,43 @@ pub struct XdpTcp {
     last_frame_rx: u64,
     last_service: u64,
     next_connect: u64,
+    /// The TCP trigger's segment (`--path trigger`): `None` on the xdp path.
+    trigger: Option<Trigger>,
+    /// Bytes given to the socket on this connection (the stream's length in the stack).
+    given: u32,
+    /// Reset the connection (an RST) once this many orders have gone (a test).
+    reset_after: Option<u64>,
+}
+
+/// The TCP trigger's side of the stack: the map the XDP program sends the armed segment
+/// from, and what is armed in it.
+struct Trigger {
+    map: SegmentMap,
+    armed: Option<Armed>,
+}
+
+/// A segment armed for the XDP program: the connection's next bytes, should the tick fire.
+#[derive(Clone, Copy)]
+struct Armed {
+    /// The arm generation it goes with.
+    generation: u32,
+    /// Its sequence number.
+    seq: u32,
+    /// The SoupBinTCP packet it carries, the price zero.
+    packet: [u8; ORDER_PACKET],
+    user_ref_num: u32,
+}
+
+/// Why no segment could be armed: the tick is then the trader's to send, if it trades it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoSegment {
+    /// Not logged in, or the connection not established.
+    NoSession,
+    /// The stack has bytes of its own to send first, or its next sequence number is not
+    /// certain (bytes of its own unacknowledged), or its last segment carried options.
+    Busy,
+    /// The order doesn't encode as an Enter Order.
+    Order,
 }
 
 impl std::fmt::Debug for XdpTcp {
@@ -98,8 +139,13 @@ struct Seen {
     /// The last plain segment smoltcp sent (ACK, maybe PSH; no SYN, FIN or RST): its IPv4
     /// and TCP headers, options included, and their length. The template of a fast send.
     template: Option<([u8; TEMPLATE], usize)>,
-    /// The highest acknowledgement number the gateway sent.
-    peer_ack: Option<u32>,
+    /// The sequence number of the stream's first byte (our SYN's, plus one): known once
+    /// smoltcp has sent the SYN.
+    stream_start: Option<u32>,
+    /// One past the highest byte put on the wire, by smoltcp (its dropped repeats included),
+    /// a fast send or the XDP program: the next byte is certain when it is the stream's
+    /// end, everything given to the stack or sent fast ([`XdpTcp::next_seq`]).
+    wire_end: u32,
     /// Bytes sent fast that smoltcp has yet to put out itself for the first time: its first
     /// transmission of them is dropped (they are on the wire already), a retransmission is
     /// not. `[from, to)` in sequence space.
@@ -110,6 +156,31 @@ struct Seen {
     queued: u64,
     /// Segments smoltcp built with no TX frame free: dropped (TCP sends them again).
     ring_full: u64,
+}
+
+impl Seen {
+    /// A connection gone: what was learned of it forgotten, the counts of frames kept (a
+    /// service compares `queued` before and after to know it must kick the ring, across a
+    /// reconnect too).
+    fn forget(&mut self) {
+        *self = Seen {
+            queued: self.queued,
+            ring_full: self.ring_full,
+            ..Seen::default()
+        };
+    }
+
+    /// Bytes `[seq, end)` went on the wire without smoltcp: its first transmission of them is
+    /// to be dropped. One run of such bytes at a time: a run not contiguous with the last one
+    /// replaces it (smoltcp then sends the last one's bytes it hadn't put out again, harmless
+    /// repeats), so the range never holds bytes smoltcp sent itself.
+    fn merge_fast(&mut self, seq: u32, end: u32) {
+        self.fast = Some(match self.fast {
+            Some((from, to)) if to == seq => (from, end),
+            _ => (seq, end),
+        });
+        self.wire_end = end;
+    }
 }
 
 /// The longest IPv4 + TCP header a template keeps (20 + 60).
@@ -126,11 +197,38 @@ fn after(a: u32, b: u32) -> bool {
     (a.wrapping_sub(b) as i32) > 0
 }
 
+/// What a data segment smoltcp sends, `[seq, end)`, does to the range of bytes sent fast
+/// (`fast`: one run of them, `Seen::merge_fast`): the range after it, and whether the segment
+/// is smoltcp's first transmission of bytes already on the wire (to drop).
+fn repeat_of_fast(fast: Option<(u32, u32)>, seq: u32, end: u32) -> (Option<(u32, u32)>, bool) {
+    let Some((from, to)) = fast else {
+        return (None, false);
+    };
+    if !after(to, seq) {
+        // smoltcp at or past the range's end: it put the bytes out, or skipped them (below).
+        return (None, false);
+    }
+    // smoltcp starting inside the range, past `from`: the gateway acknowledged those bytes
+    // before smoltcp put them out (it takes an acknowledgement of bytes it holds unsent), so it
+    // never will (a retransmission of them would start at or before `from`).
+    let from = if after(seq, from) { seq } else { from };
+    if seq == from && !after(end, to) {
+        // Its first transmission of them (or of their first part): on the wire already.
+        return ((end != to).then_some((end, to)), true);
+    }
+    if after(end, from) && !after(seq, from) {
+        // One that carries them and more (bytes given after them joined on): out now, up to
+        // its end.
+        return (after(to, end).then_some((end, to)), false);
+    }
+    // Before the range (a retransmission of earlier bytes): nothing changes.
+    (Some((from, to)), false)
+}
+
 /// A TCP segment's fields the device reads (`packet`: an IPv4 datagram without options).
 struct Segment {
     header_end: usize,
     seq: u32,
-    ack: u32,
     flags: u8,
     payload: usize,
 }
@@ -152,10 +250,39 @@ fn segment(packet: &[u8]) -> Option<Segment> {
     Some(Segment {
         header_end: ihl + data_offset,
         seq: word(l4::SEQ)?,
-        ack: word(l4::ACK)?,
         flags: *tcp.get(l4::FLAGS)?,
         payload: tcp.len() - data_offset,
     })
+}
+
+/// `bytes` went to the socket: the session's stream digest and the stack's length.
+#[inline]
+fn gave(s: &mut Session, given: &mut u32, bytes: &[u8]) {
+    s.digest.add(bytes);
+    *given = given.wrapping_add(bytes.len() as u32);
+}
+
+/// Writes a segment's headers from a template (`ip`: the IPv4 datagram, its total length
+/// set): the IPv4 identification and header checksum, the sequence number, ACK and PSH; the
+/// TCP checksum zero.
+fn headers(ip: &mut [u8], seq: u32, ip_id: u16) {
+    use xdp_common::layout::{ipv4, tcp as l4};
+    ip[ipv4::IDENT].copy_from_slice(&ip_id.to_be_bytes());
+    ip[ipv4::CHECKSUM].copy_from_slice(&[0, 0]);
+    let ip_sum = xdp_common::checksum::ipv4_header(&ip[..ipv4::HEADER_LEN]);
+    ip[ipv4::CHECKSUM].copy_from_slice(&ip_sum.to_be_bytes());
+    let t = ipv4::HEADER_LEN;
+    ip[t..][l4::SEQ].copy_from_slice(&seq.to_be_bytes());
+    ip[t + l4::FLAGS] = ACK | PSH;
+    ip[t..][l4::CHECKSUM].copy_from_slice(&[0, 0]);
+}
+
+/// Finishes a segment built from a template: [`headers`], then the TCP checksum.
+fn seal(ip: &mut [u8], seq: u32, ip_id: u16) {
+    use xdp_common::layout::{ipv4, tcp as l4};
+    headers(ip, seq, ip_id);
+    let tcp_sum = !xdp_common::checksum::fold(xdp_common::checksum::tcp_sum(ip));
+    ip[ipv4::HEADER_LEN..][l4::CHECKSUM].copy_from_slice(&tcp_sum.to_be_bytes());
 }
 
 /// smoltcp's device for one poll: the session's queued packets in, the TX ring out.
@@ -207,20 +334,29 @@ impl phy::TxToken for Tx<'_> {
             if seg.flags & (SYN | FIN | RST) != 0 {
                 seen.fast = None;
                 seen.template = None;
+                if seg.flags & (SYN | ACK) == SYN {
+                    // Our SYN: the stream starts one past it.
+                    let start = seg.seq.wrapping_add(1);
+                    seen.stream_start = Some(start);
+                    seen.wire_end = start;
+                }
+                // On the ring like any other: the caller must kick it out.
+                seen.queued += 1;
                 return Some(whole);
+            }
+            let end = seg.seq.wrapping_add(seg.payload as u32);
+            if after(end, seen.wire_end) {
+                seen.wire_end = end;
             }
             if seg.header_end <= TEMPLATE {
                 let mut t = [0u8; TEMPLATE];
                 t[..seg.header_end].copy_from_slice(&packet[..seg.header_end]);
                 seen.template = Some((t, seg.header_end));
             }
-            if let Some((from, to)) = seen.fast
-                && seg.payload > 0
-                && seg.seq == from
-            {
-                let end = seg.seq.wrapping_add(seg.payload as u32);
-                if !after(end, to) {
-                    seen.fast = (end != to).then_some((end, to));
+            if seg.payload > 0 {
+                let (fast, drop) = repeat_of_fast(seen.fast, seg.seq, end);
+                seen.fast = fast;
+                if drop {
                     return None;
                 }
             }
@@ -355,7 +491,157 @@ impl XdpTcp {
             last_frame_rx: 0,
             last_service: 0,
             next_connect: 0,
+            trigger: None,
+            given: 0,
+            reset_after: None,
         })
+    }
+
+    /// Resets the connection (an RST) once, after `n` orders have gone (a test of the
+    /// reconnect: `trader --order-reset-after`).
+    #[must_use]
+    pub fn resetting_after(mut self, n: Option<u64>) -> XdpTcp {
+        self.reset_after = n;
+        self
+    }
+
+    /// The test's fault, when its count of orders is reached: the armed segment withdrawn,
+    /// the connection aborted with an RST on the wire, made again at the next service.
+    fn maybe_reset(&mut self, tx: &mut XskTx) {
+        if self.reset_after.is_none_or(|n| self.s.report.sent < n) {
+            return;
+        }
+        self.reset_after = None;
+        self.withdraw_segment();
+        self.s.report.resets_injected += 1;
+        // smoltcp has every byte sent fast first, so its RST carries the next sequence number
+        // (one below what the exchange took would be refused, RFC 5961).
+        self.shadow_out(tx);
+        self.sockets.get_mut::<tcp::Socket>(self.handle).abort();
+        let now = now_ns();
+        // The RST goes out now (behind the turn's orders on the ring).
+        self.egress(now, tx);
+        self.lost();
+        // And the next connection is under way at once (its SYN behind the RST): orders made
+        // meanwhile are held for its login, as the kernel session's reset makes its own.
+        self.next_connect = now + RECONNECT_EVERY_NS;
+        self.connect_started = now;
+        self.connect();
+        self.egress(now, tx);
+    }
+
+    /// The TCP trigger: arms its segments in `map`, which the XDP program sends from.
+    #[must_use]
+    pub fn with_segment(mut self, map: SegmentMap) -> XdpTcp {
+        self.trigger = Some(Trigger { map, armed: None });
+        self
+    }
+
+    /// Arms `order` (its price 0: the program writes the tick's) as the connection's next
+    /// segment, for the arm that will have `generation`; the segment armed before is withdrawn
+    /// first. Only where the sequence number is certain, as for a fast send, and nothing of the
+    /// stack's own waits to go.
+    pub fn arm_segment(&mut self, order: &OrderRepr, generation: u32) -> Result<(), NoSegment> {
+        use xdp_common::{layout::ipv4, segment};
+        self.withdraw_segment();
+        if self.trigger.is_none() || !self.logged_in() {
+            return Err(NoSegment::NoSession);
+        }
+        let socket = self.sockets.get::<tcp::Socket>(self.handle);
+        if socket.state() != tcp::State::Established {
+            return Err(NoSegment::NoSession);
+        }
+        let Some(seq) = self.next_seq() else {
+            return Err(NoSegment::Busy);
+        };
+        let room = socket.send_capacity() - socket.send_queue();
+        let Some((template, hlen)) = &self.seen.template else {
+            return Err(NoSegment::Busy);
+        };
+        let hlen_plain = ipv4::HEADER_LEN + xdp_common::layout::tcp::HEADER_LEN;
+        if *hlen != hlen_plain || !self.out.is_empty() || room < self.shadow.len() + ORDER_PACKET {
+            return Err(NoSegment::Busy);
+        }
+        let mut packet = [0u8; ORDER_PACKET];
+        let Some((user_ref_num, ORDER_PACKET)) = order_packet(order, &mut packet) else {
+            return Err(NoSegment::Order);
+        };
+        let mut frame = [0u8; segment::FRAME_LEN];
+        frame[..ETH].copy_from_slice(&self.eth);
+        frame[ETH..segment::TCP_AT + xdp_common::layout::tcp::HEADER_LEN]
+            .copy_from_slice(&template[..hlen_plain]);
+        frame[segment::ORDER_AT - wire::soupbin::HEADER_LEN..].copy_from_slice(&packet);
+        let ip_len = (segment::FRAME_LEN - ETH) as u16;
+        frame[ETH..][ipv4::TOTAL_LEN].copy_from_slice(&ip_len.to_be_bytes());
+        // The price's bytes and the checksum zero: the program writes them.
+        headers(&mut frame[ETH..], seq, self.seen.ip_id);
+        debug_assert_eq!(frame[segment::PRICE_AT..segment::PRICE_AT + 4], [0; 4]);
+        let partial = segment::partial_sum(&frame);
+        let Some(t) = &mut self.trigger else {
+            return Err(NoSegment::NoSession);
+        };
+        if !t.map.write(generation, &frame, partial) {
+            return Err(NoSegment::Busy);
+        }
+        t.armed = Some(Armed {
+            generation,
+            seq,
+            packet,
+            user_ref_num,
+        });
+        self.seen.ip_id = self.seen.ip_id.wrapping_add(1);
+        Ok(())
+    }
+
+    /// The generation of the segment armed now, if one is.
+    #[inline]
+    pub fn armed_segment(&self) -> Option<u32> {
+        self.trigger.as_ref()?.armed.map(|a| a.generation)
+    }
+
+    /// Withdraws the armed segment, if there is one: from here the program won't send it;
+    /// if it did, the stack learns of it now.
+    pub fn withdraw_segment(&mut self) {
+        let Some(t) = &mut self.trigger else { return };
+        let Some(a) = t.armed.take() else { return };
+        match t.map.withdraw(a.generation) {
+            Withdrawn::Sent(price) => self.learn(&a, price),
+            Withdrawn::Unsent => self.s.report.withdrawn += 1,
+            Withdrawn::InDoubt => {
+                // Never seen; if it were, the session can't know its own next byte.
+                self.s.report.in_doubt += 1;
+                self.lost();
+            }
+        }
+    }
+
+    /// Whether the program sent the armed segment: if it did, the stack learns of it.
+    #[inline]
+    fn check_fired(&mut self) -> bool {
+        let Some(t) = &mut self.trigger else {
+            return false;
+        };
+        let Some(a) = t.armed else { return false };
+        let (generation, price) = t.map.sent();
+        if generation != a.generation {
+            return false;
+        }
+        t.armed = None;
+        self.learn(&a, price);
+        true
+    }
+
+    /// The armed segment went out at `price`: the stack is given its bytes as if sent fast
+    /// (its own first transmission of them dropped by the device), the order awaits its answer.
+    fn learn(&mut self, a: &Armed, price: u32) {
+        use xdp_common::layout::ouch::enter_order::field::PRICE;
+        let mut packet = a.packet;
+        let at = wire::soupbin::HEADER_LEN + PRICE.end - 4;
+        packet[at..at + 4].copy_from_slice(&price.to_be_bytes());
+        self.shadow.extend_from_slice(&packet);
+        let end = a.seq.wrapping_add(ORDER_PACKET as u32);
+        self.seen.merge_fast(a.seq, end);
+        self.s.fired(a.user_ref_num);
     }
 
     /// Logged in: orders go out.
@@ -399,12 +685,6 @@ impl XdpTcp {
             usize::from(u16::from_be_bytes([t[0], t[1]])).min(ip.len())
         });
         let packet = &ip[..total];
-        if let Some(seg) = segment(packet)
-            && seg.flags & ACK != 0
-            && self.seen.peer_ack.is_none_or(|a| after(seg.ack, a))
-        {
-            self.seen.peer_ack = Some(seg.ack);
-        }
         if self.rx.len() < RX_QUEUE {
             let mut buf = self.pool.pop().unwrap_or_default();
             buf.clear();
@@ -425,22 +705,30 @@ impl XdpTcp {
     /// kicks). False, and counted, if no session is logged in or the socket can't take it.
     #[inline]
     pub fn send(&mut self, order: &OrderRepr, tx: &mut XskTx) -> bool {
+        // The TCP trigger's segment holds the next sequence number: settled first.
+        self.withdraw_segment();
         let state = self.s.client.state();
-        if state == soup::ClientState::Disconnected || self.s.report.end_of_session {
+        // A connection under way (its SYN out, no login yet): the order waits for the login,
+        // as during one.
+        let connecting = state == soup::ClientState::Disconnected
+            && matches!(
+                self.sockets.get::<tcp::Socket>(self.handle).state(),
+                tcp::State::SynSent | tcp::State::SynReceived | tcp::State::Established
+            );
+        if (state == soup::ClientState::Disconnected && !connecting) || self.s.report.end_of_session
+        {
             self.s.report.not_sent += 1;
             return false;
         }
         let mut packet = [0u8; ORDER_PACKET];
-        let Some((user_ref_num, n)) = order_packet(order, &mut packet) else {
-            self.s.report.not_sent += 1;
+        let Some((user_ref_num, packet)) = self.s.encode(order, &mut packet) else {
             return false;
         };
-        let packet = &packet[..n];
+        let n = packet.len();
         // Whatever the session queued before (a login's held orders, a heartbeat) goes first.
         self.write_out();
-        if state == soup::ClientState::LoggingIn {
-            self.s.report.held += 1;
-            self.s.held.extend_from_slice(packet);
+        if state == soup::ClientState::LoggingIn || connecting {
+            self.s.hold(packet);
         } else if !self.out.is_empty() {
             // Behind bytes the socket hasn't taken yet: in turn, never inside them.
             self.out.extend_from_slice(packet);
@@ -451,39 +739,35 @@ impl XdpTcp {
             // Bytes sent fast go out of smoltcp (dropped as repeats) before anything after them.
             self.shadow_out(tx);
             let socket = self.sockets.get_mut::<tcp::Socket>(self.handle);
+            // Whole or not at all: part of an order in the stream would break its framing.
+            if socket.send_capacity() - socket.send_queue() < n {
+                // The socket's buffer full (the exchange not reading): not sent.
+                self.s.report.not_sent += 1;
+                return false;
+            }
             match socket.send_slice(packet) {
-                Ok(k) if k == n => {}
-                _ => {
-                    // The socket's buffer full (the exchange not reading): not sent.
+                Ok(k) => self.gave(&packet[..k]),
+                Err(_) => {
                     self.s.report.not_sent += 1;
                     return false;
                 }
             }
-            let mut dev = Dev {
-                rx: &mut self.rx,
-                pool: &mut self.pool,
-                tx,
-                eth: self.eth,
-                seen: &mut self.seen,
-            };
-            let _ = self
-                .iface
-                .poll_egress(instant(self.s.tick_rx), &mut dev, &mut self.sockets);
+            self.egress(self.s.tick_rx, tx);
         }
         self.s.sent(user_ref_num);
+        self.maybe_reset(tx);
         true
     }
 
     /// Sends `packet` (one SoupBinTCP packet) as a TCP segment built from the last one smoltcp
     /// sent, without smoltcp, then gives smoltcp the same bytes: its own first transmission of
     /// them is dropped by the device, so its state is as if it had sent them (and it sends
-    /// them again if they are lost). Only where the sequence number is certain: smoltcp has
-    /// nothing unacknowledged of its own (everything it sent is acknowledged, so the next
-    /// byte is the gateway's last acknowledgement), or only bytes sent fast (the next byte
-    /// follows them). False: nothing was sent, take smoltcp's way.
+    /// them again if they are lost). Only where the next byte is certain and nothing before
+    /// it waits in the stack ([`XdpTcp::next_seq`]): the stream's every byte is on the wire
+    /// already. False: nothing was sent, take smoltcp's way.
     #[inline]
     fn send_fast(&mut self, packet: &[u8], tx: &mut XskTx) -> bool {
-        use xdp_common::layout::{ipv4, tcp as l4};
+        use xdp_common::layout::ipv4;
         let socket = self.sockets.get::<tcp::Socket>(self.handle);
         if socket.state() != tcp::State::Established {
             return false;
@@ -493,10 +777,8 @@ impl XdpTcp {
         let Some((template, hlen)) = &self.seen.template else {
             return false;
         };
-        let seq = match (self.seen.fast, self.seen.peer_ack) {
-            (Some((_, next)), _) => next,
-            (None, Some(acked)) if socket.send_queue() == 0 => acked,
-            _ => return false,
+        let Some(seq) = self.next_seq() else {
+            return false;
         };
         if socket.send_capacity() - socket.send_queue() < self.shadow.len() + packet.len() {
             return false;
@@ -513,22 +795,7 @@ impl XdpTcp {
             ip[..hlen].copy_from_slice(&template[..hlen]);
             ip[hlen..].copy_from_slice(packet);
             ip[ipv4::TOTAL_LEN].copy_from_slice(&total16.to_be_bytes());
-            ip[4..6].copy_from_slice(&ip_id.to_be_bytes());
-            ip[ipv4::CHECKSUM].copy_from_slice(&[0, 0]);
-            let ip_sum = xdp_common::checksum::ipv4_header(&ip[..ipv4::HEADER_LEN]);
-            ip[ipv4::CHECKSUM].copy_from_slice(&ip_sum.to_be_bytes());
-            let t = ipv4::HEADER_LEN;
-            ip[t..][l4::SEQ].copy_from_slice(&seq.to_be_bytes());
-            ip[t + l4::FLAGS] = ACK | PSH;
-            ip[t..][l4::CHECKSUM].copy_from_slice(&[0, 0]);
-            let tcp_len = (total - t) as u16;
-            let mut pseudo = [0u8; 12];
-            pseudo[..8].copy_from_slice(&ip[ipv4::SRC.start..ipv4::DST.end]);
-            pseudo[9] = ipv4::PROTOCOL_TCP;
-            pseudo[10..].copy_from_slice(&tcp_len.to_be_bytes());
-            let sum = xdp_common::checksum::sum(&pseudo) + xdp_common::checksum::sum(&ip[t..]);
-            let tcp_sum = !xdp_common::checksum::fold(sum);
-            ip[t..][l4::CHECKSUM].copy_from_slice(&tcp_sum.to_be_bytes());
+            seal(ip, seq, ip_id);
             Some(ETH + total)
         });
         if sent.is_err() {
@@ -538,25 +805,49 @@ impl XdpTcp {
         // as a repeat the device drops: off the order's path.
         self.shadow.extend_from_slice(packet);
         let end = seq.wrapping_add(packet.len() as u32);
-        self.seen.fast = Some((self.seen.fast.map_or(seq, |(from, _)| from), end));
+        self.seen.merge_fast(seq, end);
         self.seen.ip_id = ip_id.wrapping_add(1);
         true
+    }
+
+    /// The next byte's sequence number, where it is certain that a segment sent now at it
+    /// leaves no hole: everything the stack was given, and everything sent fast, is on the
+    /// wire (the stream's end is [`Seen::wire_end`]).
+    #[inline]
+    fn next_seq(&self) -> Option<u32> {
+        let next = self
+            .seen
+            .stream_start?
+            .wrapping_add(self.given)
+            .wrapping_add(self.shadow.len() as u32);
+        (self.seen.wire_end == next).then_some(next)
+    }
+
+    /// The bytes `packet` went to the socket.
+    #[inline]
+    fn gave(&mut self, packet: &[u8]) {
+        gave(&mut self.s, &mut self.given, packet);
+    }
+
+    /// smoltcp sends what it has to send, at `now`, on `tx` (the caller kicks).
+    fn egress(&mut self, now: u64, tx: &mut XskTx) {
+        let mut dev = Dev {
+            rx: &mut self.rx,
+            pool: &mut self.pool,
+            tx,
+            eth: self.eth,
+            seen: &mut self.seen,
+        };
+        let _ = self
+            .iface
+            .poll_egress(instant(now), &mut dev, &mut self.sockets);
     }
 
     /// smoltcp puts out what was sent fast (the device drops those repeats), if anything was.
     fn shadow_out(&mut self, tx: &mut XskTx) {
         self.hand_shadow();
         if self.seen.fast.is_some() {
-            let mut dev = Dev {
-                rx: &mut self.rx,
-                pool: &mut self.pool,
-                tx,
-                eth: self.eth,
-                seen: &mut self.seen,
-            };
-            let _ = self
-                .iface
-                .poll_egress(instant(now_ns()), &mut dev, &mut self.sockets);
+            self.egress(now_ns(), tx);
         }
     }
 
@@ -568,6 +859,10 @@ impl XdpTcp {
         let socket = self.sockets.get_mut::<tcp::Socket>(self.handle);
         let taken = socket.send_slice(&self.shadow).unwrap_or(0);
         debug_assert_eq!(taken, self.shadow.len());
+        let Self {
+            shadow, s, given, ..
+        } = self;
+        gave(s, given, &shadow[..taken]);
         self.shadow.clear();
     }
 
@@ -642,6 +937,12 @@ impl XdpTcp {
     }
 
     fn poll(&mut self, now: u64, tx: &mut XskTx) {
+        // A segment the program sent: the stack has it as sent before any acknowledgement of it
+        // comes in.
+        if self.check_fired() {
+            self.shadow_out(tx);
+            self.maybe_reset(tx);
+        }
         let mut dev = Dev {
             rx: &mut self.rx,
             pool: &mut self.pool,
@@ -667,7 +968,8 @@ impl XdpTcp {
             eprintln!("warning: the userspace TCP could not start a connection to {remote:?}: {e}");
         }
         // Nothing learned of the old connection holds for the new one.
-        self.seen = Seen::default();
+        self.seen.forget();
+        self.given = 0;
     }
 
     /// Reads what the socket holds and takes each answer.
@@ -699,6 +1001,8 @@ impl XdpTcp {
         if self.out.is_empty() {
             return;
         }
+        // Not at the sequence number an armed segment holds.
+        self.withdraw_segment();
         // Behind the bytes already on the wire, in their order.
         self.hand_shadow();
         let socket = self.sockets.get_mut::<tcp::Socket>(self.handle);
@@ -706,6 +1010,8 @@ impl XdpTcp {
             return;
         }
         if let Ok(n) = socket.send_slice(&self.out) {
+            let Self { out, s, given, .. } = self;
+            gave(s, given, &out[..n]);
             self.out.drain(..n);
             if self.out.is_empty() {
                 self.out_orders = 0;
@@ -715,13 +1021,17 @@ impl XdpTcp {
 
     /// The connection is gone: aborted (an RST), made again at the next service.
     fn lost(&mut self) {
+        self.withdraw_segment();
         self.s.report.disconnects += 1;
         self.s.client.disconnected();
         self.sockets.get_mut::<tcp::Socket>(self.handle).abort();
-        self.seen = Seen::default();
+        self.seen.forget();
         self.s.unsent(self.out_orders);
         self.out.clear();
         self.out_orders = 0;
+        // Bytes sent fast are on the wire, in the stream the exchange may have read, though
+        // smoltcp never had them.
+        self.s.digest.add(&self.shadow);
         self.shadow.clear();
         // Made again at the next service, not a reconnect interval later.
         self.next_connect = 0;
@@ -735,7 +1045,11 @@ impl XdpTcp {
     /// Logs out (if logged in) and returns the session's report.
     pub fn finish(&mut self, tx: &mut XskTx) -> OrderSessionReport {
         let now = now_ns();
+        self.withdraw_segment();
         self.shadow_out(tx);
+        // Before the logout's own bytes: what the exchange never acknowledged of the orders.
+        self.s.report.unacked_at_end =
+            self.sockets.get::<tcp::Socket>(self.handle).send_queue() as u64;
         if self.logged_in() {
             self.s.client.logout(now, &mut self.out);
             self.write_out();
@@ -744,6 +1058,7 @@ impl XdpTcp {
             self.poll(now, tx);
         }
         self.s.report.dropped_segments = self.seen.ring_full;
+
         self.s.final_report()
     }
 }
@@ -784,5 +1099,36 @@ impl Device for Probe<'_> {
         caps.medium = Medium::Ip;
         caps.max_transmission_unit = MTU;
         caps
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::repeat_of_fast;
+
+    #[test]
+    fn smoltcps_first_transmission_of_fast_bytes_is_dropped_and_nothing_else() {
+        let fast = Some((100, 200));
+        // Its first transmission, whole or in part.
+        assert_eq!(repeat_of_fast(fast, 100, 200), (None, true));
+        assert_eq!(repeat_of_fast(fast, 100, 150), (Some((150, 200)), true));
+        // Acknowledged before smoltcp put them out: it starts inside, the rest dropped.
+        assert_eq!(repeat_of_fast(fast, 150, 200), (None, true));
+        assert_eq!(repeat_of_fast(fast, 150, 180), (Some((180, 200)), true));
+        // Past the range: done with it, sent.
+        assert_eq!(repeat_of_fast(fast, 200, 250), (None, false));
+        // The bytes and more in one segment: sent, the range done.
+        assert_eq!(repeat_of_fast(fast, 100, 260), (None, false));
+        // A retransmission of earlier bytes: sent, the range kept; one reaching into it moves it.
+        assert_eq!(repeat_of_fast(fast, 50, 100), (fast, false));
+        assert_eq!(repeat_of_fast(fast, 50, 150), (Some((150, 200)), false));
+        assert_eq!(repeat_of_fast(None, 100, 200), (None, false));
+        // Across the sequence space's wrap.
+        let wrap = Some((u32::MAX - 9, 40));
+        assert_eq!(
+            repeat_of_fast(wrap, u32::MAX - 9, 20),
+            (Some((20, 40)), true)
+        );
+        assert_eq!(repeat_of_fast(wrap, 40, 90), (None, false));
     }
 }

@@ -115,6 +115,23 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TriggerIo<BLOCK, BUSY_POLL> {
         &self.xdp
     }
 
+    /// The AF_XDP part, to finish its order session.
+    pub fn xdp_mut(&mut self) -> &mut XdpIo<false, BUSY_POLL> {
+        &mut self.xdp
+    }
+
+    /// With the TCP trigger, the segment for `arm` (about to be written, under the next
+    /// generation) armed in the userspace TCP: `Err` if the session can't take one now (the
+    /// tick is then the trader's). Without it, nothing to do.
+    fn arm_segment(&mut self, arm: &Arm) -> Result<(), super::tcp_xdp::NoSegment> {
+        let Some(tcp) = self.xdp.order_tcp() else {
+            return Ok(());
+        };
+        let order =
+            fired_order(&Fired::of(arm, 0), self.stock).ok_or(super::tcp_xdp::NoSegment::Order)?;
+        tcp.arm_segment(&order, self.arm.generation().wrapping_add(2))
+    }
+
     /// What was armed, fired and checked, with the hit rate and the arm cost filled in.
     pub fn summary(&self) -> TriggerReport {
         let mut r = self.report;
@@ -393,27 +410,51 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for TriggerIo<BLOCK, BUS
         self.xdp.pin_source(line, source);
     }
 
-    /// Arms the next tick (or disarms, if it can't be armed and an arm may still fire).
+    /// Arms the next tick (or disarms, if it can't be armed and an arm may still fire). With
+    /// the TCP trigger, the userspace TCP first catches up with what went and serves its
+    /// session (anything it sends of its own withdraws the armed segment), then the segment
+    /// for the next arm is armed before the arm.
     fn after_turn(&mut self, trader: &mut Trader) {
+        self.xdp.after_turn(trader);
         let t0 = now_ns();
         let next = trader.next_arm();
+        let before = self.decided;
         self.decided = Some((trader.next_seq(), next.is_ok()));
+        // The TCP trigger's segment still goes with the arm written last (always true without
+        // it).
+        let generation = self.arm.generation();
+        let stands = self
+            .xdp
+            .order_tcp()
+            .is_none_or(|t| t.armed_segment() == Some(generation));
         let write = match next {
+            Ok(arm) if self.live == Some(arm) && stands => {
+                // Already armed for this tick (the turn moved nothing forward).
+                return;
+            }
             Ok(arm) => {
-                if self.live == Some(arm) {
-                    // Already armed for this tick (the turn moved nothing forward).
-                    return;
-                }
-                self.report.arms += 1;
-                // `live` is the arm as computed; what is written may be corrupted (a test).
-                self.live = Some(arm);
-                self.session = arm.session;
+                // `live` is the arm as computed; what is written may be corrupted (a test),
+                // the TCP trigger's segment with it: what fires is what was written.
                 let mut write = arm;
                 if self.corrupt > 0 {
                     self.corrupt -= 1;
                     write.side = if arm.side == b'B' { b'S' } else { b'B' };
                 }
-                write
+                self.session = arm.session;
+                if self.arm_segment(&write).is_ok() {
+                    self.report.arms += 1;
+                    self.live = Some(arm);
+                    write
+                } else {
+                    // Counted once a tick (a turn that moved nothing forward tries again).
+                    let unarmed = Some((trader.next_seq(), false));
+                    if before != unarmed {
+                        self.report.unarmed.no_segment += 1;
+                    }
+                    self.decided = unarmed;
+                    self.live = None;
+                    self.disarm(arm.seq)
+                }
             }
             Err(why) => {
                 count_unarmed(&mut self.report.unarmed, why);
@@ -428,7 +469,12 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for TriggerIo<BLOCK, BUS
                 self.disarm(trader.next_seq())
             }
         };
-        if self.written == Some(write) {
+        // A segment armed just now goes with the arm about to be written: it must be written.
+        let fresh = self
+            .xdp
+            .order_tcp()
+            .is_some_and(|t| t.armed_segment() == Some(generation.wrapping_add(2)));
+        if self.written == Some(write) && !fresh && (write.armed == 0 || stands) {
             // Already there (the turn moved nothing forward).
             return;
         }
@@ -447,6 +493,10 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for TriggerIo<BLOCK, BUS
             self.arm.set(&disarm);
         }
         self.live = None;
+        // The TCP trigger's segment too: the stack learns now if it went.
+        if let Some(tcp) = self.xdp.order_tcp() {
+            tcp.withdraw_segment();
+        }
         // A program run that read the arm just before the disarm commits its record within
         // microseconds: give it a millisecond before the last read of the ring.
         std::thread::sleep(std::time::Duration::from_millis(1));

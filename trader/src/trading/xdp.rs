@@ -98,6 +98,13 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
         self
     }
 
+    /// The userspace TCP's order session, if there is one (the TCP trigger arms its segments
+    /// there).
+    #[inline]
+    pub(super) fn order_tcp(&mut self) -> Option<&mut super::XdpTcp> {
+        self.tcp.as_deref_mut()
+    }
+
     /// One pass of the order session outside the loop: its segments off every RX ring (a
     /// feed frame now is counted as not ours: the feed starts after the login, and ends before
     /// the last answers), then its timers and sends.

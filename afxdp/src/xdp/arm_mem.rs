@@ -1,0 +1,281 @@
+//! The trigger's arm and the TCP trigger's segment, memory-mapped: the one place that touches
+//! the program's memory directly.
+#![expect(
+    unsafe_code,
+    reason = "mmap(2) of the arm and segment arrays, and writes through the mappings"
+)]
+use std::{
+    io,
+    os::fd::{AsFd as _, AsRawFd as _},
+    ptr::NonNull,
+    sync::atomic::{AtomicU32, AtomicU64, Ordering, fence},
+};
+
+use aya::maps::MapData;
+use xdp_common::{
+    Arm, ArmSlot,
+    segment::{FRAME_LEN, SegmentSlot},
+};
+
+/// Maps the first value of `map` (an array made with `BPF_F_MMAPABLE`) as a `T`: the pointer
+/// and the mapping's length.
+fn map_value<T>(map: &MapData) -> io::Result<(NonNull<T>, usize)> {
+    // SAFETY: sysconf has no preconditions.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+        .unwrap_or(4096)
+        .max(1);
+    let len = size_of::<T>().div_ceil(page) * page;
+    let fd = map.fd().as_fd().as_raw_fd();
+    // SAFETY: a fresh shared mapping of the map's fd, whose first value is the `T`; the kernel
+    // checks the length against the array and the flag.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    let v = NonNull::new(p.cast::<T>()).ok_or_else(|| io::Error::other("mmap at 0"))?;
+    Ok((v, len))
+}
+
+/// The trigger's arm ([`super::XdpProgram::take_arm`]), mapped into this process.
+pub struct ArmMap {
+    /// The map, held open while it is mapped.
+    _map: MapData,
+    /// Its one value, the arm and the record of what fired, at the start of the mapping.
+    arm: NonNull<ArmSlot>,
+    len: usize,
+    /// The generation of the last arm written (even).
+    generation: u32,
+}
+
+impl std::fmt::Debug for ArmMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArmMap")
+            .field("generation", &self.generation)
+            .finish()
+    }
+}
+
+impl ArmMap {
+    /// Maps `map`'s values (an array of one `ArmSlot`, made with `BPF_F_MMAPABLE`).
+    pub(super) fn map(map: MapData) -> io::Result<ArmMap> {
+        let (arm, len) = map_value::<ArmSlot>(&map)?;
+        // SAFETY: the mapping is at least one ArmSlot long and page-aligned.
+        let generation =
+            unsafe { std::ptr::read_volatile(&raw const (*arm.as_ptr()).arm.generation) } & !1;
+        Ok(ArmMap {
+            _map: map,
+            arm,
+            len,
+            generation,
+        })
+    }
+
+    /// Writes `arm` (its `generation` is ours): the program fires its order on the tick `arm.seq`
+    /// if that tick's price is in its set (`armed = 0`: nothing fires). A sequence lock's
+    /// write: the generation made odd, the arm, the generation made even; a program run
+    /// reading meanwhile sees the generation odd or changed and doesn't fire.
+    // This, `begin`, `end` and `FiredRing::next_fired` run per tick on the trigger path,
+    // called from the trader crate: `#[inline]` lets them inline there.
+    #[inline]
+    pub fn set(&mut self, arm: &Arm) {
+        self.begin(arm);
+        self.end();
+    }
+
+    /// The first half of [`ArmMap::set`]: the arm written with its generation odd, as a
+    /// program run in the middle of a write sees it. For the test that such an arm never
+    /// fires; [`ArmMap::set`] is the whole write.
+    #[doc(hidden)]
+    #[inline]
+    pub fn begin(&mut self, arm: &Arm) {
+        let odd = self.generation.wrapping_add(1);
+        let p = self.arm.as_ptr();
+        // SAFETY: `p` points at the mapped arm, valid while `self` lives; volatile, as the
+        // program reads it concurrently (single writer: this process, through `&mut self`).
+        unsafe {
+            std::ptr::write_volatile(&raw mut (*p).arm.generation, odd);
+            // The odd generation before any of the arm's bytes.
+            fence(Ordering::Release);
+            // The arm only: the record after it is the program's.
+            std::ptr::write_volatile(
+                &raw mut (*p).arm,
+                Arm {
+                    generation: odd,
+                    ..*arm
+                },
+            );
+        }
+        self.generation = odd;
+    }
+
+    /// The second half of [`ArmMap::set`]: the generation made even again.
+    #[doc(hidden)]
+    #[inline]
+    pub fn end(&mut self) {
+        let even = self.generation.wrapping_add(self.generation & 1);
+        // The arm's bytes before the even generation.
+        fence(Ordering::Release);
+        // SAFETY: as in `begin`.
+        unsafe { std::ptr::write_volatile(&raw mut (*self.arm.as_ptr()).arm.generation, even) };
+        self.generation = even;
+    }
+
+    /// The generation of the last arm written (even): what the program records when it
+    /// fires that arm.
+    #[inline]
+    pub fn generation(&self) -> u32 {
+        self.generation
+    }
+
+    /// What the program fired last: the generation of the arm, and the tick's price
+    /// (`(0, _)`: nothing yet). One load of the line the program wrote; the generation read
+    /// first, with acquire ordering, so the price read after it is the one written with it.
+    #[inline]
+    pub fn last_fired(&self) -> (u32, u32) {
+        let p = self.arm.as_ptr();
+        // SAFETY: `p` points at the mapped slot, valid while `self` lives; the program
+        // writes these two aligned u32s, which are read here as atomics (an AtomicU32 has
+        // the layout of a u32).
+        unsafe {
+            let generation =
+                (*(&raw const (*p).fired_generation).cast::<AtomicU32>()).load(Ordering::Acquire);
+            let price =
+                (*(&raw const (*p).fired_price).cast::<AtomicU32>()).load(Ordering::Relaxed);
+            (generation, price)
+        }
+    }
+}
+
+impl Drop for ArmMap {
+    fn drop(&mut self) {
+        // SAFETY: the mapping this made, unmapped once.
+        unsafe { libc::munmap(self.arm.as_ptr().cast(), self.len) };
+    }
+}
+
+/// The TCP trigger's segment ([`super::XdpProgram::take_segment`]), mapped into this process:
+/// written by the trader's userspace TCP, sent by the program when the armed tick fires, under
+/// the claim rule `xdp_common::segment` describes.
+pub struct SegmentMap {
+    /// The map, held open while it is mapped.
+    _map: MapData,
+    slot: NonNull<SegmentSlot>,
+    len: usize,
+}
+
+impl std::fmt::Debug for SegmentMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SegmentMap")
+    }
+}
+
+/// What became of a segment the stack withdrew.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Withdrawn {
+    /// The program sent it before the withdrawal, at this price (Price(4)).
+    Sent(u32),
+    /// It never left, and never will.
+    Unsent,
+    /// A claim of the program's was still unsettled after the wait (never seen: a program run
+    /// settles its claim within nanoseconds): whether it left is unknown.
+    InDoubt,
+}
+
+/// How long [`SegmentMap::withdraw`] waits for the program to settle a claim at most.
+const SETTLE_WAIT: std::time::Duration = std::time::Duration::from_millis(10);
+
+impl SegmentMap {
+    pub(super) fn map(map: MapData) -> io::Result<SegmentMap> {
+        let (slot, len) = map_value::<SegmentSlot>(&map)?;
+        Ok(SegmentMap {
+            _map: map,
+            slot,
+            len,
+        })
+    }
+
+    /// Arms `frame` (its price bytes and TCP checksum zero; `partial`, its checksum's partial
+    /// sum) for the arm of `generation`. The segment written before must have been
+    /// [withdrawn](SegmentMap::withdraw) (or sent): the program no longer reads it. False, and
+    /// nothing written, while a claim of the program's is unsettled (never seen: only after a
+    /// withdrawal found one in doubt).
+    #[inline]
+    #[must_use]
+    pub fn write(&mut self, generation: u32, frame: &[u8; FRAME_LEN], partial: u32) -> bool {
+        let p = self.slot.as_ptr();
+        // SAFETY: `p` points at the mapped slot, valid while `self` lives; the program reads
+        // the frame only under a claim of the generation written last, which was withdrawn
+        // and settled (or sent) before this (checked just below), so nothing reads these bytes
+        // meanwhile. The program's words are read as the atomics they are written as.
+        unsafe {
+            let claims = (*(&raw const (*p).claims).cast::<AtomicU64>()).load(Ordering::Acquire);
+            let resolved =
+                (*(&raw const (*p).resolved).cast::<AtomicU64>()).load(Ordering::Acquire);
+            if resolved < claims {
+                return false;
+            }
+            std::ptr::write_volatile(&raw mut (*p).frame, *frame);
+            std::ptr::write_volatile(&raw mut (*p).partial, partial);
+            // The frame and its sum before the generation that names them.
+            fence(Ordering::Release);
+            std::ptr::write_volatile(&raw mut (*p).generation, generation);
+        }
+        true
+    }
+
+    /// Withdraws the segment of `generation`: from here the program won't send it. Whether it
+    /// did before, after any claim of the program's has settled (`xdp_common::segment`'s rule:
+    /// the withdrawal, a full fence, the claims read).
+    pub fn withdraw(&mut self, generation: u32) -> Withdrawn {
+        let p = self.slot.as_ptr();
+        // SAFETY: as in `write`; the program's words are read as the atomics they are
+        // written as (an AtomicU64/AtomicU32 has the layout of a u64/u32).
+        unsafe {
+            std::ptr::write_volatile(&raw mut (*p).withdrawn, generation);
+            fence(Ordering::SeqCst);
+            let claims = (*(&raw const (*p).claims).cast::<AtomicU64>()).load(Ordering::Acquire);
+            let resolved = &*(&raw const (*p).resolved).cast::<AtomicU64>();
+            let start = std::time::Instant::now();
+            while resolved.load(Ordering::Acquire) < claims {
+                if start.elapsed() > SETTLE_WAIT {
+                    return Withdrawn::InDoubt;
+                }
+                std::hint::spin_loop();
+            }
+        }
+        match self.sent() {
+            (g, price) if g == generation => Withdrawn::Sent(price),
+            _ => Withdrawn::Unsent,
+        }
+    }
+
+    /// The segment the program sent last: its arm generation (0: none yet) and price. The
+    /// generation read first (acquire), so the price is the one recorded with it.
+    #[inline]
+    pub fn sent(&self) -> (u32, u32) {
+        let p = self.slot.as_ptr();
+        // SAFETY: as in `withdraw`.
+        unsafe {
+            let generation =
+                (*(&raw const (*p).sent_generation).cast::<AtomicU32>()).load(Ordering::Acquire);
+            let price = (*(&raw const (*p).sent_price).cast::<AtomicU32>()).load(Ordering::Relaxed);
+            (generation, price)
+        }
+    }
+}
+
+impl Drop for SegmentMap {
+    fn drop(&mut self) {
+        // SAFETY: the mapping this made, unmapped once.
+        unsafe { libc::munmap(self.slot.as_ptr().cast(), self.len) };
+    }
+}
