@@ -81,7 +81,19 @@ pub enum XdpError {
         #[source]
         source: aya::maps::MapError,
     },
+    /// Packets kept the program running through every try at a consistent snapshot.
+    #[error(
+        "the program's counters and stages kept moving through {tries} reads (packets still \
+         arriving): no consistent snapshot"
+    )]
+    Unsettled {
+        /// How many reads were tried.
+        tries: usize,
+    },
 }
+
+/// How many times [`XdpProgram::snapshot`] reads before giving up.
+const SNAPSHOT_TRIES: usize = 16;
 
 /// How the program is loaded: its load-time globals besides the port and the action.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -283,8 +295,12 @@ impl XdpProgram {
 
     /// What the kernel says of the loaded program: its size after the verifier (which has
     /// removed the logging code when the log global is off) and JIT-compiled, and, with
-    /// [`XdpProgram::enable_run_stats`], its runs and their total time so far.
-    pub fn program_stats(&self) -> Option<results::XdpProgramStats> {
+    /// [`XdpProgram::enable_run_stats`], its runs and their total time so far; with the
+    /// `stages` of a [`XdpProgram::snapshot`], which they are reported with.
+    pub fn program_stats(
+        &self,
+        stages: Option<Vec<results::OutcomeStages>>,
+    ) -> Option<results::XdpProgramStats> {
         let prog: &Xdp = self.ebpf.program(PROG_NAME)?.try_into().ok()?;
         let info = prog.info().ok()?;
         let counted = self.run_stats.is_some();
@@ -294,7 +310,7 @@ impl XdpProgram {
             log: self.logs,
             runs: counted.then(|| info.run_count()),
             run_ns: counted.then(|| u64::try_from(info.run_time().as_nanos()).unwrap_or(u64::MAX)),
-            stages: if self.timed { self.stages().ok() } else { None },
+            stages,
         })
     }
 
@@ -427,6 +443,20 @@ impl XdpProgram {
             })
     }
 
+    /// The counters and, with stage timing on, the stages, read as one snapshot: each run
+    /// adds to one counter and one outcome's stages, and a run that lands between the separate
+    /// map reads would otherwise be in one and not the other. The stages are read on both sides
+    /// of the counters and the read is taken again until nothing ran in between (a few tries;
+    /// after the loop has ended only the exchange's end-of-session repeats still arrive).
+    pub fn snapshot(&self) -> Result<(Counters, Option<Vec<results::OutcomeStages>>), XdpError> {
+        if !self.timed {
+            return Ok((self.counters()?, None));
+        }
+        let runs = |s: &Vec<results::OutcomeStages>| s.iter().map(|o| o.runs).sum::<u64>();
+        let (counters, stages) = settled(|| self.stages(), || self.counters(), runs)?;
+        Ok((counters, Some(stages)))
+    }
+
     /// Every counter summed over CPUs, in [`Counter::ALL`] order.
     pub fn counters(&self) -> Result<Counters, XdpError> {
         let map = self.ebpf.map(MAP_COUNTERS).ok_or_else(|| XdpError::Map {
@@ -450,6 +480,28 @@ impl XdpProgram {
         }
         Ok(out)
     }
+}
+
+/// Reads `stages`, then `counters` and `stages` again until the stages' `runs` did not move
+/// across the counters' read: the counters and the stages read last then count the same runs.
+fn settled<C, S>(
+    mut stages: impl FnMut() -> Result<S, XdpError>,
+    mut counters: impl FnMut() -> Result<C, XdpError>,
+    runs: impl Fn(&S) -> u64,
+) -> Result<(C, S), XdpError> {
+    let mut before = runs(&stages()?);
+    for _ in 0..SNAPSHOT_TRIES {
+        let c = counters()?;
+        let after = stages()?;
+        let now = runs(&after);
+        if now == before {
+            return Ok((c, after));
+        }
+        before = now;
+    }
+    Err(XdpError::Unsettled {
+        tries: SNAPSHOT_TRIES,
+    })
 }
 
 /// One outcome's stage means from its summed runs (`None` without runs): each stage the runs
@@ -639,6 +691,41 @@ impl std::fmt::Display for Counters {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::Cell;
+
+    /// A program run lands between the first stage read and the counters (as the exchange's
+    /// end-of-session repeats do after the loop): the snapshot is taken again, and what it
+    /// returns counts the same runs in the counters and in the stages.
+    #[test]
+    fn a_snapshot_is_read_again_until_no_run_lands_inside_it() {
+        // The program's state: runs completed so far; each read of the stages or the
+        // counters sees it, and a run lands right after each of the first two stage reads.
+        let runs = Cell::new(10u64);
+        let stage_reads = Cell::new(0);
+        let stages = || {
+            let seen = runs.get();
+            stage_reads.set(stage_reads.get() + 1);
+            if stage_reads.get() <= 2 {
+                runs.set(runs.get() + 1);
+            }
+            Ok(seen)
+        };
+        let (counters, stages) = settled(stages, || Ok(runs.get()), |s| *s).unwrap();
+        assert_eq!(counters, stages, "the counters and stages count the same runs");
+        assert_eq!(stages, 12);
+        assert_eq!(stage_reads.get(), 4, "two reads moved, then two agreed");
+    }
+
+    #[test]
+    fn a_program_that_never_stops_running_gives_no_snapshot() {
+        let runs = Cell::new(0u64);
+        let stages = || {
+            runs.set(runs.get() + 1);
+            Ok(runs.get())
+        };
+        let err = settled(stages, || Ok(()), |s| *s).unwrap_err();
+        assert!(matches!(err, XdpError::Unsettled { tries: SNAPSHOT_TRIES }), "{err}");
+    }
 
     #[test]
     fn stage_means_are_net_of_one_clock_read_and_skip_stages_not_passed() {

@@ -110,7 +110,7 @@ pub(crate) fn run_xdp(
         frames_not_ours: x.frames_not_ours,
         rx_queue_frames: x.rx_queue_frames,
         xdp_counters: x.xdp_counters,
-        xdp_program: prog.program_stats(),
+        xdp_program: prog.program_stats(x.xdp_stages),
         xsk_stats: x.xsk_stats,
         rss_start_kib,
         trigger: x.trigger,
@@ -127,6 +127,8 @@ struct XskEnd {
     xsk_stats: Option<XskStats>,
     rx_queue_frames: Vec<u64>,
     xdp_counters: Option<XdpCounters>,
+    /// The stages (`--xdp-stages`), read with the counters as one snapshot.
+    xdp_stages: Option<Vec<results::OutcomeStages>>,
     trigger: Option<TriggerReport>,
 }
 
@@ -339,7 +341,8 @@ fn xsk_end<const BLOCK: bool, const BUSY_POLL: bool>(
     // The program's counters now, while the socket is still in its map: the exchange's
     // repeated end-of-session packets that arrive after the loop ended would otherwise count
     // as frames no socket took (redirect_failed), a queue problem there isn't.
-    let xdp_counters = prog.counters().ok().map(|c| c.to_report());
+    // Read with the stages as one snapshot, so that each run is in both or in neither.
+    let (xdp_counters, xdp_stages) = snapshot(prog);
     XskEnd {
         end,
         order_session: None,
@@ -353,7 +356,20 @@ fn xsk_end<const BLOCK: bool, const BUSY_POLL: bool>(
             .map(crate::xsk::sum_stats),
         rx_queue_frames: io.frames_per_queue.clone(),
         xdp_counters,
+        xdp_stages,
         trigger,
+    }
+}
+
+/// The program's counters and stages (with `--xdp-stages`) as one snapshot
+/// ([`XdpProgram::snapshot`]); said and left out if no snapshot could be taken.
+fn snapshot(prog: &XdpProgram) -> (Option<XdpCounters>, Option<Vec<results::OutcomeStages>>) {
+    match prog.snapshot() {
+        Ok((counters, stages)) => (Some(counters.to_report()), stages),
+        Err(e) => {
+            eprintln!("trader: the XDP program's counters are left out of the report: {e}");
+            (None, None)
+        }
     }
 }
 
@@ -475,6 +491,7 @@ pub(crate) fn run_reflect(o: &Options, stop: &AtomicBool) -> anyhow::Result<Path
         }
     };
     let (context_switches, thread_time) = span.finish(false);
+    let (xdp_counters, xdp_stages) = snapshot(&prog);
     Ok(PathEnd {
         end: LoopEnd {
             reason,
@@ -483,8 +500,8 @@ pub(crate) fn run_reflect(o: &Options, stop: &AtomicBool) -> anyhow::Result<Path
         },
         frames_not_ours: FrameCounts::default(),
         rx_queue_frames: Vec::new(),
-        xdp_counters: prog.counters().ok().map(|c| c.to_report()),
-        xdp_program: prog.program_stats(),
+        xdp_counters,
+        xdp_program: prog.program_stats(xdp_stages),
         xsk_stats: None,
         rss_start_kib,
         trigger: None,
@@ -537,7 +554,7 @@ fn attach(
 
 /// Says how large the loaded XDP program is, and whether it logs.
 fn say_loaded(o: &Options, prog: &XdpProgram) {
-    if let Some(p) = prog.program_stats() {
+    if let Some(p) = prog.program_stats(None) {
         eprintln!(
             "xdp: program loaded, {} B of eBPF after the verifier, {} B JIT-compiled; log {}",
             p.translated_bytes,
