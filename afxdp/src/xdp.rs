@@ -711,7 +711,10 @@ mod tests {
             Ok(seen)
         };
         let (counters, stages) = settled(stages, || Ok(runs.get()), |s| *s).unwrap();
-        assert_eq!(counters, stages, "the counters and stages count the same runs");
+        assert_eq!(
+            counters, stages,
+            "the counters and stages count the same runs"
+        );
         assert_eq!(stages, 12);
         assert_eq!(stage_reads.get(), 4, "two reads moved, then two agreed");
     }
@@ -724,7 +727,15 @@ mod tests {
             Ok(runs.get())
         };
         let err = settled(stages, || Ok(()), |s| *s).unwrap_err();
-        assert!(matches!(err, XdpError::Unsettled { tries: SNAPSHOT_TRIES }), "{err}");
+        assert!(
+            matches!(
+                err,
+                XdpError::Unsettled {
+                    tries: SNAPSHOT_TRIES
+                }
+            ),
+            "{err}"
+        );
     }
 
     #[test]
