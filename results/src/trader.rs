@@ -169,6 +169,10 @@ pub struct TriggerReport {
     pub unarmed: Unarmed,
     /// Computing and writing one arm, after the tick before it (µs): off the critical path.
     pub arm_cost: Summary,
+    /// Whether the trader pushed each arm's cache line out of its core after writing it
+    /// (`CLDEMOTE`; off without it, or with `--no-arm-demote`).
+    #[serde(default)]
+    pub arm_demoted: bool,
 }
 
 /// [`TriggerReport::unarmed`]: decisions not to arm, by reason.

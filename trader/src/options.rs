@@ -127,6 +127,13 @@ pub struct Options {
     /// that all have it (the paths with an XDP program).
     #[arg(long)]
     pub xdp_stats: bool,
+    /// Trigger path: don't push the arm's cache line out of the trader's core after writing
+    /// it. By default, where the CPU has `CLDEMOTE` (Intel, Sapphire Rapids and later), the
+    /// trader demotes the line to the shared cache, so that the program's read of the arm, the
+    /// first access of its every run, isn't a snoop of the trader's core; elsewhere nothing
+    /// changes. For measuring what the demote buys (compare `--xdp-stages` runs).
+    #[arg(long)]
+    pub no_arm_demote: bool,
     /// Time each stage of the XDP program's runs (classify, the trigger's arm read, checks,
     /// match, order write and record, the redirect) with `bpf_ktime_get_ns()` at each
     /// mark; the report's `xdp_program.stages` gets the mean ns per stage by outcome (fired,
@@ -318,6 +325,7 @@ impl Options {
             xdp_mode,
             xdp_log,
             xdp_stats,
+            no_arm_demote,
             xdp_stages,
             housekeeping: _,
             queues,
@@ -372,6 +380,7 @@ impl Options {
         a.changed("--xdp-mode", xdp_mode, &d.xdp_mode);
         a.flag("--xdp-log", *xdp_log);
         a.flag("--xdp-stats", *xdp_stats);
+        a.flag("--no-arm-demote", *no_arm_demote);
         a.flag("--xdp-stages", *xdp_stages);
         if let Queues::First(n) = queues {
             a.value("--queues", n);

@@ -113,15 +113,30 @@ fn trigger_path_fires_the_engines_orders_with_parity() {
     // How many are fired depends on the trader keeping up (a test running beside this one
     // starves it): the rate is the benchmark's to report; here, that the driver fired some.
     assert!(t.fired > 0 && t.arms > 0, "{t:?}");
+    // Each arm's line is pushed to the shared cache after its write wherever the CPU can.
+    assert_eq!(t.arm_demoted, cpu_has_cldemote(), "{t:?}");
+}
+
+/// Whether this machine's CPU lists `cldemote` among its flags.
+fn cpu_has_cldemote() -> bool {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .expect("/proc/cpuinfo")
+        .lines()
+        .find(|l| l.starts_with("flags"))
+        .is_some_and(|l| l.split_whitespace().any(|f| f == "cldemote"))
 }
 
 /// The same run with the trader asleep in poll() between ticks: woken by the ring and the
 /// socket alike, it trades the same orders. Run with the timed program (`--xdp-stages`), which
-/// must trade exactly as the untimed one and account for every run it timed.
+/// must trade exactly as the untimed one and account for every run it timed, and with the
+/// arm's line left where the trader wrote it (`--no-arm-demote`), which must too.
 #[test]
 fn trigger_path_blocking() {
-    let Some((replay, trader)) = run("trigger", "trigblk", &["--wait", "block", "--xdp-stages"])
-    else {
+    let Some((replay, trader)) = run(
+        "trigger",
+        "trigblk",
+        &["--wait", "block", "--xdp-stages", "--no-arm-demote"],
+    ) else {
         return;
     };
     check("trigger-block", &replay, &trader);
@@ -131,6 +146,7 @@ fn trigger_path_blocking() {
     assert_eq!(t.fired, x.trigger_fired, "every fired order was read back");
     assert_eq!(t.fired + t.software_orders, replay.orders_received, "{t:?}");
     assert!(t.fired > 0, "{t:?}");
+    assert!(!t.arm_demoted, "--no-arm-demote: {t:?}");
     let stages = trader
         .xdp_program
         .and_then(|p| p.stages)

@@ -414,25 +414,36 @@ pub struct Arm {
     pub generation: u32,
 }
 
-/// The value of the [`MAP_ARM`] array: the [`Arm`] userspace writes, and the record of the last
-/// order the program fired, which the program writes in the same cache line (it writes that
-/// line anyway, to consume the arm) and userspace reads. 64 bytes, one line of the mapped page.
+/// The value of the [`MAP_ARM`] array: the [`Arm`] userspace writes, in the first cache line of
+/// the mapped page, and the record of the last order the program fired, which the program
+/// writes and userspace reads, in the second. 128 bytes.
+///
+/// Two lines, so that the trader's spinning on the record never pulls the arm's line back to
+/// its core: once it has written an arm, the trader can push that line out of its own caches
+/// (x86's `CLDEMOTE`, where the CPU has it) and the program's read of it, the first access of
+/// every trigger run, is then served by the shared cache rather than by snooping the trader's
+/// core. The program's stores (the record, the consumed `armed`) wait in its store buffer, off
+/// the run's critical path.
 ///
 /// The record is the fired arm's generation and the tick's price: the rest of the order is the
 /// arm userspace wrote with that generation, which it keeps. The program writes the price,
 /// then the generation; userspace reads the generation (acquire), then the price. A reader
 /// that sleeps is woken by a [`Fired`] in [`MAP_FIRED`] as well (`FIRED_WAKEUP`); one that
-/// spins reads this line and nothing else.
+/// spins reads the record's line and nothing else.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ArmSlot {
     /// Written by userspace only (under its sequence lock), read by the program; the program
     /// clears `armed` when it fires.
     pub arm: Arm,
+    /// Zero: the rest of the arm's line.
+    pub arm_pad: [u8; 8],
     /// Written by the program only: the generation of the last arm it fired (0: none yet).
     pub fired_generation: u32,
     /// Written by the program only: the price of the tick it fired that arm on, Price(4).
     pub fired_price: u32,
+    /// Zero: the rest of the record's line.
+    pub fired_pad: [u64; 7],
 }
 
 /// [`Arm::direction`]: fire when the price is at or above the threshold.
@@ -699,7 +710,12 @@ mod tests {
     #[test]
     fn the_shared_records_have_no_hidden_padding() {
         assert_eq!(core::mem::size_of::<Arm>(), 56);
-        assert_eq!(core::mem::size_of::<ArmSlot>(), 64, "one cache line");
+        assert_eq!(core::mem::size_of::<ArmSlot>(), 128, "two cache lines");
+        assert_eq!(
+            core::mem::offset_of!(ArmSlot, fired_generation),
+            64,
+            "the record starts the second line"
+        );
         assert_eq!(core::mem::size_of::<Fired>(), Fired::LEN);
         // A record as the program writes it (native endian, repr(C)), read back.
         let mut b = [0u8; Fired::LEN];

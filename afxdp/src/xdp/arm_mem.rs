@@ -54,6 +54,8 @@ pub struct ArmMap {
     len: usize,
     /// The generation of the last arm written (even).
     generation: u32,
+    /// Push the arm's line out of this core after each write ([`demote`]).
+    demote: bool,
 }
 
 impl std::fmt::Debug for ArmMap {
@@ -76,7 +78,21 @@ impl ArmMap {
             arm,
             len,
             generation,
+            demote: can_demote(),
         })
+    }
+
+    /// Whether to push the arm's line out of this core's caches after each write (on where
+    /// the CPU can: [`can_demote`]). Once written, the line's next reader is the program, on
+    /// the CPU that takes the tick: demoted, its read finds the line in the shared cache
+    /// instead of snooping this core for it. Off, for measuring what that buys.
+    pub fn set_demote(&mut self, on: bool) {
+        self.demote = on && can_demote();
+    }
+
+    /// Whether each write ends with the arm's line demoted ([`ArmMap::set_demote`]).
+    pub fn demotes(&self) -> bool {
+        self.demote
     }
 
     /// Writes `arm` (its `generation` is ours): the program fires its order on the tick `arm.seq`
@@ -127,6 +143,12 @@ impl ArmMap {
         // SAFETY: as in `begin`.
         unsafe { std::ptr::write_volatile(&raw mut (*self.arm.as_ptr()).arm.generation, even) };
         self.generation = even;
+        if self.demote {
+            // After the stores above, to the same line (CLDEMOTE is ordered with them); this
+            // process doesn't touch the line again before its next write (the record it
+            // reads is on the slot's second line).
+            demote(self.arm.as_ptr().cast());
+        }
     }
 
     /// The generation of the last arm written (even): what the program records when it
@@ -153,6 +175,34 @@ impl ArmMap {
             (generation, price)
         }
     }
+}
+
+/// Whether this CPU has `CLDEMOTE` (CPUID leaf 7, ECX bit 25).
+pub(super) fn can_demote() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let leaf = std::arch::x86_64::__cpuid_count(7, 0);
+        leaf.ecx & (1 << 25) != 0
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Hints the CPU to move the line holding `p` from this core's caches to the shared one
+/// (`CLDEMOTE`): a hint, no architectural effect, a no-op without the instruction.
+#[inline]
+fn demote(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: CLDEMOTE only hints at where a line should live; it reads and writes no
+    // architectural state and doesn't fault on a mapped address (`p` is in the mapped slot).
+    // On a CPU without it the encoding is a NOP.
+    unsafe {
+        std::arch::asm!("cldemote byte ptr [{}]", in(reg) p, options(nostack, preserves_flags));
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 impl Drop for ArmMap {

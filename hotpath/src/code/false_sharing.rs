@@ -233,16 +233,18 @@ pub fn trader_note(added_ns: f64) -> String {
          `run_with_clock`: one relaxed load per turn, written only by the signal handler, so \
          its line stays shared-clean); the XDP program's counters are a per-CPU map \
          (xdp-ebpf/src/program.rs `COUNTERS: PerCpuArray`). One line is shared on purpose, on \
-         the trigger path: the `ARM` map's one value, `ArmSlot` (xdp-common/src/lib.rs: 64 \
-         bytes, one cache line; the map is `ARM: Array<ArmSlot>` in xdp-ebpf/src/program.rs, \
-         memory-mapped by `ArmMap` in afxdp/src/xdp.rs). The trader writes its `Arm` between \
-         ticks under a sequence lock (`ArmMap::set`) and reads `fired_generation` and \
-         `fired_price` (`ArmMap::last_fired`); the XDP program, on the CPU that polls the \
-         NIC's RX queue, reads the arm, clears `armed` when it fires and writes that record in \
-         the same line. Two writers on one line is true sharing, not false: the program writes \
-         the line anyway to consume the arm, so the record costs no further transfer, where a \
-         line of its own would add one for the trader to read. The line moves a few times per \
-         armed tick, not per increment; {here}. Nothing to pad today; the `floor` binary keeps \
+         the trigger path: the `ARM` map's one value, `ArmSlot` (xdp-common/src/lib.rs: 128 \
+         bytes, two cache lines; the map is `ARM: Array<ArmSlot>` in xdp-ebpf/src/program.rs, \
+         memory-mapped by `ArmMap` in afxdp/src/xdp/arm_mem.rs). The trader writes its `Arm` \
+         in the first line between ticks under a sequence lock (`ArmMap::set`, then \
+         `CLDEMOTE` on that line where the CPU has it) and reads `fired_generation` and \
+         `fired_price` in the second (`ArmMap::last_fired`); the XDP program, on the CPU that \
+         polls the NIC's RX queue, reads the arm, clears `armed` when it fires and writes that \
+         record in the second line. Split on purpose: with the record in the arm's line, the \
+         spinning trader pulled that line back to its core, and the program's read of the arm \
+         was a snoop of the trader's core (91-109 ns of a ~210-ns fired run on an Intel guest, \
+         43-49 with the line split and demoted: docs/trigger.md). The lines move a few times \
+         per armed tick, not per increment; {here}. Nothing else to pad today; the `floor` binary keeps \
          its ping-pong word on a 128-byte line of its own (userspace/src/bin/floor.rs \
          `#[repr(align(128))] struct Line`)."
     )

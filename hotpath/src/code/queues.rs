@@ -848,10 +848,10 @@ pub fn trader_note(ring_floor: Option<(f64, f64)>) -> String {
          single-producer single-consumer ring between the kernel and this thread: \
          afxdp/src/xsk.rs). The trigger path does hand data from one CPU to another: the XDP \
          program, on the CPU that polls the NIC's RX queue, fires the armed order and tells the \
-         trader. What fired travels in the `ARM` map's one 64-byte line, `ArmSlot` \
+         trader. What fired travels in the second line of the `ARM` map's value, `ArmSlot` \
          (xdp-common/src/lib.rs; the program writes `fired_price`, then `fired_generation`; the \
          trader reads the generation with acquire ordering, then the price: `ArmMap::last_fired` \
-         in afxdp/src/xdp.rs): a one-line hand-off like this experiment's ping-pong floor, not a \
+         in afxdp/src/xdp/arm_mem.rs): a one-line hand-off like this experiment's ping-pong floor, not a \
          queue. The `FIRED` ring buffer (`FIRED: RingBuf`, 64 KiB, xdp-ebpf/src/program.rs; read \
          by `FiredRing::next_fired`, afxdp/src/xdp.rs) is a single-producer single-consumer \
          ring from the program to the trader, written only when the trader blocks \

@@ -231,9 +231,10 @@ fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
             xdp.login_orders(LOGIN_WAIT, || process::stopped(stop))?;
             say_logged_in(o);
         }
-        let mut io =
-            TriggerIo::<BLOCK, BUSY_POLL>::new(xdp, prog.take_arm()?, prog.take_fired()?, stock)
-                .corrupting_arms(o.corrupt_arms);
+        let mut arm = prog.take_arm()?;
+        arm.set_demote(!o.no_arm_demote);
+        let mut io = TriggerIo::<BLOCK, BUSY_POLL>::new(xdp, arm, prog.take_fired()?, stock)
+            .corrupting_arms(o.corrupt_arms);
         let end = trading::run(&mut io, trader, rx_to_tx, loop_config(o), stop)
             .context("the AF_XDP socket or the trigger's ring")?;
         let trigger = Some(io.summary());

@@ -143,6 +143,7 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TriggerIo<BLOCK, BUSY_POLL> {
             r.fired.saturating_sub(r.mismatch) as f64 / orders as f64
         };
         r.arm_cost = self.arm_cost.summary();
+        r.arm_demoted = self.arm.demotes();
         r
     }
 
