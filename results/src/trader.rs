@@ -173,6 +173,11 @@ pub struct TriggerReport {
     /// (`CLDEMOTE`; off without it, or with `--no-arm-demote`).
     #[serde(default)]
     pub arm_demoted: bool,
+    /// Whether the program woke the (blocking) trader when it fired; false for a spinning
+    /// trader, which is never woken, and with `--no-fired-wakeup`, which waits for the next
+    /// packet instead.
+    #[serde(default)]
+    pub woken_on_fire: bool,
 }
 
 /// [`TriggerReport::unarmed`]: decisions not to arm, by reason.

@@ -131,9 +131,18 @@ pub struct Options {
     /// it. By default, where the CPU has `CLDEMOTE` (Intel, Sapphire Rapids and later), the
     /// trader demotes the line to the shared cache, so that the program's read of the arm, the
     /// first access of its every run, isn't a snoop of the trader's core; elsewhere nothing
-    /// changes. For measuring what the demote buys (compare `--xdp-stages` runs).
+    /// changes. For measuring what the demote buys (compare `--xdp-stages` runs); no effect on
+    /// other paths (so that `cargo xtask bench --trader-arg` can give it to every row).
     #[arg(long)]
     pub no_arm_demote: bool,
+    /// Trigger path with `--wait block`: the program doesn't wake the trader when it fires;
+    /// the trader learns of the fire when the next packet wakes it. The fired order then no
+    /// longer waits inside the program's run for the wakeup's interrupts (most of the blocking
+    /// trigger's latency), but the tick after each fire goes to the trader, which sends its
+    /// order itself: it can arm that tick only once it has booked the fired one. No effect on
+    /// a spinning trader or another path.
+    #[arg(long)]
+    pub no_fired_wakeup: bool,
     /// Time each stage of the XDP program's runs (classify, the trigger's arm read, checks,
     /// match, order write and record, the redirect) with `bpf_ktime_get_ns()` at each
     /// mark; the report's `xdp_program.stages` gets the mean ns per stage by outcome (fired,
@@ -326,6 +335,7 @@ impl Options {
             xdp_log,
             xdp_stats,
             no_arm_demote,
+            no_fired_wakeup,
             xdp_stages,
             housekeeping: _,
             queues,
@@ -381,6 +391,7 @@ impl Options {
         a.flag("--xdp-log", *xdp_log);
         a.flag("--xdp-stats", *xdp_stats);
         a.flag("--no-arm-demote", *no_arm_demote);
+        a.flag("--no-fired-wakeup", *no_fired_wakeup);
         a.flag("--xdp-stages", *xdp_stages);
         if let Queues::First(n) = queues {
             a.value("--queues", n);
@@ -626,6 +637,8 @@ mod tests {
             "--ready",
             "--corrupt-arms",
             "2",
+            "--no-arm-demote",
+            "--no-fired-wakeup",
             "--check",
         ];
         for line in [&["--path", "xdp"][..], every] {

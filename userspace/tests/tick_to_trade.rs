@@ -147,6 +147,7 @@ fn trigger_path_blocking() {
     assert_eq!(t.fired + t.software_orders, replay.orders_received, "{t:?}");
     assert!(t.fired > 0, "{t:?}");
     assert!(!t.arm_demoted, "--no-arm-demote: {t:?}");
+    assert!(t.woken_on_fire, "{t:?}");
     let stages = trader
         .xdp_program
         .and_then(|p| p.stages)
@@ -165,6 +166,28 @@ fn trigger_path_blocking() {
         assert!(fired.stage(stage).is_some(), "{stage}: {fired:?}");
     }
     assert_eq!(fired.stage("redirect"), None, "a fired run never redirects");
+}
+
+/// Blocking without the fire's wakeup (`--no-fired-wakeup`): the trader learns of each fire
+/// when the next packet wakes it, so the tick after a fire is always its own to send; every
+/// order still goes out once, fired or sent, with parity exact.
+#[test]
+fn trigger_path_blocking_woken_by_the_next_packet() {
+    let Some((replay, trader)) = run(
+        "trigger",
+        "trignw",
+        &["--wait", "block", "--no-fired-wakeup"],
+    ) else {
+        return;
+    };
+    check("trigger-block-next-packet", &replay, &trader);
+    let t = trader.trigger.expect("the trigger path reports its arms");
+    let x = trader.xdp_counters.expect("the program's counters");
+    assert!(!t.woken_on_fire, "{t:?}");
+    assert_eq!(t.mismatch, 0, "{t:?}");
+    assert_eq!(t.fired, x.trigger_fired, "every fired order was read back");
+    assert_eq!(t.fired + t.software_orders, replay.orders_received, "{t:?}");
+    assert!(t.fired > 0 && t.software_orders > 0, "{t:?}");
 }
 
 /// A corrupted arm (its side flipped, `--corrupt-arms`, a test-only option) fires an order that

@@ -237,7 +237,9 @@ fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
             .corrupting_arms(o.corrupt_arms);
         let end = trading::run(&mut io, trader, rx_to_tx, loop_config(o), stop)
             .context("the AF_XDP socket or the trigger's ring")?;
-        let trigger = Some(io.summary());
+        let mut summary = io.summary();
+        summary.woken_on_fire = BLOCK && !o.no_fired_wakeup;
+        let trigger = Some(summary);
         let session = io.xdp_mut().finish_orders(ANSWERS_WAIT);
         let mut x = xsk_end(end, io.xdp(), prog, trigger);
         x.order_session = session;
@@ -527,8 +529,9 @@ fn attach(
         Load {
             log: o.xdp_log,
             stages: o.xdp_stages,
-            // A blocking trigger trader sleeps on the ring too: firing must wake it.
-            fired_wakeup: action == Action::Trigger && o.wait == Wait::Block,
+            // A blocking trigger trader sleeps on the ring too: firing must wake it (unless
+            // told to wait for the next packet instead).
+            fired_wakeup: action == Action::Trigger && o.wait == Wait::Block && !o.no_fired_wakeup,
             // The trigger fires only what the socket path would take: frames to us.
             trigger_dst: if action == Action::Trigger {
                 Some((g.our_mac, o.addr))
