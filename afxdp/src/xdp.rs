@@ -94,6 +94,8 @@ pub enum XdpError {
 
 /// How many times [`XdpProgram::snapshot`] reads before giving up.
 const SNAPSHOT_TRIES: usize = 16;
+/// How long it waits between two reads.
+const SNAPSHOT_PAUSE: std::time::Duration = std::time::Duration::from_micros(500);
 
 /// How the program is loaded: its load-time globals besides the port and the action.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -134,6 +136,8 @@ pub struct XdpProgram {
     logs: bool,
     /// Whether it was loaded with stage timing on.
     timed: bool,
+    /// Whether it was loaded to wake a sleeping reader when the trigger fires.
+    fired_wakeup: bool,
     /// The log reader, if started; last, so it is dropped after the program is detached and
     /// reads what the program logged to the end.
     log: Option<XdpLog>,
@@ -246,6 +250,7 @@ impl XdpProgram {
             run_stats: None,
             logs: log != 0,
             timed: load.stages,
+            fired_wakeup: load.fired_wakeup,
             log: None,
         })
     }
@@ -446,8 +451,11 @@ impl XdpProgram {
     /// The counters and, with stage timing on, the stages, read as one snapshot: each run
     /// adds to one counter and one outcome's stages, and a run that lands between the separate
     /// map reads would otherwise be in one and not the other. The stages are read on both sides
-    /// of the counters and the read is taken again until nothing ran in between (a few tries;
-    /// after the loop has ended only the exchange's end-of-session repeats still arrive).
+    /// of the counters and the read is taken again until nothing ran in between (a few tries,
+    /// half a millisecond apart; after the loop has ended only the exchange's end-of-session
+    /// repeats, 2 ms apart, still arrive). The program counts a run before it records its
+    /// stages, so a run caught between its two stores (a few instructions) can still be in
+    /// the counters and not the stages.
     pub fn snapshot(&self) -> Result<(Counters, Option<Vec<results::OutcomeStages>>), XdpError> {
         if !self.timed {
             return Ok((self.counters()?, None));
@@ -455,6 +463,12 @@ impl XdpProgram {
         let runs = |s: &Vec<results::OutcomeStages>| s.iter().map(|o| o.runs).sum::<u64>();
         let (counters, stages) = settled(|| self.stages(), || self.counters(), runs)?;
         Ok((counters, Some(stages)))
+    }
+
+    /// Whether the program was loaded to wake a sleeping reader when the trigger fires
+    /// ([`Load::fired_wakeup`]).
+    pub fn wakes_on_fire(&self) -> bool {
+        self.fired_wakeup
     }
 
     /// Every counter summed over CPUs, in [`Counter::ALL`] order.
@@ -498,6 +512,7 @@ fn settled<C, S>(
             return Ok((c, after));
         }
         before = now;
+        std::thread::sleep(SNAPSHOT_PAUSE);
     }
     Err(XdpError::Unsettled {
         tries: SNAPSHOT_TRIES,
@@ -542,7 +557,7 @@ pub use arm_mem::{ArmMap, SegmentMap, Withdrawn};
 mod arm_mem;
 
 /// The ring of [`Fired`] records the trigger writes when a blocking reader must be woken
-/// (`Load::fired_wakeup`); what fired is read from the arm's line ([`ArmMap::last_fired`]).
+/// (`Load::fired_wakeup`); what fired is read from the record's line ([`ArmMap::last_fired`]).
 pub struct FiredRing(RingBuf<MapData>);
 
 impl std::fmt::Debug for FiredRing {

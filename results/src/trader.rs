@@ -50,6 +50,12 @@ pub struct TraderReport {
     pub context_switches: ContextSwitches,
     /// Where the same span's wall time went: ran, waited for the CPU, stolen by the hypervisor.
     pub thread_time: ThreadTime,
+    /// Of the same span, the time the loop worked on packets (from each turn's first packet
+    /// to the end of its orders and arming), ms: what a spinning trader's CPU did besides
+    /// waiting. Per message, the trader's cost; against `thread_time.wall_ms`, how near it
+    /// ran to its limit.
+    #[serde(default)]
+    pub busy_ms: f64,
     /// The trader's own account of what it traded (its ledger, not the exchange's).
     pub account: Account,
     /// The trigger path's arms, fired orders and checks (`--path trigger` only).
@@ -170,14 +176,20 @@ pub struct TriggerReport {
     /// Computing and writing one arm, after the tick before it (µs): off the critical path.
     pub arm_cost: Summary,
     /// Whether the trader pushed each arm's cache line out of its core after writing it
-    /// (`CLDEMOTE`; off without it, or with `--no-arm-demote`).
+    /// (`CLDEMOTE`; off without it, or with `--no-arm-demote`). `None`: a report from before
+    /// the trader could.
     #[serde(default)]
-    pub arm_demoted: bool,
-    /// Whether the program woke the (blocking) trader when it fired; false for a spinning
-    /// trader, which is never woken, and with `--no-fired-wakeup`, which waits for the next
-    /// packet instead.
+    pub arm_demoted: Option<bool>,
+    /// Whether the program was loaded to wake the (blocking) trader when it fires: false for a
+    /// spinning trader, which is never woken, and with `--no-fired-wakeup`, which waits for the
+    /// next packet instead. `None`: a report from before the option (a blocking trader was
+    /// always woken then).
     #[serde(default)]
-    pub woken_on_fire: bool,
+    pub woken_on_fire: Option<bool>,
+    /// Wake-up records the trader read from the program's `FIRED` ring: one per fire when it
+    /// is woken on fire, none otherwise.
+    #[serde(default)]
+    pub wakeups: u64,
 }
 
 /// [`TriggerReport::unarmed`]: decisions not to arm, by reason.

@@ -128,19 +128,21 @@ pub struct Options {
     #[arg(long)]
     pub xdp_stats: bool,
     /// Trigger path: don't push the arm's cache line out of the trader's core after writing
-    /// it. By default, where the CPU has `CLDEMOTE` (Intel, Sapphire Rapids and later), the
-    /// trader demotes the line to the shared cache, so that the program's read of the arm, the
-    /// first access of its every run, isn't a snoop of the trader's core; elsewhere nothing
-    /// changes. For measuring what the demote buys (compare `--xdp-stages` runs); no effect on
-    /// other paths (so that `cargo xtask bench --trader-arg` can give it to every row).
+    /// it. By default, where CPUID reports `CLDEMOTE`, the trader demotes the line to the
+    /// shared cache after each arm, so that the program's read of the arm, the first access of
+    /// its every run, isn't a snoop of the trader's core (43-49 ns against 91-109 on an Intel
+    /// guest: docs/trigger.md); without the instruction nothing changes. For measuring what the
+    /// demote buys; no effect on other paths (so `cargo xtask bench --trader-arg` can give it
+    /// to every row).
     #[arg(long)]
     pub no_arm_demote: bool,
-    /// Trigger path with `--wait block`: the program doesn't wake the trader when it fires;
-    /// the trader learns of the fire when the next packet wakes it. The fired order then no
-    /// longer waits inside the program's run for the wakeup's interrupts (most of the blocking
-    /// trigger's latency), but the tick after each fire goes to the trader, which sends its
-    /// order itself: it can arm that tick only once it has booked the fired one. No effect on
-    /// a spinning trader or another path.
+    /// Trigger path with `--wait block` (ignored otherwise): the program doesn't wake the
+    /// trader when it fires; the trader learns of the fire when the next packet wakes it (or
+    /// its poll's 100 ms timeout, if none comes). The fired order then no longer waits inside
+    /// the program's run for the wakeup's interrupts (the blocking trigger's p50 fell from
+    /// 20-25 µs to 2.6-2.7 in the lab), but the tick after each fire is always the trader's to
+    /// send, after its own wake-up: in the same runs the p90 and p99 grew (46-50 against 25-30
+    /// µs; 257-948 against 159-438) and the armed-hit rate fell by about 20 points.
     #[arg(long)]
     pub no_fired_wakeup: bool,
     /// Time each stage of the XDP program's runs (classify, the trigger's arm read, checks,

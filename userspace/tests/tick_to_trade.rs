@@ -114,7 +114,13 @@ fn trigger_path_fires_the_engines_orders_with_parity() {
     // starves it): the rate is the benchmark's to report; here, that the driver fired some.
     assert!(t.fired > 0 && t.arms > 0, "{t:?}");
     // Each arm's line is pushed to the shared cache after its write wherever the CPU can.
-    assert_eq!(t.arm_demoted, cpu_has_cldemote(), "{t:?}");
+    assert_eq!(t.arm_demoted, Some(cpu_has_cldemote()), "{t:?}");
+    assert_eq!(
+        t.woken_on_fire,
+        Some(false),
+        "a spinning trader is never woken: {t:?}"
+    );
+    assert_eq!(t.wakeups, 0, "{t:?}");
 }
 
 /// Whether this machine's CPU lists `cldemote` among its flags.
@@ -146,8 +152,10 @@ fn trigger_path_blocking() {
     assert_eq!(t.fired, x.trigger_fired, "every fired order was read back");
     assert_eq!(t.fired + t.software_orders, replay.orders_received, "{t:?}");
     assert!(t.fired > 0, "{t:?}");
-    assert!(!t.arm_demoted, "--no-arm-demote: {t:?}");
-    assert!(t.woken_on_fire, "{t:?}");
+    assert_eq!(t.arm_demoted, Some(false), "--no-arm-demote: {t:?}");
+    assert_eq!(t.woken_on_fire, Some(true), "{t:?}");
+    // Every fire woke it (the ring holds far more than a tick's records).
+    assert_eq!(t.wakeups, t.fired, "{t:?}");
     let stages = trader
         .xdp_program
         .and_then(|p| p.stages)
@@ -183,7 +191,9 @@ fn trigger_path_blocking_woken_by_the_next_packet() {
     check("trigger-block-next-packet", &replay, &trader);
     let t = trader.trigger.expect("the trigger path reports its arms");
     let x = trader.xdp_counters.expect("the program's counters");
-    assert!(!t.woken_on_fire, "{t:?}");
+    assert_eq!(t.woken_on_fire, Some(false), "{t:?}");
+    assert_eq!(t.wakeups, 0, "no fire woke it: {t:?}");
+    assert_eq!(t.arm_demoted, Some(cpu_has_cldemote()), "{t:?}");
     assert_eq!(t.mismatch, 0, "{t:?}");
     assert_eq!(t.fired, x.trigger_fired, "every fired order was read back");
     assert_eq!(t.fired + t.software_orders, replay.orders_received, "{t:?}");

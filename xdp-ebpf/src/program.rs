@@ -151,7 +151,7 @@ fn md_redirect(ctx: XdpContext) -> u32 {
             Action::Pass => (Counter::PassedMarketData, XDP_PASS),
             Action::Trigger => match trigger(&ctx, &mut st) {
                 Shot::Fired(fired) => {
-                    // The arm's line holds the record (`trigger` wrote it). A reader asleep
+                    // The record's line holds what fired (`trigger` wrote it). A reader asleep
                     // must be woken as well: through the ring, whose wakeup raises an
                     // interrupt (irq_work) inside this run, before the order leaves (measured
                     // as this stage with `--wait block`). A spinning reader needs neither.
@@ -687,9 +687,10 @@ fn trigger(ctx: &XdpContext, st: &mut Stamps) -> Shot {
     // another since (the generation moved), that one stays. (Between this read and the store
     // the window is a few instructions; losing it clears a newer arm, so that tick goes to the
     // trader: a fire missed, never a wrong one.)
-    // The record of what fired goes into the same line first (the price, then the generation
-    // that names the arm: the order the reader reads them back in reverse), so a reader that
-    // sees the arm consumed also sees its record.
+    // The record of what fired goes into the slot's second line first (the price, then the
+    // generation that names the arm: the order the reader reads them back in reverse), so a
+    // reader that sees the arm consumed also sees its record: across the two lines, by x86's
+    // ordering of stores (the trigger is built for it; the trader reads the record alone).
     // SAFETY: as above; aligned stores of the fields only the program writes, then one byte
     // after one aligned read.
     unsafe {

@@ -151,6 +151,7 @@ pub(crate) fn trader(path: TraderPath) -> TraderReport {
             stolen_ms: None,
             minor_faults: 3,
         },
+        busy_ms: 0.0,
         account: results::Account {
             orders: 40,
             trades: 20,

@@ -793,7 +793,7 @@ fn trigger_table(t: &mut String, measured: &[Measured]) {
             t,
             "| {} | {} | {hit_rate} | {} | {} | {} | {} | {mismatch} | {} | {not_armed} | {:.2} | {:.2} |",
             m.row,
-            m.trader.wait,
+            trigger_wait(m.trader.wait, r),
             r.fired,
             r.software_orders,
             r.unarmed_orders,
@@ -803,6 +803,21 @@ fn trigger_table(t: &mut String, measured: &[Measured]) {
             r.arm_cost.p99_us,
         );
     }
+}
+
+/// The trigger table's wait column: how the trader waited, and the two trigger switches
+/// where the report says how they were (`--no-fired-wakeup`, `--no-arm-demote`).
+fn trigger_wait(wait: impl std::fmt::Display, r: &results::TriggerReport) -> String {
+    let mut s = wait.to_string();
+    if s == "block" && r.woken_on_fire == Some(false) {
+        s.push_str(", woken by the next packet");
+    }
+    match r.arm_demoted {
+        Some(true) => s.push_str(", arm demoted"),
+        Some(false) => s.push_str(", arm not demoted"),
+        None => {}
+    }
+    s
 }
 
 /// The stages a table of `--xdp-stages` shows, in program order (the first, the clock read,
@@ -982,6 +997,28 @@ mod tests {
     use results::ParityVerdict;
 
     use super::*;
+
+    /// The wait column names the trigger's switches as the report gives them, and nothing
+    /// for an older report that doesn't.
+    #[test]
+    fn the_trigger_wait_column_says_how_it_was_woken_and_whether_the_arm_was_demoted() {
+        let mut r = results::TriggerReport {
+            woken_on_fire: Some(false),
+            arm_demoted: Some(true),
+            ..results::TriggerReport::default()
+        };
+        assert_eq!(
+            trigger_wait("block", &r),
+            "block, woken by the next packet, arm demoted"
+        );
+        assert_eq!(trigger_wait("spin", &r), "spin, arm demoted");
+        r.woken_on_fire = Some(true);
+        r.arm_demoted = Some(false);
+        assert_eq!(trigger_wait("block", &r), "block, arm not demoted");
+        r.woken_on_fire = None;
+        r.arm_demoted = None;
+        assert_eq!(trigger_wait("block", &r), "block");
+    }
     use crate::fixtures;
 
     /// Five lab rows as a bench with `--floors` and sockperf measures them: a strategy run

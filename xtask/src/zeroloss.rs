@@ -83,7 +83,48 @@ struct Trial {
     orders_per_s: f64,
     /// Inside the trader, from taking a packet to its order sent (its RX→TX median, µs).
     rx_tx_p50_us: f64,
+    /// Where the CPU time went, per message.
+    cpu: CpuPerMessage,
 }
+
+/// A trial's CPU time per message sent, by part: what each part of the path cost, and how
+/// near the trader ran to its limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+struct CpuPerMessage {
+    /// The trader's loop working on packets (its `busy_ms`: from each turn's first packet to
+    /// the end of its orders and arming), ns per message.
+    trader_busy_ns: f64,
+    /// That time against the send's duration (the replay's send loop): 1 is a trader that
+    /// never waited for a packet while they were offered (above 1: it worked through a
+    /// backlog after the sender stopped).
+    trader_busy_share: f64,
+    /// The replay's send loop on its CPU, ns per message: its pacing spin, its sends, and on
+    /// veth the kernel's receive for the trader (the veth's NAPI poll and the XDP program run
+    /// inside the sender's system call), which no thread of the trader's pays.
+    replay_ran_ns: f64,
+}
+
+impl CpuPerMessage {
+    fn of(replay: &ReplayReport, trader: &TraderReport) -> CpuPerMessage {
+        let per = |ms: f64, n: u64| if n == 0 { 0.0 } else { ms * 1e6 / n as f64 };
+        // The trader's own span runs on after the last packet (to the end of session, or
+        // its idle timeout when that was lost): the send's duration is the window.
+        let window_ms = replay.send_seconds * 1e3;
+        CpuPerMessage {
+            trader_busy_ns: per(trader.busy_ms, replay.sent_messages),
+            trader_busy_share: if window_ms > 0.0 {
+                trader.busy_ms / window_ms
+            } else {
+                0.0
+            },
+            replay_ran_ns: per(replay.thread_time.ran_ms, replay.sent_messages),
+        }
+    }
+}
+
+/// A trader busy for at least this share of a failed trial was the limit itself; below it,
+/// what filled was a queue before it.
+const TRADER_BOUND_SHARE: f64 = 0.9;
 
 /// What a trial found: no loss, or the first loss of these, in this order.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -163,6 +204,8 @@ struct TrialJson {
     orders_per_s: f64,
     /// The trader's RX→TX median, µs.
     trader_rx_tx_p50_us: f64,
+    /// CPU time per message, by part.
+    cpu: CpuPerMessage,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -320,6 +363,7 @@ impl Searcher<'_> {
                 0.0
             },
             rx_tx_p50_us: trader.rx_to_tx.p50_us,
+            cpu: CpuPerMessage::of(&replay, &trader),
         })
     }
 }
@@ -378,9 +422,9 @@ fn render(o: &Options, report: &[Search]) -> String {
     );
     let _ = writeln!(
         s,
-        "| path | zero-loss rate (msg/s) | orders/s at it | trader RX→TX p50 µs at it | first failure | why | bound |"
+        "| path | zero-loss rate (msg/s) | orders/s at it | trader RX→TX p50 µs at it | trader busy ns/msg at it | trader busy at it | replay CPU ns/msg at it | first failure | why | bound |"
     );
-    let _ = writeln!(s, "|---|---:|---:|---:|---:|---|---|");
+    let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---|---|");
     for Search {
         path,
         lo,
@@ -394,16 +438,22 @@ fn render(o: &Options, report: &[Search]) -> String {
         let why = failed.map_or("no failure up to --max-rate".to_owned(), |t| {
             t.verdict.to_string()
         });
-        let bound = failed.map_or("-", |t| bound(t.verdict));
-        let (orders, rx_tx) = passed.map_or(("-".into(), "-".into()), |t| {
-            (
-                format!("{:.0}", t.orders_per_s),
-                format!("{:.2}", t.rx_tx_p50_us),
-            )
-        });
+        let bound = failed.map_or("-".to_owned(), bound);
+        let (orders, rx_tx, busy, share, replay) = passed.map_or(
+            ("-".into(), "-".into(), "-".into(), "-".into(), "-".into()),
+            |t| {
+                (
+                    format!("{:.0}", t.orders_per_s),
+                    format!("{:.2}", t.rx_tx_p50_us),
+                    format!("{:.0}", t.cpu.trader_busy_ns),
+                    format!("{:.0} %", t.cpu.trader_busy_share * 100.0),
+                    format!("{:.0}", t.cpu.replay_ran_ns),
+                )
+            },
+        );
         let _ = writeln!(
             s,
-            "| {path} | {} | {orders} | {rx_tx} | {} | {why} | {bound} |",
+            "| {path} | {} | {orders} | {rx_tx} | {busy} | {share} | {replay} | {} | {why} | {bound} |",
             lo.map_or("none".into(), |l| format!("{l:.0}")),
             hi.map_or("-".into(), |h| format!("{h:.0}"))
         );
@@ -444,8 +494,29 @@ fn render(o: &Options, report: &[Search]) -> String {
     s
 }
 
-/// Which part a failed trial says was the limit.
-fn bound(v: TrialVerdict) -> &'static str {
+/// Which part a failed trial says was the limit: from its verdict, and for a queue before the
+/// trader, from how busy the trader was.
+fn bound(t: &Trial) -> String {
+    let part = bound_part(t.verdict);
+    match t.verdict {
+        TrialVerdict::TicksLost(_) | TrialVerdict::Saturated { .. } => {
+            let share = t.cpu.trader_busy_share * 100.0;
+            // Judged on the share as shown, so that "90 %" never reads as below the line.
+            if share.round() >= TRADER_BOUND_SHARE * 100.0 {
+                format!("{part}; the trader busy {share:.0} % of it: its own work")
+            } else {
+                format!(
+                    "{part}; the trader busy {share:.0} % of it: not its work, what feeds it \
+                     (the kernel's receive, the sender's bursts)"
+                )
+            }
+        }
+        _ => part.to_owned(),
+    }
+}
+
+/// The part a verdict names.
+fn bound_part(v: TrialVerdict) -> &'static str {
     match v {
         TrialVerdict::NoLoss => "-",
         TrialVerdict::ShortSend { .. } | TrialVerdict::SenderBound { .. } => {
@@ -472,9 +543,10 @@ fn to_json(report: &[Search]) -> Vec<PathJson> {
                     messages: t.messages,
                     ok: t.verdict.ok(),
                     why: t.verdict.to_string(),
-                    bound: bound(t.verdict).to_owned(),
+                    bound: bound(t),
                     orders_per_s: t.orders_per_s,
                     trader_rx_tx_p50_us: t.rx_tx_p50_us,
+                    cpu: t.cpu,
                 })
                 .collect(),
             latency_under_load: s
@@ -576,6 +648,65 @@ mod tests {
         assert_eq!(trial_count(100_000, 2.0, 10_000.0), 100_000);
     }
 
+    /// CPU per message from both reports, and the bound that follows from it: a trader busy
+    /// nearly all of a saturated trial was the limit; one mostly waiting was fed too slowly.
+    #[test]
+    fn the_bound_says_whether_the_trader_or_what_feeds_it_was_the_limit() {
+        let (mut replay, mut trader) = (fixtures::replay(10.0), fixtures::trader(TraderPath::Xdp));
+        replay.sent_messages = 1_000_000;
+        replay.thread_time.ran_ms = 2_000.0;
+        replay.send_seconds = 2.0;
+        // The trader's span ran on after the sends: not the window.
+        trader.thread_time.wall_ms = 60_000.0;
+        trader.busy_ms = 1_900.0;
+        let cpu = CpuPerMessage::of(&replay, &trader);
+        assert_eq!(cpu.trader_busy_ns, 1_900.0);
+        assert_eq!(cpu.replay_ran_ns, 2_000.0);
+        assert!((cpu.trader_busy_share - 0.95).abs() < 1e-12);
+        let mut t = Trial {
+            rate: 500_000.0,
+            verdict: TrialVerdict::Saturated {
+                first_us: 5.0,
+                last_us: 900.0,
+            },
+            tick_to_trade: fixtures::summary(1000, 10.0),
+            delivered: Delivery {
+                orders: 40,
+                expected: 40,
+                ticks_lost: 0,
+            },
+            messages: 1_000_000,
+            orders_per_s: 7_600.0,
+            rx_tx_p50_us: 2.5,
+            cpu,
+        };
+        assert!(
+            bound(&t).ends_with("busy 95 % of it: its own work"),
+            "{}",
+            bound(&t)
+        );
+        trader.busy_ms = 400.0;
+        t.cpu = CpuPerMessage::of(&replay, &trader);
+        assert!(
+            bound(&t).contains("busy 20 % of it: not its work"),
+            "{}",
+            bound(&t)
+        );
+        // The sender's verdict says nothing of the trader's share.
+        t.verdict = TrialVerdict::SenderBound { achieved: 1.0 };
+        assert_eq!(
+            bound(&t),
+            "the sender (the exchange side could not offer the rate)"
+        );
+        // No messages, no wall time: zeros, not NaN.
+        replay.sent_messages = 0;
+        replay.send_seconds = 0.0;
+        assert_eq!(
+            CpuPerMessage::of(&replay, &trader),
+            CpuPerMessage::default()
+        );
+    }
+
     #[test]
     fn the_tables_show_the_bounds_and_the_load_curve() {
         let o = Options {
@@ -607,6 +738,11 @@ mod tests {
             messages: 40_000,
             orders_per_s: 7_600.0,
             rx_tx_p50_us: 2.5,
+            cpu: CpuPerMessage {
+                trader_busy_ns: 310.0,
+                trader_busy_share: 0.96,
+                replay_ran_ns: 540.0,
+            },
         };
         let mut lossy = trial(18_000.0, TrialVerdict::OrdersLost(1));
         lossy.delivered.orders = 39;
@@ -635,8 +771,9 @@ mod tests {
         );
         assert!(
             md.contains(
-                "| xdp | 20000 | 7600 | 2.50 | 40000 | 3 ticks lost | the trader's RX (ticks \
-                 dropped before it took them) |\n"
+                "| xdp | 20000 | 7600 | 2.50 | 310 | 96 % | 540 | 40000 | 3 ticks lost | the \
+                 trader's RX (ticks dropped before it took them); the trader busy 96 % of it: its \
+                 own work |\n"
             ),
             "{md}"
         );

@@ -238,7 +238,7 @@ fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
         let end = trading::run(&mut io, trader, rx_to_tx, loop_config(o), stop)
             .context("the AF_XDP socket or the trigger's ring")?;
         let mut summary = io.summary();
-        summary.woken_on_fire = BLOCK && !o.no_fired_wakeup;
+        summary.woken_on_fire = Some(prog.wakes_on_fire());
         let trigger = Some(summary);
         let session = io.xdp_mut().finish_orders(ANSWERS_WAIT);
         let mut x = xsk_end(end, io.xdp(), prog, trigger);
@@ -370,8 +370,15 @@ fn snapshot(prog: &XdpProgram) -> (Option<XdpCounters>, Option<Vec<results::Outc
     match prog.snapshot() {
         Ok((counters, stages)) => (Some(counters.to_report()), stages),
         Err(e) => {
-            eprintln!("trader: the XDP program's counters are left out of the report: {e}");
-            (None, None)
+            // Each map as it stands, said: better than no counters at all.
+            eprintln!(
+                "trader: warning: {e}; the counters and the stages in the report were read \
+                 apart and may differ by the runs in between"
+            );
+            (
+                prog.counters().ok().map(|c| c.to_report()),
+                prog.stages().ok(),
+            )
         }
     }
 }
@@ -500,6 +507,8 @@ pub(crate) fn run_reflect(o: &Options, stop: &AtomicBool) -> anyhow::Result<Path
             reason,
             context_switches,
             thread_time,
+            // The reflector's trader takes no packet: the program does the work.
+            busy_ns: 0,
         },
         frames_not_ours: FrameCounts::default(),
         rx_queue_frames: Vec::new(),

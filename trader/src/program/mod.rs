@@ -124,6 +124,7 @@ pub fn run(mut o: Options) -> anyhow::Result<()> {
         rss_end_kib: host::rss_kib(),
         context_switches: run.end.context_switches,
         thread_time: run.end.thread_time,
+        busy_ms: run.end.busy_ns as f64 / 1e6,
         account: trader.account(),
         trigger: run.trigger,
         order_session: run.order_session,

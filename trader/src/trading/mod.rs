@@ -164,6 +164,10 @@ pub struct LoopEnd {
     pub context_switches: ContextSwitches,
     /// Where the same span's wall time went.
     pub thread_time: ThreadTime,
+    /// Of the same span, the time the loop was working on packets: from each turn's first
+    /// packet taken to the end of that turn's work (its orders, its arming), summed. A
+    /// spinning trader is on its CPU all the time; this is the part that wasn't waiting.
+    pub busy_ns: u64,
 }
 
 /// One turn of the loop: what it does with each packet.
@@ -175,6 +179,8 @@ struct Turn<'a, C> {
     clock: &'a C,
     /// RX time of the turn's last packet.
     last_rx: u64,
+    /// RX time of the turn's first packet (0: none yet).
+    first_rx: u64,
     end_of_session: bool,
 }
 
@@ -193,6 +199,7 @@ impl<'a, C> Turn<'a, C> {
             rx_to_tx,
             clock,
             last_rx,
+            first_rx: 0,
             end_of_session: false,
         }
     }
@@ -251,6 +258,9 @@ impl<C: Fn() -> u64> PacketHandler for Turn<'_, C> {
             self.learn(line, sender, taken);
         }
         self.last_rx = t_rx;
+        if self.first_rx == 0 {
+            self.first_rx = t_rx;
+        }
         self.end_of_session |= outcome == PacketOutcome::EndOfSession;
     }
 }
@@ -327,6 +337,7 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
     // keep a trader that trades none of it alive.
     let mut last_feed = last_data;
     let mut fed = trader.feed_progress();
+    let mut busy_ns = 0u64;
     let reason = loop {
         if stop.load(Ordering::Relaxed) {
             break Ok(EndReason::Stopped);
@@ -344,6 +355,7 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
         };
         let Turn {
             last_rx,
+            first_rx,
             end_of_session,
             ..
         } = turn;
@@ -364,11 +376,17 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
                 // its sends, not the wait before it.
                 first_packet = false;
                 span = SpanAccounting::start();
+                busy_ns = 0;
             }
             if end_of_session {
                 break Ok(EndReason::EndOfSession);
             }
             io.after_turn(trader);
+            // Off the critical path: the turn's orders are out and the next arm written. One
+            // clock read per turn that took packets, none for the empty turns of a spin.
+            if first_rx != 0 {
+                busy_ns = busy_ns.saturating_add(now_ns().saturating_sub(first_rx));
+            }
         } else {
             io.idle();
             if idle_exit_ns.is_some_and(|d| now_ns().saturating_sub(last_feed) > d) {
@@ -414,6 +432,7 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
         reason,
         context_switches,
         thread_time,
+        busy_ns,
     })
 }
 

@@ -402,6 +402,11 @@ fn check_run<const Q: bool>(batch: usize) {
     assert_eq!(io.kicks.len(), want.len(), "a kick per packet with orders");
     assert!(io.kicks.iter().all(|&n| n == 1), "{:?}", io.kicks);
     assert!(io.queued.is_empty(), "everything queued was kicked");
+    // The loop worked on 400 packets: some time, never more than the span it is part of (the
+    // first turn's packets are taken just before the span starts: a little slack).
+    let busy_ms = end.busy_ns as f64 / 1e6;
+    assert!(end.busy_ns > 0, "{end:?}");
+    assert!(busy_ms <= end.thread_time.wall_ms + 1.0, "{end:?}");
 }
 
 #[test]

@@ -4,13 +4,14 @@
 //! the next tick's sequence number, the prices at which the strategy would trade it and the
 //! order it would send ([`Trader::next_arm`]). A one-trade packet of that tick at such a price
 //! is turned into that order in the driver and sent back with XDP_TX, and the program records
-//! what it fired in the arm's own cache line (the arm's generation and the tick's price; the
+//! what it fired in the line after the arm's (the arm's generation and the tick's price; the
 //! rest of the order is the arm the trader wrote with that generation, which it keeps). A
-//! blocking trader is woken through a ring buffer as well. Every other packet comes through
+//! blocking trader is woken through a ring buffer as well (unless `--no-fired-wakeup`: then by
+//! the next packet). Every other packet comes through
 //! the AF_XDP socket as on the XDP path.
 //!
 //! The trader still runs the strategy on every tick, in sequence order: a fired tick is read
-//! from the arm's line (before any later packet from the socket, so the two sources merge in
+//! from the record's line (before any later packet from the socket, so the two sources merge in
 //! order)
 //! and handed to the loop as the packet it was, with a sink that sends nothing and checks that
 //! the order the strategy emits is exactly the one that was fired (a `mismatch` otherwise,
@@ -42,7 +43,7 @@ const BLOCK_POLL_MS: i32 = 100;
 const ARMS_REMEMBERED: usize = 4;
 
 /// A trader's I/O on the trigger path: the AF_XDP socket for what the program doesn't fire,
-/// the arm it writes between ticks (whose line also holds what the program fired), and the
+/// the arm it writes between ticks (whose slot's second line holds what the program fired), and the
 /// ring that wakes it when it blocks.
 ///
 /// `BLOCK`: wait in `poll()` on both the socket and the ring (`--wait block`): with the
@@ -74,7 +75,7 @@ pub struct TriggerIo<const BLOCK: bool, const BUSY_POLL: bool> {
     history: [(u32, Arm); ARMS_REMEMBERED],
     /// Where the next arm written goes in `history`.
     history_next: usize,
-    /// The fired generation last read from the arm's line.
+    /// The fired generation last read from the record's line.
     seen_fired: u32,
 }
 
@@ -143,7 +144,7 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TriggerIo<BLOCK, BUSY_POLL> {
             r.fired.saturating_sub(r.mismatch) as f64 / orders as f64
         };
         r.arm_cost = self.arm_cost.summary();
-        r.arm_demoted = self.arm.demotes();
+        r.arm_demoted = Some(self.arm.demotes());
         r
     }
 
@@ -225,7 +226,9 @@ impl Fire<'_> {
     fn drain<H: PacketHandler>(&mut self, handler: &mut H) -> usize {
         // The ring only wakes a blocking trader (the program writes it for no other): consumed
         // here, what it says is the line's.
-        while self.ring.next_fired().is_some() {}
+        while self.ring.next_fired().is_some() {
+            self.report.wakeups += 1;
+        }
         let (generation, price) = self.arm.last_fired();
         if generation == *self.seen {
             return 0;
@@ -307,7 +310,7 @@ impl OrderSink for CheckSink {
     }
 }
 
-/// The handler the socket's packets go through: what the arm's line says fired goes first (it
+/// The handler the socket's packets go through: what the record's line says fired goes first (it
 /// was fired before any later packet reached the socket), and orders the trader sends itself
 /// are counted.
 struct Merge<'a, 'f, H> {
