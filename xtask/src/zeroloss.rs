@@ -51,6 +51,12 @@ pub(crate) struct Options {
     /// Stop bisecting when the bounds are within this ratio.
     #[arg(long, default_value_t = 1.05)]
     pub(crate) resolution: f64,
+    /// Trials that must pass again at the rate found before it is reported: a shared machine
+    /// passes a rate once and fails it the next time. A confirmation that fails makes that
+    /// rate the new failure and the search goes on below it (at most four rounds). 0: report
+    /// the bisection's rate as it ends.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) confirm: u32,
     /// Exchange-side I/O; with xdp (the bypass harness) the AF_XDP sender's per-packet cost is
     /// lower, so the trader rather than the sender is the limit.
     #[arg(long, value_enum, default_value_t = ExchangeIo::Udp)]
@@ -297,30 +303,18 @@ impl Searcher<'_> {
             trials: Vec::new(),
             curve: Vec::new(),
         };
-        let mut rate = o.min_rate;
-        while s.hi.is_none() && rate <= o.max_rate && !session.stopped() {
-            let t = self.trial(path, rate)?;
-            if t.verdict.ok() {
-                s.lo = Some(rate);
-                rate *= 2.0;
-            } else {
-                s.hi = Some(rate);
+        let params = SearchParams {
+            min_rate: o.min_rate,
+            max_rate: o.max_rate,
+            resolution: o.resolution,
+            confirm: o.confirm,
+        };
+        find_rate(&params, &mut s, |rate| {
+            if session.stopped() {
+                return Ok(None);
             }
-            s.trials.push(t);
-        }
-        while let (Some(l), Some(h)) = (s.lo, s.hi) {
-            if h / l <= o.resolution || session.stopped() {
-                break;
-            }
-            let mid = (l * h).sqrt();
-            let t = self.trial(path, mid)?;
-            if t.verdict.ok() {
-                s.lo = Some(mid);
-            } else {
-                s.hi = Some(mid);
-            }
-            s.trials.push(t);
-        }
+            self.trial(path, rate).map(Some)
+        })?;
         if let Some(l) = s.lo {
             for frac in LOADS {
                 if session.stopped() {
@@ -366,6 +360,87 @@ impl Searcher<'_> {
             cpu: CpuPerMessage::of(&replay, &trader),
         })
     }
+}
+
+/// What [`find_rate`] searches with.
+struct SearchParams {
+    min_rate: f64,
+    max_rate: f64,
+    resolution: f64,
+    confirm: u32,
+}
+
+/// Rounds of confirmation at most: each failed one lowers the failure bound.
+const CONFIRM_ROUNDS: usize = 4;
+
+/// The search for the zero-loss rate, its trials from `trial` (`None`: stopped): grows the
+/// rate from the bottom by doubling until a trial fails, bisects between the last pass and
+/// it, then tries the rate found `confirm` times more; a failed confirmation makes that rate
+/// the failure bound, the highest rate that passed below it the pass bound, and the bisection
+/// goes on. Fills `s.lo`, `s.hi` and `s.trials`.
+fn find_rate(
+    p: &SearchParams,
+    s: &mut Search,
+    mut trial: impl FnMut(f64) -> anyhow::Result<Option<Trial>>,
+) -> anyhow::Result<()> {
+    let mut rate = p.min_rate;
+    while s.hi.is_none() && rate <= p.max_rate {
+        let Some(t) = trial(rate)? else {
+            return Ok(());
+        };
+        if t.verdict.ok() {
+            s.lo = Some(rate);
+            rate *= 2.0;
+        } else {
+            s.hi = Some(rate);
+        }
+        s.trials.push(t);
+    }
+    for _ in 0..CONFIRM_ROUNDS {
+        while let (Some(l), Some(h)) = (s.lo, s.hi) {
+            if h / l <= p.resolution {
+                break;
+            }
+            let mid = (l * h).sqrt();
+            let Some(t) = trial(mid)? else {
+                return Ok(());
+            };
+            if t.verdict.ok() {
+                s.lo = Some(mid);
+            } else {
+                s.hi = Some(mid);
+            }
+            s.trials.push(t);
+        }
+        let Some(found) = s.lo else {
+            return Ok(());
+        };
+        let mut confirmed = true;
+        for _ in 0..p.confirm {
+            let Some(t) = trial(found)? else {
+                return Ok(());
+            };
+            let ok = t.verdict.ok();
+            s.trials.push(t);
+            if !ok {
+                confirmed = false;
+                break;
+            }
+        }
+        if confirmed {
+            return Ok(());
+        }
+        // Failed again where it passed: that rate is the failure now, and the pass bound the
+        // highest rate below it that passed (none: nothing passed for sure).
+        s.hi = Some(found);
+        s.lo = s
+            .trials
+            .iter()
+            .filter(|t| t.rate < found && t.verdict.ok())
+            .map(|t| t.rate)
+            .reduce(f64::max);
+    }
+    Ok(())
 }
 
 /// Whether a trial of `count` messages offered at `rate` lost nothing, and if not, why.
@@ -417,8 +492,9 @@ fn render(o: &Options, report: &[Search]) -> String {
         "zero-loss rate, each trial at least {} messages and {} s, {} per MoldUDP64 packet, \
          trader cpu{} spinning, replay cpu{} ({sender} sender, one core); a trial fails on any \
          loss, or as saturated when its median tick-to-trade grows over it (last tenth > \
-         {GROWTH}× the second and {GROWTH_FLOOR_US} µs above it)",
-        o.count, o.seconds, o.batch, o.cpus.trader, o.cpus.replay,
+         {GROWTH}× the second and {GROWTH_FLOOR_US} µs above it); the rate found passed {} more \
+         trial(s) at it (--confirm)",
+        o.count, o.seconds, o.batch, o.cpus.trader, o.cpus.replay, o.confirm,
     );
     let _ = writeln!(
         s,
@@ -433,8 +509,10 @@ fn render(o: &Options, report: &[Search]) -> String {
         ..
     } in report
     {
-        let passed = lo.and_then(|l| trials.iter().find(|t| t.rate == l));
-        let failed = hi.and_then(|h| trials.iter().find(|t| t.rate == h));
+        // A rate may have been tried more than once (a confirmation): the pass bound's last
+        // pass, the failure bound's failure.
+        let passed = lo.and_then(|l| trials.iter().rev().find(|t| t.rate == l && t.verdict.ok()));
+        let failed = hi.and_then(|h| trials.iter().find(|t| t.rate == h && !t.verdict.ok()));
         let why = failed.map_or("no failure up to --max-rate".to_owned(), |t| {
             t.verdict.to_string()
         });
@@ -648,6 +726,122 @@ mod tests {
         assert_eq!(trial_count(100_000, 2.0, 10_000.0), 100_000);
     }
 
+    /// A trial at `rate` that passed or lost a tick.
+    fn fake_trial(rate: f64, ok: bool) -> Trial {
+        Trial {
+            rate,
+            verdict: if ok {
+                TrialVerdict::NoLoss
+            } else {
+                TrialVerdict::TicksLost(1)
+            },
+            tick_to_trade: fixtures::summary(1000, 10.0),
+            delivered: Delivery {
+                orders: 40,
+                expected: 40,
+                ticks_lost: 0,
+            },
+            messages: 40_000,
+            orders_per_s: 7_600.0,
+            rx_tx_p50_us: 2.5,
+            cpu: CpuPerMessage::default(),
+        }
+    }
+
+    fn search_with(confirm: u32, mut passes: impl FnMut(f64) -> bool) -> Search {
+        let p = SearchParams {
+            min_rate: 10_000.0,
+            max_rate: 4e6,
+            resolution: 1.05,
+            confirm,
+        };
+        let mut s = Search {
+            path: TraderPath::Xdp,
+            lo: None,
+            hi: None,
+            trials: Vec::new(),
+            curve: Vec::new(),
+        };
+        find_rate(&p, &mut s, |rate| Ok(Some(fake_trial(rate, passes(rate))))).unwrap();
+        s
+    }
+
+    /// On a steady machine the search brackets the limit within the resolution, and the rate
+    /// it reports passed again (`confirm`); without confirmation it passed once.
+    #[test]
+    fn the_rate_found_is_bracketed_and_confirmed() {
+        let s = search_with(1, |r| r <= 1_000_000.0);
+        let (lo, hi) = (s.lo.unwrap(), s.hi.unwrap());
+        assert!(
+            lo <= 1_000_000.0 && hi > 1_000_000.0 && hi / lo <= 1.05,
+            "{lo} {hi}"
+        );
+        let at_lo = s.trials.iter().filter(|t| t.rate == lo).count();
+        assert_eq!(at_lo, 2, "the bisection's pass and one confirmation");
+        let s = search_with(0, |r| r <= 1_000_000.0);
+        assert_eq!(
+            s.trials.iter().filter(|t| t.rate == s.lo.unwrap()).count(),
+            1
+        );
+    }
+
+    /// A rate that passed once and fails when tried again is not reported: the search goes on
+    /// below it, and the rate it ends with passed its confirmation.
+    #[test]
+    fn a_rate_that_fails_its_confirmation_is_not_the_answer() {
+        // The machine's limit drops from 1.2 M to 0.9 M after the first trial that passes
+        // above 0.9 M: later ones at that rate fail.
+        let mut limit = 1_200_000.0;
+        let s = search_with(1, |r| {
+            let ok = r <= limit;
+            if r > 900_000.0 && ok {
+                limit = 900_000.0;
+            }
+            ok
+        });
+        let lo = s.lo.unwrap();
+        assert!(lo <= 900_000.0, "{lo}");
+        let last_at_lo = s.trials.iter().rev().find(|t| t.rate == lo).unwrap();
+        assert!(last_at_lo.verdict.ok());
+        assert!(
+            s.trials.iter().filter(|t| t.rate == lo).count() >= 2,
+            "confirmed"
+        );
+        assert!(
+            s.trials
+                .iter()
+                .any(|t| t.rate > 900_000.0 && t.verdict.ok()),
+            "the first pass above the new limit happened, and was overruled"
+        );
+    }
+
+    /// Stopped (Ctrl-C) mid-search: what was found so far stands, nothing more is tried.
+    #[test]
+    fn a_stopped_search_keeps_what_it_had() {
+        let p = SearchParams {
+            min_rate: 10_000.0,
+            max_rate: 4e6,
+            resolution: 1.05,
+            confirm: 1,
+        };
+        let mut s = Search {
+            path: TraderPath::Xdp,
+            lo: None,
+            hi: None,
+            trials: Vec::new(),
+            curve: Vec::new(),
+        };
+        let mut n = 0;
+        find_rate(&p, &mut s, |rate| {
+            n += 1;
+            Ok((n <= 3).then(|| fake_trial(rate, true)))
+        })
+        .unwrap();
+        assert_eq!(s.trials.len(), 3);
+        assert_eq!(s.lo, Some(40_000.0));
+        assert_eq!(s.hi, None);
+    }
+
     /// CPU per message from both reports, and the bound that follows from it: a trader busy
     /// nearly all of a saturated trial was the limit; one mostly waiting was fed too slowly.
     #[test]
@@ -717,6 +911,7 @@ mod tests {
             min_rate: 10_000.0,
             max_rate: 4e6,
             resolution: 1.05,
+            confirm: 1,
             exchange_io: ExchangeIo::Xdp,
             lab: netns::PREFIX.into(),
             out: None,
@@ -751,8 +946,10 @@ mod tests {
             path: TraderPath::Xdp,
             lo: Some(20_000.0),
             hi: Some(40_000.0),
+            // 40,000 passed once and failed its confirmation: the row shows the failure.
             trials: vec![
                 trial(20_000.0, TrialVerdict::NoLoss),
+                trial(40_000.0, TrialVerdict::NoLoss),
                 trial(40_000.0, TrialVerdict::TicksLost(3)),
             ],
             curve: vec![
@@ -796,7 +993,7 @@ mod tests {
         let json = serde_json::to_value(to_json(&[search])).unwrap();
         assert_eq!(json[0]["path"], "xdp");
         assert_eq!(json[0]["zero_loss_rate"], 20_000.0);
-        assert_eq!(json[0]["trials"][1]["why"], "3 ticks lost");
+        assert_eq!(json[0]["trials"][2]["why"], "3 ticks lost");
         assert_eq!(json[0]["trials"][0]["messages"], 40_000);
         assert_eq!(json[0]["trials"][0]["bound"], "-");
         assert_eq!(
