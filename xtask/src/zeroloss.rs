@@ -726,15 +726,11 @@ mod tests {
         assert_eq!(trial_count(100_000, 2.0, 10_000.0), 100_000);
     }
 
-    /// A trial at `rate` that passed or lost a tick.
-    fn fake_trial(rate: f64, ok: bool) -> Trial {
+    /// A trial at `rate` with `verdict` and otherwise fixed figures.
+    fn trial(rate: f64, verdict: TrialVerdict) -> Trial {
         Trial {
             rate,
-            verdict: if ok {
-                TrialVerdict::NoLoss
-            } else {
-                TrialVerdict::TicksLost(1)
-            },
+            verdict,
             tick_to_trade: fixtures::summary(1000, 10.0),
             delivered: Delivery {
                 orders: 40,
@@ -746,6 +742,16 @@ mod tests {
             rx_tx_p50_us: 2.5,
             cpu: CpuPerMessage::default(),
         }
+    }
+
+    /// A trial at `rate` that passed or lost a tick.
+    fn fake_trial(rate: f64, ok: bool) -> Trial {
+        let verdict = if ok {
+            TrialVerdict::NoLoss
+        } else {
+            TrialVerdict::TicksLost(1)
+        };
+        trial(rate, verdict)
     }
 
     fn search_with(confirm: u32, mut passes: impl FnMut(f64) -> bool) -> Search {
@@ -858,21 +864,15 @@ mod tests {
         assert_eq!(cpu.replay_ran_ns, 2_000.0);
         assert!((cpu.trader_busy_share - 0.95).abs() < 1e-12);
         let mut t = Trial {
-            rate: 500_000.0,
-            verdict: TrialVerdict::Saturated {
-                first_us: 5.0,
-                last_us: 900.0,
-            },
-            tick_to_trade: fixtures::summary(1000, 10.0),
-            delivered: Delivery {
-                orders: 40,
-                expected: 40,
-                ticks_lost: 0,
-            },
             messages: 1_000_000,
-            orders_per_s: 7_600.0,
-            rx_tx_p50_us: 2.5,
             cpu,
+            ..trial(
+                500_000.0,
+                TrialVerdict::Saturated {
+                    first_us: 5.0,
+                    last_us: 900.0,
+                },
+            )
         };
         assert!(
             bound(&t).ends_with("busy 95 % of it: its own work"),
@@ -922,22 +922,12 @@ mod tests {
             },
         };
         let trial = |rate: f64, verdict: TrialVerdict| Trial {
-            rate,
-            verdict,
-            tick_to_trade: fixtures::summary(1000, 10.0),
-            delivered: Delivery {
-                orders: 40,
-                expected: 40,
-                ticks_lost: 0,
-            },
-            messages: 40_000,
-            orders_per_s: 7_600.0,
-            rx_tx_p50_us: 2.5,
             cpu: CpuPerMessage {
                 trader_busy_ns: 310.0,
                 trader_busy_share: 0.96,
                 replay_ran_ns: 540.0,
             },
+            ..trial(rate, verdict)
         };
         let mut lossy = trial(18_000.0, TrialVerdict::OrdersLost(1));
         lossy.delivered.orders = 39;

@@ -831,6 +831,17 @@ impl XdpTcp {
 
     /// smoltcp sends what it has to send, at `now`, on `tx` (the caller kicks).
     fn egress(&mut self, now: u64, tx: &mut XskTx) {
+        self.with_dev(tx, |iface, dev, sockets| {
+            let _ = iface.poll_egress(instant(now), dev, sockets);
+        });
+    }
+
+    /// Runs `f` on smoltcp's interface and sockets with the device over `tx`.
+    fn with_dev<R>(
+        &mut self,
+        tx: &mut XskTx,
+        f: impl FnOnce(&mut Interface, &mut Dev<'_>, &mut SocketSet<'static>) -> R,
+    ) -> R {
         let mut dev = Dev {
             rx: &mut self.rx,
             pool: &mut self.pool,
@@ -838,9 +849,7 @@ impl XdpTcp {
             eth: self.eth,
             seen: &mut self.seen,
         };
-        let _ = self
-            .iface
-            .poll_egress(instant(now), &mut dev, &mut self.sockets);
+        f(&mut self.iface, &mut dev, &mut self.sockets)
     }
 
     /// smoltcp puts out what was sent fast (the device drops those repeats), if anything was.
@@ -943,14 +952,9 @@ impl XdpTcp {
             self.shadow_out(tx);
             self.maybe_reset(tx);
         }
-        let mut dev = Dev {
-            rx: &mut self.rx,
-            pool: &mut self.pool,
-            tx,
-            eth: self.eth,
-            seen: &mut self.seen,
-        };
-        let _ = self.iface.poll(instant(now), &mut dev, &mut self.sockets);
+        self.with_dev(tx, |iface, dev, sockets| {
+            let _ = iface.poll(instant(now), dev, sockets);
+        });
     }
 
     fn connect(&mut self) {
