@@ -396,10 +396,11 @@ pub struct Arm {
     pub threshold: u32,
     /// The order's shares.
     pub shares: u32,
+    /// The stock the trade must be of (the order's stock). At an 8-byte boundary, as
+    /// `session` is: the program reads both as whole words ([`Arm::STOCK_AT`]).
+    pub stock: [u8; 8],
     /// The MoldUDP64 session the packet must carry.
     pub session: [u8; 10],
-    /// The stock the trade must be of (the order's stock).
-    pub stock: [u8; 8],
     /// 1: armed; 0: nothing armed (or consumed).
     pub armed: u8,
     /// [`ARM_AT_OR_ABOVE`] or [`ARM_AT_OR_BELOW`].
@@ -452,6 +453,12 @@ pub const ARM_AT_OR_ABOVE: u8 = 0;
 pub const ARM_AT_OR_BELOW: u8 = 1;
 
 impl Arm {
+    /// Where `stock` lies in the arm: an 8-byte boundary, so the program reads it as one word.
+    pub const STOCK_AT: usize = core::mem::offset_of!(Arm, stock);
+    /// Where `session` lies: an 8-byte boundary, so the program reads it as a word and a half
+    /// word (10 bytes).
+    pub const SESSION_AT: usize = core::mem::offset_of!(Arm, session);
+
     /// Whether `price` (Price(4)) is in the armed set.
     #[must_use]
     pub const fn contains(&self, price: u32) -> bool {
@@ -710,6 +717,13 @@ mod tests {
     #[test]
     fn the_shared_records_have_no_hidden_padding() {
         assert_eq!(core::mem::size_of::<Arm>(), 56);
+        assert_eq!(Arm::STOCK_AT % 8, 0, "the stock read as one word");
+        assert_eq!(
+            Arm::SESSION_AT % 8,
+            0,
+            "the session read as a word and a half"
+        );
+        assert_eq!(core::mem::align_of::<ArmSlot>(), 8);
         assert_eq!(core::mem::size_of::<ArmSlot>(), 128, "two cache lines");
         assert_eq!(
             core::mem::offset_of!(ArmSlot, fired_generation),
