@@ -1,5 +1,6 @@
 //! Builds the XDP program (`xdp-ebpf`) for the BPF target and leaves its two objects in
-//! `OUT_DIR` (`xdp-ebpf`, and `xdp-ebpf-stages` with stage timing compiled in), where
+//! `OUT_DIR` (`xdp-ebpf`; `xdp-ebpf-stages` with stage timing compiled in; `xdp-ebpf-run`
+//! with each run timed at its two ends), where
 //! `src/xdp.rs` embeds them.
 //!
 //! The eBPF build needs a toolchain that plain `cargo build` machines don't have (Debian's
@@ -13,8 +14,7 @@ use std::{env, fs, path::PathBuf};
 /// The crates that use unstable features on the BPF target. Naming them (rather than `1`)
 /// unlocks those features in those crates only, and keeps aya-build from asking for
 /// `-Z build-std`, which would need a `rust-src` these machines don't have.
-const RUSTC_BOOTSTRAP: &str =
-    "aya_ebpf,aya_ebpf_bindings,aya_ebpf_cty,aya_ebpf_macros,xdp_ebpf,xdp_ebpf_stages,xdp_common";
+const RUSTC_BOOTSTRAP: &str = "aya_ebpf,aya_ebpf_bindings,aya_ebpf_cty,aya_ebpf_macros,xdp_ebpf,xdp_ebpf_stages,xdp_ebpf_run,xdp_common";
 
 #[expect(
     unsafe_code,
@@ -50,6 +50,7 @@ fn main() -> anyhow::Result<()> {
             );
             fs::write(&object, [])?;
             fs::write(out_dir.join("xdp-ebpf-stages"), [])?;
+            fs::write(out_dir.join("xdp-ebpf-run"), [])?;
             Ok(())
         }
         Err(err) => Err(err.context(

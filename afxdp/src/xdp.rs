@@ -12,12 +12,16 @@ use xdp_common::{
     STAGE_WORDS, Source, StageSums,
 };
 
+pub use paths::XdpStages;
+
 /// The XDP program, built by `build.rs` and embedded here. Empty when the eBPF toolchain was
 /// missing at build time.
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/xdp-ebpf"));
 /// The same program with stage timing compiled in ([`Load::stages`]).
 static OBJECT_STAGES: &[u8] =
     aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/xdp-ebpf-stages"));
+/// The same program with each run timed at its two ends ([`XdpStages::Run`]).
+static OBJECT_RUN: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/xdp-ebpf-run"));
 
 pub use paths::XdpMode;
 
@@ -103,9 +107,10 @@ pub struct Load {
     /// The program logs its rare events (see [`XdpProgram::start_log`], which must follow to
     /// read them); off, the verifier removes the logging code.
     pub log: bool,
-    /// Load the program built with stage timing ([`XdpProgram::stages`]); off, the object
-    /// without it, the program every other measurement runs.
-    pub stages: bool,
+    /// Load a build of the program with timing compiled in ([`XdpProgram::stages`]): at every
+    /// stage, or at each run's two ends; `None`, the object without it, the program every
+    /// other measurement runs.
+    pub stages: Option<XdpStages>,
     /// The trigger wakes a reader sleeping on its ring of fired orders (a trader that blocks);
     /// off, a reader must poll the ring (a spinning trader), and firing raises no interrupt.
     pub fired_wakeup: bool,
@@ -134,8 +139,8 @@ pub struct XdpProgram {
     run_stats: Option<std::os::fd::OwnedFd>,
     /// Whether the program was loaded with its log on.
     logs: bool,
-    /// Whether it was loaded with stage timing on.
-    timed: bool,
+    /// Which timed build it was loaded from, if any.
+    timed: Option<XdpStages>,
     /// Whether it was loaded to wake a sleeping reader when the trigger fires.
     fired_wakeup: bool,
     /// The log reader, if started; last, so it is dropped after the program is detached and
@@ -207,7 +212,11 @@ impl XdpProgram {
             .override_global(GLOBAL_ORDER_DST_PORT, &to.dst_port, true)
             .override_global(GLOBAL_ORDER_TCP, &order_tcp, true)
             .override_global(xdp_common::segment::GLOBAL_TRIGGER_TCP, &trigger_tcp, true)
-            .load(if load.stages { OBJECT_STAGES } else { OBJECT })
+            .load(match load.stages {
+                None => OBJECT,
+                Some(XdpStages::Each) => OBJECT_STAGES,
+                Some(XdpStages::Run) => OBJECT_RUN,
+            })
             .map_err(XdpError::Load)?;
         let prog: &mut Xdp = ebpf
             .program_mut(PROG_NAME)
@@ -345,7 +354,7 @@ impl XdpProgram {
             for words in per_cpu.iter() {
                 sums.add(&StageSums::from_words(words));
             }
-            if let Some(o) = outcome_stages(outcome, &sums) {
+            if let Some(o) = outcome_stages(outcome, &sums, self.timed) {
                 out.push(o);
             }
         }
@@ -457,7 +466,7 @@ impl XdpProgram {
     /// stages, so a run caught between its two stores (a few instructions) can still be in
     /// the counters and not the stages.
     pub fn snapshot(&self) -> Result<(Counters, Option<Vec<results::OutcomeStages>>), XdpError> {
-        if !self.timed {
+        if self.timed.is_none() {
             return Ok((self.counters()?, None));
         }
         let runs = |s: &Vec<results::OutcomeStages>| s.iter().map(|o| o.runs).sum::<u64>();
@@ -520,8 +529,13 @@ fn settled<C, S>(
 }
 
 /// One outcome's stage means from its summed runs (`None` without runs): each stage the runs
-/// passed, net of the one clock read it includes.
-fn outcome_stages(outcome: Outcome, sums: &StageSums) -> Option<results::OutcomeStages> {
+/// passed, net of the one clock read it includes. Timed at its ends only ([`XdpStages::Run`]),
+/// the program adds the whole run to its last mark's sum: one stage, `run`.
+fn outcome_stages(
+    outcome: Outcome,
+    sums: &StageSums,
+    timed: Option<XdpStages>,
+) -> Option<results::OutcomeStages> {
     if sums.runs == 0 {
         return None;
     }
@@ -531,7 +545,11 @@ fn outcome_stages(outcome: Outcome, sums: &StageSums) -> Option<results::Outcome
         .iter()
         .filter(|m| sums.ns[**m as usize] != 0)
         .map(|m| results::StageMean {
-            stage: m.stage_name().to_owned(),
+            stage: if timed == Some(XdpStages::Run) {
+                results::RUN_STAGE.to_owned()
+            } else {
+                m.stage_name().to_owned()
+            },
             mean_ns: sums.ns[*m as usize] as f64 / runs - clock,
         })
         .collect();
@@ -763,7 +781,8 @@ mod tests {
         sums.ns[Mark::Classified as usize] = 200; // 50 raw, 30 net
         sums.ns[Mark::Redirected as usize] = 120; // 30 raw, 10 net
         sums.ns[Mark::End as usize] = 100; // 25 raw, 5 net
-        let o = outcome_stages(Outcome::Redirected, &sums).expect("it had runs");
+        let o =
+            outcome_stages(Outcome::Redirected, &sums, Some(XdpStages::Each)).expect("it had runs");
         assert_eq!(o.outcome, "redirected");
         assert_eq!(o.runs, 4);
         assert_eq!(o.clock_read_ns, 20.0);
@@ -772,6 +791,19 @@ mod tests {
         assert_eq!(o.stage("classify"), Some(30.0));
         assert_eq!(o.stage("arm_read"), None);
         assert_eq!(o.total_ns(), 45.0);
-        assert!(outcome_stages(Outcome::Fired, &StageSums::default()).is_none());
+        assert!(
+            outcome_stages(Outcome::Fired, &StageSums::default(), Some(XdpStages::Each)).is_none()
+        );
+        // Timed at its ends only, the program adds the whole run to the last mark: one stage.
+        let mut ends = StageSums {
+            runs: 4,
+            ..StageSums::default()
+        };
+        ends.ns[Mark::Start as usize] = 80;
+        ends.ns[Mark::End as usize] = 480; // 120 raw, 100 net
+        let o = outcome_stages(Outcome::Fired, &ends, Some(XdpStages::Run)).expect("it had runs");
+        let names: Vec<&str> = o.stages.iter().map(|s| s.stage.as_str()).collect();
+        assert_eq!(names, [results::RUN_STAGE]);
+        assert_eq!(o.total_ns(), 100.0);
     }
 }

@@ -29,6 +29,16 @@ impl Args {
         }
     }
 
+    /// An option whose value may be left out (`require_equals`): `--name` when `v` is `bare`
+    /// (the value the bare option means), `--name=v` for another value, nothing for `None`.
+    pub fn bare_or_equals<T: Display + PartialEq>(&mut self, name: &str, v: Option<&T>, bare: &T) {
+        match v {
+            Some(v) if v == bare => self.0.push(name.to_owned()),
+            Some(v) => self.0.push(format!("{name}={v}")),
+            None => {}
+        }
+    }
+
     /// `--name` when on.
     pub fn flag(&mut self, name: &str, on: bool) {
         if on {
@@ -72,6 +82,9 @@ mod tests {
         a.flag("--check", true);
         a.list("--kinds", &["ahead", "at_next"]);
         a.list::<&str>("--none", &[]);
+        a.bare_or_equals("--stages", Some(&"each"), &"each");
+        a.bare_or_equals("--timing", Some(&"run"), &"each");
+        a.bare_or_equals("--unset", None, &"each");
         assert_eq!(
             a.into_vec(),
             [
@@ -84,7 +97,9 @@ mod tests {
                 "198.18.0.1:1",
                 "--check",
                 "--kinds",
-                "ahead,at_next"
+                "ahead,at_next",
+                "--stages",
+                "--timing=run"
             ]
         );
     }

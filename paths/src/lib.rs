@@ -360,6 +360,20 @@ arg_enum! {
 }
 
 arg_enum! {
+    /// How the XDP program's runs are timed (`--xdp-stages`): each is a second build of the
+    /// program, with the clock reads compiled in.
+    pub enum XdpStages {
+        /// A clock read (`bpf_ktime_get_ns`, ordered: `LFENCE; RDTSC`) at the end of every
+        /// stage: where the run's time goes, each stage waiting for what the one before left
+        /// outstanding (a cache miss is counted in the stage that issued it).
+        Each = "each",
+        /// A clock read at the run's start and end only: the whole run as it runs untimed, its
+        /// loads overlapping the work after them (no stage split).
+        Run = "run",
+    }
+}
+
+arg_enum! {
     /// The exchange side's (the replay's) I/O.
     pub enum ExchangeIo {
         /// A kernel UDP socket.

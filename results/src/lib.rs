@@ -25,8 +25,8 @@ pub use replay::{
 };
 pub use trader::{
     Account, FeedSeen, ForeignSession, FrameCounts, Knobs, LineCounts, OrderSessionReport,
-    OutcomeStages, Position, StageMean, TraderCounters, TraderReport, TriggerReport, Unarmed,
-    XdpCounters, XdpProgramStats, XskStats,
+    OutcomeStages, Position, RUN_STAGE, StageMean, TraderCounters, TraderReport, TriggerReport,
+    Unarmed, XdpCounters, XdpProgramStats, XskStats,
 };
 
 /// Percentiles of one latency histogram, in microseconds.

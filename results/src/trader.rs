@@ -529,6 +529,9 @@ pub struct XdpProgramStats {
     pub stages: Option<Vec<OutcomeStages>>,
 }
 
+/// The one stage of runs timed at their two ends only (`--xdp-stages=run`): the whole run.
+pub const RUN_STAGE: &str = "run";
+
 /// `--xdp-stages`: the program's timed runs of one outcome (`redirected`, `trigger_redirected`,
 /// `reflected`, `fired`, `other`) and the mean time of each stage they passed, in program order.
 #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]

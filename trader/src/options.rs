@@ -5,7 +5,7 @@ use anyhow::bail;
 use clap::Parser;
 use netns::lab;
 use paths::{Io, PathSpec, QueueRule};
-use paths::{TraderPath, Wait, XdpMode, args::Args};
+use paths::{TraderPath, Wait, XdpMode, XdpStages, args::Args};
 use results::Knobs;
 use wire::moldudp64::Session;
 
@@ -145,14 +145,17 @@ pub struct Options {
     /// µs; 257-948 against 159-438) and the armed-hit rate fell by about 20 points.
     #[arg(long)]
     pub no_fired_wakeup: bool,
-    /// Time each stage of the XDP program's runs (classify, the trigger's arm read, checks,
-    /// match, order write and record, the redirect) with `bpf_ktime_get_ns()` at each
-    /// mark; the report's `xdp_program.stages` gets the mean ns per stage by outcome (fired,
-    /// reflected, redirected), net of one clock read. Costs a clock read per mark, so compare
-    /// runs that all have it. Off, the program loaded has no timing code at all (it is a
-    /// second build of the program, with timing compiled in).
-    #[arg(long)]
-    pub xdp_stages: bool,
+    /// Time the XDP program's runs with `bpf_ktime_get_ns()`; the report's
+    /// `xdp_program.stages` gets the mean ns by outcome (fired, reflected, redirected), net of
+    /// one clock read. `--xdp-stages` (or `=each`): a clock read at the end of each stage
+    /// (classify, the trigger's arm read, checks, match, order write and record, the
+    /// redirect); each read is ordered, so it waits for the loads before it, and the stages
+    /// add up to more than the run takes untimed wherever its loads would overlap.
+    /// `--xdp-stages=run`: at each run's two ends only, the run as it runs untimed (one
+    /// figure, `run`). Compare runs timed the same way. Off, the program loaded has no timing
+    /// code at all (each is another build of the program, with the timing compiled in).
+    #[arg(long, value_name = "HOW", num_args = 0..=1, require_equals = true, default_missing_value = "each")]
+    pub xdp_stages: Option<XdpStages>,
     /// The CPUs this process may use, read before it pins itself: where housekeeping threads
     /// (the XDP log reader) go. Not an option.
     #[arg(skip)]
@@ -394,7 +397,7 @@ impl Options {
         a.flag("--xdp-stats", *xdp_stats);
         a.flag("--no-arm-demote", *no_arm_demote);
         a.flag("--no-fired-wakeup", *no_fired_wakeup);
-        a.flag("--xdp-stages", *xdp_stages);
+        a.bare_or_equals("--xdp-stages", xdp_stages.as_ref(), &XdpStages::Each);
         if let Queues::First(n) = queues {
             a.value("--queues", n);
         }
@@ -482,7 +485,7 @@ impl Options {
                     ""
                 }
             ),
-            None if o.xdp_log || o.xdp_stats || o.xdp_stages => bail!(
+            None if o.xdp_log || o.xdp_stats || o.xdp_stages.is_some() => bail!(
                 "--xdp-log, --xdp-stats and --xdp-stages need an XDP program: --path {}",
                 paths_where(|s| s.action.is_some())
             ),
@@ -643,7 +646,10 @@ mod tests {
             "--no-fired-wakeup",
             "--check",
         ];
-        for line in [&["--path", "xdp"][..], every] {
+        // The option whose value may be left out, both ways, before another option.
+        let run = &["--path", "trigger", "--xdp-stages=run", "--xdp-stats"][..];
+        let each = &["--path", "trigger", "--xdp-stages=each", "--xdp-stats"][..];
+        for line in [&["--path", "xdp"][..], every, run, each] {
             let o = Options::try_parse_from(std::iter::once("trader").chain(line.iter().copied()))
                 .unwrap();
             let args = o.to_args();
@@ -653,6 +659,22 @@ mod tests {
             .unwrap_or_else(|e| panic!("{args:?}: {e}"));
             assert_eq!(format!("{again:?}"), format!("{o:?}"), "{args:?}");
         }
+    }
+
+    #[test]
+    fn xdp_stages_bare_is_each_and_takes_run_only_after_an_equals_sign() {
+        let parse = |extra: &[&str]| {
+            Options::try_parse_from(["trader", "--path", "trigger"].iter().chain(extra))
+                .map(|o| o.xdp_stages)
+        };
+        assert_eq!(parse(&[]).unwrap(), None);
+        assert_eq!(parse(&["--xdp-stages"]).unwrap(), Some(XdpStages::Each));
+        assert_eq!(parse(&["--xdp-stages=run"]).unwrap(), Some(XdpStages::Run));
+        assert!(
+            parse(&["--xdp-stages", "run"]).is_err(),
+            "no positional `run`"
+        );
+        assert!(parse(&["--xdp-stages=all"]).is_err());
     }
 
     #[test]

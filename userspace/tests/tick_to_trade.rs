@@ -178,13 +178,15 @@ fn trigger_path_blocking() {
 
 /// Blocking without the fire's wakeup (`--no-fired-wakeup`): the trader learns of each fire
 /// when the next packet wakes it, so the tick after a fire is always its own to send; every
-/// order still goes out once, fired or sent, with parity exact.
+/// order still goes out once, fired or sent, with parity exact. Run with the program timed at
+/// each run's two ends (`--xdp-stages=run`, a third build of it), which must trade exactly as
+/// the untimed one and account for every run it timed, as one stage.
 #[test]
 fn trigger_path_blocking_woken_by_the_next_packet() {
     let Some((replay, trader)) = run(
         "trigger",
         "trignw",
-        &["--wait", "block", "--no-fired-wakeup"],
+        &["--wait", "block", "--no-fired-wakeup", "--xdp-stages=run"],
     ) else {
         return;
     };
@@ -198,6 +200,20 @@ fn trigger_path_blocking_woken_by_the_next_packet() {
     assert_eq!(t.fired, x.trigger_fired, "every fired order was read back");
     assert_eq!(t.fired + t.software_orders, replay.orders_received, "{t:?}");
     assert!(t.fired > 0 && t.software_orders > 0, "{t:?}");
+    let stages = trader
+        .xdp_program
+        .and_then(|p| p.stages)
+        .expect("--xdp-stages=run reports the runs");
+    let fired = stages
+        .iter()
+        .find(|o| o.outcome == "fired")
+        .expect("fired runs");
+    assert_eq!(fired.runs, x.trigger_fired, "{stages:?}");
+    for o in &stages {
+        let names: Vec<&str> = o.stages.iter().map(|s| s.stage.as_str()).collect();
+        assert_eq!(names, [results::RUN_STAGE], "one figure per run: {o:?}");
+        assert!(o.total_ns() > 0.0, "{o:?}");
+    }
 }
 
 /// A corrupted arm (its side flipped, `--corrupt-arms`, a test-only option) fires an order that

@@ -11,9 +11,11 @@
 //! Never per healthy packet. Each CPU writes at most `LOG_BURST` records a second; the rest
 //! are counted, not written. With the global off the verifier prunes the logging code.
 //!
-//! The program's source is `program.rs`, built twice: this object, and `xdp-ebpf-stages`
+//! The program's source is `program.rs`, built three times: this object; `xdp-ebpf-stages`
 //! (`stages.rs`), which reads the clock at each mark of a run (`xdp_common::Mark`) and adds
-//! the stages to the `STAGES` map by outcome (`trader --xdp-stages` loads it). A build-time
+//! the stages to the `STAGES` map by outcome (`trader --xdp-stages` loads it); and
+//! `xdp-ebpf-run` (`run.rs`), which reads it at each run's two ends only (`trader
+//! --xdp-stages=run`), so nothing inside the run waits for a clock read. A build-time
 //! switch, not a load-time global: a global the verifier prunes still changes how the
 //! compiler allocates registers around the calls it guards (the redirect program grew by 149
 //! instructions with one); here the untimed object is the program as it was, instruction for
@@ -33,5 +35,7 @@
 
 /// No stage timing: the program as it runs in every measurement but `--xdp-stages`.
 const TIMED: bool = false;
+/// (No marks at all.)
+const STAGE_MARKS: bool = false;
 
 include!("program.rs");

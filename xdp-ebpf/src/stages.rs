@@ -17,5 +17,7 @@
 
 /// Stage timing on.
 const TIMED: bool = true;
+/// A mark at every stage.
+const STAGE_MARKS: bool = true;
 
 include!("program.rs");

@@ -6,7 +6,7 @@ use std::{
 };
 
 use anyhow::Context as _;
-use paths::{Rate, Source, TraderPath, Wait, XdpMode};
+use paths::{Rate, Source, TraderPath, Wait, XdpMode, XdpStages};
 use results::{
     ContextSwitches, FloorReport, Machine, ReplayReport, Summary, ThreadTime, TraderReport,
     plot::{self, Axis, Plot, Series},
@@ -459,12 +459,24 @@ fn conditions(t: &mut String, o: &Options, m: &Machine) {
             String::new()
         }
     );
-    if o.xdp_stages {
-        let _ = writeln!(
-            t,
-            "XDP programs timed stage by stage (--xdp-stages): a mark (a clock read) per stage \
-             is in every figure of the rows with a program; compare with other timed runs only"
-        );
+    match o.xdp_stages {
+        Some(XdpStages::Each) => {
+            let _ = writeln!(
+                t,
+                "XDP programs timed stage by stage (--xdp-stages): a mark (a clock read) per \
+                 stage is in every figure of the rows with a program; compare with other timed \
+                 runs only"
+            );
+        }
+        Some(XdpStages::Run) => {
+            let _ = writeln!(
+                t,
+                "XDP programs timed at each run's two ends (--xdp-stages=run): two clock reads \
+                 a run are in every figure of the rows with a program; compare with other timed \
+                 runs only"
+            );
+        }
+        None => {}
     }
     let _ = writeln!(
         t,
@@ -836,7 +848,9 @@ const STAGE_COLUMNS: [&str; 10] = [
 ];
 
 /// `--xdp-stages`: where each row's XDP program runs spend their time, by outcome, mean ns per
-/// run net of the one clock read each stage includes.
+/// run net of the one clock read each stage includes, and each run against the reflector's
+/// (the `reflect` row's, when the bench has one). Runs timed at their ends only
+/// (`--xdp-stages=run`) have one stage, the run: their table has that column alone.
 fn stages_table(t: &mut String, measured: &[Measured]) {
     let rows: Vec<(&Measured, &results::OutcomeStages)> = measured
         .iter()
@@ -847,27 +861,53 @@ fn stages_table(t: &mut String, measured: &[Measured]) {
     if rows.is_empty() {
         return;
     }
+    let reflector = rows
+        .iter()
+        .find(|(m, o)| m.row == Row::Reflect && o.outcome == "reflected")
+        .map(|(_, o)| o.total_ns());
+    let versus = |ns: f64| match reflector {
+        Some(r) if r > 0.0 => format!("{:.2}×", ns / r),
+        _ => "-".to_owned(),
+    };
+    let run_only = rows
+        .iter()
+        .all(|(_, o)| o.stages.iter().all(|s| s.stage == results::RUN_STAGE));
+    let columns: &[&str] = if run_only {
+        &[results::RUN_STAGE]
+    } else {
+        &STAGE_COLUMNS
+    };
+    let _ = writeln!(t);
+    if run_only {
+        let _ = writeln!(
+            t,
+            "XDP program runs (`--xdp-stages=run`): mean ns per run, timed at its start and its \
+             end only (nothing inside waits for a clock read), net of one clock read (the clock \
+             column). The program's run only: the XDP_TX or redirect itself completes after it \
+             returns."
+        );
+    } else {
+        let _ = writeln!(
+            t,
+            "XDP program stages (`--xdp-stages`): mean ns per run, each net of one mark (a \
+             `bpf_ktime_get_ns` and its store: the clock column); `-`: a stage those runs don't \
+             pass. The program's run only: the XDP_TX or redirect itself completes after it \
+             returns."
+        );
+    }
     let _ = writeln!(t);
     let _ = writeln!(
         t,
-        "XDP program stages (`--xdp-stages`): mean ns per run, each net of one mark (a \
-         `bpf_ktime_get_ns` and its store: the clock column); `-`: a stage those runs don't \
-         pass. The program's run only: the XDP_TX or redirect itself completes after it \
-         returns."
-    );
-    let _ = writeln!(t);
-    let _ = writeln!(
-        t,
-        "| path | outcome | runs | clock read | {} | total |",
-        STAGE_COLUMNS.join(" | ")
+        "| path | outcome | runs | clock read | {} | total | vs the reflector's run |",
+        columns.join(" | ")
     );
     let _ = writeln!(
         t,
-        "|---|---|---:|---:|{}---:|",
-        "---:|".repeat(STAGE_COLUMNS.len())
+        "|---|---|---:|---:|{}---:|---:|",
+        "---:|".repeat(columns.len())
     );
     for (m, o) in rows {
-        let cells: Vec<String> = STAGE_COLUMNS
+        let cells: Vec<String> = columns
             .iter()
             .map(|name| {
                 o.stage(name)
@@ -876,13 +916,14 @@ fn stages_table(t: &mut String, measured: &[Measured]) {
             .collect();
         let _ = writeln!(
             t,
-            "| {} | {} | {} | {:.0} | {} | {:.0} |",
+            "| {} | {} | {} | {:.0} | {} | {:.0} | {} |",
             m.row,
             o.outcome,
             o.runs,
             o.clock_read_ns,
             cells.join(" | "),
-            o.total_ns()
+            o.total_ns(),
+            versus(o.total_ns())
         );
     }
 }
@@ -1219,7 +1260,55 @@ verdict: 4 problem(s):
         let rows: Vec<&str> = t.lines().filter(|l| l.starts_with("| xdp")).collect();
         assert_eq!(
             rows,
-            ["| xdp | fired | 7 | 21 | 30 | 110 | - | - | - | - | 40 | 60 | - | - | 240 |"],
+            ["| xdp | fired | 7 | 21 | 30 | 110 | - | - | - | - | 40 | 60 | - | - | 240 | - |"],
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn runs_timed_at_their_ends_get_one_column_and_the_reflectors_ratio() {
+        let mut ms = measured(Path::new("unused"));
+        let run = |outcome: &str, runs: u64, mean_ns: f64| results::OutcomeStages {
+            outcome: outcome.into(),
+            runs,
+            clock_read_ns: 25.0,
+            stages: vec![results::StageMean {
+                stage: results::RUN_STAGE.to_owned(),
+                mean_ns,
+            }],
+        };
+        ms[0].trader.xdp_program = Some(results::XdpProgramStats {
+            stages: Some(vec![
+                run("fired", 7, 150.0),
+                run("trigger_redirected", 9, 110.0),
+            ]),
+            ..results::XdpProgramStats::default()
+        });
+        let reflect = ms
+            .iter()
+            .position(|m| m.row == Row::Reflect)
+            .expect("a reflect row");
+        ms[reflect].trader.xdp_program = Some(results::XdpProgramStats {
+            stages: Some(vec![run("reflected", 40, 50.0)]),
+            ..results::XdpProgramStats::default()
+        });
+        let mut t = String::new();
+        stages_table(&mut t, &ms);
+        assert!(
+            t.contains("| path | outcome | runs | clock read | run | total |"),
+            "{t}"
+        );
+        let rows: Vec<&str> = t
+            .lines()
+            .filter(|l| l.starts_with("| xdp") || l.starts_with("| reflect"))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                "| xdp | fired | 7 | 25 | 150 | 150 | 3.00× |",
+                "| xdp | trigger_redirected | 9 | 25 | 110 | 110 | 2.20× |",
+                "| reflect | reflected | 40 | 25 | 50 | 50 | 1.00× |",
+            ],
             "{t}"
         );
     }

@@ -4,7 +4,7 @@
 //! (`paths::PATHS`), and what a run puts at each end of the veth ([`Ends`]).
 use std::path::PathBuf;
 
-use paths::{ExchangeIo, Expect, Orders, Rate, Source, TraderPath, Wait, XdpMode};
+use paths::{ExchangeIo, Expect, Orders, Rate, Source, TraderPath, Wait, XdpMode, XdpStages};
 use serde::{Deserialize, Serialize};
 
 /// The replay's default source: the spec's 150k-bar GBM series.
@@ -338,12 +338,15 @@ pub(crate) struct Options {
     /// Don't install missing dependencies first.
     #[arg(long)]
     pub(crate) no_setup: bool,
-    /// Time each stage of the XDP program's runs on the rows that have one (`trader
-    /// --xdp-stages`: classify, the trigger's arm read, checks, match, order write and ring
-    /// record, the redirect) and add a table of them. Costs a clock read per stage, so compare
+    /// Time the XDP program's runs on the rows that have one and add a table of them (`trader
+    /// --xdp-stages`). `--xdp-stages` (`=each`): each stage (classify, the trigger's arm read,
+    /// checks, match, order write and record, the redirect), a clock read at the end of each,
+    /// which waits for the loads before it, so the stages add up to more than an untimed run
+    /// wherever its loads would overlap. `--xdp-stages=run`: each run timed at its two ends
+    /// only, as it runs untimed (one figure per outcome). Costs the clock reads, so compare
     /// such runs with each other, not with untimed ones.
-    #[arg(long)]
-    pub(crate) xdp_stages: bool,
+    #[arg(long, value_name = "HOW", num_args = 0..=1, require_equals = true, default_missing_value = "each")]
+    pub(crate) xdp_stages: Option<XdpStages>,
     /// Isolate the trader's CPU at runtime for the whole run: every other movable task to a
     /// cpuset of the other CPUs, unbound workqueues and IRQs off it. Everything is restored
     /// exactly afterwards (also after Ctrl-C; after SIGKILL the next run or `netns-down`
@@ -474,7 +477,7 @@ impl Options {
             strict: false,
             no_setup,
             isolate: false,
-            xdp_stages: false,
+            xdp_stages: None,
             malformed_stream: false,
             lie_stream: None,
             xdp_stats: false,

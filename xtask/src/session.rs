@@ -449,7 +449,7 @@ fn trader_command(mut base: Command, o: &Options, lab: &LabConfig, ends: Ends) -
         t.first_seq = Some(1);
     }
     t.xdp_stats = o.xdp_stats && ends.trader.spec().action.is_some();
-    t.xdp_stages = o.xdp_stages && ends.trader.spec().action.is_some();
+    t.xdp_stages = o.xdp_stages.filter(|_| ends.trader.spec().action.is_some());
     if !o.no_pin {
         t.cpu = Some(o.trader_cpu);
     }
