@@ -24,3 +24,9 @@ pub use sources::{FeedSource, Sender, Sources};
 
 /// The most packets one turn of the loop takes (the AF_XDP RX batch's upper bound).
 pub const MAX_BATCH: usize = 64;
+
+/// How many empty turns a spinning trigger trader takes per read of the record of what fired
+/// (`--fired-poll-every`): a turn with nothing is tens of ns, so a fire is seen within a few µs
+/// (the next tick's arm is written after it), and the record's line is in this core for a
+/// small share of the time rather than always.
+pub const FIRED_POLL_EVERY: u32 = 32;

@@ -9,7 +9,7 @@ use paths::{TraderPath, Wait, XdpMode, XdpStages, args::Args};
 use results::Knobs;
 use wire::moldudp64::Session;
 
-use crate::{FeedSource, MAX_BATCH};
+use crate::{FIRED_POLL_EVERY, FeedSource, MAX_BATCH};
 
 /// Tick-to-trade trader: reads MoldUDP64/ITCH market data, runs the HMA/HMA3 strategy on
 /// each trade, and sends an order to the configured order gateway (--order-to) for each
@@ -128,14 +128,24 @@ pub struct Options {
     #[arg(long)]
     pub xdp_stats: bool,
     /// Trigger path: don't push the arm's cache line out of the trader's core after writing
-    /// it. By default, where CPUID reports `CLDEMOTE`, the trader demotes the line to the
-    /// shared cache after each arm, so that the program's read of the arm, the first access of
-    /// its every run, isn't a snoop of the trader's core (43-49 ns against 91-109 on an Intel
-    /// guest: docs/trigger.md); without the instruction nothing changes. For measuring what the
+    /// it, nor the fired record's line after reading it. By default, where CPUID reports
+    /// `CLDEMOTE`, the trader demotes the arm's line to the shared cache after each arm, so
+    /// that the program's read of the arm, the first access of its every run, isn't a snoop
+    /// of the trader's core (43-49 ns against 91-109 on an Intel guest: docs/trigger.md), and
+    /// the record's line after each read of it, so that the program's write of it when it
+    /// fires isn't either; without the instruction nothing changes. For measuring what the
     /// demote buys; no effect on other paths (so `cargo xtask bench --trader-arg` can give it
     /// to every row).
     #[arg(long)]
     pub no_arm_demote: bool,
+    /// Trigger path, spinning: read the record of what the program fired at the start of one
+    /// empty turn in this many (and before every packet, always). Each read pulls the record's
+    /// line into the trader's core, where the program's write of it when it fires must then
+    /// snoop it, and the order's transmit waits for that (a lock in the driver drains the
+    /// program's stores). 1 reads it every turn (as before this option). A fire is noticed up
+    /// to this many empty turns late, so the next tick's arm is written that much later.
+    #[arg(long, default_value_t = FIRED_POLL_EVERY, value_parser = clap::value_parser!(u32).range(1..))]
+    pub fired_poll_every: u32,
     /// Trigger path with `--wait block` (ignored otherwise): the program doesn't wake the
     /// trader when it fires; the trader learns of the fire when the next packet wakes it (or
     /// its poll's 100 ms timeout, if none comes). The fired order then no longer waits inside
@@ -340,6 +350,7 @@ impl Options {
             xdp_log,
             xdp_stats,
             no_arm_demote,
+            fired_poll_every,
             no_fired_wakeup,
             xdp_stages,
             housekeeping: _,
@@ -396,6 +407,7 @@ impl Options {
         a.flag("--xdp-log", *xdp_log);
         a.flag("--xdp-stats", *xdp_stats);
         a.flag("--no-arm-demote", *no_arm_demote);
+        a.changed("--fired-poll-every", fired_poll_every, &FIRED_POLL_EVERY);
         a.flag("--no-fired-wakeup", *no_fired_wakeup);
         a.bare_or_equals("--xdp-stages", xdp_stages.as_ref(), &XdpStages::Each);
         if let Queues::First(n) = queues {
@@ -643,6 +655,8 @@ mod tests {
             "--corrupt-arms",
             "2",
             "--no-arm-demote",
+            "--fired-poll-every",
+            "4",
             "--no-fired-wakeup",
             "--check",
         ];

@@ -82,10 +82,12 @@ impl ArmMap {
         })
     }
 
-    /// Whether to push the arm's line out of this core's caches after each write (on where
-    /// the CPU can: [`can_demote`]). Once written, the line's next reader is the program, on
-    /// the CPU that takes the tick: demoted, its read finds the line in the shared cache
-    /// instead of snooping this core for it. Off, for measuring what that buys.
+    /// Whether to push the arm's line out of this core's caches after each write, and the
+    /// record's line after each read (where the CPU can: [`can_demote`]). Once written, the
+    /// arm's next reader is the program, on the CPU that takes the tick: demoted, its read
+    /// finds the line in the shared cache instead of snooping this core for it; and the
+    /// record's next writer is the program when it fires, whose store (which the order's
+    /// transmit then waits for) finds it there too. Off, for measuring what that buys.
     pub fn set_demote(&mut self, on: bool) {
         self.demote = on && can_demote();
     }
@@ -172,6 +174,11 @@ impl ArmMap {
                 (*(&raw const (*p).fired_generation).cast::<AtomicU32>()).load(Ordering::Acquire);
             let price =
                 (*(&raw const (*p).fired_price).cast::<AtomicU32>()).load(Ordering::Relaxed);
+            if self.demote {
+                // The program's next write of the line (when it fires) then takes it from the
+                // shared cache, not by snooping this core.
+                demote((&raw const (*p).fired_generation).cast());
+            }
             (generation, price)
         }
     }

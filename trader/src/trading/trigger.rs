@@ -77,6 +77,11 @@ pub struct TriggerIo<const BLOCK: bool, const BUSY_POLL: bool> {
     history_next: usize,
     /// The fired generation last read from the record's line.
     seen_fired: u32,
+    /// Spinning turns since the record's line was last read at a turn's start.
+    turns: u32,
+    /// A spinning trader reads the record's line at the start of one turn in this many
+    /// ([`TriggerIo::polling_fired_every`]); before each packet, always.
+    poll_every: u32,
 }
 
 impl<const BLOCK: bool, const BUSY_POLL: bool> TriggerIo<BLOCK, BUSY_POLL> {
@@ -88,6 +93,8 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TriggerIo<BLOCK, BUSY_POLL> {
             history: [(u32::MAX, Arm::default()); ARMS_REMEMBERED],
             history_next: 0,
             seen_fired,
+            turns: 0,
+            poll_every: 1,
             xdp,
             arm,
             ring,
@@ -101,6 +108,17 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TriggerIo<BLOCK, BUSY_POLL> {
             report: TriggerReport::default(),
             arm_cost: Latency::new(),
         }
+    }
+
+    /// A spinning trader reads the record of what fired at the start of one turn in `turns`
+    /// (at least 1: every turn), and before every packet: a fire the loop hasn't seen yet
+    /// is noticed at most `turns` empty turns late, and the record's line stays out of this
+    /// core most of the time, so the program's write of it isn't a snoop (the default is
+    /// [`crate::FIRED_POLL_EVERY`]).
+    #[must_use]
+    pub fn polling_fired_every(mut self, turns: u32) -> Self {
+        self.poll_every = turns.max(1);
+        self
     }
 
     /// Corrupts the next `n` arms written (their side flipped), so that what they fire is not
@@ -382,8 +400,19 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for TriggerIo<BLOCK, BUS
         if BLOCK {
             self.wait()?;
         }
+        // A spinning trader's empty turns read the record's line only now and then: each read
+        // pulls it into this core, and the program's write of it when it fires must then take
+        // it back (a snoop its order's transmit waits for). Before each packet the line is
+        // read anyway (`Merge`), so no fire is merged out of order.
+        let look = BLOCK || {
+            self.turns += 1;
+            self.turns >= self.poll_every
+        };
+        if look {
+            self.turns = 0;
+        }
         let (xdp, mut fire) = self.split();
-        let first = fire.drain(handler);
+        let first = if look { fire.drain(handler) } else { 0 };
         let mut merge = Merge {
             fire: &mut fire,
             handler,
