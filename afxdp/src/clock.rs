@@ -29,7 +29,9 @@ pub fn ns(ts: &TimeSpec) -> u64 {
 /// so NTP slewing the real-time clock during a run (at most 500 ppm) moves a converted stamp
 /// by at most 0.5 µs; the reading itself is good to about a clock read (~20 ns). The kernel
 /// stamps with the real-time clock it read itself, so a stamp can still be off by that much:
-/// an order whose stamp lands before its tick's due time counts as 0.
+/// an order whose stamp lands before its tick's due time is counted
+/// (`orders_stamped_before_due`, a note in the bench's report) and left out of the latency
+/// figures, never recorded as 0.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct RealToMono {
     /// CLOCK_REALTIME minus CLOCK_MONOTONIC, ns.

@@ -84,6 +84,11 @@ pub struct OrderCounts {
     /// Taken, but its REVERSE flag disagrees with the book (a position was or wasn't open).
     /// Known once the fills are booked ([`Exchange::settle`]).
     pub reverse_mismatch: u64,
+    /// Taken, but stamped on arrival before its tick was due: the arrival stamp's clock and
+    /// the schedule's disagree by more than the path takes (the kernel's real-time stamp
+    /// converted to the monotonic clock, `afxdp::clock::RealToMono`). Booked; left out of
+    /// every latency figure rather than counted as 0.
+    pub stamped_before_due: u64,
 }
 
 /// What one datagram's (or one OUCH message's) orders came to.
@@ -332,7 +337,17 @@ impl<'f> Exchange<'f> {
             if ord.shares != crate::t2t::arm::order_shares(ord.reverse) {
                 self.counts.shares_mismatch += 1;
             }
-            self.latency.record(now_ns.saturating_sub(sent_at));
+            self.fills.push(Fill {
+                seq: ord.tick_seq,
+                side: ord.side,
+                reverse: ord.reverse,
+            });
+            self.counts.received += 1;
+            if now_ns < sent_at {
+                self.counts.stamped_before_due += 1;
+                continue;
+            }
+            self.latency.record(now_ns - sent_at);
             if let Some(started) = self.schedule.started(i) {
                 self.latency_from_send
                     .record(now_ns.saturating_sub(started.max(sent_at)));
@@ -342,12 +357,6 @@ impl<'f> Exchange<'f> {
             self.latency_seen
                 .record(now_ns.saturating_sub(sent_at) + self.reading_delay_ns);
             self.harness_delay.record(self.reading_delay_ns);
-            self.fills.push(Fill {
-                seq: ord.tick_seq,
-                side: ord.side,
-                reverse: ord.reverse,
-            });
-            self.counts.received += 1;
         }
         took
     }

@@ -109,6 +109,8 @@ pub(super) fn verdict(e: &Evidence<'_>) -> ParityVerdict {
         malformed,
         price_mismatch,
         reverse_mismatch,
+        // A clock's fault, not the order's: it is booked.
+        stamped_before_due: _,
     } = counts;
     let divergence = first_divergence(expected, fills);
     let faults = price_mismatch

@@ -706,6 +706,34 @@ fn a_feed_without_trades_of_the_stock_has_nothing_to_check() {
 }
 
 #[test]
+fn an_order_stamped_before_its_tick_was_due_is_booked_but_not_timed() {
+    let f = feed(400, 1);
+    let mut ex = exchange(&f, Expect::Signals);
+    send(&mut ex, f.packets.len());
+    let (early, on_time) = (ex.expected[0], ex.expected[1]);
+    // Due at 1 ms + 1 µs × its packet; the first order's stamp lands before that.
+    ex.receive(&bytes(&order(&ex, early, false)), 999_000);
+    ex.receive(&bytes(&order(&ex, on_time, true)), 2_000_000);
+    let s = ex.settle();
+    assert_eq!(s.orders.received, 2);
+    assert_eq!(s.orders.stamped_before_due, 1);
+    assert_eq!(
+        s.tick_to_trade.summary().count,
+        1,
+        "never a 0 in the figures"
+    );
+    assert!(s.tick_to_trade.summary().min_us > 900.0);
+    assert_eq!(s.tick_to_trade_seen.summary().count, 1);
+    assert!(
+        s.tick_to_trade_tenths
+            .iter()
+            .map(|l| l.summary().count)
+            .sum::<u64>()
+            == 1
+    );
+}
+
+#[test]
 fn tick_to_trade_from_the_send_leaves_the_senders_lateness_out() {
     let f = feed(400, 1);
     let mut ex = exchange(&f, Expect::Signals);

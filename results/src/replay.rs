@@ -51,6 +51,11 @@ pub struct ReplayReport {
     pub orders_price_mismatch: u64,
     /// Orders whose REVERSE flag disagrees with the book (a position was or wasn't open).
     pub orders_reverse_mismatch: u64,
+    /// Orders stamped on arrival before their tick was due (the arrival stamp's clock and the
+    /// schedule's disagreeing by more than the path takes): booked, but left out of every
+    /// latency figure. Should be 0.
+    #[serde(default)]
+    pub orders_stamped_before_due: u64,
     /// Messages our own socket refused (buffer full): not sent, not counted as sent.
     pub send_dropped: u64,
     /// Packets the scheduler sent more than 10 µs late (the sender itself fell behind).

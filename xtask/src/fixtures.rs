@@ -52,6 +52,7 @@ pub(crate) fn replay(base: f64) -> ReplayReport {
         orders_malformed: 0,
         orders_price_mismatch: 0,
         orders_reverse_mismatch: 0,
+        orders_stamped_before_due: 0,
         send_dropped: 0,
         late_sends: 3,
         arrival: results::Arrival::KernelTimestamp,

@@ -176,6 +176,7 @@ pub(crate) fn problems(row: &str, replay: &ReplayReport, trader: &TraderReport) 
             replay.unstamped_datagrams
         ));
     }
+
     if let (Some(t), Some(x)) = (trader.trigger, trader.xdp_counters)
         && t.fired != x.trigger_fired
     {
@@ -420,6 +421,22 @@ fn markdown(
     t
 }
 
+/// What a reader should know about a row's figures that is not a fault of the run (so not a
+/// problem for `--strict`): orders whose arrival stamp came before their tick was due, which
+/// the clocks' conversion allows now and then (`afxdp::clock::RealToMono`).
+pub(crate) fn notes(row: &str, replay: &ReplayReport) -> Vec<String> {
+    let mut n = Vec::new();
+    if replay.orders_stamped_before_due > 0 {
+        n.push(format!(
+            "{row}: {} orders were stamped on arrival before their tick was due (the arrival \
+             stamp's clock and the schedule's disagreed): booked, but left out of the latency \
+             figures",
+            replay.orders_stamped_before_due
+        ));
+    }
+    n
+}
+
 /// The run's verdict, last: what a reader (or `--strict`) needs to know before any figure.
 fn verdict(t: &mut String, measured: &[Measured]) {
     let problems: Vec<String> = measured
@@ -438,6 +455,12 @@ fn verdict(t: &mut String, measured: &[Measured]) {
         for p in problems {
             let _ = writeln!(t, "- {p}");
         }
+    }
+    for n in measured
+        .iter()
+        .flat_map(|m| notes(m.row.as_str(), &m.replay))
+    {
+        let _ = writeln!(t, "note: {n}");
     }
 }
 
@@ -1310,6 +1333,24 @@ verdict: 4 problem(s):
                 "| reflect | reflected | 40 | 25 | 50 | 50 | 1.00× |",
             ],
             "{t}"
+        );
+    }
+
+    #[test]
+    fn an_order_stamped_before_its_tick_was_due_is_a_note_not_a_problem() {
+        let mut replay = fixtures::replay(10.0);
+        let trader = fixtures::trader(TraderPath::Xdp);
+        assert!(notes("xdp", &replay).is_empty());
+        replay.orders_stamped_before_due = 2;
+        assert!(
+            problems("xdp", &replay, &trader).is_empty(),
+            "not for --strict"
+        );
+        let n = notes("xdp", &replay);
+        assert!(
+            n.iter()
+                .any(|n| n.starts_with("xdp: 2 orders were stamped on arrival before")),
+            "{n:?}"
         );
     }
 

@@ -444,6 +444,7 @@ fn report(asked: Asked, feed: &Feed, settled: &Settlement, span: SendSpan) -> Re
         orders_malformed: orders.malformed,
         orders_price_mismatch: orders.price_mismatch,
         orders_reverse_mismatch: orders.reverse_mismatch,
+        orders_stamped_before_due: orders.stamped_before_due,
         send_dropped: sent.dropped,
         late_sends: run.late_sends,
         arrival: match io {
