@@ -1,4 +1,4 @@
-//! Builds the XDP program (`xdp-ebpf`) for the BPF target and leaves its two objects in
+//! Builds the XDP program (`xdp-ebpf`) for the BPF target and leaves its three objects in
 //! `OUT_DIR` (`xdp-ebpf`; `xdp-ebpf-stages` with stage timing compiled in; `xdp-ebpf-run`
 //! with each run timed at its two ends), where
 //! `src/xdp.rs` embeds them.

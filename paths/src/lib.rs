@@ -360,7 +360,7 @@ arg_enum! {
 }
 
 arg_enum! {
-    /// How the XDP program's runs are timed (`--xdp-stages`): each is a second build of the
+    /// How the XDP program's runs are timed (`--xdp-stages`): each is another build of the
     /// program, with the clock reads compiled in.
     pub enum XdpStages {
         /// A clock read (`bpf_ktime_get_ns`, ordered: `LFENCE; RDTSC`) at the end of every

@@ -180,6 +180,11 @@ pub struct TriggerReport {
     /// the trader could.
     #[serde(default)]
     pub arm_demoted: Option<bool>,
+    /// A spinning trader's turns per read of the fired record at a turn's start
+    /// (`--fired-poll-every`); 1 for a blocking one, which reads it after every wake-up.
+    /// `None`: a report from before the option (every turn).
+    #[serde(default)]
+    pub fired_poll_every: Option<u32>,
     /// Whether the program was loaded to wake the (blocking) trader when it fires: false for a
     /// spinning trader, which is never woken, and with `--no-fired-wakeup`, which waits for the
     /// next packet instead. `None`: a report from before the option (a blocking trader was

@@ -139,13 +139,15 @@ pub struct Options {
     #[arg(long)]
     pub no_arm_demote: bool,
     /// Trigger path, spinning: read the record of what the program fired at the start of one
-    /// empty turn in this many (and before every packet, always). Each read pulls the record's
-    /// line into the trader's core, where the program's write of it when it fires must then
-    /// snoop it, and the order's transmit waits for that (a lock in the driver drains the
-    /// program's stores). 1 reads it every turn (as before this option). A fire is noticed up
-    /// to this many empty turns late, so the next tick's arm is written that much later.
-    #[arg(long, default_value_t = FIRED_POLL_EVERY, value_parser = clap::value_parser!(u32).range(1..))]
-    pub fired_poll_every: u32,
+    /// turn of the loop in this many (and before every packet and after a turn that took
+    /// frames, always). Each read pulls the record's line into the trader's core, where the
+    /// program's write of it when it fires must then snoop it, and the order's transmit waits
+    /// for that (a lock in the driver drains the program's stores). A fire is noticed up to
+    /// this many turns late, so the next tick's arm is written that much later. Default: 32
+    /// (a turn with nothing is tens of ns), or 1, every turn, with `--busy-poll`, whose every
+    /// turn is a system call.
+    #[arg(long, value_name = "TURNS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub fired_poll_every: Option<u32>,
     /// Trigger path with `--wait block` (ignored otherwise): the program doesn't wake the
     /// trader when it fires; the trader learns of the fire when the next packet wakes it (or
     /// its poll's 100 ms timeout, if none comes). The fired order then no longer waits inside
@@ -246,6 +248,18 @@ pub struct Options {
 }
 
 impl Options {
+    /// The turns per read of the trigger's fired record (`--fired-poll-every`, or its default
+    /// for this loop: [`FIRED_POLL_EVERY`] spinning, 1 with `--busy-poll`).
+    #[must_use]
+    pub fn fired_poll_every(&self) -> u32 {
+        self.fired_poll_every
+            .unwrap_or(if self.busy_poll.is_some() {
+                1
+            } else {
+                FIRED_POLL_EVERY
+            })
+    }
+
     /// The market-data interface: --iface, or the lab's trader side.
     pub fn iface(&self) -> &str {
         self.iface.as_deref().unwrap_or(lab::TRADER_IF)
@@ -407,7 +421,7 @@ impl Options {
         a.flag("--xdp-log", *xdp_log);
         a.flag("--xdp-stats", *xdp_stats);
         a.flag("--no-arm-demote", *no_arm_demote);
-        a.changed("--fired-poll-every", fired_poll_every, &FIRED_POLL_EVERY);
+        a.some("--fired-poll-every", fired_poll_every.as_ref());
         a.flag("--no-fired-wakeup", *no_fired_wakeup);
         a.bare_or_equals("--xdp-stages", xdp_stages.as_ref(), &XdpStages::Each);
         if let Queues::First(n) = queues {
@@ -689,6 +703,23 @@ mod tests {
             "no positional `run`"
         );
         assert!(parse(&["--xdp-stages=all"]).is_err());
+    }
+
+    #[test]
+    fn the_fired_record_is_read_every_32_turns_spinning_and_every_turn_busy_polling() {
+        let parse = |extra: &[&str]| {
+            Options::try_parse_from(["trader", "--path", "trigger"].iter().chain(extra)).unwrap()
+        };
+        assert_eq!(parse(&[]).fired_poll_every(), FIRED_POLL_EVERY);
+        assert_eq!(parse(&["--busy-poll", "50"]).fired_poll_every(), 1);
+        assert_eq!(
+            parse(&["--busy-poll", "50", "--fired-poll-every", "8"]).fired_poll_every(),
+            8
+        );
+        assert!(
+            Options::try_parse_from(["trader", "--fired-poll-every", "0"]).is_err(),
+            "at least one turn"
+        );
     }
 
     #[test]

@@ -115,6 +115,7 @@ fn trigger_path_fires_the_engines_orders_with_parity() {
     assert!(t.fired > 0 && t.arms > 0, "{t:?}");
     // Each arm's line is pushed to the shared cache after its write wherever the CPU can.
     assert_eq!(t.arm_demoted, Some(cpu_has_cldemote()), "{t:?}");
+    assert_eq!(t.fired_poll_every, Some(trader::FIRED_POLL_EVERY), "{t:?}");
     assert_eq!(
         t.woken_on_fire,
         Some(false),
@@ -178,15 +179,13 @@ fn trigger_path_blocking() {
 
 /// Blocking without the fire's wakeup (`--no-fired-wakeup`): the trader learns of each fire
 /// when the next packet wakes it, so the tick after a fire is always its own to send; every
-/// order still goes out once, fired or sent, with parity exact. Run with the program timed at
-/// each run's two ends (`--xdp-stages=run`, a third build of it), which must trade exactly as
-/// the untimed one and account for every run it timed, as one stage.
+/// order still goes out once, fired or sent, with parity exact.
 #[test]
 fn trigger_path_blocking_woken_by_the_next_packet() {
     let Some((replay, trader)) = run(
         "trigger",
         "trignw",
-        &["--wait", "block", "--no-fired-wakeup", "--xdp-stages=run"],
+        &["--wait", "block", "--no-fired-wakeup"],
     ) else {
         return;
     };
@@ -200,6 +199,35 @@ fn trigger_path_blocking_woken_by_the_next_packet() {
     assert_eq!(t.fired, x.trigger_fired, "every fired order was read back");
     assert_eq!(t.fired + t.software_orders, replay.orders_received, "{t:?}");
     assert!(t.fired > 0 && t.software_orders > 0, "{t:?}");
+    assert!(
+        trader.xdp_program.and_then(|p| p.stages).is_none(),
+        "untimed unless asked"
+    );
+}
+
+/// A spinning trader that reads the record of what fired almost never at a turn's start
+/// (`--fired-poll-every` far above the run's turns): it still learns of every fire, from its
+/// reads before each packet, after each turn that took frames and at the end, and trades every
+/// signal once with parity exact. Run with the program timed at each run's two ends
+/// (`--xdp-stages=run`, a third build of it), which must trade as the untimed one and account
+/// for every run it timed, as one figure.
+#[test]
+fn trigger_path_learns_every_fire_without_polling_the_record() {
+    let Some((replay, trader)) = run(
+        "trigger",
+        "trigrare",
+        &["--fired-poll-every", "4000000000", "--xdp-stages=run"],
+    ) else {
+        return;
+    };
+    check("trigger-rare-record-reads", &replay, &trader);
+    let t = trader.trigger.expect("the trigger path reports its arms");
+    let x = trader.xdp_counters.expect("the program's counters");
+    assert_eq!(t.fired_poll_every, Some(4_000_000_000), "{t:?}");
+    assert_eq!(t.mismatch, 0, "{t:?}");
+    assert_eq!(t.fired, x.trigger_fired, "every fired order was read back");
+    assert_eq!(t.fired + t.software_orders, replay.orders_received, "{t:?}");
+    assert!(t.fired > 0, "{t:?}");
     let stages = trader
         .xdp_program
         .and_then(|p| p.stages)

@@ -1,5 +1,6 @@
-// The XDP program's items, included by `main.rs` (untimed) and `stages.rs` (timed), each of
-// which defines `TIMED` and the crate's attributes.
+// The XDP program's items, included by `main.rs` (untimed), `stages.rs` (timed at every
+// stage) and `run.rs` (timed at each run's ends), each of which defines `TIMED`,
+// `STAGE_MARKS` and the crate's attributes.
 
 use aya_ebpf::{
     bindings::xdp_action::{XDP_DROP, XDP_PASS, XDP_TX},

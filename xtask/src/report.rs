@@ -494,9 +494,9 @@ fn conditions(t: &mut String, o: &Options, m: &Machine) {
         Some(XdpStages::Run) => {
             let _ = writeln!(
                 t,
-                "XDP programs timed at each run's two ends (--xdp-stages=run): two clock reads \
-                 a run are in every figure of the rows with a program; compare with other timed \
-                 runs only"
+                "XDP programs timed at each run's two ends (--xdp-stages=run): the clock reads at \
+                 each run's start and end are in every figure of the rows with a program; compare \
+                 with other timed runs only"
             );
         }
         None => {}
@@ -840,8 +840,9 @@ fn trigger_table(t: &mut String, measured: &[Measured]) {
     }
 }
 
-/// The trigger table's wait column: how the trader waited, and the two trigger switches
-/// where the report says how they were (`--no-fired-wakeup`, `--no-arm-demote`).
+/// The trigger table's wait column: how the trader waited, and the trigger's switches where
+/// the report says how they were (`--no-fired-wakeup`, `--no-arm-demote`,
+/// `--fired-poll-every`).
 fn trigger_wait(wait: impl std::fmt::Display, r: &results::TriggerReport) -> String {
     let mut s = wait.to_string();
     if s == "block" && r.woken_on_fire == Some(false) {
@@ -851,6 +852,11 @@ fn trigger_wait(wait: impl std::fmt::Display, r: &results::TriggerReport) -> Str
         Some(true) => s.push_str(", arm demoted"),
         Some(false) => s.push_str(", arm not demoted"),
         None => {}
+    }
+    if s.starts_with("spin")
+        && let Some(n) = r.fired_poll_every
+    {
+        let _ = write!(s, ", record read every {n} turns");
     }
     s
 }
@@ -907,7 +913,7 @@ fn stages_table(t: &mut String, measured: &[Measured]) {
             "XDP program runs (`--xdp-stages=run`): mean ns per run, timed at its start and its \
              end only (nothing inside waits for a clock read), net of one clock read (the clock \
              column). The program's run only: the XDP_TX or redirect itself completes after it \
-             returns."
+             returns (and waits for the run's stores)."
         );
     } else {
         let _ = writeln!(
@@ -915,36 +921,51 @@ fn stages_table(t: &mut String, measured: &[Measured]) {
             "XDP program stages (`--xdp-stages`): mean ns per run, each net of one mark (a \
              `bpf_ktime_get_ns` and its store: the clock column); `-`: a stage those runs don't \
              pass. The program's run only: the XDP_TX or redirect itself completes after it \
-             returns."
+             returns (and waits for the run's stores). Each mark waits for the loads before it, \
+             and a run with more marks waits more: against the reflector's run (three marks), \
+             `--xdp-stages=run` is the fairer ratio."
         );
     }
     let _ = writeln!(t);
+    // Timed at its ends, the run is the total: one column.
+    let stage_header = if run_only {
+        String::new()
+    } else {
+        format!(" {} |", columns.join(" | "))
+    };
     let _ = writeln!(
         t,
-        "| path | outcome | runs | clock read | {} | total | vs the reflector's run |",
-        columns.join(" | ")
+        "| path | outcome | runs | clock read |{stage_header} {} | vs the reflector's run |",
+        if run_only { "run" } else { "total" }
     );
     let _ = writeln!(
         t,
         "|---|---|---:|---:|{}---:|---:|",
-        "---:|".repeat(columns.len())
+        if run_only {
+            String::new()
+        } else {
+            "---:|".repeat(columns.len())
+        }
     );
     for (m, o) in rows {
-        let cells: Vec<String> = columns
-            .iter()
-            .map(|name| {
-                o.stage(name)
-                    .map_or("-".to_owned(), |ns| format!("{ns:.0}"))
-            })
-            .collect();
+        let cells: String = if run_only {
+            String::new()
+        } else {
+            columns
+                .iter()
+                .map(|name| {
+                    o.stage(name)
+                        .map_or(" - |".to_owned(), |ns| format!(" {ns:.0} |"))
+                })
+                .collect()
+        };
         let _ = writeln!(
             t,
-            "| {} | {} | {} | {:.0} | {} | {:.0} | {} |",
+            "| {} | {} | {} | {:.0} |{cells} {:.0} | {} |",
             m.row,
             o.outcome,
             o.runs,
             o.clock_read_ns,
-            cells.join(" | "),
             o.total_ns(),
             versus(o.total_ns())
         );
@@ -1076,6 +1097,16 @@ mod tests {
             "block, woken by the next packet, arm demoted"
         );
         assert_eq!(trigger_wait("spin", &r), "spin, arm demoted");
+        r.fired_poll_every = Some(32);
+        assert_eq!(
+            trigger_wait("spin", &r),
+            "spin, arm demoted, record read every 32 turns"
+        );
+        assert_eq!(
+            trigger_wait("block", &r),
+            "block, woken by the next packet, arm demoted",
+            "a blocking trader reads it after every wake-up"
+        );
         r.woken_on_fire = Some(true);
         r.arm_demoted = Some(false);
         assert_eq!(trigger_wait("block", &r), "block, arm not demoted");
@@ -1318,7 +1349,7 @@ verdict: 4 problem(s):
         let mut t = String::new();
         stages_table(&mut t, &ms);
         assert!(
-            t.contains("| path | outcome | runs | clock read | run | total |"),
+            t.contains("| path | outcome | runs | clock read | run | vs the reflector's run |"),
             "{t}"
         );
         let rows: Vec<&str> = t
@@ -1328,9 +1359,9 @@ verdict: 4 problem(s):
         assert_eq!(
             rows,
             [
-                "| xdp | fired | 7 | 25 | 150 | 150 | 3.00× |",
-                "| xdp | trigger_redirected | 9 | 25 | 110 | 110 | 2.20× |",
-                "| reflect | reflected | 40 | 25 | 50 | 50 | 1.00× |",
+                "| xdp | fired | 7 | 25 | 150 | 3.00× |",
+                "| xdp | trigger_redirected | 9 | 25 | 110 | 2.20× |",
+                "| reflect | reflected | 40 | 25 | 50 | 1.00× |",
             ],
             "{t}"
         );

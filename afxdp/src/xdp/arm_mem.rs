@@ -54,7 +54,8 @@ pub struct ArmMap {
     len: usize,
     /// The generation of the last arm written (even).
     generation: u32,
-    /// Push the arm's line out of this core after each write ([`demote`]).
+    /// Push the arm's line out of this core after each write, and the record's after each
+    /// read ([`demote`]).
     demote: bool,
 }
 
@@ -92,7 +93,8 @@ impl ArmMap {
         self.demote = on && can_demote();
     }
 
-    /// Whether each write ends with the arm's line demoted ([`ArmMap::set_demote`]).
+    /// Whether each write ends with the arm's line demoted, and each read of the record with
+    /// its line ([`ArmMap::set_demote`]).
     pub fn demotes(&self) -> bool {
         self.demote
     }

@@ -234,7 +234,7 @@ fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
         let mut arm = prog.take_arm()?;
         arm.set_demote(!o.no_arm_demote);
         let mut io = TriggerIo::<BLOCK, BUSY_POLL>::new(xdp, arm, prog.take_fired()?, stock)
-            .polling_fired_every(o.fired_poll_every)
+            .polling_fired_every(o.fired_poll_every())
             .corrupting_arms(o.corrupt_arms);
         let end = trading::run(&mut io, trader, rx_to_tx, loop_config(o), stop)
             .context("the AF_XDP socket or the trigger's ring")?;

@@ -42,6 +42,33 @@ const BLOCK_POLL_MS: i32 = 100;
 /// time (the next is written only once the trader has the tick before), a few for margin.
 const ARMS_REMEMBERED: usize = 4;
 
+/// One turn in `n` (at least 1): the turns whose start reads the record's line.
+#[derive(Debug, Clone, Copy)]
+struct Every {
+    n: u32,
+    since: u32,
+}
+
+impl Every {
+    fn new(n: u32) -> Self {
+        Every {
+            n: n.max(1),
+            since: 0,
+        }
+    }
+
+    /// Whether this turn is one: true on the `n`th call, the `2n`th, and so on.
+    fn due(&mut self) -> bool {
+        self.since += 1;
+        if self.since >= self.n {
+            self.since = 0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
 /// A trader's I/O on the trigger path: the AF_XDP socket for what the program doesn't fire,
 /// the arm it writes between ticks (whose slot's second line holds what the program fired), and the
 /// ring that wakes it when it blocks.
@@ -77,11 +104,9 @@ pub struct TriggerIo<const BLOCK: bool, const BUSY_POLL: bool> {
     history_next: usize,
     /// The fired generation last read from the record's line.
     seen_fired: u32,
-    /// Spinning turns since the record's line was last read at a turn's start.
-    turns: u32,
-    /// A spinning trader reads the record's line at the start of one turn in this many
-    /// ([`TriggerIo::polling_fired_every`]); before each packet, always.
-    poll_every: u32,
+    /// When a spinning turn starts with a read of the record's line
+    /// ([`TriggerIo::polling_fired_every`]); before each packet it is read always.
+    poll: Every,
 }
 
 impl<const BLOCK: bool, const BUSY_POLL: bool> TriggerIo<BLOCK, BUSY_POLL> {
@@ -93,8 +118,7 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TriggerIo<BLOCK, BUSY_POLL> {
             history: [(u32::MAX, Arm::default()); ARMS_REMEMBERED],
             history_next: 0,
             seen_fired,
-            turns: 0,
-            poll_every: 1,
+            poll: Every::new(crate::FIRED_POLL_EVERY),
             xdp,
             arm,
             ring,
@@ -111,13 +135,13 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TriggerIo<BLOCK, BUSY_POLL> {
     }
 
     /// A spinning trader reads the record of what fired at the start of one turn in `turns`
-    /// (at least 1: every turn), and before every packet: a fire the loop hasn't seen yet
-    /// is noticed at most `turns` empty turns late, and the record's line stays out of this
-    /// core most of the time, so the program's write of it isn't a snoop (the default is
-    /// [`crate::FIRED_POLL_EVERY`]).
+    /// (at least 1: every turn), before every packet, and after a turn that took frames: a
+    /// fire the loop hasn't seen yet is noticed at most `turns` turns late, and the record's
+    /// line stays out of this core most of the time, so the program's write of it isn't a
+    /// snoop (without this call: [`crate::FIRED_POLL_EVERY`]).
     #[must_use]
     pub fn polling_fired_every(mut self, turns: u32) -> Self {
-        self.poll_every = turns.max(1);
+        self.poll = Every::new(turns);
         self
     }
 
@@ -163,6 +187,7 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TriggerIo<BLOCK, BUSY_POLL> {
         };
         r.arm_cost = self.arm_cost.summary();
         r.arm_demoted = Some(self.arm.demotes());
+        r.fired_poll_every = Some(if BLOCK { 1 } else { self.poll.n });
         r
     }
 
@@ -400,17 +425,11 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for TriggerIo<BLOCK, BUS
         if BLOCK {
             self.wait()?;
         }
-        // A spinning trader's empty turns read the record's line only now and then: each read
-        // pulls it into this core, and the program's write of it when it fires must then take
-        // it back (a snoop its order's transmit waits for). Before each packet the line is
-        // read anyway (`Merge`), so no fire is merged out of order.
-        let look = BLOCK || {
-            self.turns += 1;
-            self.turns >= self.poll_every
-        };
-        if look {
-            self.turns = 0;
-        }
+        // A spinning trader reads the record's line at the start of a turn only now and then:
+        // each read pulls it into this core, and the program's write of it when it fires must
+        // then take it back (a snoop its order's transmit waits for). Before each packet the
+        // line is read anyway (`Merge`), so no fire is merged out of order.
+        let look = BLOCK || self.poll.due();
         let (xdp, mut fire) = self.split();
         let first = if look { fire.drain(handler) } else { 0 };
         let mut merge = Merge {
@@ -420,7 +439,17 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for TriggerIo<BLOCK, BUS
         };
         let n = xdp.recv(max, &mut merge)?;
         let fired = merge.fired;
-        Ok(first + fired + n)
+        // A turn that took frames is followed by `after_turn`, which arms the next tick: it
+        // must know of every fire by then, and frames that never reached `Merge` (the order
+        // session's segments, frames not ours) didn't read the record. Read after them, it is
+        // still in order: a fire recorded after `Merge`'s last look is of a later tick than
+        // every packet handed on.
+        let last = if !look && n > 0 {
+            fire.drain(handler)
+        } else {
+            0
+        };
+        Ok(first + fired + n + last)
     }
 
     fn idle(&mut self) {
@@ -602,5 +631,19 @@ mod tests {
         assert!(!s.send(&order), "a second copy did not go out");
         assert!(s.matched);
         assert!(!s.timed());
+    }
+
+    #[test]
+    fn every_nth_turn_reads_the_record_and_one_means_every_turn() {
+        let mut e = Every::new(4);
+        let due: Vec<bool> = (0..9).map(|_| e.due()).collect();
+        assert_eq!(
+            due,
+            [false, false, false, true, false, false, false, true, false]
+        );
+        let mut each = Every::new(1);
+        assert!((0..5).all(|_| each.due()));
+        let mut zero = Every::new(0);
+        assert!(zero.due(), "0 is taken as 1");
     }
 }
