@@ -92,6 +92,21 @@ fn check(path: &str, replay: &ReplayReport, trader: &TraderReport) {
     );
 }
 
+/// The trigger's report and the program's counters, once every fire is accounted for: none was
+/// a wrong order, the trader read back every one the program counted, and each order at the
+/// exchange was sent once, fired by the program or sent by the trader.
+fn every_fire_booked(
+    replay: &ReplayReport,
+    trader: &TraderReport,
+) -> (results::TriggerReport, results::XdpCounters) {
+    let t = trader.trigger.expect("the trigger path reports its arms");
+    let x = trader.xdp_counters.expect("the program's counters");
+    assert_eq!(t.mismatch, 0, "{t:?}");
+    assert_eq!(t.fired, x.trigger_fired, "every fired order was read back");
+    assert_eq!(t.fired + t.software_orders, replay.orders_received, "{t:?}");
+    (t, x)
+}
+
 /// The decision in the driver: every signal's order is the engine's, most of them fired by the
 /// XDP program (the rest sent by the trader, for ticks it couldn't arm in time), each fired
 /// one checked against the trader's own decision, all three accounts equal.
@@ -101,15 +116,7 @@ fn trigger_path_fires_the_engines_orders_with_parity() {
         return;
     };
     check("trigger", &replay, &trader);
-    let t = trader.trigger.expect("the trigger path reports its arms");
-    let x = trader.xdp_counters.expect("the program's counters");
-    assert_eq!(t.mismatch, 0, "{t:?}");
-    assert_eq!(t.fired, x.trigger_fired, "every fired order was read back");
-    assert_eq!(
-        t.fired + t.software_orders,
-        replay.orders_received,
-        "{t:?}: each order sent once, by the program or by the trader"
-    );
+    let (t, _) = every_fire_booked(&replay, &trader);
     // How many are fired depends on the trader keeping up (a test running beside this one
     // starves it): the rate is the benchmark's to report; here, that the driver fired some.
     assert!(t.fired > 0 && t.arms > 0, "{t:?}");
@@ -147,11 +154,7 @@ fn trigger_path_blocking() {
         return;
     };
     check("trigger-block", &replay, &trader);
-    let t = trader.trigger.expect("the trigger path reports its arms");
-    let x = trader.xdp_counters.expect("the program's counters");
-    assert_eq!(t.mismatch, 0, "{t:?}");
-    assert_eq!(t.fired, x.trigger_fired, "every fired order was read back");
-    assert_eq!(t.fired + t.software_orders, replay.orders_received, "{t:?}");
+    let (t, x) = every_fire_booked(&replay, &trader);
     assert!(t.fired > 0, "{t:?}");
     assert_eq!(t.arm_demoted, Some(false), "--no-arm-demote: {t:?}");
     assert_eq!(t.woken_on_fire, Some(true), "{t:?}");
@@ -190,14 +193,10 @@ fn trigger_path_blocking_woken_by_the_next_packet() {
         return;
     };
     check("trigger-block-next-packet", &replay, &trader);
-    let t = trader.trigger.expect("the trigger path reports its arms");
-    let x = trader.xdp_counters.expect("the program's counters");
+    let (t, _) = every_fire_booked(&replay, &trader);
     assert_eq!(t.woken_on_fire, Some(false), "{t:?}");
     assert_eq!(t.wakeups, 0, "no fire woke it: {t:?}");
     assert_eq!(t.arm_demoted, Some(cpu_has_cldemote()), "{t:?}");
-    assert_eq!(t.mismatch, 0, "{t:?}");
-    assert_eq!(t.fired, x.trigger_fired, "every fired order was read back");
-    assert_eq!(t.fired + t.software_orders, replay.orders_received, "{t:?}");
     assert!(t.fired > 0 && t.software_orders > 0, "{t:?}");
     assert!(
         trader.xdp_program.and_then(|p| p.stages).is_none(),
@@ -221,12 +220,8 @@ fn trigger_path_learns_every_fire_without_polling_the_record() {
         return;
     };
     check("trigger-rare-record-reads", &replay, &trader);
-    let t = trader.trigger.expect("the trigger path reports its arms");
-    let x = trader.xdp_counters.expect("the program's counters");
+    let (t, x) = every_fire_booked(&replay, &trader);
     assert_eq!(t.fired_poll_every, Some(4_000_000_000), "{t:?}");
-    assert_eq!(t.mismatch, 0, "{t:?}");
-    assert_eq!(t.fired, x.trigger_fired, "every fired order was read back");
-    assert_eq!(t.fired + t.software_orders, replay.orders_received, "{t:?}");
     assert!(t.fired > 0, "{t:?}");
     let stages = trader
         .xdp_program
