@@ -754,20 +754,26 @@ mod tests {
         trial(rate, verdict)
     }
 
-    fn search_with(confirm: u32, mut passes: impl FnMut(f64) -> bool) -> Search {
+    /// The tests' search: 10k to 4M msg/s to 5 %, nothing tried yet.
+    fn fresh_search(confirm: u32) -> (SearchParams, Search) {
         let p = SearchParams {
             min_rate: 10_000.0,
             max_rate: 4e6,
             resolution: 1.05,
             confirm,
         };
-        let mut s = Search {
+        let s = Search {
             path: TraderPath::Xdp,
             lo: None,
             hi: None,
             trials: Vec::new(),
             curve: Vec::new(),
         };
+        (p, s)
+    }
+
+    fn search_with(confirm: u32, mut passes: impl FnMut(f64) -> bool) -> Search {
+        let (p, mut s) = fresh_search(confirm);
         find_rate(&p, &mut s, |rate| Ok(Some(fake_trial(rate, passes(rate))))).unwrap();
         s
     }
@@ -824,19 +830,7 @@ mod tests {
     /// Stopped (Ctrl-C) mid-search: what was found so far stands, nothing more is tried.
     #[test]
     fn a_stopped_search_keeps_what_it_had() {
-        let p = SearchParams {
-            min_rate: 10_000.0,
-            max_rate: 4e6,
-            resolution: 1.05,
-            confirm: 1,
-        };
-        let mut s = Search {
-            path: TraderPath::Xdp,
-            lo: None,
-            hi: None,
-            trials: Vec::new(),
-            curve: Vec::new(),
-        };
+        let (p, mut s) = fresh_search(1);
         let mut n = 0;
         find_rate(&p, &mut s, |rate| {
             n += 1;
