@@ -378,7 +378,8 @@ pub struct TraderCounters {
     pub other_stock: u64,
     /// Valid ITCH messages of other types.
     pub other_messages: u64,
-    /// Message blocks that were not valid ITCH (unknown type, wrong length); each still consumes
+    /// Message blocks that were not valid ITCH (unknown type, wrong length, a side other than
+    /// 'B'/'S' in an add, a printable flag other than 'Y'/'N' in an execution); each still consumes
     /// its sequence number (the framing around it was sound, so it is a message that arrived,
     /// just not one we can read). An empty block is not one: it is `malformed_framing`.
     pub malformed_messages: u64,

@@ -941,7 +941,8 @@ impl Trader {
                         }
                     }
                 }
-                Ok(Message::Other { .. }) => self.counters.other_messages += 1,
+                // Every other well-formed ITCH message: not a tick for this trader.
+                Ok(_) => self.counters.other_messages += 1,
                 Err(_) => self.counters.malformed_messages += 1,
             }
         }

@@ -2,9 +2,9 @@
 //!
 //! * [`moldudp64`]: NASDAQ MoldUDP64 downstream packets (session, sequence number, message count,
 //!   length-prefixed message blocks).
-//! * [`itch`]: NASDAQ TotalView-ITCH 5.0 messages; the Trade (non-cross) `'P'` message in full, the
-//!   other message types checked against the spec's fixed lengths. [`itch::file`] reads and writes
-//!   ITCH files as NASDAQ distributes them.
+//! * [`itch`]: NASDAQ TotalView-ITCH 5.0 messages: all 23 types decoded, every field, each a
+//!   view and a `Repr` in its own module. [`itch::file`] reads and writes ITCH files as NASDAQ
+//!   distributes them.
 //! * [`order`]: the trader's fixed 36-byte, OUCH-style Enter Order.
 //! * [`ouch`]: Nasdaq OUCH 5.0, the order entry protocol venues take: Enter Order and Cancel
 //!   Order in, Order Accepted, Executed, Canceled, Rejected and System Event out.

@@ -109,12 +109,15 @@ proptest! {
         decode_everything(&bytes);
     }
 
-    /// Arbitrary bytes behind a plausible header (small count, ITCH-like types), so that the
-    /// block walker gets past the header far more often than with uniform bytes.
+    /// Arbitrary bytes behind a plausible header (small count, every ITCH type and one unknown),
+    /// so that the block walker and each type's decoder get past the header far more often than
+    /// with uniform bytes.
     #[test]
     fn plausible_packets_never_panic(
         count in 0u16..8,
-        kind in prop::sample::select(vec![b'P', b'A', b'S', b'Z']),
+        kind in prop::sample::select(
+            itch::MESSAGE_LENGTHS.iter().map(|&(kind, _)| kind).chain([b'Z']).collect::<Vec<_>>()
+        ),
         body in proptest::collection::vec(any::<u8>(), 0..300),
         lens in proptest::collection::vec(0u16..60, 0..8),
     ) {

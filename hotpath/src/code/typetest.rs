@@ -523,9 +523,10 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
         ),
     ];
     o.trader = "A plain tag test, then an enum: `wire::itch::parse` (wire/src/itch/mod.rs) reads \
-        the type byte, checks the length against the spec's table (`message_len`, a scan of the \
-        23 (type, length) pairs), compares the byte with `trade::KIND` and returns `Message::Trade` \
-        or `Message::Other { kind }`, which `Trader::on_packet` (trader-core/src/lib.rs) matches. \
+        the type byte, matches it against the 23 ITCH 5.0 types (one `match`, each arm with its \
+        fixed length), checks the length and decodes that type's `Repr` into one `Message` \
+        variant, which `Trader::on_packet` (trader-core/src/lib.rs) matches (`Message::Trade`, \
+        every other type counted). \
         No `Any` or downcast on the hot path (`downcast_ref` appears only in setup error \
         handling: afxdp/src/xdp.rs, afxdp/src/xsk.rs)."
         .to_string();

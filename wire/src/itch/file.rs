@@ -194,7 +194,12 @@ mod tests {
         assert_eq!(first.message, &FILE_BYTES[2..14]);
         assert_eq!(
             itch::parse(first.message),
-            Ok(Message::Other { kind: b'S' })
+            Ok(Message::SystemEvent(itch::SystemEventRepr {
+                stock_locate: 0,
+                tracking_number: 0,
+                timestamp: itch::Timestamp::from_nanos(10_800_000_000_001).unwrap(),
+                event_code: b'O',
+            }))
         );
         let second = reader.read_message().unwrap().unwrap();
         assert_eq!(

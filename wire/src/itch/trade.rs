@@ -13,249 +13,32 @@
 //! | 32     | 4   | Price                  | Price(4): u32, 4 implied decimals     |
 //! | 36     | 8   | Match Number           | u64                                   |
 
-use super::{Price4, Side, Stock, Timestamp};
-use crate::{Error, Result, be};
+use super::{Price4, Side, Stock};
 
-/// Byte ranges of the Trade message, its type byte and length (shared with the XDP program).
-pub use xdp_common::layout::itch::trade::{KIND, LEN, field};
-
-/// A read/write view of a Trade message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
-}
-
-impl<T: AsRef<[u8]>> Packet<T> {
-    /// Wraps a buffer without checking its length; accessors panic if it is shorter than
-    /// [`LEN`].
-    pub const fn new_unchecked(buffer: T) -> Packet<T> {
-        Packet { buffer }
-    }
-
-    /// Wraps a buffer after [`Packet::check_len`], so that no accessor can panic.
-    pub fn new_checked(buffer: T) -> Result<Packet<T>> {
-        let packet = Self::new_unchecked(buffer);
-        packet.check_len()?;
-        Ok(packet)
-    }
-
-    /// Checks that the buffer holds at least [`LEN`] bytes. (An exact length is [`super::parse`]'s
-    /// business: a view may sit at the front of a larger buffer.)
-    pub fn check_len(&self) -> Result<()> {
-        let have = self.buffer.as_ref().len();
-        if have < LEN {
-            return Err(Error::Truncated { need: LEN, have });
-        }
-        Ok(())
-    }
-
-    /// Returns the underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    /// The message type byte.
-    pub fn kind(&self) -> u8 {
-        self.buffer.as_ref()[field::KIND]
-    }
-
-    /// Stock locate code.
-    pub fn stock_locate(&self) -> u16 {
-        be::u16(self.buffer.as_ref(), field::STOCK_LOCATE)
-    }
-
-    /// Tracking number.
-    pub fn tracking_number(&self) -> u16 {
-        be::u16(self.buffer.as_ref(), field::TRACKING_NUMBER)
-    }
-
-    /// Timestamp, nanoseconds since midnight (always below 2^48).
-    pub fn timestamp(&self) -> u64 {
-        be::u48(self.buffer.as_ref(), field::TIMESTAMP)
-    }
-
-    /// Order reference number.
-    pub fn order_ref(&self) -> u64 {
-        be::u64(self.buffer.as_ref(), field::ORDER_REF)
-    }
-
-    /// Buy/sell indicator byte, unchecked.
-    pub fn side(&self) -> u8 {
-        self.buffer.as_ref()[field::SIDE]
-    }
-
-    /// Shares.
-    pub fn shares(&self) -> u32 {
-        be::u32(self.buffer.as_ref(), field::SHARES)
-    }
-
-    /// Stock symbol.
-    pub fn stock(&self) -> Stock {
-        Stock(be::bytes(self.buffer.as_ref(), field::STOCK))
-    }
-
-    /// Price.
-    pub fn price(&self) -> Price4 {
-        Price4(be::u32(self.buffer.as_ref(), field::PRICE))
-    }
-
-    /// Match number.
-    pub fn match_number(&self) -> u64 {
-        be::u64(self.buffer.as_ref(), field::MATCH_NUMBER)
-    }
-}
-
-impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
-    /// Sets the message type byte.
-    pub fn set_kind(&mut self, value: u8) {
-        self.buffer.as_mut()[field::KIND] = value;
-    }
-
-    /// Sets the stock locate code.
-    pub fn set_stock_locate(&mut self, value: u16) {
-        be::set_u16(self.buffer.as_mut(), field::STOCK_LOCATE, value);
-    }
-
-    /// Sets the tracking number.
-    pub fn set_tracking_number(&mut self, value: u16) {
-        be::set_u16(self.buffer.as_mut(), field::TRACKING_NUMBER, value);
-    }
-
-    /// Sets the timestamp.
-    pub fn set_timestamp(&mut self, value: Timestamp) {
-        be::set_u48(self.buffer.as_mut(), field::TIMESTAMP, value.nanos());
-    }
-
-    /// Sets the order reference number.
-    pub fn set_order_ref(&mut self, value: u64) {
-        be::set_u64(self.buffer.as_mut(), field::ORDER_REF, value);
-    }
-
-    /// Sets the buy/sell indicator.
-    pub fn set_side(&mut self, value: Side) {
-        self.buffer.as_mut()[field::SIDE] = value.to_byte();
-    }
-
-    /// Sets the shares.
-    pub fn set_shares(&mut self, value: u32) {
-        be::set_u32(self.buffer.as_mut(), field::SHARES, value);
-    }
-
-    /// Sets the stock symbol.
-    pub fn set_stock(&mut self, value: Stock) {
-        be::set_bytes(self.buffer.as_mut(), field::STOCK, &value.0);
-    }
-
-    /// Sets the price.
-    pub fn set_price(&mut self, value: Price4) {
-        be::set_u32(self.buffer.as_mut(), field::PRICE, value.0);
-    }
-
-    /// Sets the match number.
-    pub fn set_match_number(&mut self, value: u64) {
-        be::set_u64(self.buffer.as_mut(), field::MATCH_NUMBER, value);
-    }
-}
-
-impl<T: AsRef<[u8]>> AsRef<[u8]> for Packet<T> {
-    fn as_ref(&self) -> &[u8] {
-        self.buffer.as_ref()
-    }
-}
-
-/// A decoded Trade (non-cross) message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Repr {
-    /// Stock locate code.
-    pub stock_locate: u16,
-    /// Tracking number.
-    pub tracking_number: u16,
-    /// Nanoseconds since midnight.
-    pub timestamp: Timestamp,
-    /// Order reference number.
-    pub order_ref: u64,
-    /// Side of the non-displayed order executed.
-    pub side: Side,
-    /// Shares executed.
-    pub shares: u32,
-    /// Stock symbol.
-    pub stock: Stock,
-    /// Execution price.
-    pub price: Price4,
-    /// Match number.
-    pub match_number: u64,
-}
-
-impl Repr {
-    /// Decodes a Trade message: [`Error::Truncated`] if shorter than [`LEN`],
-    /// [`Error::WrongType`] if the type byte is not `'P'`, [`Error::BadSide`] for a side other
-    /// than `'B'`/`'S'`.
-    pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Packet<&T>) -> Result<Repr> {
-        packet.check_len()?;
-        if packet.kind() != KIND {
-            return Err(Error::WrongType {
-                expected: KIND,
-                got: packet.kind(),
-            });
-        }
-        Ok(Repr {
-            stock_locate: packet.stock_locate(),
-            tracking_number: packet.tracking_number(),
-            // Cannot fail: six bytes hold less than 2^48.
-            timestamp: Timestamp::from_nanos(packet.timestamp())?,
-            order_ref: packet.order_ref(),
-            side: Side::from_byte(packet.side())?,
-            shares: packet.shares(),
-            stock: packet.stock(),
-            price: packet.price(),
-            match_number: packet.match_number(),
-        })
-    }
-
-    /// The message length, [`LEN`].
-    pub const fn buffer_len(&self) -> usize {
-        LEN
-    }
-
-    /// Writes the message into a view already checked to hold [`LEN`] bytes.
-    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized>(&self, packet: &mut Packet<&mut T>) {
-        let Repr {
-            stock_locate,
-            tracking_number,
-            timestamp,
-            order_ref,
-            side,
-            shares,
-            stock,
-            price,
-            match_number,
-        } = *self;
-        packet.set_kind(KIND);
-        packet.set_stock_locate(stock_locate);
-        packet.set_tracking_number(tracking_number);
-        packet.set_timestamp(timestamp);
-        packet.set_order_ref(order_ref);
-        packet.set_side(side);
-        packet.set_shares(shares);
-        packet.set_stock(stock);
-        packet.set_price(price);
-        packet.set_match_number(match_number);
-    }
-
-    /// Checks that `buf` is long enough and writes the message at its front; returns [`LEN`].
-    pub fn emit_into(&self, buf: &mut [u8]) -> Result<usize> {
-        let have = buf.len();
-        let mut packet =
-            Packet::new_checked(buf).map_err(|_| Error::NoSpace { need: LEN, have })?;
-        self.emit(&mut packet);
-        Ok(LEN)
+message! {
+    kind: b'P', len: 44, name: "Trade (non-cross)",
+    layout: xdp_common::layout::itch::trade,
+    fields: {
+        /// Order reference number (NASDAQ has sent zero here since 2010).
+        order_ref, set_order_ref, ORDER_REF: u64 = 11..19, "Order Reference Number";
+        /// Side of the non-displayed order executed.
+        side, set_side, SIDE: Side = 19, "Buy/Sell Indicator";
+        /// Shares executed.
+        shares, set_shares, SHARES: u32 = 20..24, "Shares";
+        /// Stock symbol.
+        stock, set_stock, STOCK: Stock = 24..32, "Stock";
+        /// Execution price.
+        price, set_price, PRICE: Price4 = 32..36, "Price";
+        /// Match number.
+        match_number, set_match_number, MATCH_NUMBER: u64 = 36..44, "Match Number";
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::itch::{Message, parse};
+    use crate::itch::{Message, Timestamp, parse};
+    use crate::Error;
 
     // A buy of 100 AAPL at $123.4567 at 09:30:00.123456789.
     static PACKET_BYTES: [u8; 44] = [
