@@ -1,0 +1,380 @@
+//! The live orders (L3): an open-addressing table keyed by order reference number, the orders
+//! stored in it, sized once at start.
+//!
+//! # Why this shape
+//! NASDAQ assigns order reference numbers in increasing order through the day, so the orders
+//! added close together in time have close references. The table's home slot is the reference
+//! itself masked to the table's size (no mixing hash): orders that arrive together sit in the
+//! same few cache lines, and the cancels and executions that follow soon after an order's add
+//! (most of them, on a real day) find their slot already in cache. Linear probing with
+//! backward-shift deletion keeps every probe sequence short without tombstones. Each slot holds
+//! the whole order (32 bytes, two a cache line), so a lookup is one memory access.
+//!
+//! The table never grows on its own inside a day: [`Orders::insert`] grows it only when it is
+//! more than [`MAX_LOAD_NUM`]/[`MAX_LOAD_DEN`] full, and counts it ([`Orders::growths`]), so a
+//! book sized for its day allocates nothing after start, and one that was not says so.
+
+use wire::itch::Side;
+
+/// An order resting in the book.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Order {
+    /// The order's reference number.
+    pub order_ref: u64,
+    /// When it took its place in the queue: the book's count of orders added before it. An
+    /// Order Replace gives the new order a new, later place (it loses its priority).
+    pub arrival: u64,
+    /// Its limit price, `Price(4)` units.
+    pub price: u32,
+    /// Shares still open.
+    pub shares: u32,
+    /// The stock locate it was added for.
+    pub locate: u16,
+    /// Buy or sell.
+    pub side: Side,
+}
+
+/// One slot: an order, or empty. 32 bytes.
+#[derive(Debug, Clone, Copy)]
+#[repr(C)]
+struct Slot {
+    order_ref: u64,
+    arrival: u64,
+    price: u32,
+    shares: u32,
+    locate: u16,
+    /// 0: empty, 1: a buy, 2: a sell.
+    state: u8,
+    _pad: [u8; 5],
+}
+
+const EMPTY: u8 = 0;
+const BUY: u8 = 1;
+const SELL: u8 = 2;
+
+const EMPTY_SLOT: Slot = Slot {
+    order_ref: 0,
+    arrival: 0,
+    price: 0,
+    shares: 0,
+    locate: 0,
+    state: EMPTY,
+    _pad: [0; 5],
+};
+
+const _: () = assert!(core::mem::size_of::<Slot>() == 32);
+
+/// The table grows when an insert would make it fuller than this fraction (numerator).
+pub const MAX_LOAD_NUM: usize = 1;
+/// The table grows when an insert would make it fuller than this fraction (denominator).
+pub const MAX_LOAD_DEN: usize = 2;
+
+impl Slot {
+    fn side(&self) -> Side {
+        if self.state == BUY {
+            Side::Buy
+        } else {
+            Side::Sell
+        }
+    }
+
+    fn to_order(self) -> Order {
+        Order {
+            order_ref: self.order_ref,
+            arrival: self.arrival,
+            price: self.price,
+            shares: self.shares,
+            locate: self.locate,
+            side: self.side(),
+        }
+    }
+
+    fn from_order(o: &Order) -> Slot {
+        Slot {
+            order_ref: o.order_ref,
+            arrival: o.arrival,
+            price: o.price,
+            shares: o.shares,
+            locate: o.locate,
+            state: match o.side {
+                Side::Buy => BUY,
+                Side::Sell => SELL,
+            },
+            _pad: [0; 5],
+        }
+    }
+}
+
+/// The live orders, by reference number.
+#[derive(Debug, Clone)]
+pub struct Orders {
+    slots: Box<[Slot]>,
+    mask: usize,
+    len: usize,
+    growths: u64,
+}
+
+/// Why an insert was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InsertError {
+    /// An order with this reference is already live.
+    Duplicate,
+}
+
+impl Orders {
+    /// A table that holds `live` orders without growing (its slot count is the power of two at
+    /// or above `live` divided by the maximum load). Every slot is written once here, so its
+    /// pages are faulted in at start, not on the first orders of the day.
+    pub fn with_capacity(live: usize) -> Orders {
+        let want = live.max(8).saturating_mul(MAX_LOAD_DEN) / MAX_LOAD_NUM;
+        let size = want.next_power_of_two();
+        Orders {
+            slots: vec![EMPTY_SLOT; size].into_boxed_slice(),
+            mask: size - 1,
+            len: 0,
+            growths: 0,
+        }
+    }
+
+    /// Live orders.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// No live order.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The orders it holds without growing.
+    pub fn capacity(&self) -> usize {
+        self.slots.len() / MAX_LOAD_DEN * MAX_LOAD_NUM
+    }
+
+    /// Bytes of the table.
+    pub fn bytes(&self) -> usize {
+        core::mem::size_of_val(&*self.slots)
+    }
+
+    /// How many times the table grew because more orders were live than it was sized for (each
+    /// an allocation and a rehash inside the day).
+    pub fn growths(&self) -> u64 {
+        self.growths
+    }
+
+    #[inline]
+    fn home(&self, order_ref: u64) -> usize {
+        // Truncation intended: the low bits are the home slot.
+        (order_ref as usize) & self.mask
+    }
+
+    #[inline]
+    fn find(&self, order_ref: u64) -> Option<usize> {
+        let mut i = self.home(order_ref);
+        loop {
+            let s = &self.slots[i];
+            if s.state == EMPTY {
+                return None;
+            }
+            if s.order_ref == order_ref {
+                return Some(i);
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    /// The live order with this reference.
+    #[inline]
+    pub fn get(&self, order_ref: u64) -> Option<Order> {
+        self.find(order_ref).map(|i| self.slots[i].to_order())
+    }
+
+    /// Adds an order; a live order with the same reference is [`InsertError::Duplicate`] and
+    /// stays as it was.
+    #[inline]
+    pub fn insert(&mut self, order: &Order) -> Result<(), InsertError> {
+        if (self.len + 1) * MAX_LOAD_DEN > self.slots.len() * MAX_LOAD_NUM {
+            self.grow();
+        }
+        let mut i = self.home(order.order_ref);
+        loop {
+            let s = &mut self.slots[i];
+            if s.state == EMPTY {
+                *s = Slot::from_order(order);
+                self.len += 1;
+                return Ok(());
+            }
+            if s.order_ref == order.order_ref {
+                return Err(InsertError::Duplicate);
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    /// Takes `shares` off a live order, up to all it has: returns the order as it was before
+    /// and the shares taken, and removes it when none are left.
+    #[inline]
+    pub fn reduce(&mut self, order_ref: u64, shares: u32) -> Option<(Order, u32)> {
+        let i = self.find(order_ref)?;
+        let before = self.slots[i].to_order();
+        let taken = shares.min(before.shares);
+        if taken == before.shares {
+            self.remove_at(i);
+        } else {
+            self.slots[i].shares -= taken;
+        }
+        Some((before, taken))
+    }
+
+    /// Removes a live order and returns it.
+    #[inline]
+    pub fn remove(&mut self, order_ref: u64) -> Option<Order> {
+        let i = self.find(order_ref)?;
+        let order = self.slots[i].to_order();
+        self.remove_at(i);
+        Some(order)
+    }
+
+    /// Backward-shift deletion: every order after the hole in its probe run that could sit in
+    /// the hole moves into it, so no lookup ever needs a tombstone.
+    fn remove_at(&mut self, mut hole: usize) {
+        let mut j = hole;
+        loop {
+            j = (j + 1) & self.mask;
+            let s = self.slots[j];
+            if s.state == EMPTY {
+                break;
+            }
+            let home = self.home(s.order_ref);
+            // Distance from home to j, and from home to the hole, around the ring: the order at
+            // j may move back into the hole only if the hole lies on its probe path.
+            let to_j = j.wrapping_sub(home) & self.mask;
+            let to_hole = hole.wrapping_sub(home) & self.mask;
+            if to_hole < to_j {
+                self.slots[hole] = s;
+                hole = j;
+            }
+        }
+        self.slots[hole] = EMPTY_SLOT;
+        self.len -= 1;
+    }
+
+    #[cold]
+    fn grow(&mut self) {
+        let bigger = vec![EMPTY_SLOT; self.slots.len() * 2].into_boxed_slice();
+        let old = core::mem::replace(&mut self.slots, bigger);
+        self.mask = self.slots.len() - 1;
+        self.len = 0;
+        self.growths += 1;
+        for s in old.iter().filter(|s| s.state != EMPTY) {
+            let _ = self.insert(&s.to_order());
+        }
+    }
+
+    /// Every live order, in table order (not priority order).
+    pub fn iter(&self) -> impl Iterator<Item = Order> + '_ {
+        self.slots
+            .iter()
+            .filter(|s| s.state != EMPTY)
+            .map(|s| s.to_order())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn order(order_ref: u64, shares: u32) -> Order {
+        Order {
+            order_ref,
+            arrival: order_ref,
+            price: 100,
+            shares,
+            locate: 1,
+            side: Side::Sell,
+        }
+    }
+
+    #[test]
+    fn insert_get_reduce_remove() {
+        let mut t = Orders::with_capacity(4);
+        assert!(t.insert(&order(7, 100)).is_ok());
+        assert_eq!(t.insert(&order(7, 5)), Err(InsertError::Duplicate));
+        assert_eq!(t.get(7).map(|o| o.shares), Some(100));
+        assert_eq!(t.reduce(7, 30).map(|(o, n)| (o.shares, n)), Some((100, 30)));
+        assert_eq!(t.get(7).map(|o| o.shares), Some(70));
+        assert_eq!(t.reduce(7, 500).map(|(o, n)| (o.shares, n)), Some((70, 70)));
+        assert_eq!(t.get(7), None);
+        assert_eq!(t.len(), 0);
+        assert_eq!(t.remove(7), None);
+        assert_eq!(t.growths(), 0);
+    }
+
+    #[test]
+    fn colliding_refs_survive_removal_in_any_order() {
+        // Refs that share a home slot, and runs that wrap around the table's end.
+        let mut t = Orders::with_capacity(8);
+        let size = t.slots.len() as u64;
+        let refs: Vec<u64> = (0..6)
+            .map(|k| 3 + k * size)
+            .chain([size - 1, 2 * size - 1, 0])
+            .collect();
+        for &r in &refs {
+            t.insert(&order(r, 1)).unwrap();
+        }
+        for (n, &r) in refs.iter().enumerate().rev().step_by(2) {
+            assert!(t.remove(r).is_some(), "{r} (#{n})");
+        }
+        for (n, &r) in refs.iter().enumerate() {
+            let removed = (refs.len() - 1 - n) % 2 == 0;
+            assert_eq!(t.get(r).is_none(), removed, "{r}");
+        }
+    }
+
+    #[test]
+    fn growth_is_counted_and_keeps_every_order() {
+        let mut t = Orders::with_capacity(8);
+        for r in 0..1000u64 {
+            t.insert(&order(r * 7919, 1)).unwrap();
+        }
+        assert!(t.growths() > 0);
+        assert_eq!(t.len(), 1000);
+        assert!((0..1000u64).all(|r| t.get(r * 7919).is_some()));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn matches_a_hash_map(ops in proptest::collection::vec((0u8..3, 0u64..64, 1u32..5), 1..400)) {
+            let mut t = Orders::with_capacity(16);
+            let mut m: HashMap<u64, u32> = HashMap::new();
+            for (op, r, n) in ops {
+                // Spread refs over few home slots so probe runs collide and wrap.
+                let r = r * 13;
+                match op {
+                    0 => {
+                        let dup = m.contains_key(&r);
+                        proptest::prop_assert_eq!(t.insert(&order(r, n)).is_err(), dup);
+                        m.entry(r).or_insert(n);
+                    }
+                    1 => {
+                        let want = m.get(&r).copied().map(|s| (s, n.min(s)));
+                        let got = t.reduce(r, n).map(|(o, k)| (o.shares, k));
+                        proptest::prop_assert_eq!(got, want);
+                        if let Some(s) = m.get_mut(&r) {
+                            *s -= n.min(*s);
+                            if *s == 0 { m.remove(&r); }
+                        }
+                    }
+                    _ => {
+                        proptest::prop_assert_eq!(t.remove(r).map(|o| o.shares), m.remove(&r));
+                    }
+                }
+                proptest::prop_assert_eq!(t.len(), m.len());
+                for (&k, &s) in &m {
+                    proptest::prop_assert_eq!(t.get(k).map(|o| o.shares), Some(s));
+                }
+            }
+        }
+    }
+}
