@@ -29,7 +29,9 @@
 //! ([`Book::allocations_after_start`]). A full NASDAQ day (~9,000 symbols, a few million live
 //! orders at the peak) fits the defaults.
 
-#![forbid(unsafe_code)]
+// One `unsafe` block, the prefetch hint in `orders` (which can't fault or change memory);
+// everything else is safe code.
+#![deny(unsafe_code)]
 
 mod levels;
 mod orders;
@@ -526,6 +528,24 @@ impl Book {
             .stock
             .unwrap_or(Stock([b' '; 8]));
         self.add(locate, new_ref, o.side, shares, price, stock)
+    }
+
+    /// Starts loading what applying `msg` will touch first (its stock's book and, for an
+    /// execution, cancel, delete or replace, its order's slot), so that a replay that calls this
+    /// one message ahead of [`Book::apply`] overlaps the cache misses of consecutive messages.
+    /// A hint: it changes nothing.
+    #[inline]
+    pub fn prefetch(&self, msg: &Message) {
+        orders::prefetch(&self.stocks[usize::from(msg.stock_locate())]);
+        let order_ref = match msg {
+            Message::OrderExecuted(m) => m.order_ref,
+            Message::OrderExecutedWithPrice(m) => m.order_ref,
+            Message::OrderCancel(m) => m.order_ref,
+            Message::OrderDelete(m) => m.order_ref,
+            Message::OrderReplace(m) => m.original_ref,
+            _ => return,
+        };
+        self.orders.prefetch(order_ref);
     }
 
     /// The live order with this reference.
