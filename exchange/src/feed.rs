@@ -133,6 +133,32 @@ impl Feed {
                 )
             }
             Source::Pcap(path) => Self::from_pcap(path, limit, stock),
+            Source::Market(spec) => {
+                // For a generated market, the limit counts the lab symbol's ticks, as it counts
+                // the ticker's: the day is generated for that many.
+                let mut config = market::Config::from_spec(spec);
+                if let Some(l) = limit {
+                    config.bars = config.bars.min(usize::try_from(l).unwrap_or(usize::MAX));
+                }
+                let generator = market::Generator::new(config).map_err(anyhow::Error::msg)?;
+                let mut bytes = Vec::new();
+                let mut ends = Vec::new();
+                let mut buf = [0u8; 64];
+                for m in generator {
+                    let n = m
+                        .emit_into(&mut buf)
+                        .context("an ITCH message fits 64 bytes")?;
+                    bytes.extend_from_slice(&buf[..n]);
+                    ends.push(bytes.len());
+                }
+                let mut start = 0;
+                let messages = ends.iter().map(|&end| {
+                    let m = &bytes[start..end];
+                    start = end;
+                    m
+                });
+                Self::from_messages(messages, per_packet, stock, session, first_seq)
+            }
         }
     }
 

@@ -20,6 +20,87 @@ pub enum Source {
     Itch(PathBuf),
     /// A pcap file whose UDP payloads (MoldUDP64 packets) are replayed as they are.
     Pcap(PathBuf),
+    /// The full-depth feed generator (the `market` crate): thousands of symbols' order flow,
+    /// the lab symbol printing the `gbm:SEED:BARS` series.
+    Market(MarketSpec),
+}
+
+/// `market[:SEED[:BARS]][:per-print=N][:symbols=N][:synth=E|P]`: what the feed generator is
+/// asked for. Unset knobs are the generator's defaults (the `market` crate says them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MarketSpec {
+    /// The seed, of the GBM series and of the rest of the flow.
+    pub seed: u64,
+    /// The lab symbol's ticks.
+    pub bars: usize,
+    /// Other symbols' messages per lab tick, on average.
+    pub per_print: Option<u32>,
+    /// Symbols besides the lab's.
+    pub symbols: Option<u16>,
+    /// The lab symbol prints as Trade (`'P'`) messages (`synth=P`) instead of an Add Order and
+    /// its Order Executed (`synth=E`, the default): for a trader that reads no book.
+    pub synth_trades: bool,
+}
+
+impl MarketSpec {
+    fn parse(rest: &str) -> Result<MarketSpec, String> {
+        let mut spec = MarketSpec {
+            seed: Source::GBM_SEED,
+            bars: Source::GBM_BARS,
+            per_print: None,
+            symbols: None,
+            synth_trades: false,
+        };
+        let mut positional = 0;
+        for part in rest.split(':').filter(|p| !p.is_empty()) {
+            let bad = |what: &str, e: &dyn fmt::Display| format!("bad market {what} {part:?}: {e}");
+            match part.split_once('=') {
+                None if positional == 0 => {
+                    spec.seed = part.parse().map_err(|e| bad("seed", &e))?;
+                    positional += 1;
+                }
+                None if positional == 1 => {
+                    spec.bars = part.parse().map_err(|e| bad("length", &e))?;
+                    positional += 1;
+                }
+                None => {
+                    return Err(format!(
+                        "market takes SEED and BARS, then KEY=VALUE: {part:?}"
+                    ));
+                }
+                Some(("per-print", v)) => {
+                    spec.per_print = Some(v.parse().map_err(|e| bad("per-print", &e))?)
+                }
+                Some(("symbols", v)) => {
+                    spec.symbols = Some(v.parse().map_err(|e| bad("symbols", &e))?)
+                }
+                Some(("synth", "P")) => spec.synth_trades = true,
+                Some(("synth", "E")) => spec.synth_trades = false,
+                Some((k, _)) => {
+                    return Err(format!(
+                        "unknown market option {part:?} ({k}): use per-print=N, symbols=N, synth=E or synth=P"
+                    ));
+                }
+            }
+        }
+        Ok(spec)
+    }
+}
+
+impl fmt::Display for MarketSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "market:{}:{}", self.seed, self.bars)?;
+        if let Some(n) = self.per_print {
+            write!(f, ":per-print={n}")?;
+        }
+        if let Some(n) = self.symbols {
+            write!(f, ":symbols={n}")?;
+        }
+        if self.synth_trades {
+            write!(f, ":synth=P")?;
+        }
+        Ok(())
+    }
 }
 
 impl Source {
@@ -36,7 +117,8 @@ impl Source {
 
 impl FromStr for Source {
     type Err = String;
-    /// `gbm`, `gbm:SEED`, `gbm:SEED:BARS`, `closes:PATH`, `itch:PATH`, `pcap:PATH`.
+    /// `gbm`, `gbm:SEED`, `gbm:SEED:BARS`, `closes:PATH`, `itch:PATH`, `pcap:PATH`,
+    /// `market[:SEED[:BARS]][:KEY=VALUE...]`.
     fn from_str(s: &str) -> Result<Self, String> {
         let (kind, rest) = s.split_once(':').unwrap_or((s, ""));
         match kind {
@@ -57,8 +139,10 @@ impl FromStr for Source {
             "closes" if !rest.is_empty() => Ok(Source::Closes(rest.into())),
             "itch" if !rest.is_empty() => Ok(Source::Itch(rest.into())),
             "pcap" if !rest.is_empty() => Ok(Source::Pcap(rest.into())),
+            "market" => MarketSpec::parse(rest).map(Source::Market),
             _ => Err(format!(
-                "unknown source {s:?}: use gbm[:SEED[:BARS]], closes:PATH, itch:PATH or pcap:PATH"
+                "unknown source {s:?}: use gbm[:SEED[:BARS]], closes:PATH, itch:PATH, pcap:PATH \
+                 or market[:SEED[:BARS]][:per-print=N][:symbols=N][:synth=E|P]"
             )),
         }
     }
@@ -72,6 +156,7 @@ impl fmt::Display for Source {
             Source::Closes(p) => write!(f, "closes:{}", p.display()),
             Source::Itch(p) => write!(f, "itch:{}", p.display()),
             Source::Pcap(p) => write!(f, "pcap:{}", p.display()),
+            Source::Market(m) => write!(f, "{m}"),
         }
     }
 }
@@ -186,10 +271,36 @@ mod tests {
             "closes:a/b.csv",
             "itch:x:y.itch",
             "pcap:f.pcap",
+            "market:42:150000",
+            "market:7:1000:per-print=8:symbols=50:synth=P",
         ] {
             assert_eq!(s.parse::<Source>().unwrap().to_string(), s);
         }
-        for bad in ["", "closes:", "gbm:x", "csv:f"] {
+        assert_eq!(
+            "market".parse::<Source>().unwrap().to_string(),
+            "market:42:150000"
+        );
+        assert_eq!(
+            "market:1:2:synth=P".parse::<Source>().unwrap(),
+            Source::Market(MarketSpec {
+                seed: 1,
+                bars: 2,
+                per_print: None,
+                symbols: None,
+                synth_trades: true
+            })
+        );
+        for bad in [
+            "",
+            "closes:",
+            "gbm:x",
+            "csv:f",
+            "market:x",
+            "market:1:2:3",
+            "market:1:per-print=x",
+            "market:1:synth=Q",
+            "market:1:speed=2",
+        ] {
             assert!(bad.parse::<Source>().is_err(), "{bad}");
         }
     }

@@ -15,7 +15,7 @@ use xdp_common::Action;
 pub mod args;
 pub mod cli;
 mod feed;
-pub use feed::{Rate, Source};
+pub use feed::{MarketSpec, Rate, Source};
 
 /// The lab's market: what the replay's synthetic feed carries and the strategy trades, the
 /// defaults of the trader, the replay, the injector and xtask alike. (Where it goes, the

@@ -3,11 +3,13 @@
 
 mod bench;
 mod bench_boundary;
+mod book;
 mod doctor;
 #[cfg(test)]
 mod fixtures;
 mod hotpath;
 mod lab;
+mod market;
 mod matrix;
 mod pgo;
 mod report;
@@ -66,6 +68,15 @@ enum Command {
     /// sharing, SIMD, queues, PGO) experiments, side by side with the study's figures. Results
     /// go to target/hotpath/<time>/ (report.md, report.json, .hgrm files, SVG plots).
     Hotpath(hotpath::Options),
+    /// The order book on a raw ITCH 5.0 file (or .gz, or a market:SEED[:BARS] day generated
+    /// first): msgs/s and ns per message (mean; each message timed alone, overall and per
+    /// type), memory, what it refused, every symbol's final book; itch-book (PyPI, C++23 core)
+    /// beside it on the same file, alternating, with the ratio and the two books' final best
+    /// bids and offers checked against each other. Results in target/book/<time>/.
+    Book(book::Options),
+    /// Write the full-depth feed generator's day (market:SEED[:BARS]) as a raw ITCH 5.0 file,
+    /// length-prefixed as NASDAQ's day files are; sends nothing.
+    Market(market::Options),
     /// Is this machine set up for low latency? Each finding: what was found, why it matters
     /// on the hot path, what to set.
     Doctor(doctor::Options),
@@ -88,6 +99,8 @@ fn run() -> anyhow::Result<()> {
         Command::BenchBoundary(o) => bench_boundary::run(o),
         Command::Hotpath(o) => hotpath::run(o),
         Command::Doctor(o) => doctor::run(o),
+        Command::Book(o) => book::run(o),
+        Command::Market(o) => market::run(o),
         Command::Matrix(o) => matrix::run(o),
         Command::ZeroLoss(o) => zeroloss::run(o),
     }
