@@ -1,5 +1,6 @@
 //! Market data for the replay tool: where ticks come from, and the MoldUDP64 packets that
-//! carry them, built before the run so the send loop only sends.
+//! carry them, built before the run so the send loop only sends; or, for an ITCH file, what a
+//! streaming pre-pass found in it, its packets built as they are sent ([`crate::stream`]).
 use std::{fs::File, path::Path};
 
 use anyhow::{Context as _, bail};
@@ -49,12 +50,13 @@ pub struct Tick {
     pub price: Price4,
 }
 
-/// Everything the replay sends, prebuilt.
+/// Everything the replay sends, prebuilt; or, for a streamed file ([`Feed::streamed`]), all of
+/// it but the packets.
 #[derive(Debug, Clone)]
 pub struct Feed {
-    /// All packets' bytes, back to back.
+    /// All packets' bytes, back to back (empty for a streamed feed).
     pub bytes: Vec<u8>,
-    /// Packet boundaries and sequence numbers.
+    /// Packet boundaries and sequence numbers (empty for a streamed feed).
     pub packets: Vec<PacketMeta>,
     /// The Trade messages of the traded stock, in sequence order.
     pub ticks: Vec<Tick>,
@@ -66,6 +68,9 @@ pub struct Feed {
     pub session: Session,
     /// Packets of a capture in other sessions than its first packet's: not part of the feed.
     pub other_sessions: u64,
+    /// For an ITCH file streamed ([`crate::stream::prepass`]): how to stream it again and what
+    /// the pre-pass found. Its packets are built as they are sent, never held.
+    pub streamed: Option<crate::stream::Streamed>,
 }
 
 /// Largest UDP payload we build (fits a 1500-byte MTU with IPv4 and UDP headers).
@@ -73,7 +78,8 @@ pub const MAX_PAYLOAD: usize = 1472;
 
 impl Feed {
     /// Builds the feed: at most `limit` messages, `per_packet` messages per packet (ITCH and
-    /// closes sources; pcap payloads go as they are), trades of `stock` as the ticks.
+    /// closes sources; pcap payloads go as they are), trades of `stock` as the ticks. An ITCH
+    /// file is read whole here (`.gz` too); the replay streams one ([`crate::stream`]).
     pub fn build(
         source: &Source,
         limit: Option<u64>,
@@ -106,11 +112,10 @@ impl Feed {
                 let closes = load_closes(path)?;
                 Self::from_closes(&closes, limit, per_packet, stock, session, first_seq)
             }
+            // The whole file in memory: for small files, and the reference the streamed path
+            // is tested against. `replay` streams an ITCH file instead (`crate::stream`).
             Source::Itch(path) => {
-                let mut reader = itch::file::Reader::new(
-                    File::open(path)
-                        .with_context(|| format!("failed to open {}", path.display()))?,
-                );
+                let mut reader = itch::file::Reader::new(crate::stream::open(path)?);
                 let mut messages: Vec<Vec<u8>> = Vec::new();
                 while let Some(rec) = reader
                     .read_message()
@@ -208,6 +213,7 @@ impl Feed {
             messages: 0,
             session,
             other_sessions: 0,
+            streamed: None,
         };
         let mut buf = [0u8; MAX_PAYLOAD];
         let mut builder = PacketBuilder::new(&mut buf, session, first_seq)?;
@@ -275,6 +281,7 @@ impl Feed {
             messages: 0,
             session: Session::new(SESSION).expect("the lab's session name is valid"),
             other_sessions: 0,
+            streamed: None,
         };
         while let Some(rec) = reader
             .read_record()

@@ -17,7 +17,10 @@ use paths::Expect;
 use results::Parity;
 use wire::itch::{Side, Stock};
 
-use crate::{feed::Feed, stats::Latency};
+use crate::{
+    feed::{Feed, PacketMeta},
+    stats::Latency,
+};
 
 #[cfg(feature = "io")]
 pub(crate) use afxdp::{cli, clock, frame, host, process, sockopt, xdp, xsk};
@@ -34,12 +37,16 @@ mod parity;
 pub mod replay;
 pub mod retransmit;
 mod schedule;
+pub mod stream;
 #[cfg(test)]
 mod tests;
 
 #[cfg(feature = "io")]
 pub use pacing::Monotonic;
-pub use pacing::{Clock, Driver, Port, Progress, Rate, SendLoop};
+pub use pacing::{
+    Clock, Driver, Multiplier, Outgoing, Pace, Port, Prebuilt, Progress, READ_AHEAD_NS, Rate,
+    SendLoop,
+};
 pub use schedule::Schedule;
 
 /// An order the trader should send: the strategy's signal on a tick (or, for
@@ -250,25 +257,40 @@ impl<'f> Exchange<'f> {
     /// Packet `packet`'s send started at `at` (after [`Exchange::sent_paced`]): what
     /// tick-to-trade from the send counts from.
     pub fn send_started(&mut self, packet: usize, at: u64) {
-        let meta = self.feed.packets[packet];
-        self.schedule.mark_started(&meta, at);
+        self.send_started_packet(self.feed.packets[packet], at);
     }
 
     /// Packet `packet` went out, its message `k` due at `due_of(k)`: with several messages per
     /// packet each is measured from its own due time (the packet leaves when its last is due).
     pub fn sent_paced(&mut self, packet: usize, due_of: impl Fn(u64) -> u64) {
-        let meta = self.feed.packets[packet];
+        self.sent_packet(self.feed.packets[packet], due_of);
+    }
+
+    /// Our own socket refused packet `packet`: not sent, and said so, not blamed on the
+    /// trader. Its sequence numbers are used all the same: the session now ends after them.
+    pub fn refused(&mut self, packet: usize) {
+        self.refused_packet(self.feed.packets[packet]);
+    }
+
+    /// The packet `meta` describes went out, its message `k` due at `due_of(k)` (not 0): a
+    /// prebuilt feed's packet or a streamed one's, which the feed does not hold.
+    pub fn sent_packet(&mut self, meta: PacketMeta, due_of: impl Fn(u64) -> u64) {
         self.session_end = meta.next_seq();
         self.schedule.mark_sent(&meta, due_of);
         self.sent.packets += 1;
         self.sent.messages += u64::from(meta.messages);
     }
 
-    /// Our own socket refused packet `packet`: not sent, and said so, not blamed on the
-    /// trader. Its sequence numbers are used all the same: the session now ends after them.
-    pub fn refused(&mut self, packet: usize) {
-        let meta = self.feed.packets[packet];
+    /// The send of the packet `meta` describes started at `at` (after
+    /// [`Exchange::sent_packet`]).
+    pub fn send_started_packet(&mut self, meta: PacketMeta, at: u64) {
+        self.schedule.mark_started(&meta, at);
+    }
+
+    /// Our own socket refused the packet `meta` describes ([`Exchange::refused`]).
+    pub fn refused_packet(&mut self, meta: PacketMeta) {
         self.session_end = meta.next_seq();
+        self.schedule.mark_refused(&meta);
         self.sent.dropped += u64::from(meta.messages);
     }
 

@@ -16,7 +16,7 @@ use crate::feed::{Feed, Source};
 /// Strategy length of the tests (the lab's default).
 const N: i64 = 6;
 
-fn stock() -> Stock {
+pub(crate) fn stock() -> Stock {
     Stock::new("SYNTH").unwrap()
 }
 
@@ -31,7 +31,7 @@ fn exchange(feed: &Feed, expect: Expect) -> Exchange<'_> {
 
 /// The order a correct trader sends for `e`: the tick's price, REVERSE once a position is open
 /// (and then two lots, one to close and one to open).
-fn order(ex: &Exchange<'_>, e: ExpectedOrder, reverse: bool) -> OrderRepr {
+pub(crate) fn order(ex: &Exchange<'_>, e: ExpectedOrder, reverse: bool) -> OrderRepr {
     OrderRepr {
         side: e.side,
         reverse,
@@ -43,7 +43,7 @@ fn order(ex: &Exchange<'_>, e: ExpectedOrder, reverse: bool) -> OrderRepr {
     }
 }
 
-fn bytes(o: &OrderRepr) -> Vec<u8> {
+pub(crate) fn bytes(o: &OrderRepr) -> Vec<u8> {
     let mut b = vec![0; wire::order::LEN];
     o.emit_into(&mut b).unwrap();
     b
@@ -368,20 +368,20 @@ fn the_reflector_has_no_parity_to_check() {
 
 /// What the fake port saw and what it has to deliver, shared with the test.
 #[derive(Default)]
-struct Wire {
+pub(crate) struct Wire {
     /// Order datagrams by the tick sequence number that triggers them.
     answers: HashMap<u64, Vec<u8>>,
     inbox: Vec<Vec<u8>>,
     /// Everything sent, in order.
-    sent: Vec<Vec<u8>>,
+    pub(crate) sent: Vec<Vec<u8>>,
     /// Send attempts so far.
     tries: usize,
     /// Send attempt to refuse with `WouldBlock`.
-    refuse: Option<usize>,
+    pub(crate) refuse: Option<usize>,
 }
 
 /// A trader that answers each tick it sees with a prepared order, at once.
-struct FakePort(Rc<RefCell<Wire>>);
+pub(crate) struct FakePort(Rc<RefCell<Wire>>);
 
 impl Port for FakePort {
     fn send(&mut self, payload: &[u8]) -> io::Result<()> {
@@ -412,7 +412,7 @@ impl Port for FakePort {
 }
 
 /// A clock that moves `step` ns each time it is read.
-struct Steps {
+pub(crate) struct Steps {
     now: u64,
     step: u64,
 }
@@ -425,7 +425,7 @@ impl Clock for Steps {
 }
 
 /// A fake trader answering every expected order of `ex` correctly, and a driver over it.
-fn lab(ex: &Exchange<'_>, step: u64) -> (Rc<RefCell<Wire>>, Driver<FakePort, Steps>) {
+pub(crate) fn lab(ex: &Exchange<'_>, step: u64) -> (Rc<RefCell<Wire>>, Driver<FakePort, Steps>) {
     let wire = Rc::new(RefCell::new(Wire::default()));
     for (k, &e) in ex.expected.iter().enumerate() {
         let o = bytes(&order(ex, e, k > 0));

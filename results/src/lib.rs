@@ -22,6 +22,7 @@ pub use enums::EndReason;
 pub use floor::FloorReport;
 pub use replay::{
     Arrival, LineSends, Parity, ParityVerdict, ReplayReport, RetransmitReport, SessionReport,
+    StreamReport,
 };
 pub use trader::{
     Account, FeedSeen, ForeignSession, FrameCounts, Knobs, LineCounts, OrderSessionReport,

@@ -108,8 +108,37 @@ pub struct ReplayReport {
     /// The order session, where orders came over SoupBinTCP (`None`: UDP orders).
     #[serde(default)]
     pub session: Option<SessionReport>,
+    /// An ITCH file streamed (`None`: a prebuilt feed): how it was paced and packed, and what
+    /// the pre-pass found in it.
+    #[serde(default)]
+    pub stream: Option<StreamReport>,
     /// Where it ran.
     pub machine: Machine,
+}
+
+/// An ITCH file the replay streamed: its timing and packing, and what its pre-pass found.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamReport {
+    /// The speed against the file's own clock (`--multiplier`; `None`: at `--rate` or
+    /// `--topspeed`, its timestamps not the schedule).
+    pub multiplier: Option<f64>,
+    /// The packing window, ns (`--pack-window`; `None`: `--batch` messages a packet, at a
+    /// `--rate`).
+    pub pack_window_ns: Option<u64>,
+    /// Packets the file packed into (as far as `--count` or `--duration` reach).
+    pub packets: u64,
+    /// ITCH bytes read in the pre-pass (records with their length prefixes, decompressed).
+    pub file_bytes: u64,
+    /// From the first message's timestamp to the last one's, ns of the file's time.
+    pub file_span_ns: u64,
+    /// Messages without a time of day (too short, or 24 h or later): each took the one
+    /// before's.
+    pub timestamps_invalid: u64,
+    /// Messages stamped before the one before: each held at the earlier time (the replay's
+    /// clock runs forward).
+    pub timestamps_behind: u64,
+    /// The re-request window, messages (`--retransmit-history`; `None`: not serving).
+    pub retransmit_window: Option<u64>,
 }
 
 /// What went out on one line of an A/B feed.
@@ -195,8 +224,14 @@ pub struct RetransmitReport {
     pub answers: u64,
     /// Messages in the answers.
     pub served_messages: u64,
-    /// Requests for messages not sent yet, older than the history kept, or a count of 0.
+    /// Requests for messages not sent yet, older than the history kept (of a prebuilt feed),
+    /// or a count of 0.
     pub not_available: u64,
+    /// Requests for messages a streamed file sent before the last `--retransmit-history` the
+    /// re-request window keeps: they fell out of it (a prebuilt feed counts those as
+    /// `not_available`).
+    #[serde(default)]
+    pub out_of_window: u64,
     /// Requests for another session.
     pub wrong_session: u64,
     /// Datagrams that are not a request.

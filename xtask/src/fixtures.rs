@@ -84,6 +84,7 @@ pub(crate) fn replay(base: f64) -> ReplayReport {
             explanation: "ok".into(),
         },
         retransmit: None,
+        stream: None,
         line_sends: Vec::new(),
         orders: paths::Orders::Udp,
         session: None,

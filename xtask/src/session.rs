@@ -472,7 +472,9 @@ fn feed_source(lab: &LabConfig) -> SocketAddrV4 {
 fn replay_command(mut base: Command, o: &Options, lab: &LabConfig, ends: Ends) -> Command {
     let mut r = exchange::replay::Options::parse_from(["replay"]);
     r.source = o.source.clone();
-    r.rate = o.rate;
+    // Always said: an itch: source is paced at its own timestamps unless a --rate is given, and
+    // the bench's runs are at the bench's rate.
+    r.rate = Some(o.rate);
     r.batch = o.batch;
     r.n = o.n;
     r.target = SocketAddrV4::new(lab.trader_ip, lab::MD_PORT);
@@ -632,7 +634,7 @@ mod tests {
         assert_eq!(r.bind.to_string(), "198.18.0.1:26401");
         assert_eq!(r.feed_port, 26404);
         assert_eq!(r.source.to_string(), "gbm:42:150000");
-        assert_eq!(r.rate.to_string(), "20k");
+        assert_eq!(r.rate.map(|r| r.to_string()).as_deref(), Some("20k"));
         assert_eq!((r.io, r.expect), (ExchangeIo::Xdp, paths::Expect::Signals));
         assert_eq!(r.iface, lab.exchange_if);
         assert_eq!(r.xdp_pass_on, None);

@@ -9,6 +9,6 @@ mod options;
 #[cfg(feature = "io")]
 mod run;
 
-pub use options::Options;
+pub use options::{Options, Timing};
 #[cfg(feature = "io")]
 pub use run::run;

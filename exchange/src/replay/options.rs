@@ -7,24 +7,46 @@ use wire::moldudp64::Session;
 
 use paths::{Rate, Source};
 
-/// The exchange side of the lab: replays market data at a set rate, takes the trader's orders
-/// back, measures tick-to-trade, books fills, and checks parity with the backtest.
+/// The exchange side of the lab: replays market data at a set rate (an ITCH file, streamed, at
+/// its own timestamps), takes the trader's orders back, measures tick-to-trade, books fills, and
+/// checks parity with the backtest.
 #[derive(Debug, Parser)]
 #[command(name = "replay", version)]
 pub struct Options {
-    /// Market data: gbm[:SEED[:BARS]], closes:PATH (raw f64 or .csv), itch:PATH, pcap:PATH.
+    /// Market data: gbm[:SEED[:BARS]], closes:PATH (raw f64 or .csv), itch:PATH (raw ITCH 5.0,
+    /// or its .gz: streamed, never read whole; paced at its own timestamps unless --rate),
+    /// pcap:PATH, market[:SEED[:BARS]][:KEY=VALUE...].
     #[arg(long, default_value_t = Source::DEFAULT)]
     pub source: Source,
     /// Send at most this many messages (default: the whole source).
     #[arg(long, value_parser = parse_count)]
     pub count: Option<u64>,
-    /// Send for at most this many seconds of schedule (needs a --rate).
+    /// Send for at most this many seconds of schedule: at a --rate, or an itch: file at its
+    /// timestamps (the messages of the file's first seconds x --multiplier); not at --rate max
+    /// or --topspeed.
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<f64>,
-    /// Messages per second, 1 to 1e8 (open loop, busy-waiting to the microsecond), or `max`.
-    #[arg(long, default_value_t = Rate::DEFAULT)]
-    pub rate: Rate,
-    /// ITCH messages per MoldUDP64 packet.
+    /// Messages per second, 1 to 1e8 (open loop, busy-waiting to the microsecond), or `max`
+    /// (closed loop) [default: 20k]. An itch: file at a --rate ignores its timestamps
+    /// (tcpreplay's --pps, counted in messages) and goes --batch messages a packet.
+    #[arg(long, conflicts_with_all = ["multiplier", "topspeed"])]
+    pub rate: Option<Rate>,
+    /// An itch: file at its own timestamps, this many times as fast as recorded (tcpreplay's
+    /// --multiplier: 2.0 twice as fast, 0.5 half as fast) [default: 1]. A packet is due its
+    /// last message's time after the file's first message, divided by this, after the start.
+    #[arg(long, conflicts_with_all = ["rate", "topspeed"])]
+    pub multiplier: Option<crate::Multiplier>,
+    /// An itch: file as fast as the sender goes (tcpreplay's --topspeed; closed loop, as
+    /// --rate max), packed as at its timestamps (--pack-window).
+    #[arg(long, conflicts_with_all = ["rate", "multiplier"])]
+    pub topspeed: bool,
+    /// An itch: file at its timestamps or --topspeed: a packet holds consecutive messages whose
+    /// timestamps are within this of its first message's (and what fits 1472 bytes), so no
+    /// message waits longer than this for the next: e.g. 10us, 500ns, 0 [default: 10us].
+    #[arg(long)]
+    pub pack_window: Option<crate::stream::PackWindow>,
+    /// ITCH messages per MoldUDP64 packet (every source but an itch: file at its timestamps,
+    /// which --pack-window packs).
     #[arg(long, default_value_t = 1)]
     pub batch: u16,
     /// The MoldUDP64 session the feed is sent in (a pcap source keeps its own).
@@ -78,7 +100,8 @@ pub struct Options {
     /// difference: the harness's own delay).
     #[arg(long)]
     pub hgrm_out: Option<PathBuf>,
-    /// Write what was sent to this pcap file (after the run, not during it).
+    /// Write what was sent to this pcap file (after the run, not during it; an itch: file is
+    /// streamed again for it, never held).
     #[arg(long)]
     pub pcap_out: Option<PathBuf>,
     /// What the trader answers: `signals` (the strategy's orders; parity is checked) or
@@ -129,7 +152,10 @@ pub struct Options {
     /// The re-request server's UDP port.
     #[arg(long, default_value_t = netns::lab::RETRANSMIT_PORT)]
     pub retransmit_port: u16,
-    /// Messages the re-request server keeps: requests for older ones are refused.
+    /// Messages the re-request server keeps: requests for older ones are refused. For an itch:
+    /// file, a window of the last this many messages' packets, copied as they go out (at most
+    /// 72 bytes a message, reserved at the start: 7.2 MB by default); requests older than it
+    /// are counted as out of the window.
     #[arg(long, default_value_t = 100_000)]
     pub retransmit_history: u64,
     /// Progress on stderr (default: when stderr is a terminal).
@@ -167,6 +193,9 @@ impl Options {
             count,
             duration,
             rate,
+            multiplier,
+            topspeed,
+            pack_window,
             batch,
             session,
             first_seq,
@@ -203,7 +232,10 @@ impl Options {
         let d = Options::try_parse_from(["replay"]).expect("no option is required");
         let mut a = Args::default();
         a.changed("--source", source, &d.source);
-        a.changed("--rate", rate, &d.rate);
+        a.some("--rate", rate.as_ref());
+        a.some("--multiplier", multiplier.as_ref());
+        a.flag("--topspeed", *topspeed);
+        a.some("--pack-window", pack_window.as_ref());
         a.changed("--batch", batch, &d.batch);
         a.changed("--session", &trimmed(session), &trimmed(&d.session));
         a.changed("--first-seq", first_seq, &d.first_seq);
@@ -247,6 +279,110 @@ impl Options {
         a.flag("--retransmit", *retransmit);
         a.flag("--check", *check);
         a.into_vec()
+    }
+}
+
+/// How the feed is timed and packed: what `--rate`, `--multiplier`, `--topspeed`, `--batch`
+/// and `--pack-window` come to for the source.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Timing {
+    /// How each packet is timed.
+    pub pace: crate::Pace,
+    /// How messages are packed.
+    pub pack: crate::stream::PackRule,
+}
+
+impl Timing {
+    /// Whether the feed is paced at an ITCH file's own timestamps.
+    pub fn file_time(&self) -> bool {
+        matches!(self.pace, crate::Pace::FileTime(_))
+    }
+
+    /// Whether it is packed by the file's timestamps (at them, or at top speed).
+    pub fn file_time_packed(&self) -> bool {
+        matches!(self.pack, crate::stream::PackRule::Window { .. })
+    }
+}
+
+impl Options {
+    /// The feed's timing and packing, or what in the options conflicts (clap refuses --rate,
+    /// --multiplier and --topspeed together; this, what depends on the source).
+    ///
+    /// # Errors
+    /// An option the source has no use for, said with what to use instead.
+    pub fn timing(&self) -> Result<Timing, String> {
+        use crate::{Multiplier, Pace, stream::PackRule};
+        let Options {
+            source,
+            rate,
+            multiplier,
+            topspeed,
+            pack_window,
+            batch,
+            duration,
+            ..
+        } = self;
+        if *batch == 0 {
+            return Err("--batch must be at least 1 message per packet".into());
+        }
+        let itch = matches!(source, Source::Itch(_));
+        if !itch {
+            let given = [
+                (multiplier.is_some(), "--multiplier"),
+                (*topspeed, "--topspeed"),
+                (pack_window.is_some(), "--pack-window"),
+            ];
+            if let Some((_, what)) = given.iter().find(|(set, _)| *set) {
+                return Err(format!(
+                    "{what} paces and packs an itch: file by its own timestamps; {source} has \
+                     none: use --rate (and --batch)"
+                ));
+            }
+        }
+        let timing = match (itch, rate, topspeed) {
+            (false, r, _) | (true, r @ Some(_), _) => {
+                if pack_window.is_some() {
+                    return Err("--pack-window packs an itch: file by its timestamps; at a \
+                                --rate it goes --batch messages a packet"
+                        .into());
+                }
+                Timing {
+                    pace: Pace::Rate(r.unwrap_or(Rate::DEFAULT)),
+                    pack: PackRule::Count(*batch),
+                }
+            }
+            (true, None, topspeed) => {
+                if *batch != 1 {
+                    return Err(format!(
+                        "--batch {batch} packs a fixed number of messages a packet, at a \
+                         --rate; an itch: file at its timestamps or --topspeed is packed by \
+                         --pack-window (up to 1472 bytes)"
+                    ));
+                }
+                Timing {
+                    pace: if *topspeed {
+                        Pace::Rate(Rate::Max)
+                    } else {
+                        Pace::FileTime(multiplier.unwrap_or(Multiplier::RECORDED))
+                    },
+                    pack: PackRule::Window {
+                        ns: pack_window
+                            .unwrap_or(crate::stream::PackWindow::DEFAULT)
+                            .ns(),
+                    },
+                }
+            }
+        };
+        if duration.is_some() && !timing.pace.scheduled() {
+            return Err(if *topspeed {
+                "--duration counts seconds of schedule, and --topspeed has none: use --count, \
+                 or a --multiplier"
+                    .into()
+            } else {
+                "--duration needs a --rate (not max)".into()
+            });
+        }
+        Ok(timing)
     }
 }
 
@@ -335,7 +471,18 @@ mod tests {
             "false",
             "--check",
         ];
-        for line in [&[][..], every] {
+        // --rate, --multiplier and --topspeed exclude each other: the last two on lines of
+        // their own.
+        let file_time: &[&str] = &[
+            "--source",
+            "itch:/tmp/day.itch.gz",
+            "--multiplier",
+            "2.5",
+            "--pack-window",
+            "20us",
+        ];
+        let top_speed: &[&str] = &["--source", "itch:x.itch", "--topspeed"];
+        for line in [&[][..], every, file_time, top_speed] {
             let o = Options::try_parse_from(std::iter::once("replay").chain(line.iter().copied()))
                 .unwrap();
             let args = o.to_args();
@@ -344,6 +491,117 @@ mod tests {
             )
             .unwrap_or_else(|e| panic!("{args:?}: {e}"));
             assert_eq!(format!("{again:?}"), format!("{o:?}"), "{args:?}");
+        }
+    }
+
+    fn options(line: &[&str]) -> Options {
+        Options::try_parse_from(std::iter::once("replay").chain(line.iter().copied())).unwrap()
+    }
+
+    fn timing(line: &[&str]) -> Result<Timing, String> {
+        options(line).timing()
+    }
+
+    /// What each combination of the timing options comes to, and what is refused, with a
+    /// message naming the option and what to use.
+    #[test]
+    fn the_timing_options_say_what_they_mean_and_what_conflicts() {
+        use crate::{Multiplier, Pace, stream::PackRule};
+        let itch = ["--source", "itch:day.itch"];
+        let with = |extra: &[&'static str]| {
+            let mut l = itch.to_vec();
+            l.extend_from_slice(extra);
+            timing(&l)
+        };
+        // A ticker source: as it was, at --rate (20k by default), --batch a packet.
+        assert_eq!(
+            timing(&[]).unwrap(),
+            Timing {
+                pace: Pace::Rate(Rate::DEFAULT),
+                pack: PackRule::Count(1)
+            }
+        );
+        // An itch file: its own timestamps at x1 by default, packed in 10 µs windows.
+        assert_eq!(
+            with(&[]).unwrap(),
+            Timing {
+                pace: Pace::FileTime(Multiplier::RECORDED),
+                pack: PackRule::Window { ns: 10_000 }
+            }
+        );
+        let t = with(&["--multiplier", "2", "--pack-window", "0"]).unwrap();
+        assert_eq!(
+            t,
+            Timing {
+                pace: Pace::FileTime("2".parse().unwrap()),
+                pack: PackRule::Window { ns: 0 }
+            }
+        );
+        assert!(t.file_time());
+        assert_eq!(
+            with(&["--topspeed"]).unwrap(),
+            Timing {
+                pace: Pace::Rate(Rate::Max),
+                pack: PackRule::Window { ns: 10_000 }
+            }
+        );
+        // At a --rate, as before: the timestamps ignored, --batch a packet.
+        assert_eq!(
+            with(&["--rate", "5k", "--batch", "4"]).unwrap(),
+            Timing {
+                pace: Pace::Rate(Rate::PerSec(5000.0)),
+                pack: PackRule::Count(4)
+            }
+        );
+        let refused: &[(&[&str], &str)] = &[
+            (&["--multiplier", "2"], "has none: use --rate"),
+            (&["--topspeed"], "--topspeed paces"),
+            (&["--pack-window", "5us"], "--pack-window paces"),
+        ];
+        for (line, needle) in refused {
+            let e = timing(line).unwrap_err();
+            assert!(e.contains(needle), "{line:?}: {e}");
+        }
+        let refused_itch: &[(&[&str], &str)] = &[
+            (&["--batch", "4"], "is packed by --pack-window"),
+            (
+                &["--rate", "5k", "--pack-window", "5us"],
+                "at a --rate it goes --batch",
+            ),
+            (&["--topspeed", "--duration", "2"], "--topspeed has none"),
+            (
+                &["--rate", "max", "--duration", "2"],
+                "needs a --rate (not max)",
+            ),
+        ];
+        for (line, needle) in refused_itch {
+            let e = with(line).unwrap_err();
+            assert!(e.contains(needle), "{line:?}: {e}");
+        }
+        // clap's own: the three paces exclude each other.
+        for pair in [
+            ["--rate", "5k", "--multiplier", "2"],
+            ["--rate", "5k", "--topspeed", ""],
+            ["--multiplier", "2", "--topspeed", ""],
+        ] {
+            let line = itch.iter().chain(pair.iter()).filter(|a| !a.is_empty());
+            let e = Options::try_parse_from(std::iter::once(&"replay").chain(line)).unwrap_err();
+            assert!(
+                e.to_string().contains("cannot be used with"),
+                "{pair:?}: {e}"
+            );
+        }
+        // And bad values say what a good one is.
+        for (line, needle) in [
+            (["--multiplier", "0"], "bad multiplier"),
+            (["--multiplier=-1", "--count=5"], "bad multiplier"),
+            (["--pack-window", "10"], "bad pack window"),
+            (["--pack-window", "2s"], "bad pack window"),
+        ] {
+            let e = Options::try_parse_from(std::iter::once("replay").chain(line))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(needle), "{line:?}: {e}");
         }
     }
 }

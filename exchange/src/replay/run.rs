@@ -4,34 +4,41 @@ use std::{
     net::{SocketAddrV4, UdpSocket},
     path::{Path, PathBuf},
     sync::{
-        Arc,
+        Arc, Mutex,
         atomic::{AtomicBool, AtomicU64, Ordering},
     },
+    time::{Duration, Instant},
 };
 
 use anyhow::{Context as _, bail};
 use paths::{ExchangeIo, Expect};
-use results::{Arrival, ContextSwitches, ReplayReport, ThreadTime};
+use results::{Arrival, ContextSwitches, ReplayReport, StreamReport, ThreadTime};
 use wire::{itch::Stock, moldudp64::Session};
 
 use crate::{
-    Driver, Exchange, Monotonic, Port, Progress, Rate, SendLoop, Settlement, cli, exchange_io,
-    feed::{Feed, Source},
+    Driver, Exchange, Monotonic, Outgoing, Pace, Port, Prebuilt, Progress, Rate, SendLoop,
+    Settlement, cli, exchange_io,
+    feed::{Feed, MAX_PAYLOAD, Source},
     frame::{self, FrameBuilder},
     host, process,
-    retransmit::{self, Retransmitter},
+    retransmit::{self, Answers, Refusal, Retransmitter, Window},
+    stream::{self, ItchStream, Limit, PackRule, StreamConfig},
 };
 
-use super::Options;
+use super::{Options, Timing};
 
 /// Runs the replay as `o` says: builds the feed and its backtest, sends it, takes the orders
 /// back, settles, and writes the report (and the histograms and capture, if asked).
 pub fn run(o: Options) -> anyhow::Result<()> {
+    let timing = o.timing().map_err(anyhow::Error::msg)?;
     let Options {
         source,
         count,
         duration,
-        rate,
+        rate: _,
+        multiplier: _,
+        topspeed: _,
+        pack_window: _,
         batch,
         session,
         first_seq,
@@ -76,9 +83,29 @@ pub fn run(o: Options) -> anyhow::Result<()> {
     let stock = Stock::new(&stock).map_err(|e| anyhow::anyhow!("bad --stock: {e}"))?;
     let params = engine::Params::from_n(n)
         .map_err(|e| anyhow::anyhow!("bad strategy length --n {n}: {e}"))?;
-    let feed = build_feed(
-        &source, count, duration, rate, batch, stock, session, first_seq,
-    )?;
+    let progress = progress.unwrap_or_else(|| std::io::stderr().is_terminal());
+    let feed = match &source {
+        Source::Itch(path) => stream_feed(
+            path,
+            timing,
+            (count, duration),
+            stock,
+            (session, first_seq),
+            (&label, progress),
+            &stop,
+        )?,
+        _ => build_feed(
+            &source,
+            count,
+            duration,
+            timing.pace,
+            batch,
+            stock,
+            session,
+            first_seq,
+        )?,
+    };
+    warn_about(&feed, &source, stock, count, duration);
     // What the trader should do: the engine fed the same ticks, offline.
     let mut ex = Exchange::new(&feed, params, expect, stock)
         .map_err(|e| anyhow::anyhow!("backtest failed: {e}"))?;
@@ -117,13 +144,24 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         feed: port,
         session,
     };
-    eprintln!(
-        "replay {label}: {} messages in {} packets ({} ticks) to {target} at {rate} msg/s",
-        feed.messages,
-        feed.packets.len(),
-        feed.ticks.len(),
-    );
-    let progress = progress.unwrap_or_else(|| std::io::stderr().is_terminal());
+    match &feed.streamed {
+        None => eprintln!(
+            "replay {label}: {} messages in {} packets ({} ticks) to {target} {}",
+            feed.messages,
+            feed.packets.len(),
+            feed.ticks.len(),
+            pace_text(timing, 0),
+        ),
+        Some(st) => eprintln!(
+            "replay {label}: {} messages in {} packets ({} ticks), {} of the file's time, to \
+             {target} {}",
+            feed.messages,
+            st.packets,
+            feed.ticks.len(),
+            clock_text(st.span_ns),
+            pace_text(timing, st.span_ns),
+        ),
+    }
     let server = retransmit
         .then(|| {
             let at = SocketAddrV4::new(*bind.ip(), retransmit_port);
@@ -137,11 +175,27 @@ pub fn run(o: Options) -> anyhow::Result<()> {
     let mut driver = Driver::new(port, Monotonic)
         .stall_after_send(stall_after_send_us * 1_000)
         .publish_frontier(Arc::clone(&frontier));
-    let retransmitter = Retransmitter::new(&feed, retransmit_history);
+    // A prebuilt feed is served from itself; a streamed one from a window of its last
+    // packets, which the send loop fills (only when serving: it costs a copy a packet).
+    let serving = match (&feed.streamed, retransmit) {
+        (Some(_), true) => {
+            let window =
+                Window::new(feed.session, retransmit_history, feed.first_seq).map_err(|e| {
+                    anyhow::anyhow!(
+                        "the re-request window of {retransmit_history} messages can't be \
+                         reserved ({e}): use a smaller --retransmit-history"
+                    )
+                })?;
+            let window = Arc::new(Mutex::new(window));
+            driver = driver.keep_window(Arc::clone(&window));
+            Serving::Window(window)
+        }
+        _ => Serving::Feed(Retransmitter::new(&feed, retransmit_history)),
+    };
     let (span, settled, served) = std::thread::scope(|s| {
-        let server = server.as_ref().map(|sock| {
-            s.spawn(|| retransmit::serve(&retransmitter, sock, &frontier, &serving_done))
-        });
+        let server = server
+            .as_ref()
+            .map(|sock| s.spawn(|| retransmit::serve(&serving, sock, &frontier, &serving_done)));
         // The server stops when this scope's work ends, however it ends (a panic included:
         // the scope joins the thread, which must not wait for a flag nobody sets).
         let _stop_serving = SetOnDrop(&serving_done);
@@ -149,7 +203,42 @@ pub fn run(o: Options) -> anyhow::Result<()> {
             if let Some(g) = &mut driver.port_mut().session {
                 g.wait_for_login(LOGIN_WAIT, || process::stopped(&stop))?;
             }
-            let span = send(&mut driver, &mut ex, rate, &label, progress, &stop)?;
+            let span = match &feed.streamed {
+                None => send(
+                    &mut driver,
+                    &mut ex,
+                    &mut Prebuilt::new(&feed),
+                    timing.pace,
+                    &label,
+                    progress,
+                    &stop,
+                )?,
+                Some(st) => {
+                    // Never more than the pre-pass saw: its ticks are the schedule.
+                    let mut config = st.config.clone();
+                    config.limit.messages = Some(feed.messages);
+                    let mut out = ItchStream::open(&config)?.with_packets(st.packets);
+                    let span = send(
+                        &mut driver,
+                        &mut ex,
+                        &mut out,
+                        timing.pace,
+                        &label,
+                        progress,
+                        &stop,
+                    )?;
+                    if !process::stopped(&stop) && out.messages() != feed.messages {
+                        eprintln!(
+                            "warning: {} held {} messages in the pre-pass and {} now: the file \
+                             changed during the run",
+                            config.path.display(),
+                            feed.messages,
+                            out.messages()
+                        );
+                    }
+                    span
+                }
+            };
             // Drain: until every expected order is in, or nothing came for drain_ms.
             driver.drain(&mut ex, drain_ms * 1_000_000, || process::stopped(&stop));
             if progress {
@@ -173,10 +262,49 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         io,
         expect,
         source,
-        rate,
+        pace: timing.pace,
         batch,
     };
+    let start_ns = span.run.start_ns;
     let mut rep = report(asked, &feed, &settled, span);
+    rep.stream = feed.streamed.as_ref().map(|st| StreamReport {
+        multiplier: match timing.pace {
+            Pace::FileTime(m) => Some(m.get()),
+            Pace::Rate(_) => None,
+        },
+        pack_window_ns: match timing.pack {
+            PackRule::Window { ns } => Some(ns),
+            PackRule::Count(_) => None,
+        },
+        packets: st.packets,
+        file_bytes: st.file_bytes,
+        file_span_ns: st.span_ns,
+        timestamps_invalid: st.clock.invalid,
+        timestamps_behind: st.clock.behind,
+        retransmit_window: retransmit.then_some(retransmit_history),
+    });
+    // At a --rate the timestamps time nothing: no note then.
+    if let Some(st) = &feed.streamed
+        && timing.file_time_packed()
+        && (st.clock.invalid > 0 || st.clock.behind > 0)
+    {
+        eprintln!(
+            "note: {}: {} messages without a time of day took the one before's, {} stamped \
+             before the one before were held at its time",
+            st.config.path.display(),
+            st.clock.invalid,
+            st.clock.behind
+        );
+    }
+    if let Some(r) = &served
+        && r.out_of_window > 0
+    {
+        eprintln!(
+            "note: {} re-requests named messages older than the last {retransmit_history} \
+             the window keeps (--retransmit-history): not answered",
+            r.out_of_window
+        );
+    }
     rep.retransmit = served;
     rep.line_sends = driver.port().feed.line_sends();
     rep.send_lateness = driver.send_lateness().summary();
@@ -187,15 +315,131 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         write_histograms(&settled, p)?;
     }
     if let Some(p) = &pcap_out {
-        write_pcap(
-            p,
-            &feed,
-            &settled,
-            SocketAddrV4::new(*bind.ip(), feed_port),
-            target,
-        )?;
+        let ends = (SocketAddrV4::new(*bind.ip(), feed_port), target);
+        write_pcap(p, ends, |put| match &feed.streamed {
+            None => {
+                for (ts, payload) in settled.schedule.sent_packets(&feed) {
+                    put(ts, payload)?;
+                }
+                Ok(())
+            }
+            Some(st) => {
+                stream::sent_packets(st, &settled.schedule, timing.pace, start_ns, put).map(drop)
+            }
+        })?;
     }
     Ok(())
+}
+
+/// What answers re-requests: the feed, or a streamed feed's window.
+enum Serving<'f> {
+    Feed(Retransmitter<'f>),
+    Window(Arc<Mutex<Window>>),
+}
+
+impl Answers for Serving<'_> {
+    fn answer(
+        &self,
+        request: &[u8],
+        frontier: u64,
+        buf: &mut [u8; MAX_PAYLOAD],
+    ) -> Result<(usize, u16), Refusal> {
+        match self {
+            Serving::Feed(r) => r.answer(request, frontier, buf),
+            Serving::Window(w) => Answers::answer(&**w, request, frontier, buf),
+        }
+    }
+}
+
+/// The streamed feed of an ITCH file: its pre-pass, with a progress line about once a second.
+fn stream_feed(
+    path: &Path,
+    timing: Timing,
+    (count, duration): (Option<u64>, Option<f64>),
+    stock: Stock,
+    (session, first_seq): (Session, u64),
+    (label, progress): (&str, bool),
+    stop: &AtomicBool,
+) -> anyhow::Result<Feed> {
+    let limit = match (timing.pace, duration) {
+        (Pace::Rate(Rate::PerSec(r)), Some(d)) if d * r < 1.0 => {
+            bail!("--duration {d} s at {r} messages/s is less than one message")
+        }
+        (Pace::Rate(Rate::PerSec(r)), Some(d)) => Limit {
+            messages: Some(count.unwrap_or(u64::MAX).min((d * r) as u64)),
+            file_ns: None,
+        },
+        // The file's first `d` seconds of sending: `d` x the multiplier of its own time.
+        (Pace::FileTime(m), Some(d)) => Limit {
+            messages: count,
+            file_ns: Some(m.unscale(d * 1e9)),
+        },
+        _ => Limit {
+            messages: count,
+            file_ns: None,
+        },
+    };
+    let config = StreamConfig {
+        path: path.to_path_buf(),
+        rule: timing.pack,
+        limit,
+        session,
+        first_seq,
+    };
+    let begun = Instant::now();
+    let mut shown = begun;
+    let feed = stream::prepass(
+        &config,
+        stock,
+        || process::stopped(stop),
+        |p| {
+            if progress && shown.elapsed() >= Duration::from_secs(1) {
+                shown = Instant::now();
+                eprint!(
+                    "\r  {label}: pre-pass {:.2} GB, {} messages, {} ticks, {} of the file's time",
+                    p.bytes as f64 / 1e9,
+                    p.messages,
+                    p.ticks,
+                    clock_text(p.file_ns)
+                );
+                let _ = std::io::stderr().flush();
+            }
+        },
+    )?;
+    if progress && shown != begun {
+        eprintln!(
+            "\r  {label}: pre-pass done in {:.1} s{:40}",
+            begun.elapsed().as_secs_f64(),
+            ""
+        );
+    }
+    Ok(feed)
+}
+
+/// `ns` of a clock as `1h02m03.5s`, `2m03.500s` or `3.500000s`.
+fn clock_text(ns: u64) -> String {
+    let s = ns as f64 / 1e9;
+    match ns / 1_000_000_000 {
+        h if h >= 3600 => format!("{}h{:02}m{:04.1}s", h / 3600, h % 3600 / 60, s % 60.0),
+        m if m >= 60 => format!("{}m{:06.3}s", m / 60, s % 60.0),
+        _ => format!("{s:.6}s"),
+    }
+}
+
+/// How a streamed file goes, for the start line.
+fn pace_text(timing: Timing, span_ns: u64) -> String {
+    let window = match timing.pack {
+        PackRule::Window { ns } => format!("packed in {} windows", stream::PackWindow::from_ns(ns)),
+        PackRule::Count(n) => format!("{n} a packet"),
+    };
+    match timing.pace {
+        Pace::FileTime(m) => format!(
+            "at its timestamps x{m} ({} of sending), {window}",
+            clock_text(m.scale(span_ns))
+        ),
+        Pace::Rate(Rate::Max) if timing.file_time_packed() => format!("at top speed, {window}"),
+        Pace::Rate(r) => format!("at {r} msg/s"),
+    }
 }
 
 /// How long the replay waits for the trader to log in to the order session before the feed.
@@ -282,12 +526,15 @@ fn build_feed(
     source: &Source,
     count: Option<u64>,
     duration: Option<f64>,
-    rate: Rate,
+    pace: Pace,
     batch: u16,
     stock: Stock,
     session: Session,
     first_seq: u64,
 ) -> anyhow::Result<Feed> {
+    let Pace::Rate(rate) = pace else {
+        bail!("{source} has no timestamps to pace by: only an itch: file has")
+    };
     let limit = match (count, duration, rate) {
         (_, Some(d), Rate::PerSec(r)) if d * r < 1.0 => {
             bail!("--duration {d} s at {r} messages/s is less than one message")
@@ -296,8 +543,28 @@ fn build_feed(
         (_, Some(_), Rate::Max) => bail!("--duration needs a --rate (not max)"),
         (c, None, _) => c,
     };
-    let feed = Feed::build_numbered(source, limit, batch, stock, session, first_seq)?;
-    if feed.ticks.is_empty() {
+    Feed::build_numbered(source, limit, batch, stock, session, first_seq)
+}
+
+/// What the feed holds that the run should know of: no ticks, other sessions, less than
+/// `--count`.
+fn warn_about(
+    feed: &Feed,
+    source: &Source,
+    stock: Stock,
+    count: Option<u64>,
+    duration: Option<f64>,
+) {
+    if feed.ticks.is_empty()
+        && let Source::Market(spec) = source
+        && !spec.synth_trades
+    {
+        eprintln!(
+            "warning: {source}: {stock} prints as Order Executed messages, priced only by the \
+             book, and the trader reads Trade ('P') messages only: it will send no order. Add \
+             :synth=P to the source for prints as Trade messages"
+        );
+    } else if feed.ticks.is_empty() {
         eprintln!(
             "warning: the feed has no trades of {stock}: the trader will see no tick and send \
              no order, and there is no parity to check (--stock names the one to trade)"
@@ -319,7 +586,6 @@ fn build_feed(
             feed.messages
         );
     }
-    Ok(feed)
 }
 
 /// The send loop and what the host says about it.
@@ -335,7 +601,8 @@ struct SendSpan {
 fn send(
     driver: &mut Driver<impl Port, Monotonic>,
     ex: &mut Exchange<'_>,
-    rate: Rate,
+    out: &mut impl Outgoing,
+    pace: Pace,
     label: &str,
     progress: bool,
     stop: &AtomicBool,
@@ -343,15 +610,16 @@ fn send(
     let span = host::SpanAccounting::start();
     let steal0 = host::steal_ms();
     let run = driver
-        .send_feed(
+        .send(
             ex,
-            rate,
+            out,
+            pace,
             || process::stopped(stop),
             |p: Progress| {
                 if progress {
                     eprint!(
                         "\r  {label}: {:>3.0}%  {}/{} packets  {} orders",
-                        100.0 * p.packets_done as f64 / p.packets as f64,
+                        100.0 * p.packets_done as f64 / p.packets.max(1) as f64,
                         p.packets_done,
                         p.packets,
                         p.orders
@@ -360,7 +628,7 @@ fn send(
                 }
             },
         )
-        .context("send to the trader")?;
+        .context("sending the feed to the trader")?;
     let steal1 = host::steal_ms();
     // The send loop busy-waits between sends, so it should never sleep; if it did (a blocked
     // write to stderr), its sleep would pass for stolen time, and none is reported.
@@ -384,7 +652,7 @@ struct Asked {
     io: ExchangeIo,
     expect: Expect,
     source: Source,
-    rate: Rate,
+    pace: Pace,
     batch: u16,
 }
 
@@ -394,7 +662,7 @@ fn report(asked: Asked, feed: &Feed, settled: &Settlement, span: SendSpan) -> Re
         io,
         expect,
         source,
-        rate,
+        pace,
         batch,
     } = asked;
     let Settlement {
@@ -424,8 +692,11 @@ fn report(asked: Asked, feed: &Feed, settled: &Settlement, span: SendSpan) -> Re
         exchange_io: io,
         expect,
         source: source.to_string(),
-        rate_per_s: rate.per_sec(),
-        closed_loop: rate.per_sec().is_none(),
+        rate_per_s: match pace {
+            Pace::Rate(r) => r.per_sec(),
+            Pace::FileTime(_) => None,
+        },
+        closed_loop: !pace.scheduled(),
         achieved_rate_per_s: if elapsed > 0.0 {
             sent.messages as f64 / elapsed
         } else {
@@ -463,6 +734,7 @@ fn report(asked: Asked, feed: &Feed, settled: &Settlement, span: SendSpan) -> Re
         parity: parity.clone(),
         retransmit: None,
         line_sends: Vec::new(),
+        stream: None,
         machine: results::Machine::read(),
     }
 }
@@ -484,13 +756,12 @@ fn sibling(p: &std::path::Path, what: &str) -> PathBuf {
     p.with_file_name(format!("{stem}-{what}.hgrm"))
 }
 
-/// Writes what went out, each packet stamped with its scheduled send time.
+/// Writes what went out, each packet stamped with its scheduled send time: `packets` calls its
+/// argument with each (time, payload), in order, `ends` the feed's source and destination.
 fn write_pcap(
     path: &Path,
-    feed: &Feed,
-    settled: &Settlement,
-    from: SocketAddrV4,
-    to: SocketAddrV4,
+    (from, to): (SocketAddrV4, SocketAddrV4),
+    packets: impl FnOnce(&mut dyn FnMut(u64, &[u8]) -> anyhow::Result<()>) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     let file =
         std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
@@ -502,7 +773,7 @@ fn write_pcap(
         frame::endpoint(netns::lab::TRADER_MAC.octets(), *to.ip(), to.port()),
     );
     let mut buf = vec![0u8; 2048];
-    for (ts, payload) in settled.schedule.sent_packets(feed) {
+    packets(&mut |ts, payload| {
         let n = b
             .build(&mut buf, |body| {
                 body[..payload.len()].copy_from_slice(payload);
@@ -510,7 +781,8 @@ fn write_pcap(
             })
             .context("packet too large for a frame")?;
         w.write_frame(ts, &buf[..n])?;
-    }
+        Ok(())
+    })?;
     w.finish()?;
     Ok(())
 }
