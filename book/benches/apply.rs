@@ -19,7 +19,11 @@ fn flow(n: usize) -> Vec<Message> {
     let mut next = 0u64;
     let add = |r: u64| {
         let locate = (r % symbols) as u16 + 1;
-        let side = if r.is_multiple_of(2) { Side::Buy } else { Side::Sell };
+        let side = if r.is_multiple_of(2) {
+            Side::Buy
+        } else {
+            Side::Sell
+        };
         let off = (r / symbols % 5) as u32 * 100;
         let price = match side {
             Side::Buy => 1_000_000 - off,
