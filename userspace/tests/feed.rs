@@ -131,6 +131,68 @@ fn captures_numbered_from_zero_and_from_two_to_the_forty_replay_as_they_are() {
     }
 }
 
+/// The full-depth generated market, its lab symbol printing as Trade messages, through the lab
+/// with the trader as it is (it reads only `SYNTH`'s Trade messages): the orders are those the
+/// ticker feed of the same seed gives, to the bit, and every other symbol's adds, cancels,
+/// replaces, deletes, executions, crosses and imbalances, sequenced among them and packed 16
+/// to a packet, cost the trader no tick, no gap and no malformed count.
+#[test]
+fn the_generated_market_trades_as_the_ticker_of_its_seed() {
+    let Some(lab) = lab_or_skip("market") else {
+        return;
+    };
+    let c = lab.config().clone();
+    let count = TICKS.to_string();
+    for path in ["xdp", "udp"] {
+        let ticker = run(
+            &c,
+            path,
+            &format!("gbm:42:{TICKS}"),
+            &format!("ticker-{path}"),
+            &["--count", &count],
+        );
+        let tag = format!("market-{path}");
+        let (r, t) = run(
+            &c,
+            path,
+            "market:42:150000:per-print=8:symbols=300:synth=P",
+            &tag,
+            &["--count", &count, "--batch", "16"],
+        );
+        let k = &t.counters;
+        // Every message of the day went out, many more than the ticks.
+        assert!(r.sent_messages > 9 * TICKS, "{tag}: {}", r.sent_messages);
+        assert_eq!(
+            k.ticks, TICKS,
+            "{tag}: every SYNTH print reached the strategy"
+        );
+        for (name, none) in [
+            ("gap_messages", k.gap_messages),
+            ("late_messages", k.late_messages),
+            ("duplicate_messages", k.duplicate_messages),
+            ("malformed_messages", k.malformed_messages),
+            ("malformed_packets", k.malformed_packets),
+            ("malformed_framing", k.malformed_framing),
+        ] {
+            assert_eq!(none, 0, "{tag}: {name}: {k:?}");
+        }
+        assert!(r.parity.ok(), "{tag}: {:?}", r.parity);
+        let (a, b) = (&ticker.0.parity, &r.parity);
+        assert!(a.expected_orders > 100, "{tag}: the strategy trades");
+        assert_eq!(
+            (a.expected_orders, a.live_trades, a.live_pnl.to_bits()),
+            (b.expected_orders, b.live_trades, b.live_pnl.to_bits()),
+            "{tag}: the market's orders are the ticker's"
+        );
+        assert_eq!(r.orders_received, ticker.0.orders_received, "{tag}");
+        assert_eq!(
+            (t.account.orders, t.account.pnl.to_bits()),
+            (ticker.1.account.orders, ticker.1.account.pnl.to_bits()),
+            "{tag}: the trader's own account"
+        );
+    }
+}
+
 #[test]
 fn the_replay_keeps_sending_and_reports_when_no_trader_listens() {
     let Some(lab) = lab_or_skip("notrader") else {
