@@ -131,6 +131,14 @@ impl Levels {
         true
     }
 
+    /// Starts loading the best level's line (a hint).
+    #[inline]
+    pub fn prefetch_best(&self) {
+        if let Some(e) = self.entries.last() {
+            crate::orders::prefetch(e);
+        }
+    }
+
     /// The best level.
     #[inline]
     pub fn best(&self, side: Side) -> Option<Level> {

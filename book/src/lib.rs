@@ -536,7 +536,19 @@ impl Book {
     /// A hint: it changes nothing.
     #[inline]
     pub fn prefetch(&self, msg: &Message) {
-        orders::prefetch(&self.stocks[usize::from(msg.stock_locate())]);
+        let stock = &self.stocks[usize::from(msg.stock_locate())];
+        orders::prefetch(stock);
+        // The best levels' line of the side(s) it may touch (a load of the stock's book, off
+        // the path of the message being applied).
+        match msg {
+            Message::AddOrder(m) => stock.side(m.side).prefetch_best(),
+            Message::AddOrderMpid(m) => stock.side(m.side).prefetch_best(),
+            Message::Trade(_) | Message::CrossTrade(_) | Message::Noii(_) => {}
+            _ => {
+                stock.bids.prefetch_best();
+                stock.asks.prefetch_best();
+            }
+        }
         let order_ref = match msg {
             Message::OrderExecuted(m) => m.order_ref,
             Message::OrderExecutedWithPrice(m) => m.order_ref,
