@@ -180,8 +180,13 @@ impl Levels {
 
     /// Makes room for at least `levels` levels (at start: a Stock Directory message).
     pub fn reserve(&mut self, levels: usize) {
+        let before = self.entries.capacity();
         self.entries
             .reserve(levels.saturating_sub(self.entries.len()));
+        // Room made after start (a locate above the Config's) is an allocation too.
+        if self.entries.capacity() != before {
+            self.grown += 1;
+        }
     }
 }
 

@@ -17,7 +17,8 @@
 //!   non-printable `'C'` takes the shares but prints nothing; Cross Trades (`'Q'`) and Broken
 //!   Trades (`'B'`) are counted apart from the prints.
 //!
-//! Input it can't apply is refused and counted, never a panic, and leaves the book as it was: a
+//! Input it can't apply is refused and counted, never a panic, and leaves the book as it was
+//! (but for an overfill, which removes the order: it can have no shares left): a
 //! reference to an order it never saw (a feed joined mid-session, or a lie), an add with a live
 //! reference or no shares, an execution or cancel of more shares than the order has, a message
 //! whose stock locate is not its order's ([`Refusal`]).
@@ -29,8 +30,8 @@
 //! ([`Book::allocations_after_start`]). A full NASDAQ day (~9,000 symbols, a few million live
 //! orders at the peak) fits the defaults.
 
-// One `unsafe` block, the prefetch hint in `orders` (which can't fault or change memory);
-// everything else is safe code.
+// Two `unsafe` blocks, both in `orders`: the prefetch hint (which can't fault or change memory)
+// and the order table's zeroed allocation with its huge-page advice; everything else is safe.
 #![deny(unsafe_code)]
 
 mod levels;

@@ -21,6 +21,7 @@ fn options(file: PathBuf) -> ReplayOptions {
         },
         per_message: true,
         progress: false,
+        chunk_bytes: CHUNK,
     }
 }
 
@@ -118,7 +119,22 @@ fn bad_records_are_counted_with_their_offsets_and_the_replay_goes_on() {
     bad.extend_from_slice(&bytes[first..bytes.len() - 3]);
     let path = dir.path().join("bad.itch");
     std::fs::write(&path, &bad).unwrap();
-    let s = replay(&options(path)).unwrap();
+    let s = replay(&options(path.clone())).unwrap();
+    // Reads of 1,000 bytes cut records everywhere: the same records, offsets and cut.
+    let small_reads = replay(&ReplayOptions {
+        chunk_bytes: 1_000,
+        ..options(path)
+    })
+    .unwrap();
+    assert_eq!(
+        (
+            &small_reads.bad_input_first,
+            small_reads.truncated_at,
+            small_reads.messages,
+            &small_reads.symbols
+        ),
+        (&s.bad_input_first, s.truncated_at, s.messages, &s.symbols)
+    );
     assert_eq!(s.bad_input, 3, "{:?}", s.bad_input_first);
     let offsets: Vec<u64> = s.bad_input_first.iter().map(|b| b.offset).collect();
     assert_eq!(offsets, [off1, off2, off3]);

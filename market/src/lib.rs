@@ -47,6 +47,7 @@ mod rng;
 
 use std::collections::VecDeque;
 
+use hdrhistogram::Histogram;
 use rng::Rng;
 use wire::itch::{
     AddOrderMpidRepr, AddOrderRepr, BrokenTradeRepr, CrossTradeRepr, MarketParticipantPositionRepr,
@@ -225,24 +226,24 @@ struct Sym {
 
 /// What the generator sent, and how old the orders were that its cancels, deletes, replaces
 /// and executions named.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Stats {
     /// Messages by type byte.
     pub by_kind: [u64; 128],
-    /// Ages of the orders named, in log2 buckets of nanoseconds: bucket `b` counts ages in
-    /// `[2^b, 2^(b+1))` (bucket 0 also 0).
-    pub age_log2_ns: [u64; 64],
+    /// Ages of the orders named, ns of the day's timestamps (3 significant digits).
+    pub age_ns: Histogram<u64>,
     /// The same ages in messages of the whole feed sent between the order's add and the
     /// message that named it: what a book's cache sees.
-    pub age_log2_msgs: [u64; 64],
+    pub age_msgs: Histogram<u64>,
 }
 
 impl Default for Stats {
     fn default() -> Self {
+        let h = || Histogram::new_with_bounds(1, u64::MAX / 4, 3).expect("valid bounds");
         Stats {
             by_kind: [0; 128],
-            age_log2_ns: [0; 64],
-            age_log2_msgs: [0; 64],
+            age_ns: h(),
+            age_msgs: h(),
         }
     }
 }
@@ -253,51 +254,33 @@ impl Stats {
         self.by_kind.iter().sum()
     }
 
-    /// The age below which a share `q` of the named orders were, in ns, as the upper edge of
-    /// its log2 bucket: within a factor of two.
+    /// The age (ns) below which a share `q` of the named orders were.
     pub fn age_quantile_ns(&self, q: f64) -> Option<u64> {
-        quantile(&self.age_log2_ns, q)
+        (!self.age_ns.is_empty()).then(|| self.age_ns.value_at_quantile(q).saturating_sub(1))
     }
 
-    /// The share of named orders younger than `ns` (whole log2 buckets below it).
+    /// The share of named orders younger than `ns`.
     pub fn age_share_below(&self, ns: u64) -> f64 {
-        share_below(&self.age_log2_ns, ns)
+        share_below(&self.age_ns, ns)
     }
 
     /// [`Stats::age_quantile_ns`] in messages.
     pub fn age_quantile_msgs(&self, q: f64) -> Option<u64> {
-        quantile(&self.age_log2_msgs, q)
+        (!self.age_msgs.is_empty()).then(|| self.age_msgs.value_at_quantile(q).saturating_sub(1))
     }
 
     /// [`Stats::age_share_below`] in messages.
     pub fn age_share_below_msgs(&self, msgs: u64) -> f64 {
-        share_below(&self.age_log2_msgs, msgs)
+        share_below(&self.age_msgs, msgs)
     }
 }
 
-fn quantile(buckets: &[u64; 64], q: f64) -> Option<u64> {
-    let total: u64 = buckets.iter().sum();
-    if total == 0 {
-        return None;
-    }
-    let want = ((q * total as f64).ceil() as u64).max(1);
-    let mut seen = 0;
-    for (b, &n) in buckets.iter().enumerate() {
-        seen += n;
-        if seen >= want {
-            return Some(1u64 << (b + 1).min(63));
-        }
-    }
-    None
-}
-
-fn share_below(buckets: &[u64; 64], x: u64) -> f64 {
-    let total: u64 = buckets.iter().sum();
-    if total == 0 {
+fn share_below(h: &Histogram<u64>, x: u64) -> f64 {
+    if h.is_empty() || x == 0 {
         return 0.0;
     }
-    let b = 63 - x.max(1).leading_zeros() as usize;
-    buckets[..b].iter().sum::<u64>() as f64 / total as f64
+    // Ages are recorded as age + 1 (the histogram starts at 1).
+    h.count_between(1, x) as f64 / h.len() as f64
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -337,7 +320,6 @@ pub struct Generator {
     recent_syms: [usize; RECENT_SYMS],
     recent_at: usize,
     bg_ns: u64,
-    bg_total: u64,
     bg_next: Option<u64>,
     next_ref: u64,
     next_match: u64,
@@ -490,7 +472,6 @@ impl Generator {
             recent_syms: [0; RECENT_SYMS],
             recent_at: 0,
             bg_ns: profile::START_S * profile::NS,
-            bg_total: bg_left,
             bg_next: None,
             next_ref: 0,
             next_match: 0,
@@ -598,8 +579,12 @@ impl Generator {
             return;
         }
         if self.burst_left == 0 {
-            let bursts = (self.bg_total as f64 / BURST_MEAN).max(1.0);
-            self.u = (self.u + self.rng.exponential(1.0 / bursts)).min(1.0 - 1e-12);
+            // The step's mean is the clock left over the bursts left, so the day's flow ends
+            // before its end of system hours whatever the draws (a fixed mean of 1 / bursts
+            // overran the day in about half the seeds).
+            let bursts_left = (self.bg_left as f64 / BURST_MEAN).max(1.0);
+            let step = self.rng.exponential((1.0 - self.u) / (bursts_left + 1.0));
+            self.u = (self.u + step).min(1.0 - 1e-9);
             let start = self.profile.time_ns(self.u);
             self.bg_ns = self.bg_ns.max(start);
             self.burst_left = 1 + self.rng.geometric(BURST_MEAN - 1.0);
@@ -752,15 +737,13 @@ impl Generator {
     }
 
     fn age(&mut self, t: u64, o: &Live) {
-        let log2 = |x: u64| {
-            if x == 0 {
-                0
-            } else {
-                63 - x.leading_zeros() as usize
-            }
-        };
-        self.stats.age_log2_ns[log2(t.saturating_sub(o.born_ns))] += 1;
-        self.stats.age_log2_msgs[log2(self.sent.saturating_sub(o.born_msg))] += 1;
+        // Recorded as age + 1: the histogram's range starts at 1.
+        self.stats
+            .age_ns
+            .saturating_record(t.saturating_sub(o.born_ns) + 1);
+        self.stats
+            .age_msgs
+            .saturating_record(self.sent.saturating_sub(o.born_msg) + 1);
     }
 
     fn in_imbalance_window(t: u64) -> bool {

@@ -1,5 +1,6 @@
 use super::*;
 use book::{Book, Event, PrintKind};
+use wire::itch::Message;
 
 fn small(seed: u64, synth: SynthPrints) -> Config {
     Config {
@@ -40,6 +41,7 @@ fn check_against_the_book(synth: SynthPrints) {
     let mut prints = Vec::new();
     let mut last_t = 0;
     let mut n = 0u64;
+    let mut ended = false;
     for m in &mut g {
         n += 1;
         let t = m.timestamp().nanos();
@@ -48,6 +50,12 @@ fn check_against_the_book(synth: SynthPrints) {
             "message {n}: time went back from {last_t} to {t}"
         );
         last_t = t;
+        // Nothing but the end of messages after the end of system hours.
+        if let Message::SystemEvent(e) = m {
+            ended |= e.event_code == b'E';
+        } else {
+            assert!(!ended, "message {n} ({m:?}) after the end of system hours");
+        }
         // The bytes round-trip through the codec.
         let mut buf = [0u8; 64];
         let len = m.emit_into(&mut buf).unwrap();
@@ -73,6 +81,7 @@ fn check_against_the_book(synth: SynthPrints) {
             );
         }
     }
+    assert!(ended, "the day has its end of system hours");
     assert_eq!(prints, want, "SYNTH's prints are the GBM series");
     assert_eq!(book.stats().refused(), 0);
     assert_eq!(book.stats().messages(), n);
@@ -80,6 +89,23 @@ fn check_against_the_book(synth: SynthPrints) {
     // About bars × (per_print + 2) messages, plus the day's admin.
     let flow = config.bars as u64 * u64::from(config.per_print);
     assert!(n > flow && n < flow + 10 * u64::from(config.symbols) + 3 * config.bars as u64);
+}
+
+#[test]
+fn the_flow_ends_before_the_end_of_system_hours_for_every_seed() {
+    for seed in 0..12 {
+        let end = 20 * 3600 * 1_000_000_000u64;
+        let last_flow = Generator::new(small(seed, SynthPrints::Executions))
+            .unwrap()
+            .filter(|m| !matches!(m, Message::SystemEvent(_)))
+            .map(|m| m.timestamp().nanos())
+            .max()
+            .unwrap();
+        assert!(
+            last_flow < end,
+            "seed {seed}: flow at {last_flow} ns, the day ends at {end}"
+        );
+    }
 }
 
 #[test]

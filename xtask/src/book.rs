@@ -121,34 +121,39 @@ pub(crate) fn run(opts: Options) -> anyhow::Result<()> {
     let mut ours: Vec<Value> = Vec::new();
     let mut theirs: Vec<Value> = Vec::new();
     for round in 1..=rounds {
-        eprintln!("round {round} of {rounds}: the lab's book");
-        let json = out.join(format!("book-{round}.json"));
-        let mut cmd = Command::new(bin.join("book-replay"));
-        cmd.arg(&file).arg("--json-out").arg(&json).arg("--quiet");
-        if !symbols.is_empty() {
-            cmd.arg("--symbols").arg(symbols.join(","));
-        }
-        if round == 1 {
-            if let Some(p) = &prints_out {
-                cmd.arg("--prints-out").arg(p);
+        // Each book goes first in every other round, so neither gets the warmer machine.
+        let itch_first = round % 2 == 0;
+        for turn in 0..2 {
+            if (turn == 0) != itch_first {
+                eprintln!("round {round} of {rounds}: the lab's book");
+                let json = out.join(format!("book-{round}.json"));
+                let mut cmd = Command::new(bin.join("book-replay"));
+                cmd.arg(&file).arg("--json-out").arg(&json).arg("--quiet");
+                if !symbols.is_empty() {
+                    cmd.arg("--symbols").arg(symbols.join(","));
+                }
+                if round == 1 {
+                    if let Some(p) = &prints_out {
+                        cmd.arg("--prints-out").arg(p);
+                    }
+                } else {
+                    // The per-message pass once is enough; later rounds time the whole run only.
+                    cmd.arg("--no-per-message");
+                }
+                exec(&mut pin(cmd))?;
+                ours.push(read_json(&json)?);
+            } else if let Some(py) = &python {
+                eprintln!("round {round} of {rounds}: itch-book");
+                let mut cmd = Command::new(py);
+                cmd.arg(root.join("market-tools/scripts/itch_book_run.py"))
+                    .arg(&file);
+                if round > 1 {
+                    cmd.arg("--no-bbo");
+                }
+                let j = out.join(format!("itch-book-{round}.json"));
+                run_to_file(&mut pin(cmd), &j)?;
+                theirs.push(read_json(&j)?);
             }
-        } else {
-            // The per-message pass once is enough; later rounds time the whole run only.
-            cmd.arg("--no-per-message");
-        }
-        exec(&mut pin(cmd))?;
-        ours.push(read_json(&json)?);
-        if let Some(py) = &python {
-            eprintln!("round {round} of {rounds}: itch-book");
-            let mut cmd = Command::new(py);
-            cmd.arg(root.join("market-tools/scripts/itch_book_run.py"))
-                .arg(&file);
-            if round > 1 {
-                cmd.arg("--no-bbo");
-            }
-            let j = out.join(format!("itch-book-{round}.json"));
-            run_to_file(&mut pin(cmd), &j)?;
-            theirs.push(read_json(&j)?);
         }
     }
     if let Some(j) = json_out {
@@ -275,8 +280,8 @@ fn render(file: &Path, cpu: usize, ours: &[Value], theirs: &[Value]) -> String {
     let _ = writeln!(o, "# The order book on {}\n", file.display());
     let _ = writeln!(
         o,
-        "{messages:.0} messages; both books pinned to cpu{cpu}, alternating, input in memory for \
-         both (the lab's book reads 4 MiB chunks outside its timing); {machine}.\n"
+        "{messages:.0} messages; both books pinned to cpu{cpu}, alternating (the lab's book first \
+         in odd rounds, itch-book in even ones), input in memory for both (the lab's book reads 4 MiB chunks outside its timing); {machine}.\n"
     );
     let _ = writeln!(
         o,

@@ -67,6 +67,7 @@ fn main() -> std::process::ExitCode {
             },
             per_message: !no_per_message,
             progress: !quiet,
+            chunk_bytes: market_tools::CHUNK,
         })?;
         print!("{}", render(&summary));
         if let Some(j) = json_out {

@@ -38,6 +38,9 @@ fn main() -> std::process::ExitCode {
             bail!("--source {source}: market-gen writes only market:... sources");
         };
         paths::cli::check_writable("--out", &out)?;
+        if let Some(j) = &json_out {
+            paths::cli::check_writable("--json-out", j)?;
+        }
         let g = market_tools::generate(market::Config::from_spec(&spec), &out, !quiet)?;
         println!(
             "{}: {} messages, {:.1} MiB in {:.2} s ({:.2} M msg/s); SYNTH is locate {}",
