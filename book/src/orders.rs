@@ -266,6 +266,10 @@ impl Orders {
     #[inline]
     pub fn insert(&mut self, order: &Order) -> Result<(), InsertError> {
         if (self.len + 1) * MAX_LOAD_DEN > self.slots.len() * MAX_LOAD_NUM {
+            // A refused add must not cost a growth.
+            if self.find(order.order_ref).is_some() {
+                return Err(InsertError::Duplicate);
+            }
             self.grow();
         }
         let mut i = self.home(order.order_ref);
@@ -402,6 +406,19 @@ mod tests {
             let removed = (refs.len() - 1 - n).is_multiple_of(2);
             assert_eq!(t.get(r).is_none(), removed, "{r}");
         }
+    }
+
+    #[test]
+    fn a_duplicate_at_the_load_limit_does_not_grow_the_table() {
+        let mut t = Orders::with_capacity(8);
+        let cap = t.capacity() as u64;
+        for r in 0..cap {
+            t.insert(&order(r, 1)).unwrap();
+        }
+        assert_eq!(t.insert(&order(0, 1)), Err(InsertError::Duplicate));
+        assert_eq!(t.growths(), 0);
+        t.insert(&order(cap, 1)).unwrap();
+        assert_eq!(t.growths(), 1);
     }
 
     #[test]
