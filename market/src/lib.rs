@@ -409,6 +409,9 @@ impl Generator {
             .collect::<Result<Vec<_>, _>>()?;
         let mut rng = Rng::new(config.seed ^ 0x6d61_726b_6574); // "market"
         let n = usize::from(config.symbols);
+        if n == 0 {
+            return Err("a market needs at least one symbol besides SYNTH".into());
+        }
         let mut stocks = names(&mut rng, n);
         let synth = Stock::new(SYNTH).expect("SYNTH is a symbol");
         stocks.push(synth);

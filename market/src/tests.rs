@@ -24,6 +24,30 @@ fn bytes(config: Config) -> Vec<u8> {
 }
 
 #[test]
+fn a_market_of_no_other_symbol_is_refused_and_one_of_no_tick_is_a_quiet_day() {
+    let none = Config {
+        symbols: 0,
+        ..small(1, SynthPrints::Executions)
+    };
+    assert!(
+        Generator::new(none)
+            .unwrap_err()
+            .contains("at least one symbol")
+    );
+    // No tick: the day's admin and nothing else.
+    let quiet = Config {
+        bars: 0,
+        ..small(1, SynthPrints::Executions)
+    };
+    let n = Generator::new(quiet).unwrap().count();
+    assert_eq!(
+        n,
+        6 + 3 * 301 + 1 + 2 * 300,
+        "system events, R/H/Y each, V, two crosses"
+    );
+}
+
+#[test]
 fn a_seed_is_one_feed() {
     let a = bytes(small(3, SynthPrints::Executions));
     assert_eq!(a, bytes(small(3, SynthPrints::Executions)));

@@ -72,7 +72,13 @@ impl MarketSpec {
                     spec.per_print = Some(v.parse().map_err(|e| bad("per-print", &e))?)
                 }
                 Some(("symbols", v)) => {
-                    spec.symbols = Some(v.parse().map_err(|e| bad("symbols", &e))?)
+                    let n: u16 = v.parse().map_err(|e| bad("symbols", &e))?;
+                    if n == 0 {
+                        return Err(format!(
+                            "market {part:?}: at least one symbol besides SYNTH (1 to 65534)"
+                        ));
+                    }
+                    spec.symbols = Some(n);
                 }
                 Some(("synth", "P")) => spec.synth_trades = true,
                 Some(("synth", "E")) => spec.synth_trades = false,
@@ -300,6 +306,7 @@ mod tests {
             "market:1:per-print=x",
             "market:1:synth=Q",
             "market:1:speed=2",
+            "market:1:symbols=0",
         ] {
             assert!(bad.parse::<Source>().is_err(), "{bad}");
         }
