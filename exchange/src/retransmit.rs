@@ -234,7 +234,7 @@ impl Window {
             .map_err(|_| Refusal::NotAvailable)?;
         let mut copy = [0u8; MAX_PAYLOAD];
         let mut next = r.sequence;
-        'packets: for k in self.kept.range(start..) {
+        for k in self.kept.range(start..) {
             if k.first_seq > next {
                 break; // a hole in the numbers: the answer stops before it
             }
@@ -253,26 +253,48 @@ impl Window {
                 first_seq: k.first_seq,
                 messages: k.messages,
             };
-            for (seq, m) in meta.sequences().zip(packet.messages()) {
-                if seq < next {
-                    continue;
-                }
-                if seq >= end {
-                    break 'packets;
-                }
-                let Ok(m) = m else { break 'packets };
-                if b.remaining() < m.len() + 2 || b.push(m).is_err() {
-                    break 'packets;
-                }
-                next = seq + 1;
+            if !take(&mut b, &mut next, end, meta, &packet) {
+                break;
             }
         }
-        let count = b.count();
-        if count == 0 {
-            return Err(Refusal::NotAvailable);
-        }
-        Ok((b.finish().len(), count))
+        finish(b)
     }
+}
+
+/// Appends to an answer the messages of one packet (`meta`, its view) from `next` up to `end`,
+/// moving `next` past them; false when the answer is done: `end` reached, a block that doesn't
+/// frame, or no room for the next message. The one way both the prebuilt feed's answers and the
+/// streamed window's are filled.
+fn take(
+    b: &mut PacketBuilder<'_>,
+    next: &mut u64,
+    end: u64,
+    meta: PacketMeta,
+    packet: &moldudp64::Packet<&[u8]>,
+) -> bool {
+    for (seq, m) in meta.sequences().zip(packet.messages()) {
+        if seq < *next {
+            continue;
+        }
+        if seq >= end {
+            return false;
+        }
+        let Ok(m) = m else { return false };
+        if b.remaining() < m.len() + 2 || b.push(m).is_err() {
+            return false;
+        }
+        *next = seq + 1;
+    }
+    true
+}
+
+/// The answer's length and message count, or [`Refusal::NotAvailable`] for an empty one.
+fn finish(b: PacketBuilder<'_>) -> Result<(usize, u16), Refusal> {
+    let count = b.count();
+    if count == 0 {
+        return Err(Refusal::NotAvailable);
+    }
+    Ok((b.finish().len(), count))
 }
 
 /// What to answer, from one feed.
@@ -326,31 +348,17 @@ impl<'f> Retransmitter<'f> {
         let mut b = PacketBuilder::new(&mut buf[..], r.session, r.sequence)
             .map_err(|_| Refusal::NotAvailable)?;
         let mut next = r.sequence;
-        'packets: for &i in &self.by_seq[start..] {
+        for &i in &self.by_seq[start..] {
             let meta = self.feed.packets[i];
             if meta.first_seq > next {
                 break; // a hole in the feed's numbers: the answer stops before it
             }
             let packet = wire::moldudp64::Packet::new_unchecked(self.feed.packet(i));
-            for (seq, m) in meta.sequences().zip(packet.messages()) {
-                if seq < next {
-                    continue;
-                }
-                if seq >= end {
-                    break 'packets;
-                }
-                let Ok(m) = m else { break 'packets };
-                if b.remaining() < m.len() + 2 || b.push(m).is_err() {
-                    break 'packets;
-                }
-                next = seq + 1;
+            if !take(&mut b, &mut next, end, meta, &packet) {
+                break;
             }
         }
-        let count = b.count();
-        if count == 0 {
-            return Err(Refusal::NotAvailable);
-        }
-        Ok((b.finish().len(), count))
+        finish(b)
     }
 }
 
