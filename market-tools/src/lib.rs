@@ -306,7 +306,8 @@ fn new_histogram() -> Histogram<u64> {
 /// The percentile rule of the whole lab: a percentile q is shown only from at least
 /// 10 / (1 - q) samples (10 beyond it).
 fn earned(h: &Histogram<u64>, q: f64, tsc: &Tsc) -> Option<f64> {
-    let need = (10.0 / (1.0 - q)).ceil() as u64;
+    // The lab's one rule (hotpath's), whose rounding keeps p99 at 1,000 samples, not 1,001.
+    let need = hotpath::verdict::samples_for(q);
     (h.len() >= need).then(|| tsc.ns(h.value_at_quantile(q)))
 }
 
