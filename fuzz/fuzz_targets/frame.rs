@@ -3,5 +3,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = userspace::frame::parse_udp(data, netns::lab::MD_PORT);
+    let _ = afxdp::frame::parse_udp(data, netns::lab::MD_PORT);
 });

@@ -5,7 +5,7 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let params = engine::Params::from_n(6).expect("n=6 is valid");
-    let mut t = userspace::t2t::Trader::new(params, None);
+    let mut t = trader_core::Trader::new(params, None);
     // Split the input into packets at 0xFE bytes, so one input holds a stream.
     let mut payloads = 0u64;
     for payload in data.split(|&b| b == 0xFE) {

@@ -162,14 +162,16 @@ fn measure_cpu_floor(
         .first()
         .map_or(FLOOR_SECONDS_DEFAULT, |m| m.replay.send_seconds)
         .clamp(FLOOR_SECONDS_MIN, FLOOR_SECONDS_MAX);
+    let options = floor::Options {
+        cpus: vec![o.replay_cpu, o.trader_cpu],
+        iterations: 1,
+        // To a tenth of a second: the floor's own run needs no finer length.
+        seconds: Some((seconds * 10.0).round() / 10.0),
+        json_out: Some(json.clone()),
+        hgrm_out: Some(session.out.join("cpu-floor.hgrm")),
+    };
     let mut floor = Command::new(&session.bins.floor);
-    floor
-        .args(["--cpus", &format!("{},{}", o.replay_cpu, o.trader_cpu)])
-        .args(["--seconds", &format!("{seconds:.1}")])
-        .arg("--json-out")
-        .arg(&json)
-        .arg("--hgrm-out")
-        .arg(session.out.join("cpu-floor.hgrm"));
+    floor.args(options.to_args());
     let status = exec_until(&mut floor, &session.stop)?;
     succeeded(&floor, status)?;
     Ok(results::read(&json)?)

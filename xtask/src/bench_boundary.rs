@@ -1,5 +1,5 @@
 //! `cargo xtask bench-boundary`: the engine-boundary study on this machine (see
-//! `boundary/README.md`). Builds the `boundary` crate's binaries in release and runs
+//! `studies/boundary/README.md`). Builds the `boundary` crate's binaries in release and runs
 //! `boundary-bench`, which starts its own server, checks every mode against the in-process
 //! sweep before timing it, and writes its results to `target/bench-boundary/<UTC time>/`.
 use std::path::PathBuf;
@@ -48,7 +48,7 @@ pub(crate) fn run(opts: Options) -> anyhow::Result<()> {
             .args(["build", "--release", "--locked"])
             .args([
                 "--manifest-path",
-                "boundary/json-default/Cargo.toml",
+                "studies/boundary/json-default/Cargo.toml",
                 "--target-dir",
             ])
             .arg(&json_target),

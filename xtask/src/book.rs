@@ -145,7 +145,7 @@ pub(crate) fn run(opts: Options) -> anyhow::Result<()> {
             } else if let Some(py) = &python {
                 eprintln!("round {round} of {rounds}: itch-book");
                 let mut cmd = Command::new(py);
-                cmd.arg(root.join("market-tools/scripts/itch_book_run.py"))
+                cmd.arg(root.join("crates/market-tools/scripts/itch_book_run.py"))
                     .arg(&file);
                 if round > 1 {
                     cmd.arg("--no-bbo");

@@ -612,7 +612,7 @@ fn measure(
     ];
     oc.trader = "built with none of these: the workspace's [profile.release] (Cargo.toml) sets \
                  only debug = 1, so cargo's defaults hold (lto = false, which is thin LTO within \
-                 each crate; 16 codegen units), and no PGO; trader-core/src/lib.rs is the code \
+                 each crate; 16 codegen units), and no PGO; crates/trader-core/src/lib.rs is the code \
                  measured here"
         .into();
     Ok(oc)

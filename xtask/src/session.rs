@@ -285,7 +285,10 @@ fn build_binaries() -> anyhow::Result<Binaries> {
         cargo()
             .current_dir(workspace_root())
             .env("XDP_EBPF_REQUIRED", "1")
-            .args(["build", "--release", "--quiet", "-p", "userspace", "--bins"]),
+            .args(["build", "--release", "--quiet", "--bins"])
+            .args([
+                "-p", "trader", "-p", "exchange", "-p", "inject", "-p", "floor",
+            ]),
     )
     .context("building the trader and the replay tool")?;
     let dir = target_dir().join("release");

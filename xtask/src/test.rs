@@ -22,6 +22,17 @@ pub(crate) fn run(Options { no_setup, args }: Options) -> anyhow::Result<()> {
     let before = netns::project_namespaces();
     // One test at a time: the privileged tests measure "no loss" on a 2-core machine, and two
     // labs pushing packets at once starve each other.
+    // The lab's programs first, so the lab tests find them (they would build them too, one
+    // test binary's output interleaved with another's).
+    exec(
+        cargo()
+            .current_dir(workspace_root())
+            .env("XDP_EBPF_REQUIRED", "1")
+            .args(["build", "--quiet", "--bins"])
+            .args([
+                "-p", "trader", "-p", "exchange", "-p", "inject", "-p", "floor",
+            ]),
+    )?;
     let result = exec(
         cargo()
             .current_dir(workspace_root())

@@ -1,0 +1,140 @@
+//! The docs hold together: every relative link in a tracked Markdown file names a file or
+//! folder that exists, and every results folder says what it is (a README).
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask is inside the workspace")
+        .to_path_buf()
+}
+
+/// The repository's tracked Markdown files (git's view: what a clean clone has), or `None`
+/// outside a git checkout (a source archive), where the test has nothing to hold to.
+fn markdown_files(root: &Path) -> Option<Vec<PathBuf>> {
+    let out = Command::new("git")
+        .args(["ls-files", "-z", "--cached", "--others", "--exclude-standard", "*.md"])
+        .current_dir(root)
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    Some(
+        out.stdout
+            .split(|b| *b == 0)
+            .filter(|p| !p.is_empty())
+            .map(|p| root.join(String::from_utf8_lossy(p).as_ref()))
+            .filter(|p| p.exists())
+            .collect(),
+    )
+}
+
+/// The targets of the inline links `[text](target)` in `text`, outside code blocks and spans.
+fn links(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        let mut in_code = false;
+        let bytes = line.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            match bytes[i] {
+                b'`' => in_code = !in_code,
+                b']' if !in_code && bytes.get(i + 1) == Some(&b'(') => {
+                    if let Some(end) = line[i + 2..].find(')') {
+                        let target = line[i + 2..i + 2 + end].trim();
+                        // `[x](path "title")`: the path.
+                        let target = target.split_whitespace().next().unwrap_or("");
+                        found.push(target.to_owned());
+                        i += 2 + end;
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+    }
+    found
+}
+
+/// Whether a link leaves the repository (or stays on its own page).
+fn external(target: &str) -> bool {
+    target.is_empty()
+        || target.starts_with('#')
+        || target.contains("://")
+        || target.starts_with("mailto:")
+}
+
+#[test]
+fn every_relative_link_in_the_docs_resolves() {
+    let root = root();
+    let Some(files) = markdown_files(&root) else {
+        eprintln!("skipped: not a git checkout");
+        return;
+    };
+    assert!(files.len() > 10, "found the docs: {}", files.len());
+    let mut broken = Vec::new();
+    let mut checked = 0;
+    for file in &files {
+        let text = fs::read_to_string(file).expect("a Markdown file reads as UTF-8");
+        let dir = file.parent().expect("a file is in a folder");
+        for target in links(&text) {
+            if external(&target) {
+                continue;
+            }
+            let path = target.split('#').next().unwrap_or("");
+            let path = path.replace("%20", " ");
+            checked += 1;
+            if !dir.join(&path).exists() {
+                broken.push(format!(
+                    "{}: {target}",
+                    file.strip_prefix(&root).unwrap_or(file).display()
+                ));
+            }
+        }
+    }
+    assert!(checked > 100, "the links were found: {checked}");
+    assert!(
+        broken.is_empty(),
+        "{} link(s) name nothing:\n{}",
+        broken.len(),
+        broken.join("\n")
+    );
+}
+
+#[test]
+fn every_results_folder_has_a_readme() {
+    let results = root().join("docs/results");
+    let mut missing = Vec::new();
+    let mut folders = 0;
+    for entry in fs::read_dir(&results).expect("docs/results") {
+        let path = entry.expect("an entry").path();
+        if path.is_dir() {
+            folders += 1;
+            if !path.join("README.md").exists() {
+                missing.push(path.file_name().unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    assert!(folders > 0);
+    assert!(missing.is_empty(), "results folders without a README: {missing:?}");
+}
+
+#[test]
+fn the_link_reader_finds_links_and_skips_code() {
+    let text = "see [a](x.md) and [b](../y/z.rs#L3 \"t\")\n`[c](no.md)`\n```\n[d](no.md)\n```\n[e](https://x)";
+    assert_eq!(links(text), ["x.md", "../y/z.rs#L3", "https://x"]);
+    assert!(external("https://x") && external("#anchor") && !external("x.md"));
+}
