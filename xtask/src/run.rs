@@ -30,7 +30,7 @@ impl PathChoice {
     fn rows(self, wait: Wait) -> Vec<Row> {
         match self {
             PathChoice::Path(p) => {
-                let rows = p.spec().bench_rows;
+                let rows: Vec<_> = udp_rows(p).collect();
                 rows.iter()
                     .filter(|r| r.wait.is_some() || !rows.iter().any(|f| f.wait == Some(wait)))
                     .map(|r| Row::Path(p, r.wait))
@@ -50,6 +50,15 @@ impl PathChoice {
     }
 }
 
+/// A path's rows with the lab's UDP orders: those `--path` chooses between (`--orders` adds
+/// the same path's rows over the other transports).
+fn udp_rows(p: TraderPath) -> impl Iterator<Item = &'static paths::BenchRow> {
+    p.spec()
+        .bench_rows
+        .iter()
+        .filter(|r| r.orders == Orders::Udp)
+}
+
 /// Every `--path` value: each bench path of the table, each of its rows that forces a wait,
 /// and `both`.
 fn path_choices() -> &'static [PathChoice] {
@@ -57,7 +66,7 @@ fn path_choices() -> &'static [PathChoice] {
         let mut v = Vec::new();
         for spec in paths::PATHS.iter().filter(|s| !s.bench_rows.is_empty()) {
             v.push(PathChoice::Path(spec.path));
-            for r in spec.bench_rows {
+            for r in udp_rows(spec.path) {
                 if let Some(w) = r.wait {
                     v.push(PathChoice::Row(spec.path, w));
                 }
@@ -82,10 +91,7 @@ impl clap::ValueEnum for PathChoice {
                     .and_then(|v| v.get_help().map(ToString::to_string))
                     .unwrap_or_default();
                 // Its other rows run too: say which.
-                let more: Vec<&str> = p
-                    .spec()
-                    .bench_rows
-                    .iter()
+                let more: Vec<&str> = udp_rows(p)
                     .filter(|r| r.wait.is_some())
                     .map(|r| r.label)
                     .collect();
@@ -147,43 +153,33 @@ impl Row {
         Row::Sockperf,
     ];
 
-    /// The paths whose orders can go over a SoupBinTCP session: those whose orders the
-    /// trader sends itself.
-    pub(crate) const TCP_PATHS: [TraderPath; 2] = [TraderPath::Xdp, TraderPath::Udp];
-
-    /// The TCP trigger: the XDP program fires the userspace TCP's armed segment.
-    pub(crate) const TCP_TRIGGER: Row = Row::Tcp(TraderPath::Trigger, Orders::TcpXdp);
-
-    /// Every row, in the report's order: the table's, the TCP orders', then the floors.
+    /// Every row, in the report's order: the table's (each path's rows, the TCP orders'
+    /// among them), then the floors.
     pub(crate) fn all() -> impl Iterator<Item = Row> {
         paths::PATHS
             .iter()
-            .flat_map(|s| s.bench_rows.iter().map(|r| Row::Path(s.path, r.wait)))
-            .chain(Row::TCP_PATHS.into_iter().flat_map(|p| {
-                [Orders::TcpKernel, Orders::TcpXdp]
-                    .into_iter()
-                    .map(move |o| Row::Tcp(p, o))
-            }))
-            .chain([Row::TCP_TRIGGER])
+            .flat_map(|s| s.bench_rows.iter().map(|r| Row::of(s.path, r)))
             .chain(Row::FLOORS)
     }
 
-    /// The row's name in the tables, file names and report.json.
+    /// The bench's row for a row of the path table.
+    fn of(path: TraderPath, r: &paths::BenchRow) -> Row {
+        match r.orders {
+            Orders::Udp => Row::Path(path, r.wait),
+            orders => Row::Tcp(path, orders),
+        }
+    }
+
+    /// The row's name in the tables, file names and report.json: its entry's in the path
+    /// table.
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Row::Path(p, wait) => p
                 .spec()
-                .bench_rows
-                .iter()
-                .find(|r| r.wait == wait)
+                .row(wait, Orders::Udp)
                 .map_or(p.as_str(), |r| r.label),
-            Row::Tcp(TraderPath::Xdp, Orders::TcpKernel) => "xdp+tcp-kernel",
-            Row::Tcp(TraderPath::Udp, Orders::TcpKernel) => "udp+tcp-kernel",
-            Row::Tcp(TraderPath::Xdp, Orders::TcpXdp) => "xdp+tcp-xdp",
-            Row::Tcp(TraderPath::Udp, Orders::TcpXdp) => "udp+tcp-xdp",
-            Row::Tcp(TraderPath::Trigger, Orders::TcpXdp) => "trigger+tcp-xdp",
-            // Not a row any option makes (lab_rows leaves such a pair out).
-            Row::Tcp(..) => "tcp-orders",
+            // Not a row any option makes (lab_rows leaves a pair the table lacks out).
+            Row::Tcp(p, orders) => p.spec().row(None, orders).map_or("tcp-orders", |r| r.label),
             Row::Reflect => "reflect",
             Row::XdpBypass => "xdp-bypass",
             Row::ReflectBypass => "reflect-bypass",
@@ -508,22 +504,11 @@ impl Options {
             for row in p.rows(self.wait) {
                 let Row::Path(path, wait) = row else { continue };
                 for &orders in &self.orders {
-                    let row = match orders {
-                        Orders::Udp => row,
-                        // Over TCP: the paths whose orders the trader sends, as --wait says;
-                        // the userspace TCP on the xdp path's own socket only, and the
-                        // trigger firing its segments.
-                        Orders::TcpKernel if wait.is_none() && Row::TCP_PATHS.contains(&path) => {
-                            Row::Tcp(path, orders)
-                        }
-                        Orders::TcpXdp
-                            if wait.is_none()
-                                && matches!(path, TraderPath::Xdp | TraderPath::Trigger) =>
-                        {
-                            Row::Tcp(path, orders)
-                        }
-                        _ => continue,
+                    // The path's row over these orders, as the table has it.
+                    let Some(r) = path.spec().row(wait, orders) else {
+                        continue;
                     };
+                    let row = Row::of(path, r);
                     if !rows.contains(&row) && !self.skips(row) {
                         rows.push(row);
                     }

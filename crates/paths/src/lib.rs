@@ -1,6 +1,7 @@
 //! The lab's paths, one table: for each way the trader can take market data in and send
 //! orders out, its XDP program action, its I/O, the attach modes, queues and options it takes,
-//! what the exchange expects back, and its rows in the bench ([`PATHS`], looked up with
+//! the order transports it sends over and who sends them ([`OrderRoute`]), what the exchange
+//! expects back, and its rows in the bench, each named once ([`PATHS`], looked up with
 //! [`TraderPath::spec`]). The trader's option checks, the bench's rows and the matrix's path
 //! sets are all read from it. A path on an existing kind of I/O ([`Io`]) is a variant of
 //! [`TraderPath`], its `as_str` arm and its entry here; a new kind of I/O needs more
@@ -184,13 +185,51 @@ pub enum QueueRule {
 }
 
 /// One row a path adds to the bench's report: the path with the trader waiting as `--wait`
-/// says (`wait: None`), or as this row forces.
+/// says (`wait: None`), or as this row forces, its orders over one of the path's
+/// [`OrderRoute`]s.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct BenchRow {
     /// The row's name in the tables, file names and report.json.
     pub label: &'static str,
     /// The wait this row forces (`None`: `--wait`).
     pub wait: Option<Wait>,
+    /// How its orders travel (`--orders`).
+    pub orders: Orders,
+}
+
+/// Who puts an order on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SentBy {
+    /// The trader, from its loop (a socket's send, a TX ring's descriptor).
+    Trader,
+    /// The XDP program, with XDP_TX: the reflector's answer, the trigger's armed order or the
+    /// userspace TCP's armed segment.
+    Program,
+}
+
+/// One way a path's orders may travel: an `--orders` value the trader takes with the path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct OrderRoute {
+    /// The transport.
+    pub orders: Orders,
+    /// Who sends the orders on their fast path.
+    pub sent_by: SentBy,
+}
+
+impl OrderRoute {
+    const fn trader(orders: Orders) -> OrderRoute {
+        OrderRoute {
+            orders,
+            sent_by: SentBy::Trader,
+        }
+    }
+
+    const fn program(orders: Orders) -> OrderRoute {
+        OrderRoute {
+            orders,
+            sent_by: SentBy::Program,
+        }
+    }
 }
 
 /// A path: everything the trader, the bench and the matrix need to know of it.
@@ -215,11 +254,32 @@ pub struct PathSpec {
     pub batched: bool,
     /// What the exchange expects back.
     pub expect: Expect,
+    /// How its orders may travel, the first the default (`--orders`).
+    pub orders: &'static [OrderRoute],
     /// Its rows in the bench's report, in order (empty: not a bench path).
     pub bench_rows: &'static [BenchRow],
 }
 
 impl PathSpec {
+    /// The route of `orders` on this path, if the path takes it.
+    pub fn route(&self, orders: Orders) -> Option<&'static OrderRoute> {
+        self.orders.iter().find(|r| r.orders == orders)
+    }
+
+    /// The bench row of this path with `orders` and the trader waiting as `wait` forces
+    /// (`None`: as `--wait` says), if the table has one.
+    pub fn row(&self, wait: Option<Wait>, orders: Orders) -> Option<&'static BenchRow> {
+        self.bench_rows
+            .iter()
+            .find(|r| r.wait == wait && r.orders == orders)
+    }
+
+    /// The paths that take `orders`, in the table's order (for an error that says where an
+    /// `--orders` value goes).
+    pub fn taking(orders: Orders) -> Vec<TraderPath> {
+        PathSpec::select(|s| s.route(orders).is_some())
+    }
+
     /// The paths for which `keep` holds, in the table's order.
     pub fn select(keep: impl Fn(&PathSpec) -> bool) -> Vec<TraderPath> {
         PATHS.iter().filter(|s| keep(s)).map(|s| s.path).collect()
@@ -238,10 +298,29 @@ const XDP: PathSpec = PathSpec {
     recvmmsg: false,
     batched: true,
     expect: Expect::Signals,
-    bench_rows: &[BenchRow {
-        label: "xdp",
-        wait: None,
-    }],
+    orders: &[
+        OrderRoute::trader(Orders::Udp),
+        OrderRoute::trader(Orders::TcpKernel),
+        // The userspace TCP on the path's own AF_XDP socket.
+        OrderRoute::trader(Orders::TcpXdp),
+    ],
+    bench_rows: &[
+        BenchRow {
+            label: "xdp",
+            wait: None,
+            orders: Orders::Udp,
+        },
+        BenchRow {
+            label: "xdp+tcp-kernel",
+            wait: None,
+            orders: Orders::TcpKernel,
+        },
+        BenchRow {
+            label: "xdp+tcp-xdp",
+            wait: None,
+            orders: Orders::TcpXdp,
+        },
+    ],
 };
 
 const UDP: PathSpec = PathSpec {
@@ -254,10 +333,23 @@ const UDP: PathSpec = PathSpec {
     recvmmsg: true,
     batched: true,
     expect: Expect::Signals,
-    bench_rows: &[BenchRow {
-        label: "udp",
-        wait: None,
-    }],
+    // No AF_XDP socket for a userspace TCP to run on.
+    orders: &[
+        OrderRoute::trader(Orders::Udp),
+        OrderRoute::trader(Orders::TcpKernel),
+    ],
+    bench_rows: &[
+        BenchRow {
+            label: "udp",
+            wait: None,
+            orders: Orders::Udp,
+        },
+        BenchRow {
+            label: "udp+tcp-kernel",
+            wait: None,
+            orders: Orders::TcpKernel,
+        },
+    ],
 };
 
 const REFLECT: PathSpec = PathSpec {
@@ -270,6 +362,8 @@ const REFLECT: PathSpec = PathSpec {
     recvmmsg: false,
     batched: false,
     expect: Expect::Every,
+    // The program answers each tick with the lab's UDP order.
+    orders: &[OrderRoute::program(Orders::Udp)],
     // A floor, measured with `bench --floors`, not a path to choose.
     bench_rows: &[],
 };
@@ -286,14 +380,28 @@ const TRIGGER: PathSpec = PathSpec {
     recvmmsg: false,
     batched: false,
     expect: Expect::Signals,
+    // The program fires the armed order: the lab's UDP one, or the userspace TCP's armed
+    // segment (the TCP trigger). Not the kernel's TCP: the program would send segments that
+    // socket never wrote, and the connection would break.
+    orders: &[
+        OrderRoute::program(Orders::Udp),
+        OrderRoute::program(Orders::TcpXdp),
+    ],
     bench_rows: &[
         BenchRow {
             label: "trigger",
             wait: None,
+            orders: Orders::Udp,
         },
         BenchRow {
             label: "trigger-block",
             wait: Some(Wait::Block),
+            orders: Orders::Udp,
+        },
+        BenchRow {
+            label: "trigger+tcp-xdp",
+            wait: None,
+            orders: Orders::TcpXdp,
         },
     ],
 };
@@ -309,9 +417,11 @@ const DUMMY: PathSpec = PathSpec {
     recvmmsg: false,
     batched: true,
     expect: Expect::Signals,
+    orders: &[OrderRoute::trader(Orders::Udp)],
     bench_rows: &[BenchRow {
         label: "dummy",
         wait: None,
+        orders: Orders::Udp,
     }],
 };
 
@@ -477,6 +587,34 @@ mod tests {
             );
             assert!(!s.ab || s.io.trades(), "{p}: an A/B feed needs a trader");
             assert_eq!(s.expect == Expect::Every, !s.io.trades(), "{p}");
+            // Orders: the default first, each transport once, sent as the I/O can.
+            assert_eq!(s.orders.first().map(|r| r.orders), Some(Orders::Udp), "{p}");
+            for (i, r) in s.orders.iter().enumerate() {
+                assert!(!s.orders[..i].iter().any(|q| q.orders == r.orders), "{p}");
+                let program_sends = matches!(s.io, Io::Trigger | Io::Reflector);
+                assert_eq!(
+                    r.sent_by == SentBy::Program,
+                    program_sends,
+                    "{p} {}",
+                    r.orders
+                );
+                assert!(
+                    r.orders != Orders::TcpXdp || s.io.afxdp(),
+                    "{p}: a userspace TCP runs on an AF_XDP socket"
+                );
+            }
+            for row in s.bench_rows {
+                assert!(
+                    s.route(row.orders).is_some(),
+                    "{p}: {} takes its orders",
+                    row.label
+                );
+                assert_eq!(
+                    s.row(row.wait, row.orders),
+                    Some(row),
+                    "{p}: one row per pair"
+                );
+            }
         }
         let labels: Vec<&str> = PATHS
             .iter()
@@ -508,6 +646,24 @@ mod tests {
         assert_eq!(label(TraderPath::Trigger, None), Some("trigger"));
         assert_eq!(label(TraderPath::Xdp, None), Some("xdp"));
         assert!(TraderPath::Reflect.spec().bench_rows.is_empty());
+        assert_eq!(
+            TraderPath::Trigger
+                .spec()
+                .row(None, Orders::TcpXdp)
+                .map(|r| r.label),
+            Some("trigger+tcp-xdp")
+        );
+        assert_eq!(
+            PathSpec::taking(Orders::TcpXdp),
+            [TraderPath::Xdp, TraderPath::Trigger]
+        );
+        assert!(TraderPath::Udp.spec().route(Orders::TcpXdp).is_none());
+        assert!(
+            TraderPath::Trigger
+                .spec()
+                .route(Orders::TcpKernel)
+                .is_none()
+        );
         assert!(TraderPath::Trigger.xdp_tx() && TraderPath::Reflect.xdp_tx());
         assert!(!TraderPath::Xdp.xdp_tx() && !TraderPath::Udp.xdp_tx());
     }

@@ -517,27 +517,29 @@ impl Options {
             ),
             _ => {}
         }
-        match o.orders {
-            paths::Orders::Udp => {}
-            paths::Orders::TcpXdp if !matches!(spec.io, Io::Xsk | Io::Trigger) => bail!(
-                "--orders tcp-xdp (a userspace TCP on the trader's AF_XDP socket) needs --path \
-                 {}",
-                paths_where(|s| matches!(s.io, Io::Xsk | Io::Trigger)),
-            ),
-            paths::Orders::TcpKernel if spec.io == Io::Trigger => bail!(
-                "--orders tcp-kernel can't go with --path trigger: the XDP program would send \
-                 segments into a connection whose sequence numbers only the kernel knows; the \
-                 TCP trigger is --orders tcp-xdp (the program fires the userspace TCP's armed \
-                 segment)"
-            ),
-            paths::Orders::TcpXdp if spec.io == Io::Trigger && !cfg!(target_arch = "x86_64") => {
-                bail!(
-                    "--path trigger --orders tcp-xdp runs on x86-64 only: the rule that keeps \
-                     the XDP program and the userspace TCP from sending at one sequence number \
-                     rests on x86's ordering of BPF's atomic add"
-                )
-            }
-            paths::Orders::TcpXdp | paths::Orders::TcpKernel => {}
+        // The transports the path takes are its table entry's routes.
+        if spec.route(o.orders).is_none() {
+            let takes: Vec<&str> = spec.orders.iter().map(|r| r.orders.as_str()).collect();
+            bail!(
+                "--orders {} can't go with --path {}{}: it takes --orders {}; --orders {} goes \
+                 with --path {}",
+                o.orders,
+                o.path,
+                refusal_reason(o.orders, spec.io),
+                takes.join(" or "),
+                o.orders,
+                paths_where(|s| s.route(o.orders).is_some()),
+            );
+        }
+        if o.orders == paths::Orders::TcpXdp
+            && spec.io == Io::Trigger
+            && !cfg!(target_arch = "x86_64")
+        {
+            bail!(
+                "--path trigger --orders tcp-xdp runs on x86-64 only: the rule that keeps the \
+                 XDP program and the userspace TCP from sending at one sequence number rests on \
+                 x86's ordering of BPF's atomic add"
+            );
         }
         if o.orders.is_tcp() && wire::soupbin::alpha::<10>(o.order_password.as_bytes()).is_err() {
             bail!("--order-password: at most 10 printable ASCII characters (SoupBinTCP's field)");
@@ -559,6 +561,21 @@ impl Options {
 }
 
 /// The paths for which `keep` holds, as `a, b or c`.
+/// Why a path's table entry leaves a transport out, for the error that refuses it.
+fn refusal_reason(orders: paths::Orders, io: Io) -> &'static str {
+    match (orders, io) {
+        (paths::Orders::TcpXdp, _) => {
+            " (a userspace TCP on the trader's AF_XDP socket, and this path has none)"
+        }
+        (paths::Orders::TcpKernel, Io::Trigger) => {
+            " (the XDP program would send segments into a connection whose sequence numbers \
+             only the kernel knows; the TCP trigger is --orders tcp-xdp, the program firing the \
+             userspace TCP's armed segment)"
+        }
+        _ => "",
+    }
+}
+
 fn paths_where(keep: impl Fn(&PathSpec) -> bool) -> String {
     let names: Vec<&str> = PathSpec::select(keep)
         .into_iter()
