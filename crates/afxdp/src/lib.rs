@@ -9,7 +9,6 @@
 //! has no safe wrapper: the AF_XDP rings (`xsk`), the trigger's memory-mapped arm
 //! (`xdp::arm_mem`), socket options and `recvmmsg` (`sockopt`) and `sched_setscheduler`
 //! (`process`).
-pub use paths::cli;
 pub mod clock;
 pub mod frame;
 pub mod host;

@@ -9,13 +9,14 @@ use std::{
 use anyhow::Context as _;
 use xdp_common::Action;
 
-pub use crate::clock::RealToMono;
-use crate::{
-    Port, Took,
+pub use afxdp::clock::RealToMono;
+use afxdp::{
     frame::{self, FrameBuilder, parse_udp},
     xdp::{XdpMode, XdpProgram},
     xsk::{Xsk, XskConfig},
 };
+
+use crate::{Port, Took};
 
 /// How long the kernel may take to start stamping received datagrams after `SO_TIMESTAMPNS`.
 const TIMESTAMPS_ON: std::time::Duration = std::time::Duration::from_millis(20);
@@ -76,7 +77,7 @@ impl ExchangeIo {
             .context("making the exchange socket non-blocking")?;
         {
             use std::os::fd::AsRawFd as _;
-            crate::sockopt::set_rcvbuf(orders.as_raw_fd(), 16 << 20)?;
+            afxdp::sockopt::set_rcvbuf(orders.as_raw_fd(), 16 << 20)?;
         }
         // The kernel's software receive timestamp: when the order reached our socket, however
         // late our loop reads it.
@@ -143,7 +144,7 @@ impl ExchangeIo {
         };
         let xsk = Xsk::new(iface, 0, config)?;
         prog.register_socket(0, xsk.raw_fd())?;
-        let our_mac = crate::host::read_mac(iface)?.octets();
+        let our_mac = afxdp::host::read_mac(iface)?.octets();
         let builder = FrameBuilder::new(
             frame::endpoint(our_mac, *bind.ip(), feed_port),
             frame::endpoint(target_mac.octets(), *target.ip(), target.port()),
@@ -217,13 +218,13 @@ impl Port for ExchangeIo {
                     });
                     match sent {
                         Ok(()) => break,
-                        Err(crate::xsk::TxError::Build) => {
+                        Err(afxdp::xsk::TxError::Build) => {
                             return Err(io::Error::new(
                                 ErrorKind::InvalidInput,
                                 "datagram too large for an AF_XDP frame",
                             ));
                         }
-                        Err(crate::xsk::TxError::Full(_)) => {}
+                        Err(afxdp::xsk::TxError::Full(_)) => {}
                     }
                     // Every TX frame in flight: kick and reclaim, then retry.
                     xsk.tx.kick()?;
@@ -303,13 +304,13 @@ impl Port for Ports {
     fn recv_each(&mut self, buf: &mut [u8], mut f: impl FnMut(&[u8], Option<u64>) -> Took) {
         self.feed.recv_each(buf, &mut f);
         if let Some(g) = &mut self.session {
-            g.service(crate::clock::now_ns(), &mut f);
+            g.service(afxdp::clock::now_ns(), &mut f);
         }
     }
 
     fn end_orders(&mut self) {
         if let Some(g) = &mut self.session {
-            g.end_session(crate::clock::now_ns);
+            g.end_session(afxdp::clock::now_ns);
         }
     }
 }
@@ -320,7 +321,7 @@ fn recv_stamped(sock: &UdpSocket, buf: &mut [u8]) -> Option<(usize, Option<u64>)
     use std::os::fd::AsFd as _;
     // The datagram is taken either way: without a readable stamp it is still an order (it
     // then counts from when it was read, and as unstamped).
-    crate::sockopt::recv_stamped(sock.as_fd(), buf).ok()
+    afxdp::sockopt::recv_stamped(sock.as_fd(), buf).ok()
 }
 
 #[cfg(test)]
@@ -330,8 +331,8 @@ mod tests {
     #[test]
     fn a_realtime_stamp_converts_to_the_monotonic_clock() {
         let mut c = RealToMono::default();
-        let mono = crate::clock::now_ns();
-        let got = c.to_mono(crate::clock::realtime_ns());
+        let mono = afxdp::clock::now_ns();
+        let got = c.to_mono(afxdp::clock::realtime_ns());
         // The stamp was taken a moment after `mono`: within a few µs of it, never before.
         assert!(
             got + 1_000 >= mono && got < mono + 5_000_000,
@@ -347,14 +348,14 @@ mod tests {
             .unwrap();
         std::thread::sleep(TIMESTAMPS_ON);
         let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let before = crate::clock::now_ns();
+        let before = afxdp::clock::now_ns();
         tx.send_to(b"order", rx.local_addr().unwrap()).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(20));
         let mut buf = [0u8; 64];
         let (n, stamp) = recv_stamped(&rx, &mut buf).expect("the datagram is there");
         assert_eq!(&buf[..n], b"order");
         let at = RealToMono::default().to_mono(stamp.expect("a kernel timestamp"));
-        let read = crate::clock::now_ns();
+        let read = afxdp::clock::now_ns();
         // Stamped when it arrived, not when it was read 20 ms later.
         assert!(at + 1_000 >= before, "{at} before the send at {before}");
         assert!(

@@ -10,7 +10,7 @@ use wire::{
     moldudp64::{self, PacketBuilder, Session},
 };
 
-use crate::t2t::trade_message;
+use trader_core::trade_message;
 
 pub use paths::Source;
 

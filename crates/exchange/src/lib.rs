@@ -17,16 +17,9 @@ use paths::Expect;
 use results::Parity;
 use wire::itch::{Side, Stock};
 
-use crate::{
-    feed::{Feed, PacketMeta},
-    stats::Latency,
-};
+use trader_core::stats::Latency;
 
-#[cfg(feature = "io")]
-pub(crate) use afxdp::{cli, clock, frame, host, process, sockopt, xdp, xsk};
-/// The tick-to-trade core (the signal's order, the histograms).
-pub use trader_core as t2t;
-pub use trader_core::stats;
+use crate::feed::{Feed, PacketMeta};
 
 #[cfg(feature = "io")]
 pub mod exchange_io;
@@ -211,7 +204,7 @@ impl<'f> Exchange<'f> {
                     if let Some(sig) = s.on_tick(p) {
                         expected.push(ExpectedOrder {
                             seq: t.seq,
-                            side: crate::t2t::arm::order_side(sig.side),
+                            side: trader_core::arm::order_side(sig.side),
                         });
                     }
                 }
@@ -356,7 +349,7 @@ impl<'f> Exchange<'f> {
             if ord.stock != self.stock {
                 self.counts.stock_mismatch += 1;
             }
-            if ord.shares != crate::t2t::arm::order_shares(ord.reverse) {
+            if ord.shares != trader_core::arm::order_shares(ord.reverse) {
                 self.counts.shares_mismatch += 1;
             }
             self.fills.push(Fill {

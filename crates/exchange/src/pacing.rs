@@ -34,7 +34,7 @@ pub trait Clock {
     fn now_ns(&mut self) -> u64;
 }
 
-/// The lab's clock, CLOCK_MONOTONIC ([`crate::clock::now_ns`]): the trader reads the same one.
+/// The lab's clock, CLOCK_MONOTONIC ([`afxdp::clock::now_ns`]): the trader reads the same one.
 #[cfg(feature = "io")]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Monotonic;
@@ -43,7 +43,7 @@ pub struct Monotonic;
 impl Clock for Monotonic {
     #[inline]
     fn now_ns(&mut self) -> u64 {
-        crate::clock::now_ns()
+        afxdp::clock::now_ns()
     }
 }
 
@@ -277,7 +277,7 @@ pub struct Driver<P, C> {
     /// Per packet sent on a schedule, from its due time to when this loop started sending it:
     /// the sender's own lateness, inside every tick-to-trade figure (whatever the loop did
     /// meanwhile: taking orders, an order session's answers, a preemption).
-    lateness: crate::stats::Latency,
+    lateness: trader_core::stats::Latency,
     /// Where each packet put on the wire is kept for re-requests, if anywhere (a streamed feed's
     /// bounded window; a prebuilt feed is served from the feed itself).
     window: Option<Arc<Mutex<Window>>>,
@@ -285,7 +285,7 @@ pub struct Driver<P, C> {
 
 impl<P: Port, C: Clock> Driver<P, C> {
     /// Each scheduled packet's send lateness ([`Driver`]'s `lateness`).
-    pub fn send_lateness(&self) -> &crate::stats::Latency {
+    pub fn send_lateness(&self) -> &trader_core::stats::Latency {
         &self.lateness
     }
 
@@ -307,7 +307,7 @@ impl<P: Port, C: Clock> Driver<P, C> {
             buf: [0; RECV_BUF],
             stall_ns: 0,
             frontier: None,
-            lateness: crate::stats::Latency::new(),
+            lateness: trader_core::stats::Latency::new(),
             window: None,
         }
     }

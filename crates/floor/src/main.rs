@@ -5,5 +5,5 @@
 use clap::Parser as _;
 
 fn main() -> std::process::ExitCode {
-    afxdp::cli::run_main(|| floor::run(floor::Options::parse()))
+    paths::cli::run_main(|| floor::run(floor::Options::parse()))
 }

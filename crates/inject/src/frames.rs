@@ -5,7 +5,7 @@ use std::{
     time::Duration,
 };
 
-use crate::frame::{self, FrameBuilder, HEADERS_LEN};
+use afxdp::frame::{self, FrameBuilder, HEADERS_LEN};
 use anyhow::Context as _;
 use netns::Mac;
 use wire::{
@@ -88,7 +88,7 @@ pub(crate) fn run(o: FramesOptions) -> anyhow::Result<()> {
         json_out,
     } = o;
     let flow = Flow {
-        src_mac: crate::host::read_mac(&iface)?,
+        src_mac: afxdp::host::read_mac(&iface)?,
         dst_mac,
         src_ip,
         dst_ip,
@@ -340,7 +340,7 @@ fn wrong_checksum_or_destination(flow: &Flow, tick: &[u8]) -> Vec<Kind> {
 fn mold_packet(session: Session, seq: u64, blocks: usize) -> anyhow::Result<Vec<u8>> {
     let stock = Stock::new(paths::market::STOCK).expect("the lab's stock symbol is valid");
     let mut trade = [0u8; itch::trade::LEN];
-    crate::t2t::trade_message(
+    trader_core::trade_message(
         seq,
         stock,
         Price4::from_f64_quantised(100.0).expect("valid"),

@@ -22,10 +22,6 @@
 //!
 //! Everything goes to the addresses given, which the tests take from the lab (198.18.0.0/15);
 //! the defaults are the lab's (`netns::lab`).
-#[cfg(feature = "io")]
-pub(crate) use afxdp::{cli, frame, host};
-#[cfg(feature = "io")]
-pub(crate) use trader_core as t2t;
 
 #[cfg(feature = "io")]
 pub mod frames;

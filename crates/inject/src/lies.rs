@@ -17,7 +17,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::frame::{self, FrameBuilder, HEADERS_LEN};
+use afxdp::frame::{self, FrameBuilder, HEADERS_LEN};
 use anyhow::{Context as _, bail};
 use netns::{Capability, Mac, lab};
 use wire::{
@@ -104,7 +104,7 @@ pub(crate) fn lies(kind: LieKind, next: u64, c: &Claims) -> Vec<Lie> {
 /// A packet of one forged trade numbered `seq`.
 fn trade(c: &Claims, seq: u64) -> Lie {
     let mut message = [0u8; itch::trade::LEN];
-    crate::t2t::trade_message(seq, c.stock, c.price, 0)
+    trader_core::trade_message(seq, c.stock, c.price, 0)
         .emit_into(&mut message)
         .expect("a trade fits its own length");
     let mut buf = [0u8; moldudp64::HEADER_LEN + moldudp64::BLOCK_HEADER_LEN + itch::trade::LEN];
@@ -442,7 +442,7 @@ impl Plan {
             kinds.retain(|k| *k != LieKind::AnswerAhead);
             skipped.push(LieKind::AnswerAhead);
         }
-        crate::cli::check_writable("--json-out", &json_out)?;
+        paths::cli::check_writable("--json-out", &json_out)?;
         Ok(Plan {
             via,
             iface,
@@ -515,7 +515,7 @@ pub(crate) fn run(o: LiesOptions) -> anyhow::Result<()> {
     let raw = match plan.via {
         Via::Raw => Some((
             PacketSocket::open(&plan.iface)?,
-            crate::host::read_mac(&plan.iface)?,
+            afxdp::host::read_mac(&plan.iface)?,
         )),
         Via::Udp => None,
     };
@@ -667,7 +667,7 @@ fn send_all(
     };
     let (src_mac, dst_mac) = match sender {
         Sender::Raw { dst_mac, .. } => (
-            Some(crate::host::read_mac(&plan.iface)?.to_string()),
+            Some(afxdp::host::read_mac(&plan.iface)?.to_string()),
             Some(dst_mac.to_string()),
         ),
         Sender::Udp(_) => (None, None),

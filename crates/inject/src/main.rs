@@ -8,5 +8,5 @@
 use clap::Parser as _;
 
 fn main() -> std::process::ExitCode {
-    afxdp::cli::run_main(|| inject::run(inject::Options::parse()))
+    paths::cli::run_main(|| inject::run(inject::Options::parse()))
 }

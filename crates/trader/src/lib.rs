@@ -1,15 +1,9 @@
 //! The trader as a library: its options (`Options`, with the checks that read the path table
 //! and `to_args`, the command line it renders for xtask), and, with the default feature `io`,
 //! the program (`run`: each path's setup in `program::io`) and the one trader loop with its
-//! I/O over AF_XDP, the trigger and kernel UDP (`trading`). The `trader` binary (in
-//! `userspace`) parses [`Options`] and calls `run`. Without `io` (xtask's view) it is the
+//! I/O over AF_XDP, the trigger and kernel UDP (`trading`). The `trader` binary
+//! (`src/main.rs`) parses [`Options`] and calls `run`. Without `io` (xtask's view) it is the
 //! options alone: nothing that needs the AF_XDP plumbing or the eBPF toolchain to build.
-#[cfg(feature = "io")]
-pub(crate) use afxdp::{cli, clock, frame, host, process, sockopt, xdp, xsk};
-/// The tick-to-trade core, a crate of its own so the PGO experiment can build it alone.
-pub use trader_core as t2t;
-pub use trader_core::stats;
-
 mod options;
 #[cfg(feature = "io")]
 mod program;

@@ -9,5 +9,5 @@
 use clap::Parser as _;
 
 fn main() -> std::process::ExitCode {
-    afxdp::cli::run_main(|| trader::run(trader::Options::parse()))
+    paths::cli::run_main(|| trader::run(trader::Options::parse()))
 }

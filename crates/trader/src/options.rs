@@ -19,32 +19,32 @@ use crate::{FIRED_POLL_EVERY, FeedSource, MAX_BATCH};
 #[command(name = "trader", version)]
 pub struct Options {
     /// I/O path.
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, help_heading = "Path and interface")]
     pub path: TraderPath,
     /// Interface to read market data from, in this network namespace (default `tr0`, the
     /// lab's). The UDP path binds --addr; given there, the interface is checked to exist.
-    #[arg(long)]
+    #[arg(long, help_heading = "Path and interface")]
     pub iface: Option<String>,
     /// Our IPv4 address (the UDP path binds it; the XDP path writes it into orders).
-    #[arg(long, default_value_t = lab::TRADER_IP)]
+    #[arg(long, default_value_t = lab::TRADER_IP, help_heading = "Path and interface")]
     pub addr: Ipv4Addr,
     /// Market-data UDP port.
-    #[arg(long, default_value_t = lab::MD_PORT)]
+    #[arg(long, default_value_t = lab::MD_PORT, help_heading = "Path and interface")]
     pub port: u16,
     /// Line B of an A/B feed: the same feed on this UDP port too. The trader takes the first
     /// copy of each sequence number from either line and reports per line.
-    #[arg(long)]
+    #[arg(long, help_heading = "Path and interface")]
     pub port_b: Option<u16>,
     /// With --port-b: a packet that arrives past a gap waits up to this long (µs) for the other
     /// line to fill the gap (less if both lines show they are past it), so a tick lost on one
     /// line only is traded in order. 0: act on every gap at once.
-    #[arg(long, default_value_t = crate::t2t::lines::DEFAULT_WAIT_NS / 1_000, requires = "port_b")]
+    #[arg(long, default_value_t = trader_core::lines::DEFAULT_WAIT_NS / 1_000, requires = "port_b", help_heading = "Path and interface")]
     pub ab_wait_us: u64,
     /// Where every order goes, on every path (the XDP program's own orders too): the order
     /// gateway's IPv4 address and UDP port. Never the market data's sender. The XDP paths write
     /// its next hop's MAC, read once at start from the neighbour table (an error if there is
     /// no complete entry; the lab pins one).
-    #[arg(long, default_value_t = lab::EXCHANGE_ORDERS)]
+    #[arg(long, default_value_t = lab::EXCHANGE_ORDERS, help_heading = "Orders")]
     pub order_to: SocketAddrV4,
     /// How orders travel to --order-to: `udp` (the lab's 36-byte order in a datagram), or
     /// `tcp-kernel` (OUCH 5.0 Enter Orders in a SoupBinTCP 3.00 session on the kernel's TCP,
@@ -53,79 +53,79 @@ pub struct Options {
     /// a userspace TCP, smoltcp, over the xdp path's own AF_XDP socket: the XDP program steers
     /// the session's segments to it; on the trigger path the program fires the stack's armed
     /// segment, the TCP trigger).
-    #[arg(long, value_enum, default_value_t = paths::Orders::Udp)]
+    #[arg(long, value_enum, default_value_t = paths::Orders::Udp, help_heading = "Orders")]
     pub orders: paths::Orders,
     /// The order session's password (its username and session are the lab's).
-    #[arg(long, default_value = paths::market::ORDER_PASSWORD)]
+    #[arg(long, default_value = paths::market::ORDER_PASSWORD, help_heading = "Orders")]
     pub order_password: String,
     /// The order session's dead-peer timeout, ms: a connection the exchange has sent nothing
     /// on (not even a heartbeat) for this long is given up and made again (SoupBinTCP's
     /// "typically 15 seconds").
-    #[arg(long, default_value_t = 15_000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 15_000, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Orders")]
     pub order_timeout_ms: u64,
     /// The feed's source on line A: IP or IP:PORT. Datagrams to the feed port from anywhere
     /// else are counted (`foreign_source_addr`, `foreign_source_port`) and dropped, in the XDP
     /// program on the XDP paths and in the loop on every path. Without it, the source is
     /// learned with the session when the feed is confirmed, and pinned from then on.
-    #[arg(long)]
+    #[arg(long, help_heading = "Feed and its trust")]
     pub feed_source: Option<FeedSource>,
     /// Line B's source, as --feed-source is line A's (default, when --feed-source is given:
     /// line A's address, any port).
-    #[arg(long, requires = "port_b")]
+    #[arg(long, requires = "port_b", help_heading = "Feed and its trust")]
     pub feed_source_b: Option<FeedSource>,
     /// Strategy length n (HMA(n) against HMA3(n)).
-    #[arg(long, default_value_t = paths::market::STRATEGY_N)]
+    #[arg(long, default_value_t = paths::market::STRATEGY_N, help_heading = "Strategy")]
     pub n: i64,
     /// Trade only this stock symbol.
-    #[arg(long, default_value = paths::market::STOCK)]
+    #[arg(long, default_value = paths::market::STOCK, help_heading = "Strategy")]
     pub stock: String,
     /// Take only this MoldUDP64 session (up to 10 characters). Without it the session is
     /// learned: the first packet is held until a packet of the same session continues its
     /// sequence, so one stray datagram can't capture the trader.
-    #[arg(long, value_parser = Session::parse_arg)]
+    #[arg(long, value_parser = Session::parse_arg, help_heading = "Feed and its trust")]
     pub session: Option<Session>,
     /// The feed's next sequence number is this (with --session: the first packet is traded at
     /// once, not held for confirmation). Without it the trader starts where it joins.
-    #[arg(long, requires = "session")]
+    #[arg(long, requires = "session", help_heading = "Feed and its trust")]
     pub first_seq: Option<u64>,
     /// A forward jump in sequence numbers larger than this is held until the next packet
     /// continues it (a forged or corrupted number is then never acted on); smaller jumps are
     /// gaps, acted on at once. A forged jump below it can cost up to this many real ticks.
-    #[arg(long, default_value_t = crate::t2t::DEFAULT_MAX_JUMP)]
+    #[arg(long, default_value_t = trader_core::DEFAULT_MAX_JUMP, help_heading = "Feed and its trust")]
     pub max_jump: u64,
     /// A jump past --max-jump, or an end of session past the next number, is believed only
     /// when the stream it leaves has stopped: no packet of the feed in sequence for this long
     /// (µs) before the packet that confirms it. While the feed flows, two forged packets in
     /// sequence are never believed.
-    #[arg(long, default_value_t = crate::t2t::DEFAULT_QUIET_NS / 1_000)]
+    #[arg(long, default_value_t = trader_core::DEFAULT_QUIET_NS / 1_000, help_heading = "Feed and its trust")]
     pub quiet_us: u64,
     /// The most messages a second the feed can carry: a jump (or a lost tail) is believed only
     /// if it is no larger than this × the feed's silence before it, + --max-jump.
-    #[arg(long, default_value_t = crate::t2t::DEFAULT_MAX_RATE)]
+    #[arg(long, default_value_t = trader_core::DEFAULT_MAX_RATE, help_heading = "Feed and its trust")]
     pub max_rate: u64,
     /// Ask the exchange's MoldUDP64 re-request server at this address for every gap (e.g.
     /// 198.18.0.1:26402, `replay --retransmit`): paced, at most 3 tries a gap. What comes back
     /// is counted (`recovered_messages`), not traded: the strategy has moved past it.
-    #[arg(long)]
+    #[arg(long, help_heading = "Feed and its trust")]
     pub retransmit_to: Option<SocketAddrV4>,
     /// Spin or block while waiting for data.
-    #[arg(long, value_enum, default_value_t = Wait::Spin)]
+    #[arg(long, value_enum, default_value_t = Wait::Spin, help_heading = "CPU and memory")]
     pub wait: Wait,
     /// XDP attach mode (the paths with an XDP program).
-    #[arg(long, value_enum, default_value_t = XdpMode::Native)]
+    #[arg(long, value_enum, default_value_t = XdpMode::Native, help_heading = "Path and interface")]
     pub xdp_mode: XdpMode,
     /// Turn on the XDP program's log (the paths with an XDP program): failed redirects, frames counted
     /// as malformed with their reason and the header fields at fault, failed reflections;
     /// never healthy packets, at most 20 records a second per CPU (the rest counted as
     /// `log_suppressed`). Printed on stderr through `log` (filter with RUST_LOG, default
     /// `info`). Off, the program's logging code is removed by the verifier.
-    #[arg(long)]
+    #[arg(long, help_heading = "XDP program diagnostics")]
     pub xdp_log: bool,
     /// Count the XDP program's runs and their time (the kernel's BPF run-time statistics, on
     /// while the trader runs and off again when it exits, however it exits); the report's
     /// `xdp_program` gets the mean ns per run. Costs two clock reads per run, so compare runs
     /// that all have it (the paths with an XDP program).
-    #[arg(long)]
+    #[arg(long, help_heading = "XDP program diagnostics")]
     pub xdp_stats: bool,
     /// Trigger path: don't push the arm's cache line out of the trader's core after writing
     /// it, nor the fired record's line after reading it. By default, where CPUID reports
@@ -136,7 +136,7 @@ pub struct Options {
     /// fires isn't either; without the instruction nothing changes. For measuring what the
     /// demote buys; no effect on other paths (so `cargo xtask bench --trader-arg` can give it
     /// to every row).
-    #[arg(long)]
+    #[arg(long, help_heading = "Trigger")]
     pub no_arm_demote: bool,
     /// Trigger path, spinning: read the record of what the program fired at the start of one
     /// turn of the loop in this many (and before every packet and after a turn that took
@@ -146,7 +146,7 @@ pub struct Options {
     /// this many turns late, so the next tick's arm is written that much later. Default: 32
     /// (a turn with nothing is tens of ns), or 1, every turn, with `--busy-poll`, whose every
     /// turn is a system call.
-    #[arg(long, value_name = "TURNS", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "TURNS", value_parser = clap::value_parser!(u32).range(1..), help_heading = "Trigger")]
     pub fired_poll_every: Option<u32>,
     /// Trigger path with `--wait block` (ignored otherwise): the program doesn't wake the
     /// trader when it fires; the trader learns of the fire when the next packet wakes it (or
@@ -155,7 +155,7 @@ pub struct Options {
     /// 20-25 µs to 2.6-2.7 in the lab), but the tick after each fire is always the trader's to
     /// send, after its own wake-up: in the same runs the p90 and p99 grew (46-50 against 25-30
     /// µs; 257-948 against 159-438) and the armed-hit rate fell by about 20 points.
-    #[arg(long)]
+    #[arg(long, help_heading = "Trigger")]
     pub no_fired_wakeup: bool,
     /// Time the XDP program's runs with `bpf_ktime_get_ns()`; the report's
     /// `xdp_program.stages` gets the mean ns by outcome (fired, reflected, redirected), net of
@@ -166,7 +166,7 @@ pub struct Options {
     /// `--xdp-stages=run`: at each run's two ends only, the run as it runs untimed (one
     /// figure, `run`). Compare runs timed the same way. Off, the program loaded has no timing
     /// code at all (each is another build of the program, with the timing compiled in).
-    #[arg(long, value_name = "HOW", num_args = 0..=1, require_equals = true, default_missing_value = "each")]
+    #[arg(long, value_name = "HOW", num_args = 0..=1, require_equals = true, default_missing_value = "each", help_heading = "XDP program diagnostics")]
     pub xdp_stages: Option<XdpStages>,
     /// The CPUs this process may use, read before it pins itself: where housekeeping threads
     /// (the XDP log reader) go. Not an option.
@@ -175,62 +175,62 @@ pub struct Options {
     /// RX queues to serve (XDP path): one AF_XDP socket per queue, 0 to N-1, all read by the
     /// one loop. `all` (the default) serves every RX queue the interface has, so no feed frame
     /// can land on a queue without a socket.
-    #[arg(long, default_value = "all", value_parser = parse_queues)]
+    #[arg(long, default_value = "all", value_parser = parse_queues, help_heading = "Path and interface")]
     pub queues: Queues,
     /// Frames taken from the RX ring per turn (XDP path), 1 to 64.
-    #[arg(long, default_value_t = 64, value_parser = parse_batch)]
+    #[arg(long, default_value_t = 64, value_parser = parse_batch, help_heading = "Path and interface")]
     pub batch: usize,
     /// Bind the AF_XDP socket without XDP_USE_NEED_WAKEUP.
-    #[arg(long)]
+    #[arg(long, help_heading = "Path and interface")]
     pub no_need_wakeup: bool,
     /// Pin to this CPU.
-    #[arg(long)]
+    #[arg(long, help_heading = "CPU and memory")]
     pub cpu: Option<usize>,
     /// mlockall(): no page faults on the measured path. (The UMEM is always populated and
     /// pinned: xsk-rs maps it with MAP_POPULATE and XDP_UMEM_REG pins it.)
-    #[arg(long)]
+    #[arg(long, help_heading = "CPU and memory")]
     pub mlock: bool,
     /// Run under SCHED_FIFO at this priority (1-99).
-    #[arg(long, value_parser = clap::value_parser!(i32).range(1..=99))]
+    #[arg(long, value_parser = clap::value_parser!(i32).range(1..=99), help_heading = "CPU and memory")]
     pub fifo: Option<i32>,
     /// SO_BUSY_POLL on the socket for this many µs (the kernel polls the device in our
     /// syscalls instead of waiting for its interrupt; the XDP path then polls the socket when
     /// its ring is empty).
-    #[arg(long)]
+    #[arg(long, help_heading = "Path and interface")]
     pub busy_poll: Option<i32>,
     /// With --busy-poll: SO_PREFER_BUSY_POLL (defer the device's interrupts to our polling).
-    #[arg(long, requires = "busy_poll")]
+    #[arg(long, requires = "busy_poll", help_heading = "Path and interface")]
     pub prefer_busy_poll: bool,
     /// With --busy-poll: SO_BUSY_POLL_BUDGET, packets per busy poll (default: the kernel's, 8).
-    #[arg(long, requires = "busy_poll")]
+    #[arg(long, requires = "busy_poll", help_heading = "Path and interface")]
     pub busy_poll_budget: Option<i32>,
     /// Back the UMEM with 2 MiB huge pages (XDP path; needs reserved huge pages,
     /// /proc/sys/vm/nr_hugepages).
-    #[arg(long)]
+    #[arg(long, help_heading = "CPU and memory")]
     pub huge_pages: bool,
     /// UDP path: socket receive buffer in bytes. The default holds a few thousand ticks, as
     /// the AF_XDP path's 2048-entry RX ring does, so both paths can absorb the same burst.
-    #[arg(long, default_value_t = 4 << 20)]
+    #[arg(long, default_value_t = 4 << 20, help_heading = "Path and interface")]
     pub rcvbuf: i32,
     /// UDP path: take up to this many datagrams per recvmmsg call (1 = recvfrom; more needs
     /// --wait spin).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024), help_heading = "Path and interface")]
     pub recvmmsg: u16,
     /// Time the engine (`on_tick`) on one tick in this many (0: never). A sampled tick reads
     /// the clock twice more before its order leaves; the others read it only for their RX time.
-    #[arg(long, default_value_t = crate::t2t::DEFAULT_ENGINE_SAMPLE_EVERY)]
+    #[arg(long, default_value_t = trader_core::DEFAULT_ENGINE_SAMPLE_EVERY, help_heading = "Strategy")]
     pub engine_sample_every: u32,
     /// Exit after this many seconds without market data (0: never).
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = 30, help_heading = "Run and report")]
     pub idle_exit: u64,
     /// Write the trader's counters and internal latencies here as JSON (stdout if absent).
-    #[arg(long)]
+    #[arg(long, help_heading = "Run and report")]
     pub stats_out: Option<PathBuf>,
     /// Write the RX→TX histogram here (.hgrm).
-    #[arg(long)]
+    #[arg(long, help_heading = "Run and report")]
     pub hgrm_out: Option<PathBuf>,
     /// Print `ready` on stdout once the socket is receiving (for scripts).
-    #[arg(long)]
+    #[arg(long, help_heading = "Run and report")]
     pub ready: bool,
     /// Testing only: corrupt the first N arms the trigger path writes (their side flipped), to
     /// show that the check of every fired order catches it (`trigger.mismatch`, an error at
@@ -243,7 +243,7 @@ pub struct Options {
     pub order_reset_after: Option<u64>,
     /// Check the options (CPU, scheduling, output paths), then exit without touching a
     /// socket or an interface: what `cargo xtask bench` runs before it builds the lab.
-    #[arg(long)]
+    #[arg(long, help_heading = "Run and report")]
     pub check: bool,
 }
 
@@ -560,7 +560,6 @@ impl Options {
     }
 }
 
-/// The paths for which `keep` holds, as `a, b or c`.
 /// Why a path's table entry leaves a transport out, for the error that refuses it.
 fn refusal_reason(orders: paths::Orders, io: Io) -> &'static str {
     match (orders, io) {
@@ -576,6 +575,7 @@ fn refusal_reason(orders: paths::Orders, io: Io) -> &'static str {
     }
 }
 
+/// The paths for which `keep` holds, as `a, b or c`.
 fn paths_where(keep: impl Fn(&PathSpec) -> bool) -> String {
     let names: Vec<&str> = PathSpec::select(keep)
         .into_iter()

@@ -11,7 +11,7 @@ use std::{fmt, net::Ipv4Addr, net::SocketAddrV4, str::FromStr};
 
 use xdp_common::Foreign;
 
-use crate::t2t::lines::LINES;
+use trader_core::lines::LINES;
 
 /// A feed's source: an IPv4 address, and its UDP port if named (`None`: any port of it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

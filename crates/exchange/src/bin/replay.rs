@@ -7,5 +7,5 @@ use clap::Parser as _;
 use exchange::replay;
 
 fn main() -> std::process::ExitCode {
-    afxdp::cli::run_main(|| replay::run(replay::Options::parse()))
+    paths::cli::run_main(|| replay::run(replay::Options::parse()))
 }

@@ -240,7 +240,7 @@ impl TcpGateway {
             }
             // Before the feed no tick has gone out: an order now answers nothing (counted).
             let mut outside = 0;
-            self.service(crate::clock::now_ns(), |_, _| {
+            self.service(afxdp::clock::now_ns(), |_, _| {
                 outside += 1;
                 Took::default()
             });
@@ -343,7 +343,7 @@ fn serve(
 ) {
     while !c.over {
         let buf = c.server.read_into();
-        let (n, stamp) = match crate::sockopt::recv_stamped(c.sock.as_fd(), buf) {
+        let (n, stamp) = match afxdp::sockopt::recv_stamped(c.sock.as_fd(), buf) {
             Ok((0, _)) => {
                 counts.closed_by_peer += 1;
                 c.over = true;
@@ -368,7 +368,7 @@ fn serve(
         }
         let mut orders = 0;
         // OUCH timestamps: nanoseconds since midnight, UTC (the lab's venue keeps UTC).
-        let since_midnight_utc = crate::clock::realtime_ns() % DAY_NS;
+        let since_midnight_utc = afxdp::clock::realtime_ns() % DAY_NS;
         loop {
             let event = c.server.poll(now, gateway.stream(), &mut c.pending);
             match event {

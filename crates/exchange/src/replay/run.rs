@@ -15,12 +15,16 @@ use paths::{ExchangeIo, Expect};
 use results::{Arrival, ContextSwitches, ReplayReport, StreamReport, ThreadTime};
 use wire::{itch::Stock, moldudp64::Session};
 
-use crate::{
-    Driver, Exchange, Monotonic, Outgoing, Pace, Port, Prebuilt, Progress, Rate, SendLoop,
-    Settlement, cli, exchange_io,
-    feed::{Feed, MAX_PAYLOAD, Source},
+use afxdp::{
     frame::{self, FrameBuilder},
     host, process,
+};
+use paths::cli;
+
+use crate::{
+    Driver, Exchange, Monotonic, Outgoing, Pace, Port, Prebuilt, Progress, Rate, SendLoop,
+    Settlement, exchange_io,
+    feed::{Feed, MAX_PAYLOAD, Source},
     retransmit::{self, Answers, Refusal, Retransmitter, Window},
     stream::{self, ItchStream, Limit, PackRule, StreamConfig},
 };
@@ -116,7 +120,7 @@ pub fn run(o: Options) -> anyhow::Result<()> {
     // Port 0 never matches a feed port, so this program passes everything.
     let _peer_xdp = match &xdp_pass_on {
         Some(iface) if io != ExchangeIo::Xdp => Some(
-            crate::xdp::XdpProgram::attach(iface, 0, xdp_mode, xdp_common::Action::Pass)
+            afxdp::xdp::XdpProgram::attach(iface, 0, xdp_mode, xdp_common::Action::Pass)
                 .with_context(|| format!("attaching the pass program to {iface}"))?,
         ),
         _ => None,

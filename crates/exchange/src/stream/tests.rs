@@ -24,9 +24,9 @@ use crate::{
     Exchange, Multiplier, Pace, Rate,
     feed::Source,
     retransmit::{self, Refusal, WINDOW_BYTES_PER_MESSAGE, Window},
-    t2t::trade_message,
     tests::{lab, stock},
 };
+use trader_core::trade_message;
 
 /// 04:00, when NASDAQ's day starts, ns since midnight.
 const FOUR_AM: u64 = 4 * 3600 * 1_000_000_000;

@@ -16,15 +16,15 @@ use xdp_common::{Action, OrderTo};
 
 use super::{PathEnd, loop_config};
 use crate::{Options, Queues};
-use crate::{
+use afxdp::{
     frame::{self, Endpoint},
     host, process, sockopt,
-    stats::Latency,
-    t2t::Trader,
-    trading::{self, FeedSource, LoopEnd, MmsgIo, TriggerIo, UdpIo, XdpIo},
     xdp::{Load, XdpProgram},
     xsk::{Xsk, XskConfig},
 };
+use trader_core::{Trader, stats::Latency};
+
+use crate::trading::{self, FeedSource, LoopEnd, MmsgIo, TriggerIo, UdpIo, XdpIo};
 
 pub(crate) fn run_xdp(
     o: &Options,
@@ -193,7 +193,7 @@ fn xdp_io<const BLOCK: bool, const BUSY_POLL: bool>(
 
 /// Pins the sources the options name in the program's table (line A, line B, the re-request
 /// server, exactly); hands the table back for what the loop learns.
-fn pin_sources(o: &Options, prog: &mut XdpProgram) -> anyhow::Result<crate::xdp::SourcesMap> {
+fn pin_sources(o: &Options, prog: &mut XdpProgram) -> anyhow::Result<afxdp::xdp::SourcesMap> {
     let mut map = prog.take_sources()?;
     let named = [
         (xdp_common::SOURCE_LINE_A, o.feed_source),
@@ -357,7 +357,7 @@ fn xsk_end<const BLOCK: bool, const BUSY_POLL: bool>(
             .map(Xsk::statistics)
             .collect::<Result<Vec<_>, _>>()
             .ok()
-            .map(crate::xsk::sum_stats),
+            .map(afxdp::xsk::sum_stats),
         rx_queue_frames: io.frames_per_queue.clone(),
         xdp_counters,
         xdp_stages,

@@ -15,12 +15,11 @@ use results::{
 };
 use wire::{itch::Stock, moldudp64::Session};
 
-use crate::{
-    cli, host, process,
-    stats::Latency,
-    t2t::{FeedRules, Trader},
-    trading::LoopEnd,
-};
+use afxdp::{host, process};
+use paths::cli;
+use trader_core::{FeedRules, Trader, stats::Latency};
+
+use crate::trading::LoopEnd;
 
 mod io;
 

@@ -21,12 +21,8 @@ use std::{
 use results::{ContextSwitches, EndReason, ThreadTime};
 use wire::order::OrderRepr;
 
-use crate::{
-    clock::now_ns,
-    host::SpanAccounting,
-    stats::Latency,
-    t2t::{PacketOutcome, Trader},
-};
+use afxdp::{clock::now_ns, host::SpanAccounting};
+use trader_core::{PacketOutcome, Trader, stats::Latency};
 
 mod tcp;
 mod tcp_xdp;
@@ -69,7 +65,7 @@ pub trait OrderSink {
 /// send is a direct (inlinable) call into the path's own sink, not a virtual one.
 pub trait PacketHandler {
     /// One packet: its payload, the line it came on (0: A, the only one of a one-line feed;
-    /// 1: B; [`crate::t2t::lines::RECOVERY`]: an answer of the re-request server), who sent
+    /// 1: B; [`trader_core::lines::RECOVERY`]: an answer of the re-request server), who sent
     /// it, the time it was taken into userspace, and the sink for its orders (which go to the
     /// configured order gateway, whoever sent the packet).
     fn on_packet<S: OrderSink>(
@@ -152,7 +148,7 @@ pub struct LoopConfig {
     pub retransmit_to: Option<SocketAddrV4>,
     /// Each line's source, if named (`trader --feed-source`); the others are learned when the
     /// trader confirms its feed, and pinned from then on ([`Sources`]).
-    pub sources: [Option<FeedSource>; crate::t2t::lines::LINES],
+    pub sources: [Option<FeedSource>; trader_core::lines::LINES],
 }
 
 /// How a [`run`] ended.

@@ -29,11 +29,8 @@ use wire::{
 };
 
 use super::{FeedSource, OrderSink, PacketHandler, Sender, TraderIo};
-use crate::{
-    clock::{RealToMono, now_ns},
-    stats::Latency,
-    t2t::Trader,
-};
+use afxdp::clock::{RealToMono, now_ns};
+use trader_core::{Trader, stats::Latency};
 
 /// The answers and timers are looked at no more often than this (a `recvmsg` each time).
 const SERVICE_EVERY_NS: u64 = 50_000;
@@ -246,7 +243,7 @@ impl TcpOrders {
             return;
         }
         if let Some((us, prefer, budget)) = self.busy_poll
-            && let Err(e) = crate::sockopt::set_busy_poll(sock.as_raw_fd(), us, prefer, budget)
+            && let Err(e) = afxdp::sockopt::set_busy_poll(sock.as_raw_fd(), us, prefer, budget)
         {
             // The answers then come by interrupt, as without it; said once per connection.
             eprintln!("warning: busy polling on the order session's socket: {e:#}");
@@ -263,7 +260,7 @@ impl TcpOrders {
         loop {
             let Some(sock) = &self.sock else { return };
             let (n, stamp) =
-                match crate::sockopt::recv_stamped(sock.as_fd(), self.s.client.read_into()) {
+                match afxdp::sockopt::recv_stamped(sock.as_fd(), self.s.client.read_into()) {
                     Ok((0, _)) => return self.lost(),
                     Ok(got) => got,
                     Err(e) if e.kind() == ErrorKind::WouldBlock => return,

@@ -29,12 +29,13 @@ use smoltcp::{
 };
 use wire::order::OrderRepr;
 
-use super::tcp::{ORDER_PACKET, Session, order_packet};
-use crate::{
+use afxdp::{
     clock::now_ns,
     xdp::{SegmentMap, Withdrawn},
     xsk::XskTx,
 };
+
+use super::tcp::{ORDER_PACKET, Session, order_packet};
 
 /// Ethernet header length.
 const ETH: usize = xdp_common::layout::ethernet::HEADER_LEN;

@@ -19,10 +19,7 @@ use wire::{
 use super::{
     FeedSource, LoopConfig, OrderSink, PacketHandler, Sender, TraderIo, run, run_with_clock,
 };
-use crate::{
-    stats::Latency,
-    t2t::{DEFAULT_ENGINE_SAMPLE_EVERY, Trader, trade_message},
-};
+use trader_core::{DEFAULT_ENGINE_SAMPLE_EVERY, Trader, stats::Latency, trade_message};
 
 /// Packets in, orders out, in memory. With `QUEUE`, orders wait for the sink's `flush` (the
 /// kick) like AF_XDP's; without, they leave at `send` like a socket's.
@@ -107,7 +104,7 @@ impl<const QUEUE: bool> TraderIo for FakeIo<QUEUE> {
         let mut n = 0;
         while n < max {
             let (p, line, from) = match self.answers.pop_front() {
-                Some(a) => (a, crate::t2t::lines::RECOVERY, retransmit_server()),
+                Some(a) => (a, trader_core::lines::RECOVERY, retransmit_server()),
                 None => match (self.incoming.pop_front(), &self.endless) {
                     (Some(p), _) => (
                         p,
@@ -122,7 +119,7 @@ impl<const QUEUE: bool> TraderIo for FakeIo<QUEUE> {
                 log(Event::Rx);
                 FAKE_NOW.with(Cell::get)
             } else {
-                crate::clock::now_ns()
+                afxdp::clock::now_ns()
             };
             handler.on_packet(
                 &p,
@@ -219,7 +216,7 @@ fn gaps_are_asked_for_between_turns_and_what_comes_back_is_counted_not_traded() 
     let run_with = |recover: bool| {
         // RX times from the fake clock, which a kick moves by a second: the trader's pacing
         // of requests never holds one back here, whatever this machine's speed.
-        FAKE_NOW.with(|c| c.set(crate::clock::now_ns()));
+        FAKE_NOW.with(|c| c.set(afxdp::clock::now_ns()));
         let mut io = FakeIo::<false> {
             incoming: lossy.clone().into(),
             tape: Some(tape.clone()),
@@ -329,10 +326,10 @@ fn feed(n: u64) -> (Vec<Vec<u8>>, Vec<f64>) {
 /// A trader told where the feed starts, as the bench runs it: the loop's tests count what
 /// each packet does at once (learning the feed is trader-core's `gate_tests`).
 fn trader() -> Trader {
-    Trader::new(Params::from_n(6).unwrap(), Some(stock())).with_feed_rules(crate::t2t::FeedRules {
+    Trader::new(Params::from_n(6).unwrap(), Some(stock())).with_feed_rules(trader_core::FeedRules {
         session: Some(session()),
         first_seq: Some(1),
-        ..crate::t2t::FeedRules::default()
+        ..trader_core::FeedRules::default()
     })
 }
 
@@ -342,7 +339,7 @@ fn config(batch: usize) -> LoopConfig {
         idle_exit: Some(Duration::from_secs(5)),
         spinning: false,
         retransmit_to: None,
-        sources: [None; crate::t2t::lines::LINES],
+        sources: [None; trader_core::lines::LINES],
     }
 }
 
@@ -535,7 +532,7 @@ fn finish_runs_once_on_every_exit_and_its_packets_are_traded() {
                 Recv::EndOfSession => {
                     // Real receive times: an end past the next number is believed when
                     // repeated after the feed has been silent for the gate's quiet time.
-                    let now = crate::clock::now_ns();
+                    let now = afxdp::clock::now_ns();
                     handler.on_packet(&self.eos, 0, Sender::Program, now, &mut Elsewhere);
                     Ok(1)
                 }
@@ -583,7 +580,7 @@ fn finish_runs_once_on_every_exit_and_its_packets_are_traded() {
 fn logged_run(packets: Vec<Vec<u8>>, t: Trader, batch: usize) -> (Trader, Latency, Vec<Event>) {
     LOG.with(|l| l.borrow_mut().clear());
     // Near the real clock's now, so the loop's idle check (real time) stays sane.
-    FAKE_NOW.with(|c| c.set(crate::clock::now_ns()));
+    FAKE_NOW.with(|c| c.set(afxdp::clock::now_ns()));
     let mut io = FakeIo::<true> {
         incoming: packets.into(),
         fake_clock: true,

@@ -27,12 +27,11 @@ use wire::{
 use xdp_common::{Arm, Fired};
 
 use super::{FeedSource, OrderSink, PacketHandler, Sender, TraderIo, XdpIo};
-use crate::{
+use afxdp::{
     clock::now_ns,
-    stats::Latency,
-    t2t::{NotArmed, Trader, arm::fired_order},
     xdp::{ArmMap, FiredRing},
 };
+use trader_core::{NotArmed, Trader, arm::fired_order, stats::Latency};
 
 /// How long a blocking turn sleeps in `poll()` at most, so the stop flag and the idle timeout
 /// are still seen.
@@ -238,7 +237,7 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TriggerIo<BLOCK, BUSY_POLL> {
             .wait_cap
             .take()
             .map_or(BLOCK_POLL_MS, |c| c.min(BLOCK_POLL_MS));
-        crate::xsk::wait_any_or(self.xdp.xsks(), Some(self.ring.as_fd()), ms)
+        afxdp::xsk::wait_any_or(self.xdp.xsks(), Some(self.ring.as_fd()), ms)
     }
 }
 
@@ -324,7 +323,7 @@ impl Fire<'_> {
 /// are not the strategy's). `None` if it doesn't fit (it always does).
 fn tick_packet(buf: &mut [u8], session: [u8; 10], f: &Fired, stock: Stock) -> Option<usize> {
     let mut m = [0u8; itch::trade::LEN];
-    crate::t2t::trade_message(f.seq, stock, Price4(f.price), 0)
+    trader_core::trade_message(f.seq, stock, Price4(f.price), 0)
         .emit_into(&mut m)
         .ok()?;
     let mut b = PacketBuilder::new(buf, moldudp64::Session(session), f.seq).ok()?;

@@ -8,7 +8,7 @@ use std::{
 use wire::order::OrderRepr;
 
 use super::{OrderSink, PacketHandler, Sender, TraderIo};
-use crate::{clock::now_ns, sockopt::MultiRecv};
+use afxdp::{clock::now_ns, sockopt::MultiRecv};
 
 /// Orders of one datagram, each sent at once on the socket connected to the order gateway.
 struct UdpSink<'a> {
@@ -81,7 +81,7 @@ impl UdpIo {
     }
 
     /// Datagrams from `server` (the re-request server) are answers to re-requests: handed on
-    /// as [`crate::t2t::lines::RECOVERY`], not as a line's.
+    /// as [`trader_core::lines::RECOVERY`], not as a line's.
     #[must_use]
     pub fn with_retransmit_source(mut self, server: SocketAddrV4) -> Self {
         self.retransmit_source = Some(server);
@@ -170,7 +170,7 @@ impl TraderIo for UdpIo {
             return Ok(1);
         };
         let line = if self.retransmit_source == Some(from) {
-            crate::t2t::lines::RECOVERY
+            trader_core::lines::RECOVERY
         } else {
             line
         };
@@ -242,7 +242,7 @@ impl TraderIo for MmsgIo {
         } = self;
         match multi.recv(sock.as_raw_fd(), |payload, from| {
             let line = if *retransmit_source == Some(from) {
-                crate::t2t::lines::RECOVERY
+                trader_core::lines::RECOVERY
             } else {
                 0
             };

@@ -5,7 +5,7 @@ use results::FrameCounts;
 use wire::order::OrderRepr;
 
 use super::{FeedSource, OrderSink, PacketHandler, Sender, TraderIo};
-use crate::{
+use afxdp::{
     clock::now_ns,
     frame::{self, Endpoint, FrameBuilder, FrameError, parse_udp_to},
     xdp::SourcesMap,
@@ -191,7 +191,7 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
     }
 
     /// Pins a learned source in the XDP program's table too (`sources`: taken from the
-    /// program, [`crate::xdp::XdpProgram::take_sources`]).
+    /// program, [`afxdp::xdp::XdpProgram::take_sources`]).
     #[must_use]
     pub fn with_sources(mut self, sources: SourcesMap) -> Self {
         self.sources = Some(sources);
@@ -199,7 +199,7 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
     }
 
     /// Takes line B of an A/B feed on `port_b` too (the XDP program must redirect it:
-    /// [`crate::xdp::XdpProgram::attach_lines`]).
+    /// [`afxdp::xdp::XdpProgram::attach_lines`]).
     #[must_use]
     pub fn with_line_b(mut self, port_b: u16) -> Self {
         self.our_b = Some(frame::endpoint(self.our.mac, *self.our.addr.ip(), port_b));
@@ -250,7 +250,7 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
                 }
             };
             let line = if retransmit.is_some_and(|(server, _)| server == d.src) {
-                crate::t2t::lines::RECOVERY
+                trader_core::lines::RECOVERY
             } else {
                 line
             };
@@ -271,7 +271,7 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
     }
 
     /// Frames from `server` (the re-request server) are answers to re-requests: handed on as
-    /// [`crate::t2t::lines::RECOVERY`], not as a line's. Re-requests go to it through
+    /// [`trader_core::lines::RECOVERY`], not as a line's. Re-requests go to it through
     /// `next_hop` (its MAC, or its router's).
     #[must_use]
     pub fn with_retransmit_source(
@@ -354,7 +354,7 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for XdpIo<BLOCK, BUSY_PO
                 [one] => {
                     one.rx.wait(ms)?;
                 }
-                all => crate::xsk::wait_any(all, ms)?,
+                all => afxdp::xsk::wait_any(all, ms)?,
             }
         }
         let queues = self.xsks.len();
@@ -383,7 +383,7 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for XdpIo<BLOCK, BUSY_PO
         self.service_session();
     }
 
-    fn after_turn(&mut self, _trader: &mut crate::t2t::Trader) {
+    fn after_turn(&mut self, _trader: &mut trader_core::Trader) {
         // The userspace TCP learns of the orders it sent fast, off their path.
         if let (Some(t), Some(x)) = (self.tcp.as_deref_mut(), self.xsks.first_mut())
             && t.after_orders(&mut x.tx)
