@@ -133,13 +133,15 @@ pub struct RelayOptions {
     #[arg(long, default_value_t = 20)]
     pub idle_exit: u64,
     /// Where the trader's orders come in (point its `--order-to` here). They go on to
-    /// `--orders-to` unharmed, from the `--listen` socket: the replay's socket is connected
-    /// to the address it sends to, so it takes datagrams from that address only.
-    #[arg(long)]
-    pub orders_listen: Option<SocketAddrV4>,
-    /// The replay's order address (its `--bind`).
-    #[arg(long)]
-    pub orders_to: Option<SocketAddrV4>,
+    /// `--order-to` unharmed, from the `--listen` socket: the replay's socket is connected
+    /// to the address it sends to, so it takes datagrams from that address only. (The old
+    /// spelling `--orders-listen` still parses, for one release.)
+    #[arg(long, alias = "orders-listen")]
+    pub order_listen: Option<SocketAddrV4>,
+    /// The replay's order address (its `--bind`): where orders go on, as the trader's
+    /// `--order-to` says it. (`--orders-to` still parses, for one release.)
+    #[arg(long, alias = "orders-to")]
+    pub order_to: Option<SocketAddrV4>,
     /// Print `ready` on stdout once listening.
     #[arg(long)]
     pub ready: bool,
@@ -387,8 +389,8 @@ impl RelayOptions {
             forge_at,
             forge_jump,
             idle_exit,
-            orders_listen,
-            orders_to,
+            order_listen,
+            order_to,
             ready,
             json_out,
         } = self;
@@ -405,8 +407,8 @@ impl RelayOptions {
         a.list("--forge-at", forge_at);
         a.value("--forge-jump", forge_jump);
         a.value("--idle-exit", idle_exit);
-        a.some("--orders-listen", orders_listen.as_ref());
-        a.some("--orders-to", orders_to.as_ref());
+        a.some("--order-listen", order_listen.as_ref());
+        a.some("--order-to", order_to.as_ref());
         a.flag("--ready", *ready);
         a.value("--json-out", json_out.display());
     }
@@ -472,6 +474,42 @@ mod tests {
             Options::try_parse_from(std::iter::once("inject".to_owned()).chain(args.clone()))
                 .unwrap_or_else(|e| panic!("{args:?}: {e}"));
         assert_eq!(format!("{again:?}"), format!("{o:?}"), "{args:?}");
+    }
+
+    /// The relay's order leg was spelled `--orders-listen`/`--orders-to`: those still parse,
+    /// to the same options, and what is rendered is the new spelling.
+    #[test]
+    fn the_old_spellings_of_the_order_leg_still_parse() {
+        let parse = |leg: &[&str]| {
+            let base = [
+                "relay",
+                "--listen",
+                "198.18.0.1:7",
+                "--target",
+                "198.18.0.2:8",
+                "--json-out",
+                "/tmp/r.json",
+            ];
+            let line = base.iter().chain(leg);
+            Options::try_parse_from(std::iter::once(&"inject").chain(line))
+                .unwrap_or_else(|e| panic!("{leg:?}: {e}"))
+        };
+        let new = parse(&[
+            "--order-listen",
+            "198.18.0.1:5",
+            "--order-to",
+            "198.18.0.1:6",
+        ]);
+        let old = parse(&[
+            "--orders-listen",
+            "198.18.0.1:5",
+            "--orders-to",
+            "198.18.0.1:6",
+        ]);
+        assert_eq!(format!("{new:?}"), format!("{old:?}"));
+        let args = old.to_args();
+        assert!(args.iter().any(|a| a == "--order-to"), "{args:?}");
+        assert!(!args.iter().any(|a| a == "--orders-to"), "{args:?}");
     }
 
     #[test]
@@ -542,9 +580,9 @@ mod tests {
             "99",
             "--idle-exit",
             "4",
-            "--orders-listen",
+            "--order-listen",
             "198.18.0.1:5",
-            "--orders-to",
+            "--order-to",
             "198.18.0.1:6",
             "--ready",
         ]);

@@ -73,8 +73,8 @@ pub(crate) fn run(o: RelayOptions) -> anyhow::Result<()> {
         forge_at,
         forge_jump,
         idle_exit,
-        orders_listen,
-        orders_to,
+        order_listen,
+        order_to,
         ready,
         json_out,
     } = o;
@@ -84,10 +84,10 @@ pub(crate) fn run(o: RelayOptions) -> anyhow::Result<()> {
         }
     }
     let sock = UdpSocket::bind(listen).with_context(|| format!("failed to bind {listen}"))?;
-    match (orders_listen, orders_to) {
+    match (order_listen, order_to) {
         (Some(from), Some(to)) => forward_orders(&sock, from, to)?,
         (None, None) => {}
-        _ => bail!("--orders-listen and --orders-to go together"),
+        _ => bail!("--order-listen and --order-to go together"),
     }
     let faults = Faults {
         loss,

@@ -462,9 +462,9 @@ const FAULT_TICKS: u64 = 3_000;
 /// replay, from the relay's own socket.
 fn orders_through(c: &LabConfig) -> [String; 4] {
     [
-        "--orders-listen".into(),
+        "--order-listen".into(),
         format!("{}:{}", c.exchange_ip, RELAY_PORT + 1),
-        "--orders-to".into(),
+        "--order-to".into(),
         format!("{}:{}", c.exchange_ip, lab::ORDER_PORT),
     ]
 }

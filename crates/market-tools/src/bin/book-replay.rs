@@ -12,7 +12,7 @@ use market_tools::{ReplayOptions, render, replay};
 /// what the book refused (with offsets), and every symbol's messages, prints, last price and
 /// best bid and offer.
 #[derive(Debug, Parser)]
-#[command(name = "book-replay")]
+#[command(name = "book-replay", version)]
 struct Args {
     /// The file: raw ITCH 5.0, or gzip by its .gz name.
     file: PathBuf,

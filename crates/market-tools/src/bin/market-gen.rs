@@ -10,7 +10,7 @@ use paths::Source;
 /// adds, cancels, replaces, deletes and executions, the lab symbol SYNTH printing the
 /// gbm:SEED:BARS series) as a raw ITCH 5.0 file, length-prefixed as NASDAQ's day files are.
 #[derive(Debug, Parser)]
-#[command(name = "market-gen")]
+#[command(name = "market-gen", version)]
 struct Args {
     /// market[:SEED[:BARS]][:per-print=N][:symbols=N][:synth=E|P].
     #[arg(long, default_value = "market:42:150000")]
