@@ -5,15 +5,29 @@ use std::{
 };
 
 use anyhow::{Context as _, bail};
+use report::{Bench, Conditions, Measured};
 use results::FloorReport;
 
 use crate::{
-    report::{self, Measured},
     run::{Ends, Options, PathChoice, Row},
     session::Session,
     sockperf,
     util::{exec_until, succeeded},
 };
+
+/// The tick-to-trade ratios shown under the tables, where both rows were measured: each
+/// compares rows against the same exchange side (the kernel-UDP exchange for xdp, udp,
+/// trigger, trigger-block and reflect; the AF_XDP exchange for xdp-bypass and reflect-bypass),
+/// so the harness's own cost is the same on both sides of the ratio.
+const RATIOS: [(Row, Row); 7] = [
+    (Row::XDP, Row::UDP),
+    (Row::XDP, Row::Reflect),
+    (Row::UDP, Row::Reflect),
+    (Row::XDP, Row::TRIGGER),
+    (Row::TRIGGER, Row::Reflect),
+    (Row::TRIGGER_BLOCK, Row::Reflect),
+    (Row::XdpBypass, Row::ReflectBypass),
+];
 
 /// The CPU floor's duration when the first run's is unknown, and the bounds on it: long enough
 /// for a tail, short enough not to double a long soak's time.
@@ -49,15 +63,11 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
             if let PathChoice::Path(p) | PathChoice::Row(p, _) = *choice
                 && !rows.iter().any(|(r, _)| *r == Row::Tcp(p, orders))
             {
+                let on: Vec<String> = rows_over(orders).iter().map(|p| p.to_string()).collect();
                 eprintln!(
-                    "note: no {p}+{orders} row: --orders {orders} runs on the paths whose \
-                     orders the trader sends itself over {} (and with the trader waiting as \
-                     --wait says)",
-                    if orders == paths::Orders::TcpXdp {
-                        "its own AF_XDP socket: xdp, trigger"
-                    } else {
-                        "a socket: xdp, udp"
-                    }
+                    "note: no {p}+{orders} row: --orders {orders} runs on the paths with a row \
+                     over it in the path table: {} (and with the trader waiting as --wait says)",
+                    on.join(", ")
                 );
             }
         }
@@ -104,7 +114,17 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
     }
     session.finish();
     if !measured.is_empty() {
-        report::write(&out, &o, &measured, reference.as_ref(), cpu_floor.as_ref())?;
+        let bench = Bench {
+            conditions: &conditions(&o),
+            machine: &results::Machine::read(),
+            measured: &measured,
+            sockperf: reference.as_ref(),
+            cpu_floor: cpu_floor.as_ref(),
+            ratios: &RATIOS.map(|(a, b)| (a.as_str(), b.as_str())),
+            readiness: &crate::doctor::summary(o.trader_cpu),
+        };
+        print!("{}", report::write(&out, &bench)?);
+        eprintln!("results in {}", out.display());
     }
     if let Some(e) = failure.or(restore_failure) {
         return Err(e);
@@ -138,8 +158,9 @@ fn measure_lab_rows(
         let one = || -> anyhow::Result<Measured> {
             let run = session.run(o, ends, row.as_str())?;
             Ok(Measured {
-                row,
-                ends,
+                row: row.as_str(),
+                path: ends.trader,
+                udp_orders: udp_orders(row),
                 replay: run.replay()?,
                 trader: run.trader()?,
                 hgrm: run.hgrm,
@@ -148,6 +169,38 @@ fn measure_lab_rows(
         measured.push(one().with_context(|| format!("{} failed", row.run_name()))?);
     }
     Ok(())
+}
+
+/// The paths with a bench row over `orders` (the trader waiting as `--wait` says), in the
+/// path table's order.
+fn rows_over(orders: paths::Orders) -> Vec<paths::TraderPath> {
+    paths::PathSpec::select(|s| s.row(None, orders).is_some())
+}
+
+/// The row a TCP-orders row's cost is measured against: the same path's, its orders over UDP.
+fn udp_orders(row: Row) -> Option<&'static str> {
+    match row {
+        Row::Tcp(path, _) => Some(Row::Path(path, None).as_str()),
+        _ => None,
+    }
+}
+
+/// What the report says of the options every row shared.
+fn conditions(o: &Options) -> Conditions {
+    Conditions {
+        source: o.source.clone(),
+        count: o.count,
+        rate: o.rate,
+        batch: o.batch,
+        n: o.n,
+        xdp_mode: o.xdp_mode,
+        wait: o.wait,
+        trader_cpu: o.trader_cpu,
+        replay_cpu: o.replay_cpu,
+        trader_args: o.trader_args.clone(),
+        isolate: o.isolate,
+        xdp_stages: o.xdp_stages,
+    }
 }
 
 /// The CPU floor, as long as the first lab run (within bounds), so its tail is the machine's
@@ -182,7 +235,7 @@ fn measure_cpu_floor(
 fn strict(measured: &[Measured]) -> anyhow::Result<()> {
     let bad: Vec<String> = measured
         .iter()
-        .flat_map(|m| report::problems(m.row.as_str(), &m.replay, &m.trader))
+        .flat_map(|m| report::problems(m.row, &m.replay, &m.trader))
         .collect();
     if !bad.is_empty() {
         bail!("strict: {}", bad.join("; "));
@@ -215,6 +268,60 @@ mod tests {
             );
             assert_eq!(row.to_string(), row.as_str());
         }
+    }
+
+    /// The rows the report treats apart by name are these rows, and the report's fixtures
+    /// compare the rows the bench does.
+    #[test]
+    fn the_reports_rows_are_named_as_the_bench_names_them() {
+        use report::row;
+        for (name, r) in [
+            (row::REFLECT, Row::Reflect),
+            (row::CPU_FLOOR, Row::CpuFloor),
+            (row::SOCKPERF, Row::Sockperf),
+        ] {
+            assert_eq!(r.as_str(), name);
+        }
+        let ratios = RATIOS.map(|(a, b)| (a.as_str(), b.as_str()));
+        assert_eq!(ratios, report::fixtures::RATIOS);
+        let tcp = Row::Tcp(TraderPath::Udp, paths::Orders::TcpKernel);
+        assert_eq!(udp_orders(tcp), Some("udp"));
+        assert_eq!(udp_orders(Row::UDP), None);
+    }
+
+    /// The note for a path without a row over a TCP transport names those with one, from the
+    /// table: what it said by hand before.
+    #[test]
+    fn the_paths_with_rows_over_each_transport_come_from_the_table() {
+        use paths::Orders;
+        assert_eq!(
+            rows_over(Orders::TcpXdp),
+            [TraderPath::Xdp, TraderPath::Trigger]
+        );
+        assert_eq!(
+            rows_over(Orders::TcpKernel),
+            [TraderPath::Xdp, TraderPath::Udp]
+        );
+    }
+
+    /// report.md's conditions and report.json's `options` are the bench's options.
+    #[test]
+    fn the_reports_conditions_are_the_options() {
+        let o = Options {
+            count: None,
+            source: "gbm:42:150000".parse().unwrap(),
+            ..Options::trial(1, netns::PREFIX, None, true)
+        };
+        assert_eq!(conditions(&o), report::fixtures::conditions());
+        let o = Options {
+            isolate: true,
+            xdp_stages: Some(paths::XdpStages::Run),
+            trader_args: vec!["--mlock".into()],
+            ..o
+        };
+        let c = conditions(&o);
+        assert!(c.isolate && c.xdp_stages == Some(paths::XdpStages::Run));
+        assert_eq!(c.trader_args, ["--mlock"]);
     }
 
     #[test]

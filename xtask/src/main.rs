@@ -5,14 +5,11 @@ mod bench;
 mod bench_boundary;
 mod book;
 mod doctor;
-#[cfg(test)]
-mod fixtures;
 mod hotpath;
 mod lab;
 mod market;
 mod matrix;
 mod pgo;
-mod report;
 mod run;
 mod session;
 mod setup;
@@ -26,6 +23,7 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(
     name = "cargo xtask",
+    version,
     about = "Tick-to-trade lab: setup, the netns lab, tests and benchmarks",
     long_about = "Tick-to-trade lab automation.\n\nMost commands need root (network namespaces, \
                   XDP, AF_XDP); each says what it is missing otherwise."
@@ -103,5 +101,20 @@ fn run() -> anyhow::Result<()> {
         Command::Market(o) => market::run(o),
         Command::Matrix(o) => matrix::run(o),
         Command::ZeroLoss(o) => zeroloss::run(o),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_is_the_packages() {
+        let e = Cli::try_parse_from(["cargo xtask", "--version"]).unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::DisplayVersion);
+        assert_eq!(
+            e.to_string(),
+            format!("cargo xtask {}\n", env!("CARGO_PKG_VERSION"))
+        );
     }
 }

@@ -1,28 +1,17 @@
 //! `cargo xtask matrix`: what each design choice on the trader costs. Runs a baseline per path,
 //! then each knob alone on the paths it applies to, all in one lab and one invocation, and
 //! prints which knob moves the median and which moves the tail.
-use std::fmt::Write as _;
-
 use anyhow::bail;
 use clap::ValueEnum as _;
 use paths::{Io, PathSpec};
 use paths::{Rate, TraderPath, Wait, XdpMode};
-use results::{ReplayReport, Summary, TraderReport};
-use serde::{Deserialize, Serialize};
+use report::matrix::{Matrix, Run};
 
-use crate::{
-    report::{self, Delivery},
-    run::Ends,
-    session::Session,
-};
+use crate::{run::Ends, session::Session};
 
 /// Fewer reserved 2 MiB pages than this and the huge-pages knob is skipped (the UMEM needs
 /// them).
 const HUGE_PAGES_NEEDED: u64 = 8;
-/// Below these changes against the baseline a knob "moves" nothing: thresholds for a shared,
-/// noisy 2-core VM, in percent.
-const P50_MOVES_PCT: f64 = 10.0;
-const TAIL_MOVES_PCT: f64 = 30.0;
 
 /// One design choice on the trader (or the replay's batching), tried alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -123,6 +112,14 @@ impl Knob {
             Knob::XdpLogMalformed => "xdp-log-malformed",
             Knob::LieStream => "lie-stream",
             Knob::SpoofedStream => "spoofed-stream",
+        }
+    }
+
+    /// As the tables show it.
+    fn shown(self) -> report::matrix::Knob {
+        report::matrix::Knob {
+            name: self.as_str(),
+            what: self.what(),
         }
     }
 
@@ -249,6 +246,20 @@ pub(crate) enum Selection {
     One(Knob),
 }
 
+/// `--knobs`' values, from the knob table: `all`, then every knob with its help, so `--help`
+/// lists each one (and an unknown name's error too).
+fn selections() -> impl clap::builder::TypedValueParser<Value = Selection> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser as _};
+    PossibleValuesParser::new(
+        std::iter::once(PossibleValue::new("all").help("Every knob, in this order")).chain(
+            Knob::value_variants()
+                .iter()
+                .filter_map(|k| k.to_possible_value()),
+        ),
+    )
+    .try_map(|name: String| parse_selection(&name))
+}
+
 fn parse_selection(s: &str) -> Result<Selection, String> {
     if s == "all" {
         return Ok(Selection::All);
@@ -262,13 +273,10 @@ fn parse_selection(s: &str) -> Result<Selection, String> {
 /// Options.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Options {
-    /// Knobs to run (comma-separated), or `all`. Known: block, busy-poll, unpinned, fifo,
-    /// mlock, huge-pages, rx-batch-1, no-need-wakeup, skb, recvmmsg, small-rcvbuf,
-    /// mold-batch-4, isolate, xdp-log, malformed-stream, xdp-log-malformed, lie-stream,
-    /// spoofed-stream.
-    #[arg(long, value_delimiter = ',', default_value = "all", value_parser = parse_selection)]
+    /// Knobs to run (comma-separated), or `all`.
+    #[arg(long, value_delimiter = ',', default_value = "all", value_parser = selections())]
     pub(crate) knobs: Vec<Selection>,
-    /// Paths (comma-separated): xdp, udp, trigger.
+    /// Paths (comma-separated): each with a trader.
     #[arg(long, value_delimiter = ',', default_value = "xdp,udp", value_parser = crate::run::trader_paths())]
     pub(crate) paths: Vec<TraderPath>,
     /// Messages per run.
@@ -321,61 +329,12 @@ impl Options {
     }
 }
 
-/// One measured row: a knob (`None`: the baseline) on a path.
-#[derive(Debug, Clone)]
-struct Row {
-    knob: Option<Knob>,
-    path: TraderPath,
-    /// Which repetition (0-based, `--rounds`).
-    round: u32,
-    replay: ReplayReport,
-    trader: TraderReport,
-}
-
-impl Row {
-    fn name(&self) -> &'static str {
-        self.knob.map_or("baseline", Knob::as_str)
-    }
-}
-
 /// A variant that did not run, or failed.
 #[derive(Debug, Clone)]
 struct Skipped {
     text: String,
     /// Not the machine's lack (no huge pages) but a run that failed: `--strict` fails on it.
     failed: bool,
-}
-
-/// matrix.json.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct MatrixJson {
-    count: u64,
-    rate: Rate,
-    rows: Vec<MatrixRow>,
-    skipped: Vec<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct MatrixRow {
-    /// The knob's name, or `baseline`.
-    knob: String,
-    path: TraderPath,
-    /// Which repetition (0-based, `--rounds`).
-    round: u32,
-    /// `--rate max`: the latency is a closed-loop round trip, not tick-to-trade.
-    closed_loop: bool,
-    /// Messages per second the sender achieved.
-    achieved_rate_per_s: f64,
-    tick_to_trade: Summary,
-    parity_ok: bool,
-    /// Orders back, expected, ticks lost.
-    delivered: Delivery,
-    orders: u64,
-    late_sends: u64,
-    /// Frames the XDP program could not redirect (AF_XDP path).
-    redirect_failed: u64,
-    /// The XDP program's size and (with `--xdp-stats`) runs and their time.
-    xdp_program: Option<results::XdpProgramStats>,
 }
 
 pub(crate) fn run(o: Options) -> anyhow::Result<()> {
@@ -396,45 +355,24 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
     let out = session.out.clone();
     let interrupted = session.stopped();
     session.finish();
-    let table = render(&rows, &o);
-    print!("{table}");
-    for s in &skipped {
-        println!("skipped: {}", s.text);
-    }
-    // The machine's latency readiness travels with the figures (after any isolation's restore).
-    let doctor: String = crate::doctor::summary(b.trader_cpu)
-        .iter()
-        .map(|l| format!("- {l}\n"))
-        .collect();
-    std::fs::write(
-        out.join("matrix.md"),
-        format!("{table}\nmachine readiness (`cargo xtask doctor`):\n{doctor}"),
-    )?;
-    let json = MatrixJson {
+    let skipped_text: Vec<String> = skipped.iter().map(|s| s.text.clone()).collect();
+    let matrix = Matrix {
         count: o.count,
         rate: o.rate,
-        rows: rows
-            .iter()
-            .map(|r| MatrixRow {
-                knob: r.name().to_owned(),
-                path: r.path,
-                round: r.round,
-                closed_loop: r.replay.closed_loop,
-                achieved_rate_per_s: r.replay.achieved_rate_per_s,
-                tick_to_trade: r.replay.tick_to_trade,
-                parity_ok: r.replay.parity.ok(),
-                delivered: Delivery::of(&r.replay, &r.trader),
-                orders: r.replay.orders_received,
-                late_sends: r.replay.late_sends,
-                redirect_failed: r.trader.xdp_counters.map_or(0, |x| x.redirect_failed),
-                xdp_program: r.trader.xdp_program.clone(),
-            })
-            .collect(),
-        skipped: skipped.iter().map(|s| s.text.clone()).collect(),
+        rounds: o.rounds,
+        runs: &rows,
+        skipped: &skipped_text,
+        // After any isolation's restore.
+        readiness: &crate::doctor::summary(b.trader_cpu),
     };
+    print!("{}", matrix.markdown());
+    for s in &skipped_text {
+        println!("skipped: {s}");
+    }
+    std::fs::write(out.join("matrix.md"), matrix.matrix_md())?;
     std::fs::write(
         out.join("matrix.json"),
-        serde_json::to_string_pretty(&json)?,
+        serde_json::to_string_pretty(&matrix.json())?,
     )?;
     eprintln!("results in {}", out.display());
     if interrupted {
@@ -483,7 +421,7 @@ fn measure(
     base: &crate::run::Options,
     variants: &[(Option<Knob>, TraderPath)],
     rounds: u32,
-) -> (Vec<Row>, Vec<Skipped>) {
+) -> (Vec<Run>, Vec<Skipped>) {
     let huge_ok = std::fs::read_to_string("/proc/sys/vm/nr_hugepages")
         .ok()
         .and_then(|s| s.trim().parse::<u64>().ok())
@@ -588,8 +526,8 @@ fn measure(
             });
         }
         match result {
-            Ok((replay, trader)) => rows.push(Row {
-                knob,
+            Ok((replay, trader)) => rows.push(Run {
+                knob: knob.map(Knob::shown),
                 path,
                 round,
                 replay,
@@ -604,274 +542,9 @@ fn measure(
     (rows, skipped)
 }
 
-fn render(rows: &[Row], o: &Options) -> String {
-    let mut t = String::new();
-    // --rate max: each tick is due when the previous send returns, so the figures are
-    // closed-loop round trips, not tick-to-trade; throughput is in msg/s.
-    let measure = if o.rate.per_sec().is_none() {
-        "closed-loop round trip µs (--rate max: not tick-to-trade)"
-    } else {
-        "tick-to-trade µs"
-    };
-    let _ = writeln!(
-        t,
-        "knob matrix: {} messages at {} msg/s per run; {measure}; Δ vs the same path's baseline; \
-         delivered = orders back/expected ({} marks a run that lost orders or ticks)",
-        o.count,
-        o.rate,
-        report::LOSS_MARK
-    );
-    let _ = writeln!(
-        t,
-        "| knob | path | delivered | msg/s | p50 | Δp50 | p99 | p99.9 | Δp99.9 | p99.99 | Δp99.99 | saturated | parity | moves |"
-    );
-    let _ = writeln!(
-        t,
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
-    );
-    for r in rows {
-        let base = rows
-            .iter()
-            .find(|b| b.knob.is_none() && b.path == r.path && b.round == r.round)
-            .map(|b| &b.replay.tick_to_trade);
-        let s = &r.replay.tick_to_trade;
-        // Change against the same path's baseline, percent (none without a baseline, or where
-        // the baseline measured nothing: no orders, no latency).
-        let d = |v: fn(&Summary) -> f64| {
-            base.filter(|b| v(b) > 0.0)
-                .map(|b| (v(s) - v(b)) / v(b) * 100.0)
-        };
-        let (d50, d999, d9999) = (d(|s| s.p50_us), d(|s| s.p999_us), d(|s| s.p9999_us));
-        let what = r.knob.map_or(String::new(), |k| format!(" ({})", k.what()));
-        let what = if o.rounds > 1 {
-            format!("{what} · round {}", r.round + 1)
-        } else {
-            what
-        };
-        let _ = writeln!(
-            t,
-            "| {}{what} | {} | {} | {:.0} | {:.2} | {} | {:.2} | {:.2} | {} | {:.2} | {} | {} | {} | {} |",
-            r.name(),
-            r.path,
-            Delivery::of(&r.replay, &r.trader),
-            r.replay.achieved_rate_per_s,
-            s.p50_us,
-            pct(d50),
-            s.p99_us,
-            s.p999_us,
-            pct(d999),
-            s.p9999_us,
-            pct(d9999),
-            s.saturated,
-            parity_cell(&r.replay.parity.verdict),
-            if r.knob.is_some() {
-                moves(d50, d999, d9999)
-            } else {
-                String::new()
-            },
-        );
-    }
-    // What the machine did to each end: the tail's usual cause, and what isolation targets.
-    let _ = writeln!(
-        t,
-        "\n| knob | path | replay preempted | replay waited ms | replay stolen ms | trader preempted | trader waited ms | trader stolen ms | trader minor faults |"
-    );
-    let _ = writeln!(t, "|---|---|---:|---:|---:|---:|---:|---:|---:|");
-    let stolen = |x: Option<f64>| x.map_or("-".to_owned(), |x| format!("{x:.1}"));
-    for r in rows {
-        let (rp, tr) = (&r.replay, &r.trader);
-        let name = if o.rounds > 1 {
-            format!("{} · round {}", r.name(), r.round + 1)
-        } else {
-            r.name().to_owned()
-        };
-        let _ = writeln!(
-            t,
-            "| {} | {} | {} | {:.1} | {} | {} | {:.1} | {} | {} |",
-            name,
-            r.path,
-            rp.context_switches.involuntary,
-            rp.thread_time.waited_ms,
-            stolen(rp.thread_time.stolen_ms),
-            tr.context_switches.involuntary,
-            tr.thread_time.waited_ms,
-            stolen(tr.thread_time.stolen_ms),
-            tr.thread_time.minor_faults,
-        );
-    }
-    if rows.iter().any(|r| {
-        r.trader
-            .xdp_program
-            .as_ref()
-            .is_some_and(|p| p.mean_run_ns().is_some())
-    }) {
-        program_cost(&mut t, rows);
-    }
-    if o.rounds > 1 {
-        medians(&mut t, rows);
-    }
-    t
-}
-
-/// With `--xdp-stats`: the XDP program's own cost per run, from the kernel's statistics: the
-/// baseline's runs are the feed's frames; a knob that adds frames (a malformed stream) adds
-/// runs of its own, cheap or not, to the mean.
-fn program_cost(t: &mut String, rows: &[Row]) {
-    let _ = writeln!(
-        t,
-        "
-the XDP program itself (kernel BPF run-time statistics, `--xdp-stats`): runs, mean ns \
-         per run, size after the verifier; the median over rounds of each variant's mean:\n\n\
-         | knob | path | rounds | runs (last round) | mean ns per run (median) | min | max | translated bytes | JIT bytes | log |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|---|"
-    );
-    let mut seen: Vec<(Option<Knob>, TraderPath)> = Vec::new();
-    for r in rows {
-        if !seen.contains(&(r.knob, r.path)) {
-            seen.push((r.knob, r.path));
-        }
-    }
-    for (knob, path) in seen {
-        let mine: Vec<&Row> = rows
-            .iter()
-            .filter(|r| r.knob == knob && r.path == path)
-            .collect();
-        let Some(last) = mine.last().and_then(|r| r.trader.xdp_program.clone()) else {
-            continue;
-        };
-        let mut means: Vec<f64> = mine
-            .iter()
-            .filter_map(|r| r.trader.xdp_program.as_ref()?.mean_run_ns())
-            .collect();
-        if means.is_empty() {
-            continue;
-        }
-        means.sort_by(f64::total_cmp);
-        let _ = writeln!(
-            t,
-            "| {} | {path} | {} | {} | {:.1} | {:.1} | {:.1} | {} | {} | {} |",
-            knob.map_or("baseline", Knob::as_str),
-            means.len(),
-            last.runs.unwrap_or(0),
-            means[means.len() / 2],
-            means[0],
-            means[means.len() - 1],
-            last.translated_bytes,
-            last.jited_bytes,
-            if last.log { "on" } else { "off" },
-        );
-    }
-}
-
-/// With `--rounds`: each knob's median change over the rounds against its round's baseline.
-fn medians(t: &mut String, rows: &[Row]) {
-    let _ = writeln!(
-        t,
-        "\nmedian change over the rounds, each against its own round's baseline:\n\n\
-         | knob | path | rounds | Δp50 | Δp99 | Δp99.9 | Δp99.99 | moves |\n|---|---|---:|---:|---:|---:|---:|---|"
-    );
-    let mut seen: Vec<(Knob, TraderPath)> = Vec::new();
-    for r in rows {
-        let Some(k) = r.knob else { continue };
-        if seen.contains(&(k, r.path)) {
-            continue;
-        }
-        seen.push((k, r.path));
-        let mut deltas: [Vec<f64>; 4] = Default::default();
-        for x in rows
-            .iter()
-            .filter(|x| x.knob == Some(k) && x.path == r.path)
-        {
-            let Some(b) = rows
-                .iter()
-                .find(|b| b.knob.is_none() && b.path == x.path && b.round == x.round)
-            else {
-                continue;
-            };
-            let (s, b) = (&x.replay.tick_to_trade, &b.replay.tick_to_trade);
-            for (d, v) in deltas.iter_mut().zip([
-                (s.p50_us, b.p50_us),
-                (s.p99_us, b.p99_us),
-                (s.p999_us, b.p999_us),
-                (s.p9999_us, b.p9999_us),
-            ]) {
-                d.push((v.0 - v.1) / v.1 * 100.0);
-            }
-        }
-        let med = |v: &mut Vec<f64>| {
-            v.sort_by(f64::total_cmp);
-            match v.len() {
-                0 => None,
-                n if n % 2 == 1 => Some(v[n / 2]),
-                n => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-            }
-        };
-        let n = deltas[0].len();
-        let [d50, d99, d999, d9999] = deltas.map(|mut v| med(&mut v));
-        let _ = writeln!(
-            t,
-            "| {} | {} | {n} | {} | {} | {} | {} | {} |",
-            k.as_str(),
-            r.path,
-            pct(d50),
-            pct(d99),
-            pct(d999),
-            pct(d9999),
-            moves(d50, d999, d9999)
-        );
-    }
-}
-
-/// Which way a knob moves the median and the tail, beyond the noise thresholds.
-fn moves(d50: Option<f64>, d999: Option<f64>, d9999: Option<f64>) -> String {
-    let mut m = Vec::new();
-    if let Some(d50) = d50.filter(|d| d.abs() >= P50_MOVES_PCT) {
-        m.push(if d50 < 0.0 { "p50 ↓" } else { "p50 ↑" });
-    }
-    if let (Some(d999), Some(d9999)) = (d999, d9999)
-        && (d999.abs() >= TAIL_MOVES_PCT || d9999.abs() >= TAIL_MOVES_PCT)
-    {
-        m.push(if d999 + d9999 < 0.0 {
-            "tail ↓"
-        } else {
-            "tail ↑"
-        });
-    }
-    if m.is_empty() {
-        "—".into()
-    } else {
-        m.join(", ")
-    }
-}
-
-/// The parity column: a run whose strategy sends no order has nothing to check, which is not
-/// a failure (the replay's own report says why: too few ticks).
-fn parity_cell(v: &results::ParityVerdict) -> &'static str {
-    use results::ParityVerdict;
-    match v {
-        ParityVerdict::Ok => "ok",
-        ParityVerdict::NothingToCheck { .. } => "nothing to check",
-        _ => "FAIL",
-    }
-}
-
-fn pct(x: Option<f64>) -> String {
-    x.map_or(String::new(), |x| format!("{x:+.0}%"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_run_with_no_orders_has_nothing_to_check_not_a_failure() {
-        use results::ParityVerdict;
-        assert_eq!(parity_cell(&ParityVerdict::Ok), "ok");
-        assert_eq!(
-            parity_cell(&ParityVerdict::NothingToCheck { ticks: 4 }),
-            "nothing to check"
-        );
-    }
 
     #[test]
     fn knob_names_are_clap_names() {
@@ -884,6 +557,49 @@ mod tests {
             parse_selection("turbo")
                 .unwrap_err()
                 .contains("mold-batch-4")
+        );
+    }
+
+    /// `--help` lists every knob, from the knob table (the hand-written list it replaced
+    /// missed irq-steer), with what it does, and every path a run can take.
+    #[test]
+    fn the_help_lists_every_knob_and_path() {
+        use clap::CommandFactory as _;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            o: Options,
+        }
+        let long = Cli::command().render_long_help().to_string();
+        let short = Cli::command().render_help().to_string();
+        for k in Knob::value_variants() {
+            for help in [&long, &short] {
+                assert!(help.contains(k.as_str()), "{} not in\n{help}", k.as_str());
+            }
+        }
+        // Each value on a line of its own, its help beside it (after the alignment's spaces).
+        let words = long.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            words.contains("- irq-steer: Only the IRQs moved off"),
+            "{long}"
+        );
+        assert!(words.contains("- all: Every knob"), "{long}");
+        let paths = words
+            .split("--paths")
+            .nth(1)
+            .and_then(|h| h.split("--count").next())
+            .unwrap_or_else(|| panic!("no --paths in\n{long}"));
+        for p in TraderPath::all() {
+            let listed = paths.contains(&format!("- {p}: "));
+            assert_eq!(listed, p.spec().io.trades(), "{p} in\n{long}");
+        }
+        let parse = |v: &str| <Cli as clap::Parser>::try_parse_from(["matrix", "--knobs", v]);
+        let o = parse("irq-steer,all").unwrap().o;
+        assert_eq!(o.knobs, [Selection::One(Knob::IrqSteer), Selection::All]);
+        let e = parse("turbo").map(|_| ()).unwrap_err().to_string();
+        assert!(
+            e.contains("irq-steer") && e.contains("spoofed-stream"),
+            "{e}"
         );
     }
 
@@ -962,146 +678,5 @@ mod tests {
         let fifo = Knob::Fifo.apply(&base);
         assert_eq!(fifo.trader_args, ["--fifo", "50"]);
         assert_eq!((fifo.xdp_mode, fifo.batch), (base.xdp_mode, base.batch));
-    }
-
-    #[test]
-    fn the_table_compares_each_knob_with_its_paths_baseline() {
-        let o = Options {
-            knobs: vec![Selection::All],
-            paths: vec![TraderPath::Xdp],
-            count: 20_000,
-            rate: crate::run::RATE,
-            lab: netns::PREFIX.into(),
-            out: None,
-            strict: false,
-            xdp_stats: false,
-            cpus: crate::run::Cpus {
-                trader: 1,
-                replay: 0,
-            },
-            no_setup: true,
-            rounds: 1,
-        };
-        let mut slow = crate::fixtures::replay(20.0);
-        slow.parity.verdict = results::ParityVerdict::PnlDiffers;
-        slow.orders_received = 39;
-        slow.tick_to_trade.saturated = 2;
-        let trader = crate::fixtures::trader(TraderPath::Xdp);
-        let rows = [
-            Row {
-                knob: None,
-                path: TraderPath::Xdp,
-                round: 0,
-                replay: crate::fixtures::replay(10.0),
-                trader: trader.clone(),
-            },
-            Row {
-                knob: Some(Knob::Skb),
-                path: TraderPath::Xdp,
-                round: 0,
-                replay: slow,
-                trader: trader.clone(),
-            },
-            Row {
-                knob: Some(Knob::Recvmmsg),
-                path: TraderPath::Udp,
-                round: 0,
-                replay: crate::fixtures::replay(10.0),
-                trader,
-            },
-        ];
-        let t = render(&rows, &o);
-        let lines: Vec<&str> = t.lines().collect();
-        assert_eq!(
-            lines[0],
-            "knob matrix: 20000 messages at 20k msg/s per run; tick-to-trade µs; Δ vs the same \
-             path's baseline; delivered = orders back/expected (⚠ marks a run that lost orders \
-             or ticks)"
-        );
-        assert_eq!(
-            lines[3],
-            "| baseline | xdp | 40/40 | 19990 | 20.00 | +0% | 40.00 | 50.00 | +0% | 60.00 | +0% \
-             | 0 | ok |  |"
-        );
-        assert_eq!(
-            lines[4],
-            "| skb (generic (SKB) XDP instead of native) | xdp | ⚠ 39/40 | 19990 | 40.00 | +100% \
-             | 80.00 | 100.00 | +100% | 120.00 | +100% | 2 | FAIL | p50 ↑, tail ↑ |"
-        );
-        // No udp baseline: no change to show, nothing moved.
-        assert_eq!(
-            lines[5],
-            "| recvmmsg (recvmmsg, up to 16 datagrams per call) | udp | 40/40 | 19990 | 20.00 |  \
-             | 40.00 | 50.00 |  | 60.00 |  | 0 | ok | — |"
-        );
-        let closed = Options {
-            rate: Rate::Max,
-            ..o
-        };
-        let t = render(&rows, &closed);
-        assert!(
-            t.lines()
-                .next()
-                .unwrap()
-                .contains("closed-loop round trip µs (--rate max: not tick-to-trade)"),
-            "{t}"
-        );
-    }
-
-    #[test]
-    fn rounds_compare_with_their_own_baseline_and_take_the_median() {
-        let o = Options {
-            knobs: vec![Selection::One(Knob::Isolate)],
-            paths: vec![TraderPath::Xdp],
-            count: 20_000,
-            rate: crate::run::RATE,
-            lab: netns::PREFIX.into(),
-            out: None,
-            strict: false,
-            xdp_stats: false,
-            cpus: crate::run::Cpus {
-                trader: 1,
-                replay: 0,
-            },
-            no_setup: true,
-            rounds: 3,
-        };
-        let trader = crate::fixtures::trader(TraderPath::Xdp);
-        let row = |knob, round, p50| Row {
-            knob,
-            path: TraderPath::Xdp,
-            round,
-            replay: crate::fixtures::replay(p50),
-            trader: trader.clone(),
-        };
-        // Round baselines 10, 20, 10; the knob 11 (+10 %), 10 (-50 %), 13 (+30 %).
-        let rows = [
-            row(None, 0, 10.0),
-            row(Some(Knob::Isolate), 0, 11.0),
-            row(None, 1, 20.0),
-            row(Some(Knob::Isolate), 1, 10.0),
-            row(None, 2, 10.0),
-            row(Some(Knob::Isolate), 2, 13.0),
-        ];
-        let t = render(&rows, &o);
-        assert!(t.contains("· round 2 | xdp"), "{t}");
-        let median = t
-            .lines()
-            .find(|l| l.starts_with("| isolate | xdp | 3 |"))
-            .unwrap_or_else(|| panic!("no median row: {t}"));
-        // Every percentile of the fixture scales with its p50: the median change is +10 %.
-        assert_eq!(
-            median,
-            "| isolate | xdp | 3 | +10% | +10% | +10% | +10% | p50 ↑ |"
-        );
-    }
-
-    #[test]
-    fn moves_follow_the_thresholds() {
-        assert_eq!(moves(Some(-12.0), Some(5.0), Some(-40.0)), "p50 ↓, tail ↓");
-        assert_eq!(moves(Some(9.0), Some(29.0), Some(-29.0)), "—");
-        assert_eq!(moves(None, None, None), "—");
-        assert_eq!(pct(Some(12.4)), "+12%");
-        assert_eq!(pct(None), "");
     }
 }

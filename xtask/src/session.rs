@@ -547,7 +547,7 @@ mod tests {
     use clap::Parser as _;
 
     use super::*;
-    use crate::fixtures;
+    use report::fixtures;
 
     #[test]
     fn trader_paths_are_the_paths_with_a_trader() {

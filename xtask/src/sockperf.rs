@@ -7,8 +7,7 @@ use std::{
 
 use anyhow::{Context as _, bail};
 use netns::LabConfig;
-use results::Summary;
-use serde::{Deserialize, Serialize};
+use report::RoundTrip;
 
 use crate::util::{shown, which};
 
@@ -53,50 +52,6 @@ pub(crate) fn ping_pong(
     parse(&text).with_context(|| format!("unexpected sockperf output:\n{text}"))
 }
 
-/// sockperf's full round trips, µs.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub(crate) struct RoundTrip {
-    /// Observations.
-    pub(crate) count: u64,
-    pub(crate) min_us: f64,
-    pub(crate) p50_us: f64,
-    pub(crate) p90_us: f64,
-    pub(crate) p99_us: f64,
-    pub(crate) p999_us: f64,
-    pub(crate) p9999_us: f64,
-    pub(crate) max_us: f64,
-    pub(crate) mean_us: f64,
-}
-
-impl RoundTrip {
-    /// As the lab's own summaries (sockperf clamps nothing: none saturated).
-    pub(crate) fn summary(&self) -> Summary {
-        let RoundTrip {
-            count,
-            min_us,
-            p50_us,
-            p90_us,
-            p99_us,
-            p999_us,
-            p9999_us,
-            max_us,
-            mean_us,
-        } = *self;
-        Summary {
-            count,
-            min_us,
-            p50_us,
-            p90_us,
-            p99_us,
-            p999_us,
-            p9999_us,
-            max_us,
-            mean_us,
-            saturated: 0,
-        }
-    }
-}
-
 /// Picks the percentile lines out of sockperf's summary; every figure the report shows must
 /// be there.
 pub(crate) fn parse(text: &str) -> anyhow::Result<RoundTrip> {
@@ -127,11 +82,14 @@ pub(crate) fn parse(text: &str) -> anyhow::Result<RoundTrip> {
         };
         *slot = Some(x);
     }
-    let mean = text
-        .split("avg-rtt=")
-        .nth(1)
-        .and_then(|s| s.split(|c: char| !(c.is_ascii_digit() || c == '.')).next())
-        .and_then(|s| s.parse::<f64>().ok());
+    // `avg-rtt=24.576 (std-dev=206.930)`: the number after each key.
+    let after = |key: &str| {
+        text.split(key)
+            .nth(1)
+            .and_then(|s| s.split(|c: char| !(c.is_ascii_digit() || c == '.')).next())
+            .and_then(|s| s.parse::<f64>().ok())
+    };
+    let (mean, stdev) = (after("avg-rtt="), after("std-dev="));
     let count = text
         .lines()
         .find(|l| l.contains(" observations") && l.contains("Total "))
@@ -150,6 +108,7 @@ pub(crate) fn parse(text: &str) -> anyhow::Result<RoundTrip> {
         p9999_us: need(p9999, "99.99th percentile")?,
         max_us: need(max, "<MAX> observation")?,
         mean_us: need(mean, "avg-rtt")?,
+        stdev_us: need(stdev, "std-dev")?,
     })
 }
 
@@ -176,6 +135,7 @@ mod tests {
         assert_eq!(v.max_us, 12053.411);
         assert_eq!(v.min_us, 12.578);
         assert_eq!(v.mean_us, 24.576);
+        assert_eq!(v.stdev_us, 206.930);
         assert_eq!(v.count, 63015);
         let e = parse(&text.replace("percentile 99.990", "percentile 99.991")).unwrap_err();
         assert_eq!(e.to_string(), "no 99.99th percentile in sockperf's output");

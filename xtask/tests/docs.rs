@@ -1,9 +1,16 @@
 //! The docs hold together: every relative link in a tracked Markdown file names a file or
 //! folder that exists, and every results folder says what it is (a README).
+
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
 use std::{
     fs,
     path::{Path, PathBuf},
     process::Command,
+};
+use {
+    affinity as _, anyhow as _, clap as _, exchange as _, floor as _, hotpath as _, inject as _,
+    netns as _, paths as _, report as _, results as _, serde as _, serde_json as _,
+    signal_hook as _, trader as _, tuning as _, wire as _,
 };
 
 fn root() -> PathBuf {
@@ -17,7 +24,14 @@ fn root() -> PathBuf {
 /// outside a git checkout (a source archive), where the test has nothing to hold to.
 fn markdown_files(root: &Path) -> Option<Vec<PathBuf>> {
     let out = Command::new("git")
-        .args(["ls-files", "-z", "--cached", "--others", "--exclude-standard", "*.md"])
+        .args([
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+            "*.md",
+        ])
         .current_dir(root)
         .output()
         .ok()?;
@@ -129,7 +143,10 @@ fn every_results_folder_has_a_readme() {
         }
     }
     assert!(folders > 0);
-    assert!(missing.is_empty(), "results folders without a README: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "results folders without a README: {missing:?}"
+    );
 }
 
 #[test]

@@ -1,7 +1,14 @@
 //! Without root, the lab commands fail with a message naming the missing privilege, and
 //! change nothing. (Run as root, as CI does; the commands are run as `nobody` via setpriv, which
 //! itself needs root: as an ordinary user those tests say they are skipped.)
+
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
 use std::process::Command;
+use {
+    affinity as _, anyhow as _, clap as _, exchange as _, floor as _, hotpath as _, inject as _,
+    paths as _, report as _, results as _, serde as _, serde_json as _, signal_hook as _,
+    trader as _, tuning as _, wire as _,
+};
 
 fn as_nobody(args: &[&str]) -> std::process::Output {
     Command::new("setpriv")

@@ -51,6 +51,10 @@ pub struct Summary {
     pub max_us: f64,
     /// Arithmetic mean.
     pub mean_us: f64,
+    /// Standard deviation (the population's, as HdrHistogram gives it); 0 in a report written
+    /// before it was (read back with its default).
+    #[serde(default)]
+    pub stdev_us: f64,
     /// Values above the histogram's range (clamped).
     pub saturated: u64,
 }

@@ -52,7 +52,8 @@ impl Latency {
         self.hist.is_empty()
     }
 
-    /// The summary reported everywhere: min, p50 ... p99.99, max, mean, in microseconds.
+    /// The summary reported everywhere: min, p50 ... p99.99, max, mean and standard deviation,
+    /// in microseconds.
     pub fn summary(&self) -> Summary {
         let h = &self.hist;
         let us = |ns: u64| ns as f64 / 1000.0;
@@ -69,6 +70,7 @@ impl Latency {
             p9999_us: us(h.value_at_quantile(0.9999)),
             max_us: us(h.max()),
             mean_us: h.mean() / 1000.0,
+            stdev_us: h.stdev() / 1000.0,
             saturated: self.saturated,
         }
     }
@@ -174,6 +176,8 @@ mod tests {
         assert!((s.p99_us - 9900.0).abs() / 9900.0 < 0.002, "{s:?}");
         assert!((s.min_us - 1.0).abs() < 1e-9);
         assert!((s.max_us - 10_000.0).abs() / 10_000.0 < 0.002);
+        // 1..=10,000 µs evenly: σ = 10,000/√12 ≈ 2,886.75 µs.
+        assert!((s.stdev_us - 2886.75).abs() / 2886.75 < 0.002, "{s:?}");
     }
 
     #[test]

@@ -43,6 +43,7 @@ mod study {
 #[derive(Debug, Parser)]
 #[command(
     name = "boundary-bench",
+    version,
     about = "The engine-boundary study on this machine"
 )]
 pub struct Options {

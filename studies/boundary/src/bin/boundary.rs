@@ -7,6 +7,14 @@
 //!   print the results.
 #![forbid(unsafe_code)]
 
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
+#[cfg(test)]
+use proptest as _;
+use {
+    affinity as _, hdrhistogram as _, results as _, serde as _, serde_json as _, thiserror as _,
+    tokio as _,
+};
+
 use std::io::{Read as _, Write as _};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -23,6 +31,7 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(
     name = "boundary",
+    version,
     about = "The backtest engine behind a socket, a pipe or a process"
 )]
 struct Cli {

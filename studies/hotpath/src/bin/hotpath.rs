@@ -2,6 +2,15 @@
 //! readiness. `cargo xtask hotpath` builds and runs it; it can also run on its own.
 #![forbid(unsafe_code)]
 
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
+use {
+    bumpalo as _, crossbeam_channel as _, crossbeam_queue as _, crossbeam_utils as _,
+    hdrhistogram as _, libc as _, mimalloc as _, pulp as _, rtrb as _, serde as _, slab as _,
+    tikv_jemallocator as _, trader_core as _,
+};
+#[cfg(test)]
+use {netns as _, nix as _, tempfile as _};
+
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -14,6 +23,7 @@ use hotpath::{Ctx, Size, suite};
 #[derive(Debug, Parser)]
 #[command(
     name = "hotpath",
+    version,
     about = "The hot path beyond the network: system- and code-level design choices, measured",
     long_about = "Runs the design-choices study's hot-path experiments on this machine and writes \
                   report.md (our figure beside the study's, both ratios, a verdict), report.json, \

@@ -1,12 +1,18 @@
-//! Reports as the binaries write them, built by hand for the tables' and readers' tests.
+//! Reports as the binaries write them, built by hand for the tables' and readers' tests (here
+//! and, with the `fixtures` feature, in xtask's).
+use std::path::Path;
+
 use paths::{ExchangeIo, Expect, TraderPath, Wait, XdpMode};
 use results::{
     ContextSwitches, EndReason, FloorReport, FrameCounts, Knobs, Machine, Parity, ParityVerdict,
     ReplayReport, Summary, ThreadTime, TraderCounters, TraderReport,
 };
 
-/// A summary of `count` values whose percentiles are `base` times 1, 2, ... 8.
-pub(crate) fn summary(count: u64, base: f64) -> Summary {
+use crate::{Conditions, Measured, RoundTrip, row};
+
+/// A summary of `count` values whose min, percentiles, max and mean are `base` times 1, 2, ...
+/// 8, and its standard deviation 9 times.
+pub fn summary(count: u64, base: f64) -> Summary {
     Summary {
         count,
         min_us: base,
@@ -17,11 +23,12 @@ pub(crate) fn summary(count: u64, base: f64) -> Summary {
         p9999_us: 6.0 * base,
         max_us: 7.0 * base,
         mean_us: 8.0 * base,
+        stdev_us: 9.0 * base,
         saturated: 0,
     }
 }
 
-pub(crate) fn machine() -> Machine {
+pub fn machine() -> Machine {
     Machine {
         kernel: "6.1.0-test".into(),
         cpu: "Test CPU @ 3.00GHz".into(),
@@ -30,7 +37,7 @@ pub(crate) fn machine() -> Machine {
 }
 
 /// A strategy run that kept parity: 1000 ticks sent, 40 orders, tick-to-trade from `base` µs.
-pub(crate) fn replay(base: f64) -> ReplayReport {
+pub fn replay(base: f64) -> ReplayReport {
     ReplayReport {
         label: "xdp".into(),
         exchange_io: ExchangeIo::Udp,
@@ -96,7 +103,7 @@ pub(crate) fn replay(base: f64) -> ReplayReport {
 
 /// The trader's side of [`replay`]: 1000 ticks, two out of order (a gap each, both filled
 /// late: nothing lost), one malformed packet.
-pub(crate) fn trader(path: TraderPath) -> TraderReport {
+pub fn trader(path: TraderPath) -> TraderReport {
     TraderReport {
         knobs: Knobs {
             cpu: Some(1),
@@ -165,12 +172,129 @@ pub(crate) fn trader(path: TraderPath) -> TraderReport {
     }
 }
 
-pub(crate) fn floor() -> FloorReport {
+pub fn floor() -> FloorReport {
     FloorReport {
         cpus: [0, 1],
         iterations: 1_000_000,
         seconds: 1.0,
         round_trip: summary(1_000_000, 0.1),
         machine: machine(),
+    }
+}
+
+/// Five lab rows as a bench with `--floors` and sockperf measures them: a strategy run
+/// that kept parity, one that lost orders and diverged (and slept: no stolen figure), the
+/// reflector against each exchange (no trader loop, so no RX→TX or engine rows) and the
+/// bypass harness, whose XDP program failed to redirect two frames.
+pub fn measured(hgrm_dir: &Path) -> Vec<Measured> {
+    let mut udp = replay(20.0);
+    udp.parity.verdict = ParityVerdict::Diverged {
+        first_divergence: 77,
+        missing_orders: 3,
+    };
+    udp.orders_received = 37;
+    udp.tick_to_trade.count = 37;
+    udp.thread_time.stolen_ms = None;
+    let mut udp_trader = trader(TraderPath::Udp);
+    udp_trader.counters.gap_messages = 4;
+    let reflect = |base: f64, io: ExchangeIo| {
+        let mut r = replay(base);
+        r.exchange_io = io;
+        r.expect = Expect::Every;
+        r.parity.verdict = ParityVerdict::NotApplicable {
+            answered: 1000,
+            ticks: 1000,
+        };
+        r.parity.expected_orders = 1000;
+        r.orders_received = 1000;
+        r.tick_to_trade.count = 1000;
+        r
+    };
+    let mut reflector = trader(TraderPath::Reflect);
+    reflector.rx_to_tx.count = 0;
+    reflector.engine.count = 0;
+    reflector.counters = TraderCounters::default();
+    reflector.xdp_counters = Some(results::XdpCounters {
+        reflected: 1000,
+        ..Default::default()
+    });
+    let mut xdp = trader(TraderPath::Xdp);
+    xdp.xdp_counters = Some(results::XdpCounters {
+        redirected: 1000,
+        ..Default::default()
+    });
+    let mut bypass = xdp.clone();
+    bypass.xdp_counters = Some(results::XdpCounters {
+        redirected: 1000,
+        redirect_failed: 2,
+        ..Default::default()
+    });
+    let mut bypass_replay = replay(8.0);
+    bypass_replay.exchange_io = ExchangeIo::Xdp;
+    [
+        ("xdp", replay(10.0), xdp),
+        ("udp", udp, udp_trader),
+        (
+            row::REFLECT,
+            reflect(5.0, ExchangeIo::Udp),
+            reflector.clone(),
+        ),
+        ("xdp-bypass", bypass_replay, bypass),
+        ("reflect-bypass", reflect(4.0, ExchangeIo::Xdp), reflector),
+    ]
+    .into_iter()
+    .map(|(row, replay, trader)| Measured {
+        row,
+        path: trader.path,
+        udp_orders: None,
+        replay,
+        trader,
+        hgrm: hgrm_dir.join(format!("{row}.hgrm")),
+    })
+    .collect()
+}
+
+/// sockperf 3.7's summary of a 2 s ping-pong on a shared VM.
+pub fn sockperf() -> RoundTrip {
+    RoundTrip {
+        count: 63015,
+        min_us: 12.578,
+        p50_us: 13.369,
+        p90_us: 15.743,
+        p99_us: 30.665,
+        p999_us: 3342.389,
+        p9999_us: 8048.483,
+        max_us: 12053.411,
+        mean_us: 24.576,
+        stdev_us: 206.930,
+    }
+}
+
+/// The bench's ratios (xtask's), by name.
+pub const RATIOS: [(&str, &str); 7] = [
+    ("xdp", "udp"),
+    ("xdp", row::REFLECT),
+    ("udp", row::REFLECT),
+    ("xdp", "trigger"),
+    ("trigger", row::REFLECT),
+    ("trigger-block", row::REFLECT),
+    ("xdp-bypass", "reflect-bypass"),
+];
+
+/// A bench's defaults (xtask's `Options::trial`) over the whole default source.
+pub fn conditions() -> Conditions {
+    Conditions {
+        source: "gbm:42:150000".parse().expect("a source"),
+        count: None,
+        rate: paths::Rate::DEFAULT,
+        batch: 1,
+        n: 6,
+        xdp_mode: XdpMode::Native,
+        wait: Wait::Spin,
+        trader_cpu: 1,
+        replay_cpu: 0,
+        trader_args: Vec::new(),
+        isolate: false,
+        xdp_stages: None,
     }
 }
