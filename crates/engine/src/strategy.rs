@@ -16,9 +16,46 @@
 //! decision latency; `prepare` (O(n) dependent additions) is the rest of the per-tick work.
 
 use crate::signal::Events;
-use crate::trigger::Arith;
 use crate::wma::{denom, weighted_sum};
 use crate::{ComboResult, Ledger, Params, Side, Signal};
+
+/// The arithmetic of one tick's indicators, on one price (`f64`) or on every price at once
+/// (the affine forms of the [`trigger`](crate::trigger)). Constants are positive (window
+/// weights and denominators, 2, 3).
+pub(crate) trait Arith: Copy {
+    fn nan() -> Self;
+    /// `self * c`, `c > 0`.
+    fn mul(self, c: f64) -> Self;
+    /// `self + c` (IEEE addition is commutative: `c + self` is the same value).
+    fn add(self, c: f64) -> Self;
+    /// `self / d`, `d > 0`.
+    fn div(self, d: f64) -> Self;
+    /// `self - other`.
+    fn sub(self, other: Self) -> Self;
+}
+
+impl Arith for f64 {
+    #[inline(always)]
+    fn nan() -> Self {
+        f64::NAN
+    }
+    #[inline(always)]
+    fn mul(self, c: f64) -> Self {
+        self * c
+    }
+    #[inline(always)]
+    fn add(self, c: f64) -> Self {
+        self + c
+    }
+    #[inline(always)]
+    fn div(self, d: f64) -> Self {
+        self / d
+    }
+    #[inline(always)]
+    fn sub(self, other: Self) -> Self {
+        self - other
+    }
+}
 
 /// A ring of the most recent `cap` values, stored twice so any suffix is one contiguous slice.
 #[derive(Debug, Clone)]

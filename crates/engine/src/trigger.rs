@@ -25,44 +25,8 @@
 //! as `p as f64 / 10_000.0`, the lab's one conversion). The result is armed only if the firing
 //! prices form one half-line (`>= T` or `<= T`); otherwise, or during warm-up, or when nothing
 //! can fire, there is no trigger and the tick is left to the strategy.
+use crate::strategy::Arith;
 use crate::{Side, Signal, Strategy};
-
-/// The arithmetic of one tick's indicators, on one price (`f64`) or on every price at once
-/// ([`Affine`]). Constants are positive (window weights and denominators, 2, 3).
-pub(crate) trait Arith: Copy {
-    fn nan() -> Self;
-    /// `self * c`, `c > 0`.
-    fn mul(self, c: f64) -> Self;
-    /// `self + c` (IEEE addition is commutative: `c + self` is the same value).
-    fn add(self, c: f64) -> Self;
-    /// `self / d`, `d > 0`.
-    fn div(self, d: f64) -> Self;
-    /// `self - other`.
-    fn sub(self, other: Self) -> Self;
-}
-
-impl Arith for f64 {
-    #[inline(always)]
-    fn nan() -> Self {
-        f64::NAN
-    }
-    #[inline(always)]
-    fn mul(self, c: f64) -> Self {
-        self * c
-    }
-    #[inline(always)]
-    fn add(self, c: f64) -> Self {
-        self + c
-    }
-    #[inline(always)]
-    fn div(self, d: f64) -> Self {
-        self / d
-    }
-    #[inline(always)]
-    fn sub(self, other: Self) -> Self {
-        self - other
-    }
-}
 
 /// Twice the unit roundoff of `f64`: a generous bound on one rounding's relative error.
 const EPS: f64 = f64::EPSILON;

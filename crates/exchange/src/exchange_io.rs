@@ -9,8 +9,8 @@ use std::{
 use anyhow::Context as _;
 use xdp_common::Action;
 
-pub use afxdp::clock::RealToMono;
 use afxdp::{
+    clock::RealToMono,
     frame::{self, FrameBuilder, parse_udp},
     xdp::{XdpMode, XdpProgram},
     xsk::{Xsk, XskConfig},

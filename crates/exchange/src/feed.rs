@@ -70,7 +70,7 @@ pub struct Feed {
     pub other_sessions: u64,
     /// For an ITCH file streamed ([`crate::stream::prepass`]): how to stream it again and what
     /// the pre-pass found. Its packets are built as they are sent, never held.
-    pub streamed: Option<crate::stream::Streamed>,
+    pub streamed: Option<crate::stream::file::Streamed>,
 }
 
 /// Largest UDP payload we build (fits a 1500-byte MTU with IPv4 and UDP headers).
@@ -115,7 +115,7 @@ impl Feed {
             // The whole file in memory: for small files, and the reference the streamed path
             // is tested against. `replay` streams an ITCH file instead (`crate::stream`).
             Source::Itch(path) => {
-                let mut reader = itch::file::Reader::new(crate::stream::open(path)?);
+                let mut reader = itch::file::Reader::new(crate::stream::file::open(path)?);
                 let mut messages: Vec<Vec<u8>> = Vec::new();
                 while let Some(rec) = reader
                     .read_message()

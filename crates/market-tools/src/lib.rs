@@ -16,6 +16,9 @@
 
 #![forbid(unsafe_code)]
 
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
+use {clap as _, paths as _, serde_json as _};
+
 use std::{
     collections::{BTreeMap, HashMap},
     fs::File,
@@ -323,17 +326,76 @@ fn percentiles(h: &Histogram<u64>, tsc: &Tsc) -> Percentiles {
 
 /// Replays a file through the book.
 pub fn replay(opts: &ReplayOptions) -> anyhow::Result<Summary> {
-    let ReplayOptions {
-        file,
-        symbols,
-        prints_out,
-        limit,
-        book: config,
-        per_message,
-        progress,
-        chunk_bytes,
-    } = opts;
-    let limit = limit.unwrap_or(u64::MAX);
+    let limit = opts.limit.unwrap_or(u64::MAX);
+    let wanted = wanted_symbols(&opts.symbols, opts.prints_out.as_deref())?;
+    let clock = Tsc::calibrate(Duration::from_millis(200));
+
+    let WholeRun {
+        book,
+        prints,
+        messages,
+        bytes,
+        ticks,
+        bad,
+        bad_first,
+        truncated_at,
+        mut prog,
+    } = whole_run(opts, &wanted, limit)?;
+    if messages == 0 {
+        bail!(
+            "{} holds no ITCH records (is it a raw length-prefixed ITCH 5.0 file, or its .gz?)",
+            opts.file.display()
+        );
+    }
+    let seconds = clock.ns(ticks) / 1e9;
+
+    let symbols_out = symbol_summaries(&book, &wanted);
+    let book_summary = book_summary(&book);
+    let book_bytes = book.bytes();
+    // One book at a time: the second pass's memory is its own.
+    drop(book);
+
+    let EachMessage { all, by_kind } = each_message(opts, limit, &clock, &mut prog)?;
+
+    if let Some(dir) = &opts.prints_out {
+        write_prints(dir, &wanted, &prints)?;
+    }
+
+    let dist = percentiles(&all, &clock);
+    Ok(Summary {
+        file: opts.file.display().to_string(),
+        messages,
+        bytes,
+        seconds,
+        msgs_per_sec: messages as f64 / seconds,
+        ns_per_message: NsPerMessage {
+            mean: seconds * 1e9 / messages as f64,
+            p50: dist.p50,
+            p99: dist.p99,
+            p99_9: dist.p99_9,
+            max: dist.max,
+            samples: dist.samples,
+            timer_overhead_ns: clock.overhead_ns(),
+        },
+        by_type: by_kind
+            .iter()
+            .map(|(k, h)| (char::from(*k).to_string(), percentiles(h, &clock)))
+            .collect(),
+        memory: Memory {
+            book_bytes,
+            peak_rss_bytes: peak_rss(),
+        },
+        book: book_summary,
+        bad_input: bad,
+        bad_input_first: bad_first,
+        truncated_at,
+        symbols: symbols_out,
+    })
+}
+
+/// The symbols to report, read; with `prints_out`, there must be some, and the folder must be
+/// there.
+fn wanted_symbols(symbols: &[String], prints_out: Option<&Path>) -> anyhow::Result<Vec<Stock>> {
     let wanted: Vec<Stock> = symbols
         .iter()
         .map(|s| Stock::new(s).map_err(|e| anyhow::anyhow!("bad symbol {s:?}: {e}")))
@@ -346,10 +408,29 @@ pub fn replay(opts: &ReplayOptions) -> anyhow::Result<Summary> {
             bail!("--prints-out {}: no such folder", dir.display());
         }
     }
-    let clock = Tsc::calibrate(Duration::from_millis(200));
+    Ok(wanted)
+}
 
-    // Pass 1: the whole-run figure, the book's state, the prints of the chosen symbols.
-    let mut book = Book::new(*config);
+/// What the first pass found.
+struct WholeRun {
+    /// The book at the end of the file.
+    book: Book,
+    /// The prints of each wanted symbol: (price, shares).
+    prints: Vec<Vec<(u32, u32)>>,
+    messages: u64,
+    bytes: u64,
+    /// TSC ticks over the messages (each chunk's, between two reads).
+    ticks: u64,
+    bad: u64,
+    bad_first: Vec<BadInput>,
+    truncated_at: Option<u64>,
+    /// The progress line, for the second pass.
+    prog: Progress,
+}
+
+/// Pass 1: the whole-run figure, the book's state, the prints of the chosen symbols.
+fn whole_run(opts: &ReplayOptions, wanted: &[Stock], limit: u64) -> anyhow::Result<WholeRun> {
+    let mut book = Book::new(opts.book);
     let mut chosen: HashMap<u16, usize> = HashMap::new();
     let mut prints: Vec<Vec<(u32, u32)>> =
         wanted.iter().map(|_| Vec::with_capacity(1 << 16)).collect();
@@ -359,11 +440,11 @@ pub fn replay(opts: &ReplayOptions) -> anyhow::Result<Summary> {
     let mut bad = 0u64;
     let mut bad_first = Vec::new();
     let mut prog = Progress {
-        on: *progress,
+        on: opts.progress,
         pass: "pass 1 (whole-run time)",
         last: Instant::now(),
     };
-    let truncated_at = chunks(open(file)?, *chunk_bytes, |base, chunk| {
+    let truncated_at = chunks(open(&opts.file)?, opts.chunk_bytes, |base, chunk| {
         let t0 = tsc();
         let mut recs = records(chunk);
         let mut next = ahead(&book, &mut recs);
@@ -416,15 +497,22 @@ pub fn replay(opts: &ReplayOptions) -> anyhow::Result<Summary> {
         prog.tick(messages, bytes);
         messages < limit
     })?;
-    if messages == 0 {
-        bail!(
-            "{} holds no ITCH records (is it a raw length-prefixed ITCH 5.0 file, or its .gz?)",
-            file.display()
-        );
-    }
-    let seconds = clock.ns(ticks) / 1e9;
+    Ok(WholeRun {
+        book,
+        prints,
+        messages,
+        bytes,
+        ticks,
+        bad,
+        bad_first,
+        truncated_at,
+        prog,
+    })
+}
 
-    let st = book.stats();
+/// Each symbol of the book's (each wanted one, if any are), at the end; a warning for each
+/// wanted symbol the file's Stock Directory never named.
+fn symbol_summaries(book: &Book, wanted: &[Stock]) -> BTreeMap<String, SymbolSummary> {
     let mut symbols_out = BTreeMap::new();
     for (locate, s) in book.stocks() {
         let Some(stock) = s.stock else { continue };
@@ -443,12 +531,18 @@ pub fn replay(opts: &ReplayOptions) -> anyhow::Result<Summary> {
             },
         );
     }
-    for w in &wanted {
+    for w in wanted {
         if !symbols_out.contains_key(&w.to_string()) {
             eprintln!("warning: {w} is not in the file's Stock Directory");
         }
     }
-    let book_summary = BookSummary {
+    symbols_out
+}
+
+/// The book's counts at the end.
+fn book_summary(book: &Book) -> BookSummary {
+    let st = book.stats();
+    BookSummary {
         live_orders: book.live_orders(),
         table_capacity: book.order_capacity(),
         prints: st.prints,
@@ -461,21 +555,32 @@ pub fn replay(opts: &ReplayOptions) -> anyhow::Result<Summary> {
         overfill: st.overfill,
         locate_mismatch: st.locate_mismatch,
         allocations_after_start: book.allocations_after_start(),
-    };
-    let book_bytes = book.bytes();
-    // One book at a time: the second pass's memory is its own.
-    drop(book);
+    }
+}
 
-    // Pass 2: every message timed alone.
+/// What the second pass timed: every message, and each message type's (by its letter).
+struct EachMessage {
+    all: Histogram<u64>,
+    by_kind: BTreeMap<u8, Histogram<u64>>,
+}
+
+/// Pass 2 (with `per_message`; empty histograms without): every message timed alone, into one
+/// distribution and one per message type.
+fn each_message(
+    opts: &ReplayOptions,
+    limit: u64,
+    clock: &Tsc,
+    prog: &mut Progress,
+) -> anyhow::Result<EachMessage> {
     let mut all = new_histogram();
     let mut by_kind: BTreeMap<u8, Histogram<u64>> = BTreeMap::new();
-    if *per_message {
+    if opts.per_message {
         let overhead = clock.overhead_ticks;
-        let mut timed = Book::new(*config);
+        let mut timed = Book::new(opts.book);
         let mut n = 0u64;
         let mut seen = 0u64;
         prog.pass = "pass 2 (each message timed)";
-        chunks(open(file)?, *chunk_bytes, |_, chunk| {
+        chunks(open(&opts.file)?, opts.chunk_bytes, |_, chunk| {
             let mut recs = records(chunk);
             let mut next = ahead(&timed, &mut recs);
             while let Some((_, kind, decoded)) = next.take() {
@@ -503,53 +608,24 @@ pub fn replay(opts: &ReplayOptions) -> anyhow::Result<Summary> {
             n < limit
         })?;
     }
+    Ok(EachMessage { all, by_kind })
+}
 
-    if let Some(dir) = prints_out {
-        for (w, p) in wanted.iter().zip(&prints) {
-            let path = dir.join(format!("{w}.csv"));
-            let mut out = BufWriter::new(
-                File::create(&path)
-                    .with_context(|| format!("failed to create {}", path.display()))?,
-            );
-            writeln!(out, "price,shares")?;
-            for (price, shares) in p {
-                writeln!(out, "{price},{shares}")?;
-            }
-            out.flush()
-                .with_context(|| format!("failed to write {}", path.display()))?;
+/// One CSV of prints per wanted symbol, `price,shares`, in `dir`.
+fn write_prints(dir: &Path, wanted: &[Stock], prints: &[Vec<(u32, u32)>]) -> anyhow::Result<()> {
+    for (w, p) in wanted.iter().zip(prints) {
+        let path = dir.join(format!("{w}.csv"));
+        let mut out = BufWriter::new(
+            File::create(&path).with_context(|| format!("failed to create {}", path.display()))?,
+        );
+        writeln!(out, "price,shares")?;
+        for (price, shares) in p {
+            writeln!(out, "{price},{shares}")?;
         }
+        out.flush()
+            .with_context(|| format!("failed to write {}", path.display()))?;
     }
-
-    let dist = percentiles(&all, &clock);
-    Ok(Summary {
-        file: file.display().to_string(),
-        messages,
-        bytes,
-        seconds,
-        msgs_per_sec: messages as f64 / seconds,
-        ns_per_message: NsPerMessage {
-            mean: seconds * 1e9 / messages as f64,
-            p50: dist.p50,
-            p99: dist.p99,
-            p99_9: dist.p99_9,
-            max: dist.max,
-            samples: dist.samples,
-            timer_overhead_ns: clock.overhead_ns(),
-        },
-        by_type: by_kind
-            .iter()
-            .map(|(k, h)| (char::from(*k).to_string(), percentiles(h, &clock)))
-            .collect(),
-        memory: Memory {
-            book_bytes,
-            peak_rss_bytes: peak_rss(),
-        },
-        book: book_summary,
-        bad_input: bad,
-        bad_input_first: bad_first,
-        truncated_at,
-        symbols: symbols_out,
-    })
+    Ok(())
 }
 
 /// The summary as a table for people.

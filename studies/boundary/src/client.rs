@@ -12,8 +12,8 @@ use engine::{ComboResult, Params};
 
 use crate::Error;
 use crate::proto::{self, ErrorCode, Opcode, ReadError, Reply};
-use crate::server::Stream;
 use crate::spin::Spin;
+use crate::stream::Stream;
 
 /// A series held by the server for this connection, from [`Client::load`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -13,12 +13,17 @@
 //! - [`check`]: the gate every measured mode passes before its time is reported.
 #![forbid(unsafe_code)]
 
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
+use {paths as _, signal_hook as _};
+
 pub mod bench;
 pub mod check;
 pub mod client;
 pub mod proto;
 pub mod server;
+mod session;
 mod spin;
+mod stream;
 mod tokio_server;
 
 pub use affinity::pin_current_thread;

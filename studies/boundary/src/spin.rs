@@ -9,7 +9,7 @@
 use std::io::{self, Read, Write};
 use std::time::{Duration, Instant};
 
-use crate::server::Stream;
+use crate::stream::Stream;
 
 /// Empty reads between two yields of the core.
 const YIELD_EVERY: u32 = 16;

@@ -22,7 +22,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::proto::{self, Framing, LEN_BYTES};
-use crate::server::{Config, Counters, Runtime, Session, busy_reply, is_disconnect};
+use crate::session::{Config, Counters, Runtime, Session, busy_reply, is_disconnect};
 
 /// A listener of either kind, still std's: it is handed to the runtime on its own thread.
 #[derive(Debug)]
@@ -285,7 +285,7 @@ impl Input {
     }
 }
 
-/// Serves one connection as [`crate::server::serve_connection`] does: the same replies to
+/// Serves one connection as [`crate::session::serve_connection`] does: the same replies to
 /// the same frames, the same frames closing the connection.
 async fn serve_connection(mut conn: Conn, config: Config) -> io::Result<()> {
     let mut input = Input::new();

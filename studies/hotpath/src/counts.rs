@@ -21,7 +21,10 @@
 
 use serde::{Deserialize, Serialize};
 
+// `Count` and `figure` are the report's (what it shows, and how); named here too, where xtask
+// finds the rest of the counting.
 use crate::report::{Comparison, Report};
+pub use crate::report::{Count, figure};
 
 /// One counted workload: an experiment's variant.
 #[derive(Debug, Clone, Copy)]
@@ -385,34 +388,7 @@ pub fn mangled_segments(path: &str) -> String {
         .collect()
 }
 
-/// One variant's counts, per element, as the report shows them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Count {
-    /// The variant's id (`hotpath count --variant`).
-    pub id: String,
-    /// The variant in the report's words.
-    pub variant: String,
-    /// What one element is.
-    pub unit: String,
-    /// The smaller run's operations (the other ran twice as many).
-    pub ops: u64,
-    pub elements: u64,
-    /// Instructions per element (cachegrind's Ir).
-    pub ir: f64,
-    /// Simulated L1 data misses per element (D1mr + D1mw).
-    pub d1_misses: f64,
-    /// Simulated last-level data misses per element (DLmr + DLmw).
-    pub ll_misses: f64,
-    /// Mispredicted branches per element in cachegrind's predictor model (Bcm + Bim).
-    pub mispredicts: f64,
-    pub lines_model: Option<f64>,
-    /// llvm-mca's cycles per element for the kernel's loop (every load an L1 hit).
-    pub mca_cycles: Option<f64>,
-    /// What llvm-mca read (the function, the loop's size), or why there is no figure.
-    pub mca: String,
-    pub detail: String,
-}
-
+/// Made here, from what the counting runs read ([`Ran`], cachegrind's figures).
 impl Count {
     /// A count from a run's line and cachegrind's figures per element.
     pub fn new(ran: &Ran, figures: [f64; 4]) -> Count {
@@ -432,21 +408,6 @@ impl Count {
             mca: String::new(),
             detail: ran.detail.clone(),
         }
-    }
-}
-
-/// A count as the tables print it: three significant digits, 0 as 0.
-pub fn figure(v: f64) -> String {
-    if v == 0.0 {
-        "0".to_string()
-    } else if v >= 100.0 {
-        format!("{v:.0}")
-    } else if v >= 10.0 {
-        format!("{v:.1}")
-    } else if v >= 1.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
     }
 }
 

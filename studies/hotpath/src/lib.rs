@@ -7,6 +7,11 @@
 //! `cargo xtask hotpath` builds and orchestrates it. The machine's readiness (`doctor`) and
 //! the runtime isolation of the measured CPU (`isolate`) are the `tuning` crate's.
 
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
+#[cfg(test)]
+use {netns as _, nix as _, tempfile as _};
+use {paths as _, signal_hook as _};
+
 #[cfg(feature = "experiments")]
 pub mod chase;
 #[cfg(feature = "experiments")]

@@ -40,7 +40,7 @@ pub struct Outcome {
     /// cachegrind's model (and llvm-mca's loop estimates): what the missing PMU would have
     /// counted, merged in by `cargo xtask hotpath` ([`crate::counts`]).
     #[serde(default)]
-    pub counts: Vec<crate::counts::Count>,
+    pub counts: Vec<Count>,
 }
 
 impl Outcome {
@@ -150,6 +150,36 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
+/// One variant's counts, per element, as the report shows them: cachegrind's model and
+/// llvm-mca's, merged in by `cargo xtask hotpath` ([`crate::counts`], which makes them from its
+/// runs: `Count::new`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Count {
+    /// The variant's id (`hotpath count --variant`).
+    pub id: String,
+    /// The variant in the report's words.
+    pub variant: String,
+    /// What one element is.
+    pub unit: String,
+    /// The smaller run's operations (the other ran twice as many).
+    pub ops: u64,
+    pub elements: u64,
+    /// Instructions per element (cachegrind's Ir).
+    pub ir: f64,
+    /// Simulated L1 data misses per element (D1mr + D1mw).
+    pub d1_misses: f64,
+    /// Simulated last-level data misses per element (DLmr + DLmw).
+    pub ll_misses: f64,
+    /// Mispredicted branches per element in cachegrind's predictor model (Bcm + Bim).
+    pub mispredicts: f64,
+    pub lines_model: Option<f64>,
+    /// llvm-mca's cycles per element for the kernel's loop (every load an L1 hit).
+    pub mca_cycles: Option<f64>,
+    /// What llvm-mca read (the function, the loop's size), or why there is no figure.
+    pub mca: String,
+    pub detail: String,
+}
+
 /// The whole run's report.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
@@ -209,6 +239,21 @@ pub fn ns(v: f64) -> String {
         format!("{v:.1} ns")
     } else {
         format!("{v:.2} ns")
+    }
+}
+
+/// A count as the tables print it: three significant digits, 0 as 0.
+pub fn figure(v: f64) -> String {
+    if v == 0.0 {
+        "0".to_string()
+    } else if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else if v >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
     }
 }
 
@@ -368,8 +413,7 @@ impl Report {
 }
 
 /// An outcome's counts beside its times: per element, from cachegrind's model and llvm-mca.
-fn counts_table(s: &mut String, counts: &[crate::counts::Count]) {
-    use crate::counts::figure;
+fn counts_table(s: &mut String, counts: &[Count]) {
     if counts.is_empty() {
         return;
     }

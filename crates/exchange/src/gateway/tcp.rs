@@ -12,11 +12,12 @@ use std::{
     os::fd::AsFd as _,
 };
 
+use afxdp::clock::RealToMono;
 use anyhow::Context as _;
 use results::SessionReport;
 
 use super::Gateway;
-use crate::{Took, exchange_io::RealToMono};
+use crate::Took;
 
 /// A new connection is looked for at most this often while one is up (an `accept` per send
 /// loop turn would cost the pacing a syscall each).

@@ -15,9 +15,10 @@ use paths::{Rate, Source};
 pub struct Options {
     /// Market data: gbm[:SEED[:BARS]], closes:PATH (raw f64 or .csv), itch:PATH (raw ITCH 5.0,
     /// or its .gz: streamed, never read whole; paced at its own timestamps unless --rate),
-    /// pcap:PATH, market[:SEED[:BARS]][:per-print=N][:symbols=N][:synth=E|P] (the full-depth
-    /// generator: SYNTH prints the gbm:SEED:BARS series among 8,000 symbols' order flow; the
-    /// trader reads Trade messages only, so trade it with synth=P).
+    /// pcap:PATH (classic pcap or pcapng, of Ethernet frames),
+    /// market[:SEED[:BARS]][:per-print=N][:symbols=N][:synth=E|P] (the full-depth generator:
+    /// SYNTH prints the gbm:SEED:BARS series among 8,000 symbols' order flow; the trader reads
+    /// Trade messages only, so trade it with synth=P).
     #[arg(long, default_value_t = Source::DEFAULT)]
     pub source: Source,
     /// Send at most this many messages (default: the whole source); for a market: source, the

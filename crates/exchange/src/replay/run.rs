@@ -18,6 +18,7 @@ use wire::{itch::Stock, moldudp64::Session};
 use afxdp::{
     frame::{self, FrameBuilder},
     host, process,
+    xdp::XdpMode,
 };
 use paths::cli;
 
@@ -25,8 +26,9 @@ use crate::{
     Driver, Exchange, Monotonic, Outgoing, Pace, Port, Prebuilt, Progress, Rate, SendLoop,
     Settlement, exchange_io,
     feed::{Feed, MAX_PAYLOAD, Source},
+    gateway::tcp::TcpGateway,
     retransmit::{self, Answers, Refusal, Retransmitter, Window},
-    stream::{self, ItchStream, Limit, PackRule, StreamConfig},
+    stream::{self, ItchStream, Limit, PackRule, StreamConfig, Streamed},
 };
 
 use super::{Options, Timing};
@@ -57,14 +59,14 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         drain_ms,
         stall_after_send_us,
         label,
-        json_out,
-        hgrm_out,
-        pcap_out,
+        json_out: json,
+        hgrm_out: hgrm,
+        pcap_out: pcap,
         expect,
         orders,
-        session_stall_after,
-        session_reset_after,
-        session_close_after,
+        session_stall_after: stall,
+        session_reset_after: reset,
+        session_close_after: close,
         xdp_pass_on,
         io,
         iface,
@@ -76,78 +78,193 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         progress,
         check,
     } = o;
-    if target_b.is_some() && io == ExchangeIo::Xdp {
-        bail!("--target-b (an A/B feed) needs --io udp");
-    }
-    let stop = process::stop_flag()?;
-    check_outputs(&json_out, &hgrm_out, &pcap_out)?;
-    if let Some(cpu) = cpu {
-        process::pin_to_cpu(cpu)?;
-    }
-    let stock = Stock::new(&stock).map_err(|e| anyhow::anyhow!("bad --stock: {e}"))?;
-    let params = engine::Params::from_n(n)
-        .map_err(|e| anyhow::anyhow!("bad strategy length --n {n}: {e}"))?;
+    let outputs = Outputs { json, hgrm, pcap };
+    let (stop, stock, params) = prepare(io, target_b, &outputs, cpu, &stock, n)?;
     let progress = progress.unwrap_or_else(|| std::io::stderr().is_terminal());
-    let feed = match &source {
-        Source::Itch(path) => stream_feed(
-            path,
-            timing,
-            (count, duration),
-            stock,
-            (session, first_seq),
-            (&label, progress),
-            &stop,
-        )?,
-        _ => build_feed(
-            &source,
-            count,
-            duration,
-            timing.pace,
-            batch,
-            stock,
-            session,
-            first_seq,
-        )?,
+    let shape = FeedShape {
+        count,
+        duration,
+        batch,
+        stock,
+        session,
+        first_seq,
     };
+    let feed = open_feed(&source, timing, &shape, (&label, progress), &stop)?;
     warn_about(&feed, &source, stock, count, duration);
     // What the trader should do: the engine fed the same ticks, offline.
-    let mut ex = Exchange::new(&feed, params, expect, stock)
+    let ex = Exchange::new(&feed, params, expect, stock)
         .map_err(|e| anyhow::anyhow!("backtest failed: {e}"))?;
     if check {
         return Ok(());
     }
 
-    // Port 0 never matches a feed port, so this program passes everything.
-    let _peer_xdp = match &xdp_pass_on {
-        Some(iface) if io != ExchangeIo::Xdp => Some(
-            afxdp::xdp::XdpProgram::attach(iface, 0, xdp_mode, xdp_common::Action::Pass)
+    // Held to the end of the run: dropping it detaches the program.
+    let _peer_xdp = attach_pass_program(xdp_pass_on.as_deref(), io, xdp_mode)?;
+    let faults = (stall, reset, close);
+    let lines = ([feed_port, feed_port_b], (target, target_b));
+    let feed_io = (io, iface.as_str(), target_mac, xdp_mode);
+    let port = open_ports(feed_io, bind, lines, (orders, faults), feed.ticks.len())?;
+    announce(&label, target, timing, &feed);
+    let server = rerequest_server(retransmit, bind, retransmit_port)?;
+    let rerequests = (retransmit, retransmit_history);
+    let (mut driver, frontier, serving) =
+        driver(port, &feed, stall_after_send_us * 1_000, rerequests)?;
+    let how = Sending {
+        feed: &feed,
+        pace: timing.pace,
+        label: &label,
+        progress,
+        stop: &stop,
+        drain_ms,
+    };
+    let (span, mut settled, served) =
+        serve_while_sending(&mut driver, ex, &how, server.as_ref(), &serving, &frontier)?;
+    explain_recovered(&mut settled, served.as_ref());
+    let asked = Asked {
+        label,
+        io,
+        expect,
+        source,
+        timing,
+        batch,
+        orders,
+        retransmit_window: retransmit.then_some(retransmit_history),
+    };
+    let start_ns = span.run.start_ns;
+    let mut rep = report(asked, &feed, &settled, span);
+    note_about(&feed, timing, served.as_ref(), retransmit_history);
+    port_figures(&mut rep, &driver, served);
+    let ends = (SocketAddrV4::new(*bind.ip(), feed_port), target);
+    outputs.write(&rep, &settled, &feed, (timing.pace, start_ns), ends)
+}
+
+/// What comes before anything runs: the checks of the options (an A/B feed needs kernel UDP;
+/// each output file can be written), the stop flag (Ctrl-C ends the run cleanly), the pin to
+/// `--cpu`; then the stock traded and the strategy's parameters (`--n`), read.
+fn prepare(
+    io: ExchangeIo,
+    target_b: Option<SocketAddrV4>,
+    outputs: &Outputs,
+    cpu: Option<usize>,
+    stock: &str,
+    n: i64,
+) -> anyhow::Result<(Arc<AtomicBool>, Stock, engine::Params)> {
+    if target_b.is_some() && io == ExchangeIo::Xdp {
+        bail!("--target-b (an A/B feed) needs --io udp");
+    }
+    let stop = process::stop_flag()?;
+    outputs.check()?;
+    if let Some(cpu) = cpu {
+        process::pin_to_cpu(cpu)?;
+    }
+    let stock = Stock::new(stock).map_err(|e| anyhow::anyhow!("bad --stock: {e}"))?;
+    let params = engine::Params::from_n(n)
+        .map_err(|e| anyhow::anyhow!("bad strategy length --n {n}: {e}"))?;
+    Ok((stop, stock, params))
+}
+
+/// What the options ask of a feed: how much of the source (`--count`, `--duration`), packed
+/// how (`--batch`), the stock traded, and the MoldUDP64 session and first sequence number.
+#[derive(Debug, Clone, Copy)]
+struct FeedShape {
+    count: Option<u64>,
+    duration: Option<f64>,
+    batch: u16,
+    stock: Stock,
+    session: Session,
+    first_seq: u64,
+}
+
+/// The feed of `source`: an ITCH file streamed ([`stream_feed`]), any other source built
+/// whole ([`build_feed`]).
+fn open_feed(
+    source: &Source,
+    timing: Timing,
+    shape: &FeedShape,
+    shown: (&str, bool),
+    stop: &AtomicBool,
+) -> anyhow::Result<Feed> {
+    match source {
+        Source::Itch(path) => stream_feed(path, timing, shape, shown, stop),
+        _ => build_feed(source, timing.pace, shape),
+    }
+}
+
+/// With `--xdp-pass-on IFACE` (and the feed not on AF_XDP): a program on the peer's interface
+/// that passes everything (port 0 never matches a feed port), held as long as the result is.
+fn attach_pass_program(
+    iface: Option<&str>,
+    io: ExchangeIo,
+    mode: XdpMode,
+) -> anyhow::Result<Option<afxdp::xdp::XdpProgram>> {
+    match iface {
+        Some(iface) if io != ExchangeIo::Xdp => Ok(Some(
+            afxdp::xdp::XdpProgram::attach(iface, 0, mode, xdp_common::Action::Pass)
                 .with_context(|| format!("attaching the pass program to {iface}"))?,
-        ),
-        _ => None,
-    };
-    let port = match io {
+        )),
+        _ => Ok(None),
+    }
+}
+
+/// The exchange's ports: the feed's ([`open_feed_port`]) and the order gateway
+/// ([`order_gateway`]), in that order.
+fn open_ports(
+    feed_io: (ExchangeIo, &str, netns::Mac, XdpMode),
+    bind: SocketAddrV4,
+    (feed_ports, targets): ([u16; 2], (SocketAddrV4, Option<SocketAddrV4>)),
+    (orders, faults): (paths::Orders, SessionFaults),
+    ticks: usize,
+) -> anyhow::Result<exchange_io::Ports> {
+    Ok(exchange_io::Ports {
+        feed: open_feed_port(feed_io, bind, feed_ports, targets)?,
+        session: order_gateway(orders, bind, ticks, faults)?,
+    })
+}
+
+/// The feed's port: an AF_XDP socket on `iface` (`io`, the interface, the trader's MAC and the
+/// XDP mode in `feed_io`), or kernel UDP, from `bind` (and the feed ports) to the targets
+/// (line B too, for an A/B feed).
+fn open_feed_port(
+    (io, iface, target_mac, xdp_mode): (ExchangeIo, &str, netns::Mac, XdpMode),
+    bind: SocketAddrV4,
+    feed_ports: [u16; 2],
+    (target, target_b): (SocketAddrV4, Option<SocketAddrV4>),
+) -> anyhow::Result<exchange_io::ExchangeIo> {
+    match io {
         ExchangeIo::Xdp => {
-            exchange_io::ExchangeIo::xsk(&iface, bind, feed_port, target, target_mac, xdp_mode)?
+            exchange_io::ExchangeIo::xsk(iface, bind, feed_ports[0], target, target_mac, xdp_mode)
         }
-        ExchangeIo::Udp => {
-            exchange_io::ExchangeIo::udp_lines(bind, [feed_port, feed_port_b], target, target_b)?
-        }
-    };
-    // Orders over SoupBinTCP: the session is served on --bind's address and port, over TCP.
-    let session = orders
+        ExchangeIo::Udp => exchange_io::ExchangeIo::udp_lines(bind, feed_ports, target, target_b),
+    }
+}
+
+/// After how many orders the order session stalls, is reset, is closed
+/// (`--session-stall-after`, `--session-reset-after`, `--session-close-after`): the faults
+/// asked of it.
+type SessionFaults = (Option<u64>, Option<u64>, Option<u64>);
+
+/// Orders over SoupBinTCP (`--orders tcp-*`): the session is served on `bind`'s address and
+/// port, over TCP, with room for an order on each of the feed's `ticks` (the most a trader can
+/// send that the exchange takes), and the faults asked for ([`SessionFaults`]).
+fn order_gateway(
+    orders: paths::Orders,
+    bind: SocketAddrV4,
+    ticks: usize,
+    (stall, reset, close): SessionFaults,
+) -> anyhow::Result<Option<TcpGateway>> {
+    Ok(orders
         .is_tcp()
-        // Room for an order on every tick: the most a trader can send that the exchange takes.
-        .then(|| crate::gateway::tcp::TcpGateway::bind(bind, order_session()?, feed.ticks.len()))
+        .then(|| TcpGateway::bind(bind, order_session()?, ticks))
         .transpose()?
         .map(|g| {
-            g.stalling_after(session_stall_after)
-                .resetting_after(session_reset_after)
-                .closing_after(session_close_after)
-        });
-    let port = exchange_io::Ports {
-        feed: port,
-        session,
-    };
+            g.stalling_after(stall)
+                .resetting_after(reset)
+                .closing_after(close)
+        }))
+}
+
+/// The start line on stderr: what goes out, to where, and how fast.
+fn announce(label: &str, target: SocketAddrV4, timing: Timing, feed: &Feed) {
     match &feed.streamed {
         None => eprintln!(
             "replay {label}: {} messages in {} packets ({} ticks) to {target} {}",
@@ -166,112 +283,157 @@ pub fn run(o: Options) -> anyhow::Result<()> {
             pace_text(timing, st.span_ns),
         ),
     }
-    let server = retransmit
+}
+
+/// With `--retransmit`: the re-request server's socket, on `bind`'s address at `port`.
+fn rerequest_server(
+    retransmit: bool,
+    bind: SocketAddrV4,
+    port: u16,
+) -> anyhow::Result<Option<UdpSocket>> {
+    retransmit
         .then(|| {
-            let at = SocketAddrV4::new(*bind.ip(), retransmit_port);
+            let at = SocketAddrV4::new(*bind.ip(), port);
             UdpSocket::bind(at).with_context(|| {
                 format!("failed to bind the re-request server to {at} (--retransmit-port)")
             })
         })
-        .transpose()?;
+        .transpose()
+}
+
+/// The send loop's driver over `port`, stalling `stall_ns` after each send, publishing how far
+/// the feed went (the frontier, from the feed's first sequence number) for the re-request
+/// server; and what answers re-requests (served with `--retransmit`). A prebuilt feed is served
+/// from itself; a streamed one from a window of its last `history` messages' packets, which the
+/// send loop fills (only when serving: it costs a copy a packet).
+fn driver(
+    port: exchange_io::Ports,
+    feed: &Feed,
+    stall_ns: u64,
+    (retransmit, history): (bool, u64),
+) -> anyhow::Result<(
+    Driver<exchange_io::Ports, Monotonic>,
+    Arc<AtomicU64>,
+    Serving<'_>,
+)> {
     let frontier = Arc::new(AtomicU64::new(feed.first_seq));
-    let serving_done = AtomicBool::new(false);
-    let mut driver = Driver::new(port, Monotonic)
-        .stall_after_send(stall_after_send_us * 1_000)
+    let driver = Driver::new(port, Monotonic)
+        .stall_after_send(stall_ns)
         .publish_frontier(Arc::clone(&frontier));
-    // A prebuilt feed is served from itself; a streamed one from a window of its last
-    // packets, which the send loop fills (only when serving: it costs a copy a packet).
-    let serving = match (&feed.streamed, retransmit) {
+    match (&feed.streamed, retransmit) {
         (Some(_), true) => {
-            let window =
-                Window::new(feed.session, retransmit_history, feed.first_seq).map_err(|e| {
-                    anyhow::anyhow!(
-                        "the re-request window of {retransmit_history} messages can't be \
-                         reserved ({e}): use a smaller --retransmit-history"
-                    )
-                })?;
+            let window = Window::new(feed.session, history, feed.first_seq).map_err(|e| {
+                anyhow::anyhow!(
+                    "the re-request window of {history} messages can't be reserved ({e}): use \
+                     a smaller --retransmit-history"
+                )
+            })?;
             let window = Arc::new(Mutex::new(window));
-            driver = driver.keep_window(Arc::clone(&window));
-            Serving::Window(window)
+            let driver = driver.keep_window(Arc::clone(&window));
+            Ok((driver, frontier, Serving::Window(window)))
         }
-        _ => Serving::Feed(Retransmitter::new(&feed, retransmit_history)),
-    };
-    let (span, settled, served) = std::thread::scope(|s| {
+        _ => Ok((
+            driver,
+            frontier,
+            Serving::Feed(Retransmitter::new(feed, history)),
+        )),
+    }
+}
+
+/// What the send and the drain go by.
+#[derive(Debug, Clone, Copy)]
+struct Sending<'a> {
+    feed: &'a Feed,
+    pace: Pace,
+    label: &'a str,
+    /// A progress line on stderr.
+    progress: bool,
+    stop: &'a AtomicBool,
+    /// The drain ends when nothing came for this long, ms.
+    drain_ms: u64,
+}
+
+/// Serves re-requests on `server` (if any) from `serving` while the feed goes out and the
+/// orders drain ([`send_and_drain`]), then settles: the send's span, the settlement and the
+/// server's figures.
+fn serve_while_sending(
+    driver: &mut Driver<exchange_io::Ports, Monotonic>,
+    mut ex: Exchange<'_>,
+    how: &Sending<'_>,
+    server: Option<&UdpSocket>,
+    serving: &Serving<'_>,
+    frontier: &AtomicU64,
+) -> anyhow::Result<(SendSpan, Settlement, Option<results::RetransmitReport>)> {
+    let serving_done = AtomicBool::new(false);
+    std::thread::scope(|s| {
         let server = server
-            .as_ref()
-            .map(|sock| s.spawn(|| retransmit::serve(&serving, sock, &frontier, &serving_done)));
+            .map(|sock| s.spawn(|| retransmit::serve(serving, sock, frontier, &serving_done)));
         // The server stops when this scope's work ends, however it ends (a panic included:
         // the scope joins the thread, which must not wait for a flag nobody sets).
         let _stop_serving = SetOnDrop(&serving_done);
-        let run = (|| {
-            if let Some(g) = &mut driver.port_mut().session {
-                g.wait_for_login(LOGIN_WAIT, || process::stopped(&stop))?;
-            }
-            let span = match &feed.streamed {
-                None => send(
-                    &mut driver,
-                    &mut ex,
-                    &mut Prebuilt::new(&feed),
-                    timing.pace,
-                    &label,
-                    progress,
-                    &stop,
-                )?,
-                Some(st) => {
-                    // Never more than the pre-pass saw: its ticks are the schedule.
-                    let mut config = st.config.clone();
-                    config.limit.messages = Some(feed.messages);
-                    let mut out = ItchStream::open(&config)?.with_packets(st.packets);
-                    let span = send(
-                        &mut driver,
-                        &mut ex,
-                        &mut out,
-                        timing.pace,
-                        &label,
-                        progress,
-                        &stop,
-                    )?;
-                    if !process::stopped(&stop) && out.messages() != feed.messages {
-                        eprintln!(
-                            "warning: {} held {} messages in the pre-pass and {} now: the file \
-                             changed during the run",
-                            config.path.display(),
-                            feed.messages,
-                            out.messages()
-                        );
-                    }
-                    span
-                }
-            };
-            // Drain: until every expected order is in, or nothing came for drain_ms.
-            driver.drain(&mut ex, drain_ms * 1_000_000, || process::stopped(&stop));
-            if progress {
-                eprintln!(
-                    "\r  {label}: done, {} orders{:20}",
-                    ex.orders().received,
-                    ""
-                );
-            }
-            driver.end_session(&ex);
-            anyhow::Ok(span)
-        })();
+        let run = send_and_drain(driver, &mut ex, how);
         serving_done.store(true, Ordering::Relaxed);
         let served = server.and_then(served_figures);
         anyhow::Ok((run?, ex.settle(), served))
-    })?;
-    let mut settled = settled;
-    explain_recovered(&mut settled, served.as_ref());
-    let asked = Asked {
-        label,
-        io,
-        expect,
-        source,
-        pace: timing.pace,
-        batch,
+    })
+}
+
+/// The run itself: the trader's login to the order session (if there is one), the feed sent,
+/// the orders drained, the end of session.
+fn send_and_drain(
+    driver: &mut Driver<exchange_io::Ports, Monotonic>,
+    ex: &mut Exchange<'_>,
+    how: &Sending<'_>,
+) -> anyhow::Result<SendSpan> {
+    if let Some(g) = &mut driver.port_mut().session {
+        g.wait_for_login(LOGIN_WAIT, || process::stopped(how.stop))?;
+    }
+    let span = match &how.feed.streamed {
+        None => send(driver, ex, &mut Prebuilt::new(how.feed), how)?,
+        Some(st) => send_streamed(driver, ex, st, how)?,
     };
-    let start_ns = span.run.start_ns;
-    let mut rep = report(asked, &feed, &settled, span);
-    rep.stream = feed.streamed.as_ref().map(|st| StreamReport {
+    // Drain: until every expected order is in, or nothing came for drain_ms.
+    driver.drain(ex, how.drain_ms * 1_000_000, || process::stopped(how.stop));
+    if how.progress {
+        eprintln!(
+            "\r  {}: done, {} orders{:20}",
+            how.label,
+            ex.orders().received,
+            ""
+        );
+    }
+    driver.end_session(ex);
+    Ok(span)
+}
+
+/// Sends a streamed feed, the file read again: never more of it than the pre-pass saw (its
+/// ticks are the schedule), and a warning if the file holds other messages now.
+fn send_streamed(
+    driver: &mut Driver<exchange_io::Ports, Monotonic>,
+    ex: &mut Exchange<'_>,
+    st: &Streamed,
+    how: &Sending<'_>,
+) -> anyhow::Result<SendSpan> {
+    let mut config = st.config.clone();
+    config.limit.messages = Some(how.feed.messages);
+    let mut out = ItchStream::open(&config)?.with_packets(st.packets);
+    let span = send(driver, ex, &mut out, how)?;
+    if !process::stopped(how.stop) && out.messages() != how.feed.messages {
+        eprintln!(
+            "warning: {} held {} messages in the pre-pass and {} now: the file changed during \
+             the run",
+            config.path.display(),
+            how.feed.messages,
+            out.messages()
+        );
+    }
+    Ok(span)
+}
+
+/// What the report says of a streamed file: how it was paced and packed, what the pre-pass
+/// found, and the re-request `window` (in messages) if one was kept.
+fn stream_report(st: &Streamed, timing: Timing, window: Option<u64>) -> StreamReport {
+    StreamReport {
         multiplier: match timing.pace {
             Pace::FileTime(m) => Some(m.get()),
             Pace::Rate(_) => None,
@@ -285,8 +447,18 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         file_span_ns: st.span_ns,
         timestamps_invalid: st.clock.invalid,
         timestamps_behind: st.clock.behind,
-        retransmit_window: retransmit.then_some(retransmit_history),
-    });
+        retransmit_window: window,
+    }
+}
+
+/// The notes on stderr after a run: a streamed file's timestamps that were missing or behind
+/// (paced at its timestamps), and re-requests older than the `history` the window keeps.
+fn note_about(
+    feed: &Feed,
+    timing: Timing,
+    served: Option<&results::RetransmitReport>,
+    history: u64,
+) {
     // At a --rate the timestamps time nothing: no note then.
     if let Some(st) = &feed.streamed
         && timing.file_time_packed()
@@ -300,39 +472,84 @@ pub fn run(o: Options) -> anyhow::Result<()> {
             st.clock.behind
         );
     }
-    if let Some(r) = &served
+    if let Some(r) = served
         && r.out_of_window > 0
     {
         eprintln!(
-            "note: {} re-requests named messages older than the last {retransmit_history} \
-             the window keeps (--retransmit-history): not answered",
+            "note: {} re-requests named messages older than the last {history} the window \
+             keeps (--retransmit-history): not answered",
             r.out_of_window
         );
     }
+}
+
+/// The report's figures from the ports and the re-request server: what each line sent, how
+/// late the sends were, and the order session's and the server's own.
+fn port_figures(
+    rep: &mut ReplayReport,
+    driver: &Driver<exchange_io::Ports, Monotonic>,
+    served: Option<results::RetransmitReport>,
+) {
     rep.retransmit = served;
     rep.line_sends = driver.port().feed.line_sends();
     rep.send_lateness = driver.send_lateness().summary();
-    rep.orders = orders;
     rep.session = driver.port().session.as_ref().map(|g| g.report());
-    results::write(json_out.as_deref(), &rep)?;
-    if let Some(p) = &hgrm_out {
-        write_histograms(&settled, p)?;
+}
+
+/// The output files asked for: the report's JSON (`--json-out`, stdout without it), the
+/// histograms (`--hgrm-out`) and the capture of what went out (`--pcap-out`).
+#[derive(Debug)]
+struct Outputs {
+    json: Option<PathBuf>,
+    hgrm: Option<PathBuf>,
+    pcap: Option<PathBuf>,
+}
+
+impl Outputs {
+    /// Each file asked for can be written: an error naming the option before anything runs.
+    fn check(&self) -> anyhow::Result<()> {
+        for (what, path) in [
+            ("--json-out", &self.json),
+            ("--hgrm-out", &self.hgrm),
+            ("--pcap-out", &self.pcap),
+        ] {
+            if let Some(p) = path {
+                cli::check_writable(what, p)?;
+            }
+        }
+        Ok(())
     }
-    if let Some(p) = &pcap_out {
-        let ends = (SocketAddrV4::new(*bind.ip(), feed_port), target);
-        write_pcap(p, ends, |put| match &feed.streamed {
-            None => {
-                for (ts, payload) in settled.schedule.sent_packets(&feed) {
-                    put(ts, payload)?;
+
+    /// Writes the report, then the histograms and the capture if asked: the feed's packets as
+    /// they went out (`pace` and the send loop's `start_ns` time a streamed file's), from and
+    /// to `ends`.
+    fn write(
+        &self,
+        rep: &ReplayReport,
+        settled: &Settlement,
+        feed: &Feed,
+        (pace, start_ns): (Pace, u64),
+        ends: (SocketAddrV4, SocketAddrV4),
+    ) -> anyhow::Result<()> {
+        results::write(self.json.as_deref(), rep)?;
+        if let Some(p) = &self.hgrm {
+            write_histograms(settled, p)?;
+        }
+        if let Some(p) = &self.pcap {
+            write_pcap(p, ends, |put| match &feed.streamed {
+                None => {
+                    for (ts, payload) in settled.schedule.sent_packets(feed) {
+                        put(ts, payload)?;
+                    }
+                    Ok(())
                 }
-                Ok(())
-            }
-            Some(st) => {
-                stream::sent_packets(st, &settled.schedule, timing.pace, start_ns, put).map(drop)
-            }
-        })?;
+                Some(st) => {
+                    stream::sent_packets(st, &settled.schedule, pace, start_ns, put).map(drop)
+                }
+            })?;
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// What answers re-requests: the feed, or a streamed feed's window.
@@ -359,12 +576,18 @@ impl Answers for Serving<'_> {
 fn stream_feed(
     path: &Path,
     timing: Timing,
-    (count, duration): (Option<u64>, Option<f64>),
-    stock: Stock,
-    (session, first_seq): (Session, u64),
+    shape: &FeedShape,
     (label, progress): (&str, bool),
     stop: &AtomicBool,
 ) -> anyhow::Result<Feed> {
+    let FeedShape {
+        count,
+        duration,
+        batch: _,
+        stock,
+        session,
+        first_seq,
+    } = *shape;
     let limit = match (timing.pace, duration) {
         (Pace::Rate(Rate::PerSec(r)), Some(d)) if d * r < 1.0 => {
             bail!("--duration {d} s at {r} messages/s is less than one message")
@@ -478,24 +701,6 @@ fn served_figures(
     }
 }
 
-/// Each output file asked for can be written: an error naming the option before anything runs.
-fn check_outputs(
-    json: &Option<PathBuf>,
-    hgrm: &Option<PathBuf>,
-    pcap: &Option<PathBuf>,
-) -> anyhow::Result<()> {
-    for (what, path) in [
-        ("--json-out", json),
-        ("--hgrm-out", hgrm),
-        ("--pcap-out", pcap),
-    ] {
-        if let Some(p) = path {
-            cli::check_writable(what, p)?;
-        }
-    }
-    Ok(())
-}
-
 /// A parity failure after retransmissions: says that a recovered tick is accounted, not
 /// traded, so the live orders still diverge where a tick first went missing.
 fn explain_recovered(settled: &mut Settlement, served: Option<&results::RetransmitReport>) {
@@ -522,20 +727,15 @@ fn write_histograms(settled: &Settlement, p: &Path) -> anyhow::Result<()> {
 
 /// The feed the options ask for: at most `--count` messages, or `--duration` seconds of them at
 /// `--rate`.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the options that shape the feed, each named"
-)]
-fn build_feed(
-    source: &Source,
-    count: Option<u64>,
-    duration: Option<f64>,
-    pace: Pace,
-    batch: u16,
-    stock: Stock,
-    session: Session,
-    first_seq: u64,
-) -> anyhow::Result<Feed> {
+fn build_feed(source: &Source, pace: Pace, shape: &FeedShape) -> anyhow::Result<Feed> {
+    let FeedShape {
+        count,
+        duration,
+        batch,
+        stock,
+        session,
+        first_seq,
+    } = *shape;
     let Pace::Rate(rate) = pace else {
         bail!("{source} has no timestamps to pace by: only an itch: file has")
     };
@@ -606,11 +806,15 @@ fn send(
     driver: &mut Driver<impl Port, Monotonic>,
     ex: &mut Exchange<'_>,
     out: &mut impl Outgoing,
-    pace: Pace,
-    label: &str,
-    progress: bool,
-    stop: &AtomicBool,
+    how: &Sending<'_>,
 ) -> anyhow::Result<SendSpan> {
+    let Sending {
+        pace,
+        label,
+        progress,
+        stop,
+        ..
+    } = *how;
     let span = host::SpanAccounting::start();
     let steal0 = host::steal_ms();
     let run = driver
@@ -656,8 +860,11 @@ struct Asked {
     io: ExchangeIo,
     expect: Expect,
     source: Source,
-    pace: Pace,
+    timing: Timing,
     batch: u16,
+    orders: paths::Orders,
+    /// The re-request server's window, in messages, if one is kept (`--retransmit`).
+    retransmit_window: Option<u64>,
 }
 
 fn report(asked: Asked, feed: &Feed, settled: &Settlement, span: SendSpan) -> ReplayReport {
@@ -666,9 +873,12 @@ fn report(asked: Asked, feed: &Feed, settled: &Settlement, span: SendSpan) -> Re
         io,
         expect,
         source,
-        pace,
+        timing,
         batch,
+        orders: transport,
+        retransmit_window,
     } = asked;
+    let pace = timing.pace;
     let Settlement {
         sent,
         orders,
@@ -689,7 +899,7 @@ fn report(asked: Asked, feed: &Feed, settled: &Settlement, span: SendSpan) -> Re
     } = span;
     let elapsed = run.seconds();
     ReplayReport {
-        orders: paths::Orders::Udp,
+        orders: transport,
         session: None,
         send_lateness: results::Summary::default(),
         label,
@@ -738,7 +948,7 @@ fn report(asked: Asked, feed: &Feed, settled: &Settlement, span: SendSpan) -> Re
         parity: parity.clone(),
         retransmit: None,
         line_sends: Vec::new(),
-        stream: None,
+        stream: (feed.streamed.as_ref()).map(|st| stream_report(st, timing, retransmit_window)),
         machine: results::Machine::read(),
     }
 }

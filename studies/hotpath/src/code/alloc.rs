@@ -711,6 +711,8 @@ mod tests {
         assert_eq!(o.dists.len(), 13);
         assert_eq!(o.comparisons.len(), 8);
         assert!(o.trader.contains("crates/trader-core/src/lib.rs"));
-        assert!(o.trader.contains("crates/trader-core/src/lines.rs") && o.trader.contains("gate.rs"));
+        assert!(
+            o.trader.contains("crates/trader-core/src/lines.rs") && o.trader.contains("gate.rs")
+        );
     }
 }

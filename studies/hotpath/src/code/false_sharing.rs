@@ -613,6 +613,8 @@ mod tests {
         }
         assert_eq!(out.comparisons.len(), 4);
         assert!(out.comparisons[0].study_ratio.unwrap() > 7.0);
-        assert!(out.trader.contains("ArmSlot") && out.trader.contains("ebpf/xdp-ebpf/src/program.rs"));
+        assert!(
+            out.trader.contains("ArmSlot") && out.trader.contains("ebpf/xdp-ebpf/src/program.rs")
+        );
     }
 }

@@ -358,19 +358,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
         warmup: 2,
         passes: ctx.pick(20, 60),
     };
-    let mb = |b: usize| (plan.orders * b) as f64 / 1e6;
-    ctx.progress(&format!(
-        "{} orders: {:.0} MB as full structs, {:.0} MB hot + {:.0} MB cold split, and the sweep's \
-         {:.0}/{:.0}/{:.0} MB; {} passes each",
-        plan.orders,
-        mb(FULL_BYTES),
-        mb(HOT_BYTES),
-        mb(FULL_BYTES - HOT_BYTES),
-        mb(HOT_BYTES + SWEEP_COLD[0]),
-        mb(HOT_BYTES + SWEEP_COLD[1]),
-        mb(HOT_BYTES + SWEEP_COLD[2]),
-        plan.passes
-    ));
+    ctx.progress(&plan_line(plan));
     let m = measure(ctx.tsc, plan);
     if let Some(i) = m.results.iter().position(|r| *r != m.results[0]) {
         anyhow::bail!(
@@ -387,12 +375,51 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
     );
     o.dists = m.dists;
     let spreads: Vec<Option<Spread>> = m.passes.iter().map(|p| Spread::of(p)).collect();
+    o.comparisons = rows(plan, &spreads);
+    o.curves.push(sweep_curve(&spreads));
+    o.notes = notes(plan, &spreads, m.results[0]);
+    o.trader = "No order collection to scan: the trader trades one stock and holds at most one \
+        position (`engine::Ledger`'s `open: Option<(Side, f64)>`); its per-tick state is the \
+        `Trader` struct (crates/trader-core/src/lib.rs), whose hot fields (sequence tracking \
+        `next_seq`/`seen`, `counters`, the engine `Strategy`) sit beside colder ones (the \
+        `engine` latency histogram, the `Pending` arrays of 64 samples and 64 fills, about 1.5 \
+        KB, touched only when something is kept). The strategy's price history is in \
+        separate heap rings (`Ring { buf: Vec<f64> }`, crates/engine/src/strategy.rs), already apart \
+        from its small `Window` constants. No split has been made or measured there; at this \
+        size (a few KB, in L1/L2 between ticks) the study's effect is not expected to be \
+        large."
+        .to_string();
+    Ok(o)
+}
+
+/// The progress line before the measurement: the orders, the megabytes of each layout, the
+/// passes.
+fn plan_line(plan: Plan) -> String {
+    let mb = |b: usize| (plan.orders * b) as f64 / 1e6;
+    format!(
+        "{} orders: {:.0} MB as full structs, {:.0} MB hot + {:.0} MB cold split, and the sweep's \
+         {:.0}/{:.0}/{:.0} MB; {} passes each",
+        plan.orders,
+        mb(FULL_BYTES),
+        mb(HOT_BYTES),
+        mb(FULL_BYTES - HOT_BYTES),
+        mb(HOT_BYTES + SWEEP_COLD[0]),
+        mb(HOT_BYTES + SWEEP_COLD[1]),
+        mb(HOT_BYTES + SWEEP_COLD[2]),
+        plan.passes
+    )
+}
+
+/// The rows: full structs against the split (time, and the line-count model's lines), then
+/// each record size of the cold-size sweep against the split.
+fn rows(plan: Plan, spreads: &[Option<Spread>]) -> Vec<Comparison> {
+    let mb = |b: usize| (plan.orders * b) as f64 / 1e6;
     let med = |i: usize| spreads[i].map_or(f64::NAN, |s| s.median);
     let (a, s) = (med(0), med(1));
     let study = STUDY_BEFORE_S / STUDY_AFTER_S;
     let r = a / s;
     let lines = |stride: usize| lines_per_order(stride, HOT_BYTES) * plan.orders as f64;
-    o.comparisons = vec![
+    let mut rows = vec![
         Comparison::judged(
             format!(
                 "full structs vs split, one pass over {} orders (median over passes)",
@@ -427,7 +454,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
     for (k, cold) in SWEEP_COLD.into_iter().enumerate() {
         let stride = HOT_BYTES + cold;
         let rr = med(2 + k) / s;
-        o.comparisons.push(Comparison::finding(
+        rows.push(Comparison::finding(
             format!(
                 "cold-size sweep: {stride}-B records ({cold} B cold, {:.0} MB) vs split ({:.0} \
                  MB), one pass (median)",
@@ -444,7 +471,16 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
             model_reason(rr, stride),
         ));
     }
-    o.curves.push(Curve {
+    rows
+}
+
+/// The sweep's curve: scan time over the split's against record size, measured (the full
+/// struct's point included) and the line-count model's.
+fn sweep_curve(spreads: &[Option<Spread>]) -> Curve {
+    let med = |i: usize| spreads[i].map_or(f64::NAN, |s| s.median);
+    let (a, s) = (med(0), med(1));
+    let r = a / s;
+    Curve {
         id: "hotcold-sweep".into(),
         title: "Scan time ÷ the split's over record size: measured (median over passes) and \
                 the line-count model"
@@ -473,9 +509,16 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
                     .collect(),
             },
         ],
-    });
+    }
+}
+
+/// The notes: how a sample is taken, the line-count model and the bandwidth at the medians,
+/// the missing PMU, and what every layout computed (`result`).
+fn notes(plan: Plan, spreads: &[Option<Spread>], result: (u64, u64)) -> Vec<String> {
+    let med = |i: usize| spreads[i].map_or(f64::NAN, |s| s.median);
+    let (a, s) = (med(0), med(1));
     let gbps = |ns: f64, bytes: f64| plan.orders as f64 * bytes / ns;
-    o.notes = vec![
+    vec![
         format!(
             "A sample is one whole pass over {} orders (ops = 1: the figures are ms per pass); \
              the rows give the median over passes with the range. Every layout holds the same \
@@ -503,21 +546,9 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
             .to_string(),
         format!(
             "All layouts computed the same: {} live buy orders, notional {}.",
-            m.results[0].1, m.results[0].0
+            result.1, result.0
         ),
-    ];
-    o.trader = "No order collection to scan: the trader trades one stock and holds at most one \
-        position (`engine::Ledger`'s `open: Option<(Side, f64)>`); its per-tick state is the \
-        `Trader` struct (crates/trader-core/src/lib.rs), whose hot fields (sequence tracking \
-        `next_seq`/`seen`, `counters`, the engine `Strategy`) sit beside colder ones (the \
-        `engine` latency histogram, the `Pending` arrays of 64 samples and 64 fills, about 1.5 \
-        KB, touched only when something is kept). The strategy's price history is in \
-        separate heap rings (`Ring { buf: Vec<f64> }`, crates/engine/src/strategy.rs), already apart \
-        from its small `Window` constants. No split has been made or measured there; at this \
-        size (a few KB, in L1/L2 between ticks) the study's effect is not expected to be \
-        large."
-        .to_string();
-    Ok(o)
+    ]
 }
 
 #[cfg(test)]

@@ -606,20 +606,80 @@ pub fn run_aos_soa_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
         .iter()
         .map(|r| [r[0].spread(), r[1].spread(), r[2].spread()])
         .collect();
-    let m = |i: usize, v: usize| median(&sp[i][v]);
-    let (aos_big, packed_big, soa_big) = (m(0, 0), m(0, 1), m(0, 2));
-    let (aos_small, packed_small, soa_small) = (m(1, 0), m(1, 1), m(1, 2));
-    let (r_big, r_small) = (aos_big / soa_big, aos_small / soa_small);
-    let split = Split {
-        bytes: aos_big / packed_big,
-        streams: packed_big / soa_big,
-        bytes_l2: aos_small / packed_small,
-        streams_l2: packed_small / soa_small,
-    };
+    let md = AosSoaMedians::of(&sp);
+    out.comparisons = aos_soa_rows(&p, &sp, &md, ctx.tsc.ticks_per_ns);
+    out.notes = aos_soa_notes(&p, &md);
+    out.trader = "The trader keeps no book of positions: one stock and at most one open \
+                  position (`engine::Ledger` in `crates/engine/src/ledger.rs`: `open: Option<(Side, \
+                  f64)>`), so there is no loop over positions to lay out. Where it does keep \
+                  series, they are columns already: the strategy's `closes`, `diffs` and `ders` \
+                  are three separate f64 rings (`crates/engine/src/strategy.rs`), i.e. SoA."
+        .to_string();
+    Ok(out)
+}
+
+/// Each AoS-vs-SoA variant's median pass, ns, on the large book and on the small one (in L2).
+#[derive(Debug, Clone, Copy)]
+struct AosSoaMedians {
+    aos_big: f64,
+    packed_big: f64,
+    soa_big: f64,
+    aos_small: f64,
+    packed_small: f64,
+    soa_small: f64,
+}
+
+impl AosSoaMedians {
+    /// From the spreads, `[set][AoS, packed, SoA]` (the large book first).
+    fn of(sp: &[[Option<Spread>; 3]]) -> Self {
+        let m = |i: usize, v: usize| median(&sp[i][v]);
+        let (aos_big, packed_big, soa_big) = (m(0, 0), m(0, 1), m(0, 2));
+        let (aos_small, packed_small, soa_small) = (m(1, 0), m(1, 1), m(1, 2));
+        Self {
+            aos_big,
+            packed_big,
+            soa_big,
+            aos_small,
+            packed_small,
+            soa_small,
+        }
+    }
+
+    /// AoS ÷ SoA on the large book and on the small one.
+    fn ratios(&self) -> (f64, f64) {
+        (self.aos_big / self.soa_big, self.aos_small / self.soa_small)
+    }
+
+    /// The ratio split into its bytes and its streams, on each book.
+    fn split(&self) -> Split {
+        Split {
+            bytes: self.aos_big / self.packed_big,
+            streams: self.packed_big / self.soa_big,
+            bytes_l2: self.aos_small / self.packed_small,
+            streams_l2: self.packed_small / self.soa_small,
+        }
+    }
+}
+
+/// The AoS-vs-SoA rows: the large book's ratio against the study's, its split into bytes and
+/// streams, and the small book's (`tpn`: the counter's ticks per ns).
+fn aos_soa_rows(
+    p: &Params,
+    sp: &[[Option<Spread>; 3]],
+    md: &AosSoaMedians,
+    tpn: f64,
+) -> Vec<Comparison> {
+    let AosSoaMedians {
+        aos_small,
+        packed_small,
+        soa_small,
+        ..
+    } = *md;
+    let (r_big, r_small) = md.ratios();
+    let split = md.split();
     let study = STUDY_AOS_MS / STUDY_SOA_MS;
-    let tpn = ctx.tsc.ticks_per_ns;
     let model = AOS_BYTES as f64 / SOA_BYTES as f64;
-    out.comparisons = vec![
+    vec![
         Comparison::judged(
             format!(
                 "AoS vs SoA, {} positions (AoS {} MB, SoA columns read {} MB), median pass",
@@ -669,9 +729,25 @@ pub fn run_aos_soa_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
                 soa_small / p.small as f64 * tpn,
             ),
         ),
-    ];
+    ]
+}
+
+/// The AoS-vs-SoA notes: how the samples are taken, the bytes-moved model against the measured
+/// ratios, the figures per position, and what this guest can't count.
+fn aos_soa_notes(p: &Params, md: &AosSoaMedians) -> Vec<String> {
+    let AosSoaMedians {
+        aos_big,
+        packed_big,
+        soa_big,
+        aos_small,
+        packed_small,
+        soa_small,
+    } = *md;
+    let (r_big, r_small) = md.ratios();
+    let split = md.split();
+    let model = AOS_BYTES as f64 / SOA_BYTES as f64;
     let per = |v: f64, n: usize| ns(v / n as f64);
-    out.notes = vec![
+    vec![
         format!(
             "Each sample is one pass over the whole book (the large book: one per round; the \
              small one: {} per round); the rows give each variant's median pass with the range \
@@ -714,14 +790,7 @@ pub fn run_aos_soa_with(ctx: &Ctx, p: Params) -> anyhow::Result<Outcome> {
         "No hardware PMU in this guest: this CPU's misses and bandwidth can't be counted, only \
          timed; the counts table beside it is cachegrind's model cache (no prefetcher)."
             .to_string(),
-    ];
-    out.trader = "The trader keeps no book of positions: one stock and at most one open \
-                  position (`engine::Ledger` in `crates/engine/src/ledger.rs`: `open: Option<(Side, \
-                  f64)>`), so there is no loop over positions to lay out. Where it does keep \
-                  series, they are columns already: the strategy's `closes`, `diffs` and `ders` \
-                  are three separate f64 rings (`crates/engine/src/strategy.rs`), i.e. SoA."
-        .to_string();
-    Ok(out)
+    ]
 }
 
 pub fn run_simd(ctx: &Ctx) -> anyhow::Result<Outcome> {
