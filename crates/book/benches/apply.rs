@@ -2,6 +2,8 @@
 //! part of one, cancels part of another and deletes a third, over 1,000 symbols, with a
 //! standing depth of 20 orders a symbol. The full-day figure is `cargo xtask book` on a
 //! generated file (docs/market.md); this one is for comparing changes to the book itself.
+
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
 use book::{Book, Config};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
@@ -9,6 +11,7 @@ use wire::itch::{
     AddOrderRepr, Message, OrderCancelRepr, OrderDeleteRepr, OrderExecutedRepr, Price4, Side,
     Stock, Timestamp,
 };
+use {libc as _, proptest as _};
 
 fn flow(n: usize) -> Vec<Message> {
     let ts = Timestamp::from_nanos(34_200_000_000_000).unwrap();

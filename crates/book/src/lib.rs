@@ -34,6 +34,10 @@
 // and the order table's zeroed allocation with its huge-page advice; everything else is safe.
 #![deny(unsafe_code)]
 
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
+#[cfg(test)]
+use criterion as _;
+
 mod levels;
 mod orders;
 

@@ -2,6 +2,9 @@
 //! flows: valid ones built from the model's own live orders, with lies mixed in (unknown
 //! references, duplicates, overfills, wrong locates, zero shares) that both must refuse alike.
 
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
+use {criterion as _, libc as _};
+
 use std::collections::BTreeMap;
 
 use book::{Book, Config, Event, PrintKind, Refusal};

@@ -9,6 +9,11 @@
 //!   the arm computation of a pre-armed trigger path, done between ticks. Before it, the share
 //!   of the spec series' ticks that can be armed, and why the others can't, is printed.
 
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
+use {
+    anyhow as _, clap as _, proptest as _, pulp as _, serde_json as _, sha2 as _, thiserror as _,
+};
+
 use std::hint::black_box;
 use std::time::Duration;
 

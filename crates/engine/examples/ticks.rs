@@ -3,7 +3,13 @@
 //! computes each tick's trigger first. A fixed workload for `valgrind --tool=callgrind`, whose
 //! instruction counts (unlike times on a shared VM) repeat: the difference between the two
 //! modes is the arm computation's cost per tick.
+
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
 use engine::{Params, Strategy};
+use {
+    anyhow as _, clap as _, criterion as _, proptest as _, pulp as _, serde_json as _, sha2 as _,
+    thiserror as _,
+};
 
 fn main() {
     let mut args = std::env::args().skip(1);

@@ -19,6 +19,11 @@
 //! `mul_add` is called, and nothing in this crate calls it.
 #![forbid(unsafe_code)]
 
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
+#[cfg(test)]
+use criterion as _;
+use {anyhow as _, clap as _, serde_json as _, sha2 as _};
+
 pub mod data;
 mod error;
 mod ledger;

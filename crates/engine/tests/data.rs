@@ -3,6 +3,12 @@
 //! `100 * math.exp(a)` over `numpy.cumsum(r)` (the C library's exp, which is what `np.exp`
 //! calls on an AVX2 machine; see `engine::data`).
 
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
+use {
+    anyhow as _, clap as _, criterion as _, proptest as _, pulp as _, serde_json as _,
+    thiserror as _,
+};
+
 use std::io::Write;
 
 use engine::Error;

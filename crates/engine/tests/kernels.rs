@@ -1,6 +1,12 @@
 //! The reference kernel against the published fingerprint, and every faster variant against
 //! the reference, bit for bit.
 
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
+use {
+    anyhow as _, clap as _, criterion as _, proptest as _, pulp as _, serde_json as _, sha2 as _,
+    thiserror as _,
+};
+
 use engine::{ComboResult, Error, Params, Side, Signal, Strategy, grid_default, reference, sweep};
 
 fn spec_series() -> Vec<f64> {

@@ -1,8 +1,11 @@
 //! The generator's rate, messages/s, with each message encoded (the `market-gen` tool's work
 //! less the file write). The floor: 5 M messages/s.
+
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use market::{Config, Generator};
 use std::hint::black_box;
+use {book as _, engine as _, hdrhistogram as _, paths as _, wire as _};
 
 fn bench(c: &mut Criterion) {
     let config = Config::new(42, 20_000);

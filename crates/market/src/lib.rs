@@ -42,6 +42,10 @@
 //! `'J'`, `'h'`, `'W'`, `'O'` are never sent), retail price improvement (`'N'`), sub-penny
 //! prices, correlated moves across symbols, and hidden orders other than the `'P'` prints.
 
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
+#[cfg(test)]
+use criterion as _;
+
 mod profile;
 mod rng;
 

@@ -1,6 +1,9 @@
 //! Privileged: builds real namespaces. CI runs as root; as an ordinary user each test says it
 //! is skipped and passes.
+
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
 use std::{net::UdpSocket, time::Duration};
+use {nix as _, thiserror as _, xdp_common as _};
 
 use netns::{Found, Lab, LabConfig, in_netns, lab, ns_exists, require_privileges_or_skip};
 

@@ -3,6 +3,12 @@
 //! - `on_packet/pass_5000/n=6`: a pass over 5,000 packets of the spec's series (per packet:
 //!   divide by 5,000); n = 6 trades often, n = 200 rarely.
 
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
+use {
+    affinity as _, anyhow as _, engine as _, hdrhistogram as _, paths as _, proptest as _,
+    results as _, serde as _, serde_json as _, wire as _, xdp_common as _,
+};
+
 use std::hint::black_box;
 use std::time::Duration;
 

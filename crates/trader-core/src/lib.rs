@@ -9,6 +9,12 @@
 //! What can wait until the orders are out does: the engine-time samples and the trader's own
 //! ledger bookings of a packet are kept aside by [`Trader::on_packet`] and recorded by
 //! [`Trader::settle`], which the loop calls after the packet's orders left.
+
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
+use affinity as _;
+#[cfg(test)]
+use criterion as _;
+
 pub mod arm;
 pub mod gate;
 pub mod lines;

@@ -4,6 +4,7 @@
 //! and the PGO experiment (`core-workload`) both run this, so they measure the same work.
 
 use engine::Params;
+use serde::Serialize;
 use wire::{
     itch::{Price4, Stock},
     moldudp64::{PacketBuilder, Session},
@@ -73,9 +74,64 @@ pub fn pass(trader: &mut Trader, feed: &[Vec<u8>]) -> (u64, u64) {
     (orders, sum)
 }
 
+/// What `core-workload` prints, one JSON object: the per-packet ns of each pass and the sweep
+/// ms of each run (to the nearest thousandth), and the checksums the builds are compared by.
+/// xtask's PGO experiment reads it (`xtask/src/pgo.rs`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WorkloadReport {
+    /// Nanoseconds a packet, one a pass.
+    pub per_packet_ns: Vec<f64>,
+    /// Milliseconds a sweep, one a run.
+    pub sweep_ms: Vec<f64>,
+    /// The orders of the last pass.
+    pub orders: u64,
+    /// The checksum of the last pass's orders ([`pass`]).
+    pub order_checksum: u64,
+    /// The sweep's summed P&L, exact (the builds must agree to the bit).
+    pub sweep_pnl_sum: f64,
+}
+
+impl WorkloadReport {
+    /// The report from the timings as measured: each rounded to the nearest thousandth (as
+    /// printed before the report was a type: `{:.3}`).
+    pub fn new(
+        per_packet_ns: &[f64],
+        sweep_ms: &[f64],
+        (orders, order_checksum): (u64, u64),
+        sweep_pnl_sum: f64,
+    ) -> Self {
+        let thousandths = |v: &[f64]| {
+            v.iter()
+                .map(|x| format!("{x:.3}").parse().unwrap_or(*x))
+                .collect()
+        };
+        WorkloadReport {
+            per_packet_ns: thousandths(per_packet_ns),
+            sweep_ms: thousandths(sweep_ms),
+            orders,
+            order_checksum,
+            sweep_pnl_sum,
+        }
+    }
+
+    /// The report as one line of JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a report of numbers serializes")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_report_keeps_its_fields_and_thousandths() {
+        let r = WorkloadReport::new(&[60.3004, 47.8], &[12.0], (3, 42), 0.1 + 0.2);
+        assert_eq!(
+            r.to_json(),
+            r#"{"per_packet_ns":[60.3,47.8],"sweep_ms":[12.0],"orders":3,"order_checksum":42,"sweep_pnl_sum":0.30000000000000004}"#
+        );
+    }
 
     #[test]
     fn the_feed_trades_and_two_passes_agree() {

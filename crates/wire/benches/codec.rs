@@ -1,6 +1,11 @@
 //! The trader's per-packet codec work: decode a MoldUDP64 packet carrying one ITCH 'P' trade,
 //! and encode one order. Run with `cargo bench -p wire --bench codec`.
 
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
+#[cfg(feature = "pcapng")]
+use pcap_file as _;
+use {etherparse as _, proptest as _, thiserror as _};
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use wire::itch::{self, Message, Price4, Side, Stock, Timestamp, TradeRepr};

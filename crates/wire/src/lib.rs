@@ -22,6 +22,10 @@
 //! `tests/prop.rs`). All multi-byte integers are big-endian, as NASDAQ specifies.
 #![forbid(unsafe_code)]
 
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
+#[cfg(test)]
+use criterion as _;
+
 mod error;
 pub mod itch;
 pub mod moldudp64;

@@ -1,4 +1,6 @@
-//! Classic pcap files (not pcapng) with Ethernet frames, and the UDP payloads inside them.
+//! pcap files with Ethernet frames, and the UDP payloads inside them: classic pcap, read and
+//! written here, and (with the `pcapng` feature, the replay's) pcapng, read through pcap-file
+//! ([`ng`]). [`Reader::new`] tells them apart by the first four bytes.
 //!
 //! File layout (libpcap's `pcap-savefile(5)`): a 24-byte global header, then records of a 16-byte
 //! header and the captured bytes. The writer of a file picks the byte order; the magic number
@@ -21,12 +23,15 @@
 //! | 8      | 4   | incl_len            | bytes captured, which follow                    |
 //! | 12     | 4   | orig_len            | bytes on the wire                               |
 //!
-//! This writer always writes little-endian. Unlike the codecs, this module does I/O and its
+//! The writer writes classic pcap only, always little-endian. Unlike the codecs, this module does I/O and its
 //! [`PcapError`] carries `io::Error`s; it reads capture files, it is not on the trader's hot path.
 
 use std::io::{self, BufReader, BufWriter, Read, Write};
 
 use crate::{read_full as fill, udp};
+
+#[cfg(feature = "pcapng")]
+pub mod ng;
 
 /// `LINKTYPE_ETHERNET` (tcpdump.org link-layer header types).
 pub const LINKTYPE_ETHERNET: u32 = 1;
@@ -49,6 +54,15 @@ pub enum Resolution {
     Micros,
     /// Nanoseconds (magic `0xa1b23c4d`).
     Nanos,
+}
+
+/// Which format a file is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Classic pcap (`pcap-savefile(5)`).
+    Pcap,
+    /// pcapng (read with the `pcapng` feature).
+    PcapNg,
 }
 
 /// Why a pcap file could not be read or written.
@@ -89,7 +103,17 @@ pub enum PcapError {
         /// Bytes present.
         have: usize,
     },
-    /// A record longer than [`MAX_RECORD_LEN`], or than the snaplen when writing.
+    /// A pcapng block that could not be parsed (pcap-file's reason), or one this reader does
+    /// not take.
+    #[error("bad pcapng block at byte {offset}: {reason}")]
+    PcapNg {
+        /// Offset of the block.
+        offset: u64,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A record longer than [`MAX_RECORD_LEN`], or than the snaplen when writing (or, in a
+    /// pcapng file, a block longer than `ng::MAX_BLOCK_LEN`).
     #[error("pcap record at byte {offset} is {len} bytes, over the limit of {limit}")]
     RecordTooLong {
         /// Offset of the record.
@@ -101,14 +125,18 @@ pub enum PcapError {
     },
 }
 
-/// The global header of a pcap file, as read.
+/// The global header of a pcap file, as read (of a pcapng file: its first section's and first
+/// interface's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {
-    /// Timestamp resolution.
+    /// The file's format.
+    pub format: Format,
+    /// Timestamp resolution (pcapng: microseconds where the first interface's `if_tsresol` says
+    /// so, nanoseconds otherwise; a record's time is in nanoseconds either way).
     pub resolution: Resolution,
     /// Whether the file is big-endian.
     pub big_endian: bool,
-    /// Version (major, minor), normally (2, 4).
+    /// Version (major, minor), normally (2, 4) (pcapng: (1, 0)).
     pub version: (u16, u16),
     /// Snapshot length.
     pub snaplen: u32,
@@ -129,18 +157,22 @@ pub struct Record<'a> {
     pub offset: u64,
 }
 
-/// Reads a classic pcap file of Ethernet frames.
+/// Reads a pcap file of Ethernet frames: classic, or pcapng with the `pcapng` feature.
 #[derive(Debug)]
 pub struct Reader<R: Read> {
     inner: BufReader<R>,
     header: Header,
     buf: Vec<u8>,
     offset: u64,
+    /// A pcapng file's reading state.
+    #[cfg(feature = "pcapng")]
+    ng: Option<ng::Ng>,
 }
 
 impl<R: Read> Reader<R> {
     /// Reads and checks the global header: [`PcapError::BadMagic`] for anything but a classic pcap
-    /// file, [`PcapError::LinkType`] for a link type other than Ethernet.
+    /// file (or a pcapng one, with the `pcapng` feature), [`PcapError::LinkType`] for a link type
+    /// other than Ethernet. A pcapng file is read up to its first interface description.
     pub fn new(inner: R) -> Result<Self, PcapError> {
         let mut inner = BufReader::with_capacity(64 * 1024, inner);
         let mut h = [0u8; GLOBAL_HEADER_LEN];
@@ -160,6 +192,17 @@ impl<R: Read> Reader<R> {
             });
         }
         let magic_be = u32::from_be_bytes([h[0], h[1], h[2], h[3]]);
+        #[cfg(feature = "pcapng")]
+        if magic_be == ng::SECTION_HEADER {
+            let (ng, header, offset) = ng::Ng::open(&h[..have], &mut inner)?;
+            return Ok(Reader {
+                inner,
+                header,
+                buf: Vec::new(),
+                offset,
+                ng: Some(ng),
+            });
+        }
         let magic_le = u32::from_le_bytes([h[0], h[1], h[2], h[3]]);
         let (resolution, big_endian) = match (magic_be, magic_le) {
             (MAGIC_MICROS, _) => (Resolution::Micros, true),
@@ -194,6 +237,7 @@ impl<R: Read> Reader<R> {
             }
         };
         let header = Header {
+            format: Format::Pcap,
             resolution,
             big_endian,
             version: (u16_at(4), u16_at(6)),
@@ -208,6 +252,8 @@ impl<R: Read> Reader<R> {
             header,
             buf: Vec::new(),
             offset: GLOBAL_HEADER_LEN as u64,
+            #[cfg(feature = "pcapng")]
+            ng: None,
         })
     }
 
@@ -218,6 +264,19 @@ impl<R: Read> Reader<R> {
 
     /// Reads the next record; `Ok(None)` at a clean end of file.
     pub fn read_record(&mut self) -> Result<Option<Record<'_>>, PcapError> {
+        #[cfg(feature = "pcapng")]
+        if let Some(ng) = &mut self.ng {
+            let Some((packet, data)) = ng.next(&mut self.inner, self.offset)? else {
+                return Ok(None);
+            };
+            self.offset = packet.next;
+            return Ok(Some(Record {
+                ts_nanos: packet.ts_nanos,
+                orig_len: packet.orig_len,
+                data,
+                offset: packet.offset,
+            }));
+        }
         let offset = self.offset;
         let io = |source| PcapError::Io {
             op: "read",
@@ -407,6 +466,7 @@ mod tests {
         assert_eq!(
             *reader.header(),
             Header {
+                format: Format::Pcap,
                 resolution: Resolution::Micros,
                 big_endian: false,
                 version: (2, 4),
@@ -470,9 +530,22 @@ mod tests {
     #[test]
     fn bad_files() {
         let pcapng = [0x0a, 0x0d, 0x0d, 0x0a, 0, 0, 0, 0];
+        #[cfg(not(feature = "pcapng"))]
         assert!(matches!(
             Reader::new(&pcapng[..]),
             Err(PcapError::BadMagic { magic: 0x0a0d0d0a })
+        ));
+        #[cfg(feature = "pcapng")]
+        assert!(matches!(
+            Reader::new(&pcapng[..]),
+            Err(PcapError::Truncated {
+                what: "block header",
+                ..
+            })
+        ));
+        assert!(matches!(
+            Reader::new(&[0x0a, 0x0d, 0x0d, 0x0b][..]),
+            Err(PcapError::BadMagic { magic: 0x0a0d0d0b })
         ));
         let mut bytes = file_bytes();
         bytes[20] = 101; // LINKTYPE_RAW
@@ -516,6 +589,185 @@ mod tests {
             reader.read_record(),
             Err(PcapError::RecordTooLong { .. })
         ));
+    }
+
+    /// Frames of several lengths (padding to 4 bytes in pcapng), their times in nanoseconds
+    /// with a microsecond part only (a µs file holds them exactly).
+    #[cfg(feature = "pcapng")]
+    fn capture() -> Vec<(u64, Vec<u8>)> {
+        (0..5u64)
+            .map(|i| {
+                let mut frame = FRAME_BYTES.to_vec();
+                frame.extend((0..i).map(|b| b as u8));
+                (1_700_000_000_000_000_000 + i * 1_234_567_000, frame)
+            })
+            .collect()
+    }
+
+    /// Every record of a file: time, length on the wire, bytes.
+    #[cfg(feature = "pcapng")]
+    fn records(bytes: &[u8]) -> Vec<(u64, u32, Vec<u8>)> {
+        let mut reader = Reader::new(bytes).unwrap();
+        let mut out = Vec::new();
+        while let Some(r) = reader.read_record().unwrap() {
+            out.push((r.ts_nanos, r.orig_len, r.data.to_vec()));
+        }
+        out
+    }
+
+    /// The capture as pcap-file writes pcapng: one Ethernet interface of `if_tsresol`
+    /// `resolution` (none: the default, microseconds), Enhanced Packet Blocks.
+    #[cfg(feature = "pcapng")]
+    fn pcapng(endianness: pcap_file::Endianness, resolution: Option<u8>) -> Vec<u8> {
+        use std::{borrow::Cow, time::Duration};
+
+        use pcap_file::pcapng::{
+            PcapNgWriter,
+            blocks::{
+                enhanced_packet::EnhancedPacketBlock,
+                interface_description::{InterfaceDescriptionBlock, InterfaceDescriptionOption},
+            },
+        };
+        let mut w = PcapNgWriter::with_endianness(Vec::new(), endianness).unwrap();
+        w.write_pcapng_block(InterfaceDescriptionBlock {
+            linktype: pcap_file::DataLink::ETHERNET,
+            snaplen: 65_535,
+            options: resolution
+                .map(InterfaceDescriptionOption::IfTsResol)
+                .into_iter()
+                .collect(),
+        })
+        .unwrap();
+        let per_unit = if resolution == Some(9) { 1 } else { 1_000 };
+        for (ts, frame) in capture() {
+            w.write_pcapng_block(EnhancedPacketBlock {
+                interface_id: 0,
+                // pcap-file writes the Duration's nanoseconds as the block's units.
+                timestamp: Duration::from_nanos(ts / per_unit),
+                original_len: frame.len() as u32,
+                data: Cow::Borrowed(&frame),
+                options: vec![],
+            })
+            .unwrap();
+        }
+        w.into_inner()
+    }
+
+    #[cfg(feature = "pcapng")]
+    #[test]
+    fn pcapng_gives_the_frames_of_the_same_capture_in_classic_pcap() {
+        let mut classic = Writer::new(Vec::new(), Resolution::Micros).unwrap();
+        for (ts, frame) in capture() {
+            classic.write_frame(ts, &frame).unwrap();
+        }
+        let classic = records(&classic.finish().unwrap());
+        assert_eq!(classic.len(), 5);
+        for (endianness, resolution, big_endian, resolution_read) in [
+            (pcap_file::Endianness::Big, Some(9), true, Resolution::Nanos),
+            (
+                pcap_file::Endianness::Little,
+                None,
+                false,
+                Resolution::Micros,
+            ),
+            (
+                pcap_file::Endianness::Little,
+                Some(6),
+                false,
+                Resolution::Micros,
+            ),
+        ] {
+            let bytes = pcapng(endianness, resolution);
+            assert_eq!(records(&bytes), classic, "{endianness:?} {resolution:?}");
+            let reader = Reader::new(&bytes[..]).unwrap();
+            assert_eq!(
+                *reader.header(),
+                Header {
+                    format: Format::PcapNg,
+                    resolution: resolution_read,
+                    big_endian,
+                    version: (1, 0),
+                    snaplen: 65_535,
+                    linktype: LINKTYPE_ETHERNET,
+                }
+            );
+        }
+    }
+
+    #[cfg(feature = "pcapng")]
+    #[test]
+    fn bad_pcapng_is_an_error_never_a_panic() {
+        let good = pcapng(pcap_file::Endianness::Little, Some(9));
+        let read_all = |bytes: &[u8]| -> Result<usize, PcapError> {
+            let mut reader = Reader::new(bytes)?;
+            let mut n = 0;
+            while reader.read_record()?.is_some() {
+                n += 1;
+            }
+            Ok(n)
+        };
+        assert_eq!(read_all(&good).unwrap(), 5);
+        // Cut anywhere: a truncated block, or (at a block's end) the records before it.
+        let ends: Vec<usize> = {
+            let mut ends = vec![];
+            let mut at = 0;
+            while at < good.len() {
+                at += u32::from_le_bytes(good[at + 4..at + 8].try_into().unwrap()) as usize;
+                ends.push(at);
+            }
+            ends
+        };
+        for len in 0..good.len() {
+            match read_all(&good[..len]) {
+                // Cut after block k (the section header, the interface, then packets): k - 1
+                // packets.
+                Ok(n) => assert_eq!(ends.iter().position(|&e| e == len), Some(n + 1), "{len}"),
+                Err(PcapError::Truncated { .. } | PcapError::PcapNg { .. }) => {}
+                Err(e) => panic!("{len}: {e}"),
+            }
+        }
+        // Any byte changed: whatever it gives, it gives without a panic.
+        for i in 0..good.len() {
+            for v in [0x00, 0xff, 0x80] {
+                let mut bad = good.clone();
+                bad[i] ^= v;
+                let _ = read_all(&bad);
+            }
+        }
+        // A block longer than the cap is refused before it is read.
+        let mut big = good.clone();
+        let epb = ends[1];
+        big[epb + 4..epb + 8].copy_from_slice(&u32::MAX.to_le_bytes());
+        let err = read_all(&big).unwrap_err();
+        assert!(
+            matches!(err, PcapError::RecordTooLong { offset, limit: ng::MAX_BLOCK_LEN, .. } if offset == epb as u64),
+            "{err}"
+        );
+        // A link type other than Ethernet, as in a classic file.
+        let mut raw = good.clone();
+        let idb = ends[0];
+        raw[idb + 8..idb + 10].copy_from_slice(&101u16.to_le_bytes());
+        assert!(matches!(read_all(&raw), Err(PcapError::LinkType(101))));
+        // A packet of an interface no block describes.
+        let mut orphan = good.clone();
+        orphan[epb + 8..epb + 12].copy_from_slice(&7u32.to_le_bytes());
+        let err = read_all(&orphan).unwrap_err();
+        assert!(err.to_string().contains("interface 7"), "{err}");
+        // A packet before any interface.
+        let mut early = good[..ends[0]].to_vec();
+        early.extend_from_slice(&good[ends[1]..ends[2]]);
+        let err = read_all(&early).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "bad pcapng block at byte 28: a packet of interface 0, which no interface \
+             description block names"
+        );
+        // The section alone: no link type to read.
+        let err = read_all(&good[..ends[0]]).unwrap_err();
+        assert!(
+            err.to_string().contains("ends before any interface"),
+            "{err}"
+        );
     }
 
     #[test]

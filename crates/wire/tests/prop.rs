@@ -1,5 +1,10 @@
 //! Property tests: no parser (MoldUDP64, ITCH, ITCH files, orders, pcap, frames) panics on any input, and `Repr` → emit → parse round-trips.
 
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
+#[cfg(feature = "pcapng")]
+use pcap_file as _;
+use {criterion as _, thiserror as _, xdp_common as _};
+
 use proptest::prelude::*;
 use wire::itch::{self, Message, Price4, Side, Stock, Timestamp, TradePacket, TradeRepr};
 use wire::moldudp64::{self, PacketBuilder, Session};

@@ -8,6 +8,11 @@
 //! where they are absent. The expected values were read off the captures' bytes with the
 //! layouts of the spec (NASDAQ TotalView-ITCH 5.0, section 1), not with this crate.
 
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
+#[cfg(feature = "pcapng")]
+use pcap_file as _;
+use {criterion as _, etherparse as _, proptest as _, thiserror as _, xdp_common as _};
+
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 

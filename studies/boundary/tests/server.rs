@@ -1,9 +1,15 @@
 //! The server over real sockets: every opcode, bad frames, many clients, the socket's mode.
 //! Nothing here depends on timing: every wait is for a reply or a closed connection.
+
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
 use std::net::{Ipv4Addr, SocketAddr};
 use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use {
+    affinity as _, anyhow as _, clap as _, hdrhistogram as _, paths as _, proptest as _,
+    results as _, serde as _, serde_json as _, signal_hook as _, thiserror as _, tokio as _,
+};
 
 use boundary::client::{Client, Handle, spawn_sweep};
 use boundary::proto::{self, ErrorCode, Opcode};

@@ -3,6 +3,14 @@
 //! instructions than a `&dyn` call to one of four types at random. Skips (with a line saying
 //! so) where valgrind isn't installed.
 
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
+use {
+    affinity as _, anyhow as _, bumpalo as _, clap as _, crossbeam_channel as _,
+    crossbeam_queue as _, crossbeam_utils as _, hdrhistogram as _, libc as _, mimalloc as _,
+    netns as _, nix as _, paths as _, pulp as _, results as _, rtrb as _, serde as _,
+    signal_hook as _, slab as _, tikv_jemallocator as _, trader_core as _, tuning as _,
+};
+
 use std::path::Path;
 use std::process::Command;
 

@@ -2,6 +2,14 @@
 //! normal end and after the isolating process is killed with SIGKILL (the next run restores
 //! from the state file). Privileged: skipped, with a line saying so, without root.
 
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
+use {
+    affinity as _, anyhow as _, bumpalo as _, clap as _, crossbeam_channel as _,
+    crossbeam_queue as _, crossbeam_utils as _, hdrhistogram as _, hotpath as _, libc as _,
+    mimalloc as _, paths as _, pulp as _, results as _, rtrb as _, serde as _, serde_json as _,
+    signal_hook as _, slab as _, tempfile as _, tikv_jemallocator as _, trader_core as _,
+};
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -7,6 +7,13 @@
 //! cargo gives these tests no `CARGO_BIN_EXE_*` for them: [`bin`] finds each in the target
 //! folder these tests were built into and builds them there first where one is missing.
 #![forbid(unsafe_code)]
+#![cfg_attr(
+    test,
+    allow(
+        unused_crate_dependencies,
+        reason = "the harness has no unit tests: its test build sees the tests' dev-dependencies"
+    )
+)]
 
 use std::{
     path::{Path, PathBuf},

@@ -2,11 +2,14 @@
 //! AF_XDP sockets. CI runs as root; `.ci/run` runs these with `--test-threads=1` because two
 //! of them at once would fight over two cores and make the no-loss assertions flaky. As an
 //! ordinary user each test says it is skipped and passes.
+
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
 use std::{
     net::{SocketAddrV4, UdpSocket},
     sync::mpsc,
     time::{Duration, Instant},
 };
+use {engine as _, nix as _, serde_json as _, soup as _, trader as _};
 
 use afxdp::{
     frame::{self, FrameBuilder, parse_udp},

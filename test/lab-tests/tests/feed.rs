@@ -2,7 +2,13 @@
 //! session in the middle, captures replayed with their own session and sequence numbers (from
 //! 0, and from 2^40), and a replay whose trader isn't there. Each in a lab of its own; as an
 //! ordinary user each says it is skipped and passes.
+
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
 use std::{path::Path, process::Stdio, time::Duration};
+use {
+    afxdp as _, engine as _, nix as _, serde_json as _, soup as _, trader as _, trader_core as _,
+    wire as _,
+};
 
 use netns::{ChildGuard, LabConfig, lab};
 use results::{ReplayReport, TraderReport};

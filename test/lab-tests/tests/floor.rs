@@ -1,5 +1,11 @@
 //! The CPU floor binary: a count or a duration, a JSON summary, clear errors.
+
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
 use std::process::Command;
+use {
+    afxdp as _, engine as _, inject as _, netns as _, paths as _, serde as _, soup as _,
+    trader as _, trader_core as _, wire as _, xdp_common as _,
+};
 
 use results::FloorReport;
 

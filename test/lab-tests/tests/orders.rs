@@ -5,11 +5,14 @@
 //! ticks through it on both receive paths with parity exact, survives a reset connection with
 //! exact counts, and detects a stalled exchange. As an ordinary user each test says it is
 //! skipped and passes.
+
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
 use std::{
     io::{Read as _, Write as _},
     net::{SocketAddrV4, TcpStream},
     time::{Duration, Instant},
 };
+use {afxdp as _, engine as _, nix as _, serde_json as _, trader as _, trader_core as _};
 
 use netns::LabConfig;
 use results::{ReplayReport, TraderReport};

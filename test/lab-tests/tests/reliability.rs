@@ -10,6 +10,8 @@
 //!
 //! Run one at a time (`--test-threads=1`): two labs pushing packets over two cores starve each
 //! other, and the exact counts below assume nothing else drops packets.
+
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
 use std::{
     net::UdpSocket,
     path::Path,
@@ -20,6 +22,7 @@ use std::{
     },
     time::{Duration, Instant},
 };
+use {afxdp as _, nix as _, serde_json as _, soup as _, trader as _};
 
 use netns::{ChildGuard, LabConfig, Signal, in_netns, lab};
 use paths::TraderPath;

@@ -1,7 +1,13 @@
 //! Privileged end to end: the real trader and replay binaries in a lab of their own, 20,000
 //! ticks through each path, asserting no loss, no gaps, one order per signal, and parity with
 //! the batch backtest. As an ordinary user each test says it is skipped and passes.
+
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
 use std::time::Duration;
+use {
+    afxdp as _, engine as _, nix as _, paths as _, serde_json as _, soup as _, trader_core as _,
+    wire as _,
+};
 
 use results::{ReplayReport, TraderReport};
 

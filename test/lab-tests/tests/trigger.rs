@@ -4,7 +4,10 @@
 //! ring, and is consumed; everything else goes on to the trader (here: passed to the kernel,
 //! as no AF_XDP socket is bound, and read from a UDP socket). Privileged: skipped (with a note)
 //! where the lab can't be built.
+
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
 use std::{net::UdpSocket, sync::mpsc, time::Duration};
+use {engine as _, nix as _, serde_json as _, soup as _, trader as _};
 
 use afxdp::xdp::{Load, XdpMode, XdpProgram};
 use netns::{in_netns, lab};

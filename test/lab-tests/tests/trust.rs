@@ -11,11 +11,16 @@
 //! loop on the UDP path), none is read, every real tick is traded, parity holds, and every
 //! order goes to the gateway and nowhere else. With the source spoofed, the lie reaches the
 //! trader; what each class may then cost is asserted and said in the test.
+
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
 use std::{
     net::{Ipv4Addr, SocketAddrV4},
     path::{Path, PathBuf},
     process::{Command, Stdio},
     time::Duration,
+};
+use {
+    afxdp as _, engine as _, nix as _, serde_json as _, soup as _, trader as _, trader_core as _,
 };
 
 use netns::{ChildGuard, LabConfig, lab};

@@ -6,7 +6,13 @@
 //! here: the reasons no injected frame has (an IPv4 total length under its header, a UDP length
 //! under 8) and the reflector's failures. Privileged: skipped (with a note) where the lab can't
 //! be built.
+
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
 use std::{fs::File, process::Stdio, time::Duration};
+use {
+    afxdp as _, engine as _, nix as _, serde_json as _, soup as _, trader as _, trader_core as _,
+    wire as _,
+};
 
 use netns::{ChildGuard, LabConfig};
 use results::{ReplayReport, TraderReport};

@@ -5,6 +5,11 @@
 //! engine fingerprint
 //! ```
 
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
+#[cfg(test)]
+use {criterion as _, proptest as _};
+use {pulp as _, thiserror as _};
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;

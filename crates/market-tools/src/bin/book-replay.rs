@@ -1,6 +1,11 @@
 //! `book-replay FILE`: a raw ITCH 5.0 file (or `.gz`) through the order book, timed. See
 //! `--help`, and `cargo xtask book`, which runs it beside itch-book.
+
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
 use std::path::PathBuf;
+#[cfg(test)]
+use {engine as _, tempfile as _};
+use {flate2 as _, hdrhistogram as _, hotpath as _, market as _, serde as _, wire as _};
 
 use anyhow::Context as _;
 use clap::Parser;

@@ -1,6 +1,11 @@
 //! `market-gen --source market:SEED[:BARS] --out FILE`: the feed generator's day as a raw ITCH
 //! 5.0 file, sending nothing. See `--help`.
+
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
 use std::path::PathBuf;
+use {book as _, flate2 as _, hdrhistogram as _, hotpath as _, serde as _, wire as _};
+#[cfg(test)]
+use {engine as _, tempfile as _};
 
 use anyhow::{Context as _, bail};
 use clap::Parser;

@@ -6,9 +6,17 @@
 //! `core-workload [--passes N] [--packets N] [--sweeps N] [--cpu N]`
 #![forbid(unsafe_code)]
 
+// What the package's other targets use (`unused_crate_dependencies` sees each target alone).
+use {
+    anyhow as _, hdrhistogram as _, results as _, serde as _, serde_json as _, wire as _,
+    xdp_common as _,
+};
+#[cfg(test)]
+use {criterion as _, paths as _, proptest as _};
+
 use std::time::Instant;
 
-use trader_core::workload::{feed, pass, trader};
+use trader_core::workload::{WorkloadReport, feed, pass, trader};
 
 fn arg(name: &str, default: usize) -> usize {
     let args: Vec<String> = std::env::args().collect();
@@ -50,17 +58,8 @@ fn main() {
         sweep_ms.push(t0.elapsed().as_secs_f64() * 1e3);
         pnl = r.iter().map(|c| c.pnl).sum();
     }
-    let list = |v: &[f64]| {
-        v.iter()
-            .map(|x| format!("{x:.3}"))
-            .collect::<Vec<_>>()
-            .join(",")
-    };
     println!(
-        "{{\"per_packet_ns\":[{}],\"sweep_ms\":[{}],\"orders\":{},\"order_checksum\":{},\"sweep_pnl_sum\":{pnl:?}}}",
-        list(&per_packet_ns),
-        list(&sweep_ms),
-        check.0,
-        check.1
+        "{}",
+        WorkloadReport::new(&per_packet_ns, &sweep_ms, check, pnl).to_json()
     );
 }

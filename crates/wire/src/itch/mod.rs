@@ -471,7 +471,10 @@ mod tests {
                     Some((offset, len, cells.next()?))
                 })
                 .collect();
-            assert_eq!(table, rows, "the layout table in crates/wire/src/itch/{module}.rs");
+            assert_eq!(
+                table, rows,
+                "the layout table in crates/wire/src/itch/{module}.rs"
+            );
         }
     }
 
