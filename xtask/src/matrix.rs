@@ -277,7 +277,8 @@ pub(crate) struct Options {
     #[arg(long, value_delimiter = ',', default_value = "all", value_parser = selections())]
     pub(crate) knobs: Vec<Selection>,
     /// Paths (comma-separated): each with a trader.
-    #[arg(long, value_delimiter = ',', default_value = "xdp,udp", value_parser = crate::run::trader_paths())]
+    /// (`--paths`, the old spelling, still parses, for one release.)
+    #[arg(long = "path", alias = "paths", value_delimiter = ',', default_value = "xdp,udp", value_parser = crate::run::trader_paths())]
     pub(crate) paths: Vec<TraderPath>,
     /// Messages per run.
     #[arg(long, default_value_t = 20_000)]
@@ -585,10 +586,10 @@ mod tests {
         );
         assert!(words.contains("- all: Every knob"), "{long}");
         let paths = words
-            .split("--paths")
+            .split("--path ")
             .nth(1)
             .and_then(|h| h.split("--count").next())
-            .unwrap_or_else(|| panic!("no --paths in\n{long}"));
+            .unwrap_or_else(|| panic!("no --path in\n{long}"));
         for p in TraderPath::all() {
             let listed = paths.contains(&format!("- {p}: "));
             assert_eq!(listed, p.spec().io.trades(), "{p} in\n{long}");

@@ -261,7 +261,8 @@ pub(crate) struct Options {
         long = "path",
         value_enum,
         value_delimiter = ',',
-        default_value = "xdp,udp,trigger"
+        default_value = "xdp,udp,trigger",
+        help_heading = "What runs"
     )]
     pub(crate) paths: Vec<PathChoice>,
     /// How orders travel, comma-separated: each path runs once per value it takes, side by
@@ -270,69 +271,83 @@ pub(crate) struct Options {
     /// TCP (smoltcp) over the xdp path's AF_XDP socket (the xdp path), and on the trigger path
     /// the XDP program firing that stack's armed segment (the TCP trigger). The reflector
     /// sends UDP from the XDP program.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "udp")]
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "udp",
+        help_heading = "What runs"
+    )]
     pub(crate) orders: Vec<Orders>,
     /// Market data: gbm[:SEED[:BARS]], closes:PATH, itch:PATH, pcap:PATH.
-    #[arg(long, default_value_t = SOURCE)]
+    #[arg(long, default_value_t = SOURCE, help_heading = "What runs")]
     pub(crate) source: Source,
     /// Messages to send (default: the whole source).
-    #[arg(long)]
+    #[arg(long, help_heading = "What runs")]
     pub(crate) count: Option<u64>,
     /// Send rate in messages/s (50k, 1M, ...) or `max`.
-    #[arg(long, default_value_t = RATE)]
+    #[arg(long, default_value_t = RATE, help_heading = "What runs")]
     pub(crate) rate: Rate,
     /// ITCH messages per MoldUDP64 packet.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, help_heading = "What runs")]
     pub(crate) batch: u16,
     /// Strategy length n.
-    #[arg(long, default_value_t = paths::market::STRATEGY_N)]
+    #[arg(long, default_value_t = paths::market::STRATEGY_N, help_heading = "What runs")]
     pub(crate) n: i64,
     /// XDP attach mode for the AF_XDP path.
-    #[arg(long, value_enum, default_value_t = XdpMode::Native)]
+    #[arg(long, value_enum, default_value_t = XdpMode::Native, help_heading = "What runs")]
     pub(crate) xdp_mode: XdpMode,
     /// How the trader waits for data.
-    #[arg(long, value_enum, default_value_t = Wait::Spin)]
+    #[arg(long, value_enum, default_value_t = Wait::Spin, help_heading = "What runs")]
     pub(crate) wait: Wait,
     /// CPU for the trader.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, help_heading = "CPUs and the machine")]
     pub(crate) trader_cpu: usize,
     /// Don't pin the trader and the replay to CPUs (let the scheduler place them).
-    #[arg(long)]
+    #[arg(long, help_heading = "CPUs and the machine")]
     pub(crate) no_pin: bool,
     /// CPU for the replay (exchange side).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, help_heading = "CPUs and the machine")]
     pub(crate) replay_cpu: usize,
     /// Results folder (default: target/bench/<UTC time>).
-    #[arg(long)]
+    #[arg(long, help_heading = "The lab and its results")]
     pub(crate) out: Option<PathBuf>,
     /// Lab name.
-    #[arg(long, default_value = netns::PREFIX)]
+    #[arg(long, default_value = netns::PREFIX, help_heading = "The lab and its results")]
     pub(crate) lab: String,
     /// Leave the lab up afterwards (a lab that was already up is always left up).
-    #[arg(long)]
+    #[arg(long, help_heading = "The lab and its results")]
     pub(crate) keep_lab: bool,
     /// Extra trader flags, e.g. `--trader-arg=--mlock`.
-    #[arg(long = "trader-arg", allow_hyphen_values = true)]
+    #[arg(
+        long = "trader-arg",
+        allow_hyphen_values = true,
+        help_heading = "Passed through and injected"
+    )]
     pub(crate) trader_args: Vec<String>,
     /// Extra replay flags.
-    #[arg(long = "replay-arg", allow_hyphen_values = true)]
+    #[arg(
+        long = "replay-arg",
+        allow_hyphen_values = true,
+        help_heading = "Passed through and injected"
+    )]
     pub(crate) replay_args: Vec<String>,
     /// Also measure the floors in the same run: the XDP_TX reflector (the lab and harness
     /// without any userspace trader) against each exchange side, the bypass harness (the
     /// replay on AF_XDP too, so the figure is the trader's own) and the CPU floor (two pinned
     /// threads ping-ponging a cache line).
-    #[arg(long)]
+    #[arg(long, help_heading = "What runs")]
     pub(crate) floors: bool,
     /// Seconds of sockperf ping-pong between the same namespaces, as the outside reference
     /// for the kernel-UDP path (0 to skip).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, help_heading = "What runs")]
     pub(crate) sockperf: u64,
     /// Fail unless every run delivered every expected order, lost no tick, had no frame the
     /// XDP program could not redirect, and (for strategy runs) parity held: for CI and soaks.
-    #[arg(long)]
+    #[arg(long, help_heading = "The lab and its results")]
     pub(crate) strict: bool,
     /// Don't install missing dependencies first.
-    #[arg(long)]
+    #[arg(long, help_heading = "The lab and its results")]
     pub(crate) no_setup: bool,
     /// Time the XDP program's runs on the rows that have one and add a table of them (`trader
     /// --xdp-stages`). `--xdp-stages` (`=each`): each stage (classify, the trigger's arm read,
@@ -341,13 +356,13 @@ pub(crate) struct Options {
     /// wherever its loads would overlap. `--xdp-stages=run`: each run timed at its two ends
     /// only, as it runs untimed (one figure per outcome). Costs the clock reads, so compare
     /// such runs with each other, not with untimed ones.
-    #[arg(long, value_name = "HOW", num_args = 0..=1, require_equals = true, default_missing_value = "each")]
+    #[arg(long, value_name = "HOW", num_args = 0..=1, require_equals = true, default_missing_value = "each", help_heading = "What runs")]
     pub(crate) xdp_stages: Option<XdpStages>,
     /// Isolate the trader's CPU at runtime for the whole run: every other movable task to a
     /// cpuset of the other CPUs, unbound workqueues and IRQs off it. Everything is restored
     /// exactly afterwards (also after Ctrl-C; after SIGKILL the next run or `netns-down`
     /// restores it from /run/t2t-isolate.json). Compare with the matrix's `isolate` knob.
-    #[arg(long)]
+    #[arg(long, help_heading = "CPUs and the machine")]
     pub(crate) isolate: bool,
     /// A stream of malformed frames at the trader during each run (the matrix's
     /// `malformed-stream` knobs): not an option of its own.

@@ -334,7 +334,7 @@ impl Run {
     }
 
     fn trader_outputs(&self, c: &mut Command) {
-        c.arg("--stats-out")
+        c.arg("--json-out")
             .arg(&self.trader_json)
             .arg("--hgrm-out")
             .arg(&self.trader_hgrm);

@@ -14,7 +14,8 @@ const LOADS: [f64; 3] = [0.1, 0.5, 0.9];
 pub(crate) struct Options {
     /// Paths (comma-separated): each with a trader (on the trigger path, the decision in the
     /// driver).
-    #[arg(long, value_delimiter = ',', default_value = "xdp,udp", value_parser = crate::run::trader_paths())]
+    /// (`--paths`, the old spelling, still parses, for one release.)
+    #[arg(long = "path", alias = "paths", value_delimiter = ',', default_value = "xdp,udp", value_parser = crate::run::trader_paths())]
     pub(crate) paths: Vec<TraderPath>,
     /// Messages per trial, at least (a trial also lasts --seconds at its rate).
     #[arg(long, default_value_t = 100_000)]
@@ -28,12 +29,14 @@ pub(crate) struct Options {
     /// ITCH messages per MoldUDP64 packet (the sender's own per-packet cost caps the rate).
     #[arg(long, default_value_t = 1)]
     pub(crate) batch: u16,
-    /// Lowest offered rate tried, messages/s: the search starts there.
-    #[arg(long, default_value_t = 10_000.0)]
-    pub(crate) min_rate: f64,
+    /// Lowest offered rate tried, messages/s: the search starts there. (`--min-rate`, the old
+    /// spelling, still parses, for one release: the trader's `--max-rate` is its feed gate's.)
+    #[arg(long, alias = "min-rate", default_value_t = 10_000.0)]
+    pub(crate) lowest_rate: f64,
     /// Highest offered rate to try, messages/s: the search stops there if nothing failed.
-    #[arg(long, default_value_t = 4_000_000.0)]
-    pub(crate) max_rate: f64,
+    /// (`--max-rate`, the old spelling, still parses, for one release.)
+    #[arg(long, alias = "max-rate", default_value_t = 4_000_000.0)]
+    pub(crate) highest_rate: f64,
     /// Stop bisecting when the bounds are within this ratio.
     #[arg(long, default_value_t = 1.05)]
     pub(crate) resolution: f64,
@@ -61,8 +64,8 @@ pub(crate) struct Options {
 }
 
 pub(crate) fn run(o: Options) -> anyhow::Result<()> {
-    if !(o.min_rate > 0.0 && o.max_rate > o.min_rate && o.resolution > 1.0) {
-        bail!("need 0 < --min-rate < --max-rate and --resolution > 1");
+    if !(o.lowest_rate > 0.0 && o.highest_rate > o.lowest_rate && o.resolution > 1.0) {
+        bail!("need 0 < --lowest-rate < --highest-rate and --resolution > 1");
     }
     if !(o.seconds > 0.0 && o.seconds <= 600.0) {
         bail!(
@@ -148,8 +151,8 @@ impl Searcher<'_> {
             curve: Vec::new(),
         };
         let params = SearchParams {
-            min_rate: o.min_rate,
-            max_rate: o.max_rate,
+            min_rate: o.lowest_rate,
+            max_rate: o.highest_rate,
             resolution: o.resolution,
             confirm: o.confirm,
         };
@@ -291,7 +294,44 @@ mod tests {
 
     use super::*;
 
-    /// `--paths`' help lists the paths with a trader from the path table, nothing by hand.
+    /// One spelling across the lab: `--path` as the bench's, and the search's bounds not named
+    /// like the trader's `--max-rate` (its feed gate's); the old spellings still parse alike.
+    #[test]
+    fn the_old_spellings_still_parse_to_the_same_options() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            o: Options,
+        }
+        let parse = |args: &[&str]| {
+            let o = <Cli as clap::Parser>::try_parse_from(
+                std::iter::once("x").chain(args.iter().copied()),
+            )
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+            .o;
+            (o.paths, o.lowest_rate, o.highest_rate)
+        };
+        let new = parse(&[
+            "--path",
+            "trigger",
+            "--lowest-rate",
+            "5000",
+            "--highest-rate",
+            "9e5",
+        ]);
+        let old = parse(&[
+            "--paths",
+            "trigger",
+            "--min-rate",
+            "5000",
+            "--max-rate",
+            "9e5",
+        ]);
+        assert_eq!(new, old);
+        assert_eq!(new, (vec![TraderPath::Trigger], 5000.0, 9e5));
+    }
+
+    /// `--path`'s help lists the paths with a trader from the path table, nothing by hand.
     #[test]
     fn the_help_lists_every_path_with_a_trader() {
         use clap::CommandFactory as _;
@@ -302,10 +342,10 @@ mod tests {
         }
         let help = Cli::command().render_long_help().to_string();
         let paths = help
-            .split("--paths")
+            .split("--path ")
             .nth(1)
             .and_then(|h| h.split("--count").next())
-            .unwrap_or_else(|| panic!("no --paths in\n{help}"));
+            .unwrap_or_else(|| panic!("no --path in\n{help}"));
         for p in TraderPath::all() {
             let listed = paths.contains(&format!("- {p}:"));
             assert_eq!(listed, p.spec().io.trades(), "{p} in\n{help}");

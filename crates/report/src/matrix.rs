@@ -64,6 +64,10 @@ pub struct Matrix<'a> {
 /// matrix.json: every run, and what did not run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MatrixJson {
+    /// Its layout's version ([`crate::SCHEMA_VERSION`], bumped as report.json's is; 0: a file
+    /// from before the field).
+    #[serde(default)]
+    pub schema_version: u32,
     pub count: u64,
     pub rate: Rate,
     pub rows: Vec<MatrixRow>,
@@ -217,6 +221,7 @@ impl Matrix<'_> {
     /// matrix.json's contents.
     pub fn json(&self) -> MatrixJson {
         MatrixJson {
+            schema_version: crate::SCHEMA_VERSION,
             count: self.count,
             rate: self.rate,
             rows: self
@@ -562,6 +567,7 @@ mod tests {
             ..matrix(&runs, Rate::DEFAULT, 1)
         };
         let json = m.json();
+        assert_eq!(json.schema_version, crate::SCHEMA_VERSION);
         let knobs: Vec<&str> = json.rows.iter().map(|r| r.knob.as_str()).collect();
         assert_eq!(knobs, [BASELINE, "skb"]);
         assert_eq!(json.skipped, skipped);

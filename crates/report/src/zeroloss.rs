@@ -369,8 +369,23 @@ fn bound_part(v: TrialVerdict) -> &'static str {
     }
 }
 
+/// zero-loss.json: its layout's version ([`crate::SCHEMA_VERSION`], bumped as report.json's
+/// is), then one entry per path. (Before `schema_version`, the file was the bare list.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ZeroLossJson {
+    pub schema_version: u32,
+    pub paths: Vec<PathJson>,
+}
+
 /// zero-loss.json's contents.
-pub fn json(report: &[Search]) -> Vec<PathJson> {
+pub fn json(report: &[Search]) -> ZeroLossJson {
+    ZeroLossJson {
+        schema_version: crate::SCHEMA_VERSION,
+        paths: paths_json(report),
+    }
+}
+
+fn paths_json(report: &[Search]) -> Vec<PathJson> {
     report
         .iter()
         .map(|s| PathJson {
@@ -651,16 +666,20 @@ mod tests {
             "{md}"
         );
         let json = serde_json::to_value(json(&[search])).unwrap();
-        assert_eq!(json[0]["path"], "xdp");
-        assert_eq!(json[0]["zero_loss_rate"], 20_000.0);
-        assert_eq!(json[0]["trials"][2]["why"], "3 ticks lost");
-        assert_eq!(json[0]["trials"][0]["messages"], 40_000);
-        assert_eq!(json[0]["trials"][0]["bound"], "-");
+        assert_eq!(json["schema_version"], crate::SCHEMA_VERSION);
+        assert_eq!(json["paths"][0]["path"], "xdp");
+        assert_eq!(json["paths"][0]["zero_loss_rate"], 20_000.0);
+        assert_eq!(json["paths"][0]["trials"][2]["why"], "3 ticks lost");
+        assert_eq!(json["paths"][0]["trials"][0]["messages"], 40_000);
+        assert_eq!(json["paths"][0]["trials"][0]["bound"], "-");
         assert_eq!(
-            json[0]["latency_under_load"][1]["tick_to_trade"]["p50_us"],
+            json["paths"][0]["latency_under_load"][1]["tick_to_trade"]["p50_us"],
             20.0
         );
-        assert_eq!(json[0]["latency_under_load"][2]["ok"], false);
-        assert_eq!(json[0]["latency_under_load"][2]["delivered"]["orders"], 39);
+        assert_eq!(json["paths"][0]["latency_under_load"][2]["ok"], false);
+        assert_eq!(
+            json["paths"][0]["latency_under_load"][2]["delivered"]["orders"],
+            39
+        );
     }
 }

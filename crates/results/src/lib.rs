@@ -164,7 +164,7 @@ pub enum Error {
     },
 }
 
-/// Reads a result written by [`write`] (or by a binary's `--json-out`/`--stats-out`).
+/// Reads a result written by [`write`] (or by a binary's `--json-out`).
 pub fn read<T: DeserializeOwned>(path: &Path) -> Result<T, Error> {
     let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
         op: "read",

@@ -1,4 +1,4 @@
-//! What the `trader` binary reports (`--stats-out`).
+//! What the `trader` binary reports (`--json-out`).
 use serde::{Deserialize, Serialize};
 
 use paths::{TraderPath, Wait, XdpMode};

@@ -224,8 +224,9 @@ pub struct Options {
     #[arg(long, default_value_t = 30, help_heading = "Run and report")]
     pub idle_exit: u64,
     /// Write the trader's counters and internal latencies here as JSON (stdout if absent).
-    #[arg(long, help_heading = "Run and report")]
-    pub stats_out: Option<PathBuf>,
+    /// (`--stats-out`, the old spelling, still parses, for one release.)
+    #[arg(long, alias = "stats-out", help_heading = "Run and report")]
+    pub json_out: Option<PathBuf>,
     /// Write the RX→TX histogram here (.hgrm).
     #[arg(long, help_heading = "Run and report")]
     pub hgrm_out: Option<PathBuf>,
@@ -382,7 +383,7 @@ impl Options {
             recvmmsg,
             engine_sample_every,
             idle_exit,
-            stats_out,
+            json_out,
             hgrm_out,
             ready,
             corrupt_arms,
@@ -446,7 +447,7 @@ impl Options {
             &d.engine_sample_every,
         );
         a.changed("--idle-exit", idle_exit, &d.idle_exit);
-        a.some("--stats-out", stats_out.as_ref().map(|p| p.display()));
+        a.some("--json-out", json_out.as_ref().map(|p| p.display()));
         a.some("--hgrm-out", hgrm_out.as_ref().map(|p| p.display()));
         a.flag("--ready", *ready);
         a.changed("--order-timeout-ms", order_timeout_ms, &d.order_timeout_ms);
@@ -678,7 +679,7 @@ mod tests {
             "3",
             "--idle-exit",
             "9",
-            "--stats-out",
+            "--json-out",
             "/tmp/t.json",
             "--hgrm-out",
             "/tmp/t.hgrm",
@@ -704,6 +705,24 @@ mod tests {
             .unwrap_or_else(|e| panic!("{args:?}: {e}"));
             assert_eq!(format!("{again:?}"), format!("{o:?}"), "{args:?}");
         }
+    }
+
+    /// The report's file was `--stats-out`, where every other binary says `--json-out`: the
+    /// old spelling still parses to the same option, and the rendered line says `--json-out`.
+    #[test]
+    fn the_old_spelling_of_json_out_still_parses() {
+        let parse = |flag: &str| {
+            Options::try_parse_from(["trader", "--path", "xdp", flag, "/tmp/t.json"]).unwrap()
+        };
+        let (new, old) = (parse("--json-out"), parse("--stats-out"));
+        assert_eq!(format!("{new:?}"), format!("{old:?}"));
+        assert_eq!(
+            old.json_out.as_deref(),
+            Some(std::path::Path::new("/tmp/t.json"))
+        );
+        let args = old.to_args();
+        assert!(args.iter().any(|a| a == "--json-out"), "{args:?}");
+        assert!(!args.iter().any(|a| a == "--stats-out"), "{args:?}");
     }
 
     #[test]

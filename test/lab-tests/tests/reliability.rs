@@ -1261,7 +1261,7 @@ fn trader_misuse_fails_clearly_and_leaves_nothing() {
     let tj = tmp("misuse-trader.json");
     let trader = |args: &[&str]| {
         let mut cmd = in_ns(&c.trader_ns(), &lab_tests::bin("trader"));
-        cmd.args(args).arg("--stats-out").arg(&tj);
+        cmd.args(args).arg("--json-out").arg(&tj);
         cmd
     };
     let e = must_fail(

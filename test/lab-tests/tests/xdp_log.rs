@@ -54,7 +54,7 @@ fn run(
             "--first-seq",
             "1",
         ])
-        .arg("--stats-out")
+        .arg("--json-out")
         .arg(&trader_json)
         .args(log.then_some("--xdp-log"))
         .env("RUST_LOG", "info")

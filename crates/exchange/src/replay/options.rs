@@ -19,155 +19,155 @@ pub struct Options {
     /// market[:SEED[:BARS]][:per-print=N][:symbols=N][:synth=E|P] (the full-depth generator:
     /// SYNTH prints the gbm:SEED:BARS series among 8,000 symbols' order flow; the trader reads
     /// Trade messages only, so trade it with synth=P).
-    #[arg(long, default_value_t = Source::DEFAULT)]
+    #[arg(long, default_value_t = Source::DEFAULT, help_heading = "Feed")]
     pub source: Source,
     /// Send at most this many messages (default: the whole source); for a market: source, the
     /// day generated for this many SYNTH ticks.
-    #[arg(long, value_parser = parse_count)]
+    #[arg(long, value_parser = parse_count, help_heading = "Feed")]
     pub count: Option<u64>,
     /// Send for at most this many seconds of schedule: at a --rate, or an itch: file at its
     /// timestamps (the messages of the file's first seconds x --multiplier); not at --rate max
     /// or --topspeed.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_duration, help_heading = "Feed")]
     pub duration: Option<f64>,
     /// Messages per second, 1 to 1e8 (open loop, busy-waiting to the microsecond), or `max`
     /// (closed loop) [default: 20k]. An itch: file at a --rate ignores its timestamps
     /// (tcpreplay's --pps, counted in messages) and goes --batch messages a packet.
-    #[arg(long, conflicts_with_all = ["multiplier", "topspeed"])]
+    #[arg(long, conflicts_with_all = ["multiplier", "topspeed"], help_heading = "Pacing")]
     pub rate: Option<Rate>,
     /// An itch: file at its own timestamps, this many times as fast as recorded (tcpreplay's
     /// --multiplier: 2.0 twice as fast, 0.5 half as fast) [default: 1]. A packet is due its
     /// last message's time after the file's first message, divided by this, after the start.
-    #[arg(long, conflicts_with_all = ["rate", "topspeed"])]
+    #[arg(long, conflicts_with_all = ["rate", "topspeed"], help_heading = "Pacing")]
     pub multiplier: Option<crate::Multiplier>,
     /// An itch: file as fast as the sender goes (tcpreplay's --topspeed; closed loop, as
     /// --rate max), packed as at its timestamps (--pack-window).
-    #[arg(long, conflicts_with_all = ["rate", "multiplier"])]
+    #[arg(long, conflicts_with_all = ["rate", "multiplier"], help_heading = "Pacing")]
     pub topspeed: bool,
     /// An itch: file at its timestamps or --topspeed: a packet holds consecutive messages whose
     /// timestamps are within this of its first message's (and what fits 1472 bytes), so no
     /// message waits longer than this for the next: e.g. 10us, 500ns, 0 [default: 10us].
-    #[arg(long)]
+    #[arg(long, help_heading = "Pacing")]
     pub pack_window: Option<crate::stream::PackWindow>,
     /// ITCH messages per MoldUDP64 packet (every source but an itch: file at its timestamps,
     /// which --pack-window packs).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, help_heading = "Feed")]
     pub batch: u16,
     /// The MoldUDP64 session the feed is sent in (a pcap source keeps its own).
-    #[arg(long, default_value = paths::market::SESSION, value_parser = Session::parse_arg)]
+    #[arg(long, default_value = paths::market::SESSION, value_parser = Session::parse_arg, help_heading = "Feed")]
     pub session: Session,
     /// The first message's sequence number (a pcap source keeps its own): 1 starts a session,
     /// a larger one is a feed the trader joins in the middle.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, help_heading = "Feed")]
     pub first_seq: u64,
     /// The trader's market-data address.
-    #[arg(long, default_value_t = netns::lab::TRADER_MD)]
+    #[arg(long, default_value_t = netns::lab::TRADER_MD, help_heading = "Addresses and I/O")]
     pub target: SocketAddrV4,
     /// Line B of an A/B feed: every packet is also sent here, right after line A (`--io udp`).
-    #[arg(long)]
+    #[arg(long, help_heading = "Addresses and I/O")]
     pub target_b: Option<SocketAddrV4>,
     /// Our address; orders come back to it.
-    #[arg(long, default_value_t = netns::lab::EXCHANGE_ORDERS)]
+    #[arg(long, default_value_t = netns::lab::EXCHANGE_ORDERS, help_heading = "Addresses and I/O")]
     pub bind: SocketAddrV4,
     /// The UDP port line A's feed leaves from, on --bind's address: the feed's source, as the
     /// trader's --feed-source names it. 0: an ephemeral port.
-    #[arg(long, default_value_t = netns::lab::FEED_SOURCE_PORT)]
+    #[arg(long, default_value_t = netns::lab::FEED_SOURCE_PORT, help_heading = "Addresses and I/O")]
     pub feed_port: u16,
     /// The UDP port line B's feed leaves from (with --target-b). 0: an ephemeral port.
-    #[arg(long, default_value_t = netns::lab::FEED_SOURCE_PORT_B)]
+    #[arg(long, default_value_t = netns::lab::FEED_SOURCE_PORT_B, help_heading = "Addresses and I/O")]
     pub feed_port_b: u16,
     /// Strategy length n, for the parity check.
-    #[arg(long, default_value_t = paths::market::STRATEGY_N)]
+    #[arg(long, default_value_t = paths::market::STRATEGY_N, help_heading = "Feed")]
     pub n: i64,
     /// Stock symbol of the synthetic ticks, and the one traded.
-    #[arg(long, default_value = paths::market::STOCK)]
+    #[arg(long, default_value = paths::market::STOCK, help_heading = "Feed")]
     pub stock: String,
     /// Pin to this CPU.
-    #[arg(long)]
+    #[arg(long, help_heading = "Pacing")]
     pub cpu: Option<usize>,
     /// After the last tick, wait this long for outstanding orders.
-    #[arg(long, default_value_t = 500)]
+    #[arg(long, default_value_t = 500, help_heading = "Pacing")]
     pub drain_ms: u64,
     /// Harness self-test: after each send, stall this many µs before taking orders (a busy
     /// wait, as a preemption of the replay would). Tick-to-trade, counted to each order's
     /// arrival, must not move; the harness delay shows the stall.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, help_heading = "Pacing")]
     pub stall_after_send_us: u64,
     /// Label for this run in the results (e.g. the trader's path).
-    #[arg(long, default_value = "run")]
+    #[arg(long, default_value = "run", help_heading = "Reports")]
     pub label: String,
     /// Write the result here as JSON (stdout if absent).
-    #[arg(long)]
+    #[arg(long, help_heading = "Reports")]
     pub json_out: Option<PathBuf>,
     /// Write the tick-to-trade histogram here (.hgrm, microseconds); beside it
     /// `<name>-seen.hgrm` (to when the replay read each order) and `<name>-harness.hgrm` (the
     /// difference: the harness's own delay).
-    #[arg(long)]
+    #[arg(long, help_heading = "Reports")]
     pub hgrm_out: Option<PathBuf>,
     /// Write what was sent to this pcap file (after the run, not during it; an itch: file is
     /// streamed again for it, never held).
-    #[arg(long)]
+    #[arg(long, help_heading = "Reports")]
     pub pcap_out: Option<PathBuf>,
     /// What the trader answers: `signals` (the strategy's orders; parity is checked) or
     /// `every` (one order per tick: the XDP reflector floor).
-    #[arg(long, value_enum, default_value_t = Expect::Signals)]
+    #[arg(long, value_enum, default_value_t = Expect::Signals, help_heading = "Feed")]
     pub expect: Expect,
     /// How orders come back: `udp` (the lab's order in a datagram to --bind), or OUCH 5.0 in a
     /// SoupBinTCP 3.00 session the replay serves on --bind's TCP port (`tcp-kernel` and
     /// `tcp-xdp` are the trader's two ways to send them; this end is the kernel's TCP for
     /// both).
-    #[arg(long, value_enum, default_value_t = Orders::Udp)]
+    #[arg(long, value_enum, default_value_t = Orders::Udp, help_heading = "Orders")]
     pub orders: Orders,
     /// Testing only: after taking N orders, the order session stalls (no reads, no answers,
     /// no heartbeats, no new connection), to show the trader detects a dead exchange.
-    #[arg(long, hide = true)]
+    #[arg(long, hide = true, help_heading = "Orders")]
     pub session_stall_after: Option<u64>,
     /// Testing only: after taking N orders, the order session's connection is reset (an RST
     /// from this end), to show the trader logs in again with nothing traded twice.
-    #[arg(long, hide = true)]
+    #[arg(long, hide = true, help_heading = "Orders")]
     pub session_reset_after: Option<u64>,
     /// Testing only: after taking N orders, the order session's connection is closed from this
     /// end (a FIN: no more answers on it, its orders still read), to show the trader logs in
     /// again with every answer had. Not within the run's last orders: an End of Session due on
     /// the closed connection is not sent.
-    #[arg(long, hide = true)]
+    #[arg(long, hide = true, help_heading = "Orders")]
     pub session_close_after: Option<u64>,
     /// Attach a pass-everything XDP program to this interface first (XDP_TX from the peer
     /// into a veth needs an XDP program on this end).
-    #[arg(long)]
+    #[arg(long, help_heading = "Addresses and I/O")]
     pub xdp_pass_on: Option<String>,
     /// Exchange-side I/O: `udp` (kernel socket) or `xdp` (AF_XDP on --iface: the bypass
     /// harness, neither end on the kernel UDP stack).
-    #[arg(long, value_enum, default_value_t = ExchangeIo::Udp)]
+    #[arg(long, value_enum, default_value_t = ExchangeIo::Udp, help_heading = "Addresses and I/O")]
     pub io: ExchangeIo,
     /// Our interface (for --io xdp).
-    #[arg(long, default_value = netns::lab::EXCHANGE_IF)]
+    #[arg(long, default_value = netns::lab::EXCHANGE_IF, help_heading = "Addresses and I/O")]
     pub iface: String,
     /// The trader's MAC (for --io xdp; the lab's fixed trader MAC by default).
-    #[arg(long, default_value_t = netns::lab::TRADER_MAC)]
+    #[arg(long, default_value_t = netns::lab::TRADER_MAC, help_heading = "Addresses and I/O")]
     pub target_mac: netns::Mac,
     /// XDP mode on our interface (for --io xdp): `native` or `skb`.
-    #[arg(long, value_enum, default_value_t = XdpMode::Native)]
+    #[arg(long, value_enum, default_value_t = XdpMode::Native, help_heading = "Addresses and I/O")]
     pub xdp_mode: XdpMode,
     /// Serve MoldUDP64 re-requests (the trader's `--retransmit-to`) on --bind's address at
     /// --retransmit-port, from a thread that sleeps until a request comes.
-    #[arg(long)]
+    #[arg(long, help_heading = "Re-requests")]
     pub retransmit: bool,
     /// The re-request server's UDP port.
-    #[arg(long, default_value_t = netns::lab::RETRANSMIT_PORT)]
+    #[arg(long, default_value_t = netns::lab::RETRANSMIT_PORT, help_heading = "Re-requests")]
     pub retransmit_port: u16,
     /// Messages the re-request server keeps: requests for older ones are refused. For an itch:
     /// file, a window of the last this many messages' packets, copied as they go out (at most
     /// 72 bytes a message, reserved at the start: 7.2 MB by default); requests older than it
     /// are counted as out of the window.
-    #[arg(long, default_value_t = 100_000)]
+    #[arg(long, default_value_t = 100_000, help_heading = "Re-requests")]
     pub retransmit_history: u64,
     /// Progress on stderr (default: when stderr is a terminal).
-    #[arg(long)]
+    #[arg(long, help_heading = "Reports")]
     pub progress: Option<bool>,
     /// Check the options and the source (build the feed and the backtest), then exit without
     /// opening a socket: what `cargo xtask bench` runs before it builds the lab.
-    #[arg(long)]
+    #[arg(long, help_heading = "Reports")]
     pub check: bool,
 }
 

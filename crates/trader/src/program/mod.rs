@@ -56,7 +56,7 @@ pub(crate) struct PathEnd {
 /// feed goes idle or a signal comes, then writes the report.
 pub fn run(mut o: Options) -> anyhow::Result<()> {
     let stop = process::stop_flag()?;
-    for (what, path) in [("--stats-out", &o.stats_out), ("--hgrm-out", &o.hgrm_out)] {
+    for (what, path) in [("--json-out", &o.json_out), ("--hgrm-out", &o.hgrm_out)] {
         if let Some(p) = path {
             cli::check_writable(what, p)?;
         }
@@ -128,7 +128,7 @@ pub fn run(mut o: Options) -> anyhow::Result<()> {
         trigger: run.trigger,
         order_session: run.order_session,
     };
-    results::write(o.stats_out.as_deref(), &report)?;
+    results::write(o.json_out.as_deref(), &report)?;
     warn_at_exit(&o, &report);
     if let Some(p) = &o.hgrm_out {
         rx_to_tx.write_hgrm(p)?;

@@ -65,7 +65,7 @@ pub(crate) fn start_trader(c: &LabConfig, path: &str, stats: &Path, extra: &[&st
         in_ns(&c.trader_ns(), &lab_tests::bin("trader"))
             .args(["--path", path, "--iface", &c.trader_if, "--ready"])
             .args(["--addr", &c.trader_ip.to_string(), "--idle-exit", "20"])
-            .arg("--stats-out")
+            .arg("--json-out")
             .arg(stats)
             .args(extra)
             .stdout(Stdio::piped())
