@@ -9,8 +9,7 @@ use report::{Bench, Conditions, Measured};
 use results::FloorReport;
 
 use crate::{
-    run::{Ends, Options, PathChoice, Row},
-    session::Session,
+    lab::{Ends, Options, PathChoice, Row, session::Session},
     sockperf,
     util::{exec_until, succeeded},
 };
@@ -43,7 +42,7 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
         );
     }
     if !o.no_pin {
-        crate::run::check_cpus(o.trader_cpu, o.replay_cpu)?;
+        crate::lab::check_cpus(o.trader_cpu, o.replay_cpu)?;
     }
     let rows = o.lab_rows();
     for choice in &o.paths {
@@ -79,7 +78,7 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
     let stop = Arc::clone(&session.stop);
     // Restored when dropped: after the runs, on an error and after Ctrl-C alike.
     let isolation = if o.isolate {
-        Some(crate::session::isolate(
+        Some(crate::lab::session::isolate(
             o.trader_cpu,
             tuning::isolate::Scope::Everything,
         )?)

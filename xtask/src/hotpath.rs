@@ -14,7 +14,7 @@ use hotpath::counts::{self, Cachegrind, Count, Ran, Workload};
 use hotpath::report::Report;
 
 use crate::{
-    session::new_results_dir,
+    lab::session::new_results_dir,
     util::{cargo, exec, exec_until, shown, target_dir, which, workspace_root},
 };
 

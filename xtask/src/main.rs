@@ -10,8 +10,6 @@ mod lab;
 mod market;
 mod matrix;
 mod pgo;
-mod run;
-mod session;
 mod setup;
 mod sockperf;
 mod test;
@@ -39,17 +37,17 @@ enum Command {
     /// toolchain for the eBPF build). Idempotent: a second run installs nothing and says so.
     Setup(setup::Options),
     /// Build the lab: two namespaces joined by a veth pair (safe to run twice).
-    NetnsUp(lab::Options),
+    NetnsUp(lab::commands::Options),
     /// Remove the lab (safe to run twice).
-    NetnsDown(lab::Options),
+    NetnsDown(lab::commands::Options),
     /// Show the lab: namespaces, links, addresses, attached XDP programs.
-    NetnsStatus(lab::Options),
+    NetnsStatus(lab::commands::Options),
     /// Run every test, privileged ones included, after setting up what is missing.
     Test(test::Options),
     /// Tick-to-trade benchmark in the lab: replay market data, trade on it over AF_XDP and/or
     /// kernel UDP, report latency percentiles, fills and parity. Results go to
     /// target/bench/<time>/ (report.md, report.json, .hgrm files, latency.svg).
-    Bench(crate::run::Options),
+    Bench(crate::lab::Options),
     /// The knob matrix: each design choice alone against a baseline, per path, and which
     /// moves p50 and which moves p99.9/p99.99. Results in target/matrix/<time>/.
     Matrix(matrix::Options),
@@ -89,9 +87,9 @@ fn run() -> anyhow::Result<()> {
     let Cli { command } = Cli::parse();
     match command {
         Command::Setup(o) => setup::run(o),
-        Command::NetnsUp(o) => lab::up(o),
-        Command::NetnsDown(o) => lab::down(o),
-        Command::NetnsStatus(o) => lab::status(o),
+        Command::NetnsUp(o) => lab::commands::up(o),
+        Command::NetnsDown(o) => lab::commands::down(o),
+        Command::NetnsStatus(o) => lab::commands::status(o),
         Command::Test(o) => test::run(o),
         Command::Bench(o) => bench::run(o),
         Command::BenchBoundary(o) => bench_boundary::run(o),

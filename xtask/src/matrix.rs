@@ -7,7 +7,7 @@ use paths::{Io, PathSpec};
 use paths::{Rate, TraderPath, Wait, XdpMode};
 use report::matrix::{Matrix, Run};
 
-use crate::{run::Ends, session::Session};
+use crate::lab::{Ends, session::Session};
 
 /// Fewer reserved 2 MiB pages than this and the huge-pages knob is skipped (the UMEM needs
 /// them).
@@ -186,7 +186,7 @@ impl Knob {
     }
 
     /// The baseline's options with this knob turned.
-    fn apply(self, base: &crate::run::Options) -> crate::run::Options {
+    fn apply(self, base: &crate::lab::Options) -> crate::lab::Options {
         let mut o = base.clone();
         let trader: &[&str] = match self {
             // The idle setting itself is made around the run (`measure`).
@@ -226,11 +226,11 @@ impl Knob {
                 &["--xdp-log"]
             }
             Knob::LieStream => {
-                o.lie_stream = Some(crate::run::LieStream::Stranger);
+                o.lie_stream = Some(crate::lab::LieStream::Stranger);
                 &[]
             }
             Knob::SpoofedStream => {
-                o.lie_stream = Some(crate::run::LieStream::Spoofed);
+                o.lie_stream = Some(crate::lab::LieStream::Spoofed);
                 &[]
             }
         };
@@ -278,13 +278,13 @@ pub(crate) struct Options {
     pub(crate) knobs: Vec<Selection>,
     /// Paths (comma-separated): each with a trader.
     /// (`--paths`, the old spelling, still parses, for one release.)
-    #[arg(long = "path", alias = "paths", value_delimiter = ',', default_value = "xdp,udp", value_parser = crate::run::trader_paths())]
+    #[arg(long = "path", alias = "paths", value_delimiter = ',', default_value = "xdp,udp", value_parser = crate::lab::trader_paths())]
     pub(crate) paths: Vec<TraderPath>,
     /// Messages per run.
     #[arg(long, default_value_t = 20_000)]
     pub(crate) count: u64,
     /// Rate per run (msg/s).
-    #[arg(long, default_value_t = crate::run::RATE)]
+    #[arg(long, default_value_t = crate::lab::RATE)]
     pub(crate) rate: Rate,
     /// Lab name.
     #[arg(long, default_value = netns::PREFIX)]
@@ -296,7 +296,7 @@ pub(crate) struct Options {
     #[arg(long)]
     pub(crate) strict: bool,
     #[command(flatten)]
-    pub(crate) cpus: crate::run::Cpus,
+    pub(crate) cpus: crate::lab::Cpus,
     /// Count the XDP program's runs and their time in every AF_XDP run alike (`trader
     /// --xdp-stats`: the kernel's BPF run-time statistics, two clock reads a run) and show
     /// the program's mean ns per run: what a knob costs inside the program, apart from the
@@ -343,13 +343,13 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
     let Some(&first) = o.paths.first() else {
         bail!("no path to run");
     };
-    crate::run::check_cpus(o.cpus.trader, o.cpus.replay)?;
-    let b = crate::run::Options {
+    crate::lab::check_cpus(o.cpus.trader, o.cpus.replay)?;
+    let b = crate::lab::Options {
         rate: o.rate,
         xdp_stats: o.xdp_stats,
         trader_cpu: o.cpus.trader,
         replay_cpu: o.cpus.replay,
-        ..crate::run::Options::trial(o.count, &o.lab, o.out.clone(), o.no_setup)
+        ..crate::lab::Options::trial(o.count, &o.lab, o.out.clone(), o.no_setup)
     };
     let session = Session::start(&b, "matrix", Ends::kernel_exchange(first))?;
     let (rows, skipped) = measure(&session, &b, &variants(&o.paths, &knobs), o.rounds);
@@ -419,7 +419,7 @@ fn variants(paths: &[TraderPath], knobs: &[Knob]) -> Vec<(Option<Knob>, TraderPa
 /// knob doesn't cost the others' results.
 fn measure(
     session: &Session,
-    base: &crate::run::Options,
+    base: &crate::lab::Options,
     variants: &[(Option<Knob>, TraderPath)],
     rounds: u32,
 ) -> (Vec<Run>, Vec<Skipped>) {
@@ -476,7 +476,7 @@ fn measure(
             _ => None,
         };
         let isolation = if let Some(scope) = scope {
-            match crate::session::isolate(opts.trader_cpu, scope) {
+            match crate::lab::session::isolate(opts.trader_cpu, scope) {
                 Ok(iso) => Some(iso),
                 Err(e) => {
                     skipped.push(Skipped {
@@ -672,7 +672,7 @@ mod tests {
 
     #[test]
     fn a_knob_turns_only_itself() {
-        let base = crate::run::Options::trial(1000, "t2t", None, true);
+        let base = crate::lab::Options::trial(1000, "t2t", None, true);
         let skb = Knob::Skb.apply(&base);
         assert_eq!(skb.xdp_mode, XdpMode::Skb);
         assert!(skb.trader_args.is_empty() && skb.wait == base.wait);

@@ -4,7 +4,7 @@ use anyhow::bail;
 use paths::{ExchangeIo, Rate, TraderPath};
 use report::zeroloss::{self, Search, Trial};
 
-use crate::{run::Ends, session::Session};
+use crate::lab::{Ends, session::Session};
 
 /// The loads, as shares of the zero-loss rate, at which latency is measured.
 const LOADS: [f64; 3] = [0.1, 0.5, 0.9];
@@ -15,7 +15,7 @@ pub(crate) struct Options {
     /// Paths (comma-separated): each with a trader (on the trigger path, the decision in the
     /// driver).
     /// (`--paths`, the old spelling, still parses, for one release.)
-    #[arg(long = "path", alias = "paths", value_delimiter = ',', default_value = "xdp,udp", value_parser = crate::run::trader_paths())]
+    #[arg(long = "path", alias = "paths", value_delimiter = ',', default_value = "xdp,udp", value_parser = crate::lab::trader_paths())]
     pub(crate) paths: Vec<TraderPath>,
     /// Messages per trial, at least (a trial also lasts --seconds at its rate).
     #[arg(long, default_value_t = 100_000)]
@@ -60,7 +60,7 @@ pub(crate) struct Options {
     #[arg(long)]
     pub(crate) no_setup: bool,
     #[command(flatten)]
-    pub(crate) cpus: crate::run::Cpus,
+    pub(crate) cpus: crate::lab::Cpus,
 }
 
 pub(crate) fn run(o: Options) -> anyhow::Result<()> {
@@ -76,12 +76,12 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
     let Some(&first) = o.paths.first() else {
         bail!("no path to run");
     };
-    crate::run::check_cpus(o.cpus.trader, o.cpus.replay)?;
-    let base = crate::run::Options {
+    crate::lab::check_cpus(o.cpus.trader, o.cpus.replay)?;
+    let base = crate::lab::Options {
         batch: o.batch,
         trader_cpu: o.cpus.trader,
         replay_cpu: o.cpus.replay,
-        ..crate::run::Options::trial(o.count, &o.lab, o.out.clone(), o.no_setup)
+        ..crate::lab::Options::trial(o.count, &o.lab, o.out.clone(), o.no_setup)
     };
     let session = Session::start(
         &base,
@@ -134,7 +134,7 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
 struct Searcher<'a> {
     o: &'a Options,
     session: &'a Session,
-    base: crate::run::Options,
+    base: crate::lab::Options,
     trials: usize,
 }
 
@@ -180,7 +180,7 @@ impl Searcher<'_> {
         self.base.rate = Rate::PerSec(rate.round_ties_even());
         let count = trial_count(self.o.count, self.o.seconds, rate);
         self.base.count = Some(count);
-        self.base.source = crate::run::gbm_for(count);
+        self.base.source = crate::lab::gbm_for(count);
         let tag = format!("{path}-{:03}-{rate:.0}", self.trials);
         let ends = Ends {
             trader: path,

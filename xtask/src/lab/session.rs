@@ -20,10 +20,8 @@ use netns::{ChildGuard, Found, Lab, LabConfig, lab};
 use paths::{ExchangeIo, Source};
 use results::{ReplayReport, TraderReport};
 
-use crate::{
-    run::{Ends, LieStream, Options},
-    util::{cargo, exec, exec_until, require_root, shown, target_dir, workspace_root},
-};
+use super::{Ends, LieStream, Options};
+use crate::util::{cargo, exec, exec_until, require_root, shown, target_dir, workspace_root};
 
 /// How long the trader may take to attach XDP and bind its socket before it says `ready`.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -214,7 +212,7 @@ impl Session {
     }
 
     /// `inject lies` in the exchange namespace, following the feed and sending
-    /// [`crate::run::LIES_PER_SECOND`] lies a second at the trader for the run's length (its JSON
+    /// [`crate::lab::LIES_PER_SECOND`] lies a second at the trader for the run's length (its JSON
     /// beside the run's reports).
     fn lie_stream(&self, o: &Options, who: LieStream, tag: &str) -> anyhow::Result<ChildGuard> {
         let lab = self.lab.config();
@@ -229,7 +227,7 @@ impl Session {
             .filter(|k| matches!(k, LieKind::Ahead | LieKind::EndAhead))
             .count();
         let per_round = (kinds.len() + doubles) as f64;
-        let rounds = (secs * crate::run::LIES_PER_SECOND as f64 / per_round)
+        let rounds = (secs * crate::lab::LIES_PER_SECOND as f64 / per_round)
             .ceil()
             .max(1.0) as u32;
         let feed = feed_source(lab);
@@ -244,7 +242,7 @@ impl Session {
         lies.kinds = kinds;
         lies.target = SocketAddrV4::new(lab.trader_ip, lab::MD_PORT);
         lies.feed_source = inject::FeedSource::exactly(feed);
-        lies.rate = Some(crate::run::LIES_PER_SECOND);
+        lies.rate = Some(crate::lab::LIES_PER_SECOND);
         lies.rounds = rounds;
         lies.max_seconds = secs.ceil() as u64 + 30;
         match who {
@@ -553,7 +551,7 @@ mod tests {
     fn trader_paths_are_the_paths_with_a_trader() {
         #[derive(clap::Parser)]
         struct Cli {
-            #[arg(long, value_delimiter = ',', value_parser = crate::run::trader_paths())]
+            #[arg(long, value_delimiter = ',', value_parser = crate::lab::trader_paths())]
             paths: Vec<TraderPath>,
         }
         let parse = |a: &str| <Cli as clap::Parser>::try_parse_from(["x", "--paths", a]);
