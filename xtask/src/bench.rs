@@ -216,6 +216,7 @@ fn measure_cpu_floor(
         .clamp(FLOOR_SECONDS_MIN, FLOOR_SECONDS_MAX);
     let options = floor::Options {
         cpus: vec![o.replay_cpu, o.trader_cpu],
+        // Not rendered: --seconds sets the length.
         iterations: 1,
         // To a tenth of a second: the floor's own run needs no finer length.
         seconds: Some((seconds * 10.0).round() / 10.0),

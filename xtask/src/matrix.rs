@@ -277,7 +277,7 @@ pub(crate) struct Options {
     #[arg(long, value_delimiter = ',', default_value = "all", value_parser = selections())]
     pub(crate) knobs: Vec<Selection>,
     /// Paths (comma-separated): each with a trader.
-    /// (`--paths`, the old spelling, still parses, for one release.)
+    // `--paths`, the old spelling, still parses (a hidden alias), for one release.
     #[arg(long = "path", alias = "paths", value_delimiter = ',', default_value = "xdp,udp", value_parser = crate::lab::trader_paths())]
     pub(crate) paths: Vec<TraderPath>,
     /// Messages per run.

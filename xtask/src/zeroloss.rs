@@ -14,7 +14,7 @@ const LOADS: [f64; 3] = [0.1, 0.5, 0.9];
 pub(crate) struct Options {
     /// Paths (comma-separated): each with a trader (on the trigger path, the decision in the
     /// driver).
-    /// (`--paths`, the old spelling, still parses, for one release.)
+    // `--paths`, the old spelling, still parses (a hidden alias), for one release.
     #[arg(long = "path", alias = "paths", value_delimiter = ',', default_value = "xdp,udp", value_parser = crate::lab::trader_paths())]
     pub(crate) paths: Vec<TraderPath>,
     /// Messages per trial, at least (a trial also lasts --seconds at its rate).
@@ -29,12 +29,13 @@ pub(crate) struct Options {
     /// ITCH messages per MoldUDP64 packet (the sender's own per-packet cost caps the rate).
     #[arg(long, default_value_t = 1)]
     pub(crate) batch: u16,
-    /// Lowest offered rate tried, messages/s: the search starts there. (`--min-rate`, the old
-    /// spelling, still parses, for one release: the trader's `--max-rate` is its feed gate's.)
+    /// Lowest offered rate tried, messages/s: the search starts there.
+    // `--min-rate`, the old spelling, still parses (a hidden alias), for one release: the
+    // trader's `--max-rate` is its feed gate's.
     #[arg(long, alias = "min-rate", default_value_t = 10_000.0)]
     pub(crate) lowest_rate: f64,
     /// Highest offered rate to try, messages/s: the search stops there if nothing failed.
-    /// (`--max-rate`, the old spelling, still parses, for one release.)
+    // `--max-rate`, the old spelling, still parses (a hidden alias), for one release.
     #[arg(long, alias = "max-rate", default_value_t = 4_000_000.0)]
     pub(crate) highest_rate: f64,
     /// Stop bisecting when the bounds are within this ratio.

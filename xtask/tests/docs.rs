@@ -128,6 +128,130 @@ fn every_relative_link_in_the_docs_resolves() {
     );
 }
 
+/// GitHub's anchor for a heading: lower case, spaces to hyphens, punctuation but `-` and `_`
+/// dropped (inline code and links keep their text).
+fn slug(heading: &str) -> String {
+    let mut text = String::new();
+    let mut chars = heading.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            // [text](target): the text only.
+            ']' if chars.peek() == Some(&'(') => {
+                for d in chars.by_ref() {
+                    if d == ')' {
+                        break;
+                    }
+                }
+            }
+            c => text.push(c),
+        }
+    }
+    text.trim()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            '-' | '_' => Some(c),
+            c if c.is_alphanumeric() => Some(c),
+            _ => None,
+        })
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// The anchors of a Markdown file's headings (outside code blocks), duplicates numbered as
+/// GitHub numbers them.
+fn anchors(text: &str) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced || !line.starts_with('#') {
+            continue;
+        }
+        let heading = line.trim_start_matches('#');
+        if !heading.starts_with(' ') {
+            continue;
+        }
+        let base = slug(heading.trim_end_matches('#'));
+        let n = seen
+            .iter()
+            .filter(|s| {
+                **s == base
+                    || s.strip_prefix(&format!("{base}-"))
+                        .is_some_and(|r| r.parse::<u32>().is_ok())
+            })
+            .count();
+        seen.push(if n == 0 { base } else { format!("{base}-{n}") });
+    }
+    seen
+}
+
+#[test]
+fn every_anchor_a_link_names_is_a_heading_of_its_file() {
+    let root = root();
+    let Some(files) = markdown_files(&root) else {
+        eprintln!("skipped: not a git checkout");
+        return;
+    };
+    let mut broken = Vec::new();
+    let mut checked = 0;
+    for file in &files {
+        let text = fs::read_to_string(file).expect("a Markdown file reads as UTF-8");
+        let dir = file.parent().expect("a file is in a folder");
+        for target in links(&text) {
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            let Some((path, anchor)) = target.split_once('#') else {
+                continue;
+            };
+            let named = if path.is_empty() {
+                file.clone()
+            } else {
+                dir.join(path.replace("%20", " "))
+            };
+            if named.extension().is_none_or(|e| e != "md") || !named.is_file() {
+                continue;
+            }
+            checked += 1;
+            let heads = anchors(&fs::read_to_string(&named).expect("a Markdown file"));
+            if !heads.iter().any(|h| h == anchor) {
+                broken.push(format!(
+                    "{}: {target}",
+                    file.strip_prefix(&root).unwrap_or(file).display()
+                ));
+            }
+        }
+    }
+    assert!(checked > 10, "the anchored links were found: {checked}");
+    assert!(
+        broken.is_empty(),
+        "{} link(s) name an anchor their file has no heading for:\n{}",
+        broken.len(),
+        broken.join("\n")
+    );
+}
+
+#[test]
+fn anchors_are_githubs() {
+    assert_eq!(
+        slug(" How long a fresh setup, the bench and CI take"),
+        "how-long-a-fresh-setup-the-bench-and-ci-take"
+    );
+    assert_eq!(
+        slug(" The next tick's trigger (`src/trigger.rs`)"),
+        "the-next-ticks-trigger-srctriggerrs"
+    );
+    assert_eq!(slug(" See [docs](x.md) here"), "see-docs-here");
+    assert_eq!(
+        anchors("# A\n## A\n```\n# B\n```\n### A\n"),
+        ["a", "a-1", "a-2"]
+    );
+}
+
 #[test]
 fn every_results_folder_has_a_readme() {
     let results = root().join("docs/results");

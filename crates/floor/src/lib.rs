@@ -104,6 +104,11 @@ mod tests {
         assert!(Options::try_parse_from(["floor", "--seconds", "0"]).is_err());
         assert!(Options::try_parse_from(["floor", "--seconds", "3601"]).is_err());
         assert!(Options::try_parse_from(["floor", "--seconds", "1", "--iterations", "5"]).is_err());
+    }
+
+    #[cfg(feature = "io")]
+    #[test]
+    fn one_cpu_twice_is_refused() {
         let o = Options::try_parse_from(["floor", "--cpus", "1,1"]).unwrap();
         assert!(
             run(o)

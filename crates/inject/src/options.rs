@@ -134,12 +134,13 @@ pub struct RelayOptions {
     pub idle_exit: u64,
     /// Where the trader's orders come in (point its `--order-to` here). They go on to
     /// `--order-to` unharmed, from the `--listen` socket: the replay's socket is connected
-    /// to the address it sends to, so it takes datagrams from that address only. (The old
-    /// spelling `--orders-listen` still parses, for one release.)
+    /// to the address it sends to, so it takes datagrams from that address only.
+    // `--orders-listen`, the old spelling, still parses (a hidden alias), for one release.
     #[arg(long, alias = "orders-listen")]
     pub order_listen: Option<SocketAddrV4>,
     /// The replay's order address (its `--bind`): where orders go on, as the trader's
-    /// `--order-to` says it. (`--orders-to` still parses, for one release.)
+    /// `--order-to` says it.
+    // `--orders-to`, the old spelling, still parses (a hidden alias), for one release.
     #[arg(long, alias = "orders-to")]
     pub order_to: Option<SocketAddrV4>,
     /// Print `ready` on stdout once listening.

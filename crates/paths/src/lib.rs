@@ -609,6 +609,14 @@ mod tests {
                     "{p}: {} takes its orders",
                     row.label
                 );
+                // xtask's TCP rows follow --wait: a row forcing one would run under another's
+                // label.
+                assert!(
+                    row.orders == Orders::Udp || row.wait.is_none(),
+                    "{p}: {} forces a wait over {}",
+                    row.label,
+                    row.orders
+                );
                 assert_eq!(
                     s.row(row.wait, row.orders),
                     Some(row),

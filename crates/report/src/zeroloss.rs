@@ -276,7 +276,7 @@ pub fn markdown(o: &Conditions, report: &[Search]) -> String {
         // pass, the failure bound's failure.
         let passed = lo.and_then(|l| trials.iter().rev().find(|t| t.rate == l && t.verdict.ok()));
         let failed = hi.and_then(|h| trials.iter().find(|t| t.rate == h && !t.verdict.ok()));
-        let why = failed.map_or("no failure up to --max-rate".to_owned(), |t| {
+        let why = failed.map_or("no failure up to --highest-rate".to_owned(), |t| {
             t.verdict.to_string()
         });
         let bound = failed.map_or("-".to_owned(), bound);

@@ -470,7 +470,7 @@ pub struct FrameCounts {
 }
 
 /// The XDP program's per-CPU counters, summed: one field per `xdp_common::Counter`, named as
-/// its `name()` (the conversion in `userspace::xdp` matches every counter, so a new one can't be
+/// its `name()` (the conversion in `afxdp::xdp` matches every counter, so a new one can't be
 /// forgotten here).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct XdpCounters {

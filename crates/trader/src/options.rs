@@ -224,7 +224,7 @@ pub struct Options {
     #[arg(long, default_value_t = 30, help_heading = "Run and report")]
     pub idle_exit: u64,
     /// Write the trader's counters and internal latencies here as JSON (stdout if absent).
-    /// (`--stats-out`, the old spelling, still parses, for one release.)
+    // `--stats-out`, the old spelling, still parses (a hidden alias), for one release.
     #[arg(long, alias = "stats-out", help_heading = "Run and report")]
     pub json_out: Option<PathBuf>,
     /// Write the RX→TX histogram here (.hgrm).
@@ -564,7 +564,7 @@ impl Options {
 /// Why a path's table entry leaves a transport out, for the error that refuses it.
 fn refusal_reason(orders: paths::Orders, io: Io) -> &'static str {
     match (orders, io) {
-        (paths::Orders::TcpXdp, _) => {
+        (paths::Orders::TcpXdp, io) if !io.afxdp() => {
             " (a userspace TCP on the trader's AF_XDP socket, and this path has none)"
         }
         (paths::Orders::TcpKernel, Io::Trigger) => {

@@ -1,7 +1,7 @@
 //! UDP datagrams in Ethernet II frames: the general header walk (through etherparse's checked
 //! slices: VLAN tags, IPv4 options, IPv6) that the pcap reader ([`crate::pcap::udp_payload`])
 //! uses. It borrows from the frame and allocates nothing. The trader's AF_XDP receive path
-//! does not walk: the XDP program hands it one layout only, so `userspace::frame::parse_udp`
+//! does not walk: the XDP program hands it one layout only, so `afxdp::frame::parse_udp_to`
 //! reads that layout at fixed offsets.
 use std::net::{IpAddr, SocketAddr};
 

@@ -38,7 +38,8 @@ pub(crate) struct Options {
         help_heading = "What runs"
     )]
     pub(crate) orders: Vec<Orders>,
-    /// Market data: gbm[:SEED[:BARS]], closes:PATH, itch:PATH, pcap:PATH.
+    /// Market data: gbm[:SEED[:BARS]], closes:PATH, itch:PATH[.gz], pcap:PATH (pcap or pcapng),
+    /// market[:SEED[:BARS]][:KEY=VALUE] (the replay's --help says what each takes).
     #[arg(long, default_value_t = SOURCE, help_heading = "What runs")]
     pub(crate) source: Source,
     /// Messages to send (default: the whole source).
@@ -296,7 +297,7 @@ impl Options {
     }
 }
 
-/// `--paths` of the matrix and the zero-loss search: the paths with a trader on them (the
+/// `--path` of the matrix and the zero-loss search: the paths with a trader on them (the
 /// reflector has none to measure), with their help.
 pub(crate) fn trader_paths() -> impl clap::builder::TypedValueParser<Value = TraderPath> {
     use clap::{ValueEnum as _, builder::TypedValueParser as _};

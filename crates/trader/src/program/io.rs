@@ -552,8 +552,13 @@ fn attach(
             order_to: Some(order_to(o, g)),
             // The userspace TCP's order session: its segments into the socket, not the kernel.
             order_tcp: o.orders == paths::Orders::TcpXdp,
-            // The TCP trigger: the program fires the userspace TCP's armed segment.
-            trigger_tcp: action == Action::Trigger && o.orders == paths::Orders::TcpXdp,
+            // The TCP trigger: the program fires the userspace TCP's armed segment, where the
+            // path table says the program sends this path's tcp-xdp orders.
+            trigger_tcp: o.orders == paths::Orders::TcpXdp
+                && o.path
+                    .spec()
+                    .route(o.orders)
+                    .is_some_and(|r| r.sent_by == paths::SentBy::Program),
         },
     )?;
     if o.xdp_log {
