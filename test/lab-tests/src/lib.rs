@@ -4,8 +4,9 @@
 //! lab (not root).
 //!
 //! The programs belong to their crates (`trader`, `exchange`'s `replay`, `inject`, `floor`), so
-//! cargo gives these tests no `CARGO_BIN_EXE_*` for them: [`bin`] finds each in the target
-//! folder these tests were built into and builds them there first where one is missing.
+//! cargo gives these tests no `CARGO_BIN_EXE_*` for them: [`bin`] builds them (once per test
+//! process, a no-op when they are up to date) into the target folder these tests were built
+//! into, so a test never runs a program older than its source.
 #![forbid(unsafe_code)]
 #![cfg_attr(
     test,
@@ -30,9 +31,9 @@ pub const PROGRAMS: [(&str, &str); 4] = [
 ];
 
 /// The path of the lab's program `name` (one of [`PROGRAMS`]), built with the same profile as
-/// the running test (`target/<profile>/`). Where one is missing, all four are built first
-/// (`cargo build --bins`, once per test process); a build that fails panics with cargo's
-/// reason.
+/// the running test (`target/<profile>/`). The first call builds all four (`cargo build
+/// --bins`, once per test process: up to date, it takes a second); a build that fails panics
+/// with cargo's reason.
 pub fn bin(name: &str) -> String {
     assert!(
         PROGRAMS.iter().any(|(p, _)| *p == name),
@@ -40,11 +41,9 @@ pub fn bin(name: &str) -> String {
     );
     let dir = profile_dir();
     let path = dir.join(name);
-    if !path.exists() {
-        static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
-        if let Err(e) = BUILT.get_or_init(|| build(&dir)) {
-            panic!("{e}");
-        }
+    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
+    if let Err(e) = BUILT.get_or_init(|| build(&dir)) {
+        panic!("{e}");
     }
     path.to_str()
         .expect("the target folder's path is UTF-8")

@@ -228,38 +228,27 @@ fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
             // The TCP trigger: the userspace TCP arms its next segment for the program.
             let session = order_session(o, g)?.with_segment(prog.take_segment()?);
             xdp = xdp.with_order_session(session);
-            xdp.login_orders(LOGIN_WAIT, || process::stopped(stop))?;
-            say_logged_in(o);
         }
         let mut arm = prog.take_arm()?;
         arm.set_demote(!o.no_arm_demote);
         let mut io = TriggerIo::<BLOCK, BUSY_POLL>::new(xdp, arm, prog.take_fired()?, stock)
             .polling_fired_every(o.fired_poll_every())
             .corrupting_arms(o.corrupt_arms);
-        let end = trading::run(&mut io, trader, rx_to_tx, loop_config(o), stop)
-            .context("the AF_XDP socket or the trigger's ring")?;
+        let what = "the AF_XDP socket or the trigger's ring";
+        let (end, session) = trade_with_orders(o, &mut io, trader, rx_to_tx, stop, what)?;
         let mut summary = io.summary();
         summary.woken_on_fire = Some(prog.wakes_on_fire());
-        let trigger = Some(summary);
-        let session = io.xdp_mut().finish_orders(ANSWERS_WAIT);
-        let mut x = xsk_end(end, io.xdp(), prog, trigger);
+        let mut x = xsk_end(end, io.xdp(), prog, Some(summary));
         x.order_session = session;
         return Ok(x);
     }
     let mut io = xdp_io::<BLOCK, BUSY_POLL>(o, prog, xsks, g)?;
     if o.orders == paths::Orders::TcpXdp {
         // The userspace TCP on this socket: logged in before the feed, as the kernel's is.
-        let mut io = io.with_order_session(order_session(o, g)?);
-        io.login_orders(LOGIN_WAIT, || process::stopped(stop))?;
-        say_logged_in(o);
-        let end = trading::run(&mut io, trader, rx_to_tx, loop_config(o), stop)
-            .context("the AF_XDP socket")?;
-        let session = io.finish_orders(ANSWERS_WAIT);
-        let mut x = xsk_end(end, &io, prog, None);
-        x.order_session = session;
-        return Ok(x);
+        io = io.with_order_session(order_session(o, g)?);
     }
-    let (end, session) = run_loop(o, &mut io, trader, rx_to_tx, stop, "the AF_XDP socket")?;
+    let what = "the AF_XDP socket";
+    let (end, session) = trade_with_orders(o, &mut io, trader, rx_to_tx, stop, what)?;
     let mut x = xsk_end(end, &io, prog, None);
     x.order_session = session;
     Ok(x)
@@ -278,23 +267,10 @@ fn order_session(o: &Options, g: &Gateway) -> anyhow::Result<trading::XdpTcp> {
     .map(|s| s.resetting_after(o.order_reset_after))
 }
 
-fn say_logged_in(o: &Options) {
-    eprintln!(
-        "trader: logged in to the order session at {} (OUCH 5.0 over SoupBinTCP, smoltcp on \
-         AF_XDP{})",
-        o.order_to,
-        if o.path.spec().io == Io::Trigger {
-            "; the XDP program fires its armed segments"
-        } else {
-            ""
-        }
-    );
-}
-
-/// The trader loop over `io`, its orders to `io`'s own sink (`--orders udp`) or to a
-/// SoupBinTCP session on the kernel's TCP, logged in before the first packet (`tcp-kernel`);
-/// the session's report after it has had every answer (or waited a while for them).
-fn run_loop<I: trading::TraderIo>(
+/// [`trade`] with the orders layered as `--orders` says: over a SoupBinTCP session on the
+/// kernel's TCP (`tcp-kernel`, [`trading::WithOrders`]), or on `io`'s own sink: the lab's UDP
+/// order, or the userspace TCP an AF_XDP I/O carries (`tcp-xdp`).
+fn trade_with_orders<I: trading::TraderIo>(
     o: &Options,
     io: &mut I,
     trader: &mut Trader,
@@ -302,9 +278,8 @@ fn run_loop<I: trading::TraderIo>(
     stop: &AtomicBool,
     what: &'static str,
 ) -> anyhow::Result<(LoopEnd, Option<results::OrderSessionReport>)> {
-    if !o.orders.is_tcp() {
-        let end = trading::run(io, trader, rx_to_tx, loop_config(o), stop).context(what)?;
-        return Ok((end, None));
+    if o.orders != paths::Orders::TcpKernel {
+        return trade(o, io, trader, rx_to_tx, stop, what);
     }
     let timeout = Duration::from_millis(o.order_timeout_ms);
     let mut session = trading::TcpOrders::new(o.addr, o.order_to, &o.order_password, timeout)?
@@ -313,20 +288,41 @@ fn run_loop<I: trading::TraderIo>(
             o.busy_poll
                 .map(|us| (us, o.prefer_busy_poll, o.busy_poll_budget)),
         );
-    session.login(LOGIN_WAIT, || process::stopped(stop))?;
+    let mut io = trading::WithOrders::new(io, &mut session);
+    trade(o, &mut io, trader, rx_to_tx, stop, what)
+}
+
+/// The one trader loop, over every path's I/O: the order session the I/O carries logged in
+/// before the first packet, the loop, then the session's report once it has had every answer
+/// (or waited a while for them).
+fn trade<I: trading::TraderIo>(
+    o: &Options,
+    io: &mut I,
+    trader: &mut Trader,
+    rx_to_tx: &mut Latency,
+    stop: &AtomicBool,
+    what: &'static str,
+) -> anyhow::Result<(LoopEnd, Option<results::OrderSessionReport>)> {
+    io.login_orders(LOGIN_WAIT, &|| process::stopped(stop))?;
+    say_logged_in(o);
+    let end = trading::run(io, trader, rx_to_tx, loop_config(o), stop).context(what)?;
+    Ok((end, io.finish_orders(ANSWERS_WAIT)))
+}
+
+/// Says where the order session logged in (nothing for the lab's UDP orders).
+fn say_logged_in(o: &Options) {
+    let how = match o.orders {
+        paths::Orders::Udp => return,
+        paths::Orders::TcpKernel => "kernel TCP",
+        paths::Orders::TcpXdp if o.path.spec().io == Io::Trigger => {
+            "smoltcp on AF_XDP; the XDP program fires its armed segments"
+        }
+        paths::Orders::TcpXdp => "smoltcp on AF_XDP",
+    };
     eprintln!(
-        "trader: logged in to the order session at {} (OUCH 5.0 over SoupBinTCP, kernel TCP)",
+        "trader: logged in to the order session at {} (OUCH 5.0 over SoupBinTCP, {how})",
         o.order_to
     );
-    let end = trading::run(
-        &mut trading::WithOrders::new(io, &mut session),
-        trader,
-        rx_to_tx,
-        loop_config(o),
-        stop,
-    )
-    .context(what)?;
-    Ok((end, Some(session.finish(ANSWERS_WAIT))))
 }
 
 /// How long the trader waits for its first login (the replay serves the session once it has
@@ -420,7 +416,7 @@ pub(crate) fn run_udp(
             io = io.with_retransmit_source(server);
         }
         let what = "recvmmsg on the market-data socket";
-        run_loop(o, &mut io, trader, rx_to_tx, stop, what)?
+        trade_with_orders(o, &mut io, trader, rx_to_tx, stop, what)?
     } else {
         let mut io = UdpIo::new(sock, o.order_to)?;
         if let Some(b) = o.port_b {
@@ -441,7 +437,7 @@ pub(crate) fn run_udp(
         if let Some(server) = o.retransmit_to {
             io = io.with_retransmit_source(server);
         }
-        run_loop(
+        trade_with_orders(
             o,
             &mut io,
             trader,

@@ -131,6 +131,26 @@ pub trait TraderIo {
     fn finish<H: PacketHandler>(&mut self, handler: &mut H) {
         let _ = handler;
     }
+
+    /// Before the loop: connects and logs in to the order session this I/O carries (the
+    /// userspace TCP on an AF_XDP socket, or a kernel session layered over the feed by
+    /// [`WithOrders`]), waiting up to `timeout` or until `stopped`. The default carries none:
+    /// its orders go out on its own sink (the lab's UDP order).
+    fn login_orders(
+        &mut self,
+        timeout: Duration,
+        stopped: &dyn Fn() -> bool,
+    ) -> anyhow::Result<()> {
+        let _ = (timeout, stopped);
+        Ok(())
+    }
+
+    /// After the loop: waits (up to `timeout`) for every order's answer and the session's
+    /// end, logs out, and returns the session's report (`None`: no session, the default).
+    fn finish_orders(&mut self, timeout: Duration) -> Option<results::OrderSessionReport> {
+        let _ = timeout;
+        None
+    }
 }
 
 /// How [`run`] runs.

@@ -333,7 +333,7 @@ impl TcpOrders {
 
     /// The loop has ended: waits (up to `timeout`) for the answers to every order sent and the
     /// exchange's End of Session, then logs out. Returns the session's report.
-    pub fn finish(mut self, timeout: Duration) -> OrderSessionReport {
+    pub fn finish(&mut self, timeout: Duration) -> OrderSessionReport {
         let until = std::time::Instant::now() + timeout;
         while (self.sock.is_some() || self.connecting.is_some())
             && !self.s.answered()
@@ -702,6 +702,19 @@ impl<I: TraderIo> TraderIo for WithOrders<'_, I> {
             orders: self.orders,
         };
         self.io.finish(&mut swap);
+    }
+
+    /// The kernel TCP session's login, before the feed.
+    fn login_orders(
+        &mut self,
+        timeout: Duration,
+        stopped: &dyn Fn() -> bool,
+    ) -> anyhow::Result<()> {
+        self.orders.login(timeout, stopped)
+    }
+
+    fn finish_orders(&mut self, timeout: Duration) -> Option<OrderSessionReport> {
+        Some(self.orders.finish(timeout))
     }
 }
 

@@ -157,11 +157,6 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TriggerIo<BLOCK, BUSY_POLL> {
         &self.xdp
     }
 
-    /// The AF_XDP part, to finish its order session.
-    pub fn xdp_mut(&mut self) -> &mut XdpIo<false, BUSY_POLL> {
-        &mut self.xdp
-    }
-
     /// With the TCP trigger, the segment for `arm` (about to be written, under the next
     /// generation) armed in the userspace TCP: `Err` if the session can't take one now (the
     /// tick is then the trader's). Without it, nothing to do.
@@ -562,6 +557,22 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for TriggerIo<BLOCK, BUS
         // microseconds: give it a millisecond before the last read of the ring.
         std::thread::sleep(std::time::Duration::from_millis(1));
         self.split().1.drain(handler);
+    }
+
+    /// The TCP trigger's session is the AF_XDP part's userspace TCP.
+    fn login_orders(
+        &mut self,
+        timeout: std::time::Duration,
+        stopped: &dyn Fn() -> bool,
+    ) -> anyhow::Result<()> {
+        self.xdp.login_orders(timeout, stopped)
+    }
+
+    fn finish_orders(
+        &mut self,
+        timeout: std::time::Duration,
+    ) -> Option<results::OrderSessionReport> {
+        self.xdp.finish_orders(timeout)
     }
 }
 

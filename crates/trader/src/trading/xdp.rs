@@ -130,66 +130,6 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
         }
     }
 
-    /// Connects and logs in to the order session, waiting up to `timeout` (or until
-    /// `stopped`): before the feed.
-    pub fn login_orders(
-        &mut self,
-        timeout: std::time::Duration,
-        stopped: impl Fn() -> bool,
-    ) -> anyhow::Result<()> {
-        let until = std::time::Instant::now() + timeout;
-        loop {
-            if stopped() {
-                anyhow::bail!("stopped before the order session's login");
-            }
-            self.drive_session();
-            let Some(t) = self.tcp.as_deref() else {
-                return Ok(());
-            };
-            if t.logged_in() {
-                return Ok(());
-            }
-            if t.login_rejects() > 0 {
-                anyhow::bail!(
-                    "the order gateway {} refused the login (wrong --order-password, or another \
-                     session)",
-                    t.gateway()
-                );
-            }
-            if std::time::Instant::now() > until {
-                anyhow::bail!(
-                    "no SoupBinTCP login at the order gateway {} within {timeout:?} over the \
-                     userspace TCP ({} connection(s) made): is the replay serving --orders \
-                     tcp-xdp there, and does the XDP program steer its segments \
-                     (xdp_counters.order_segments)?",
-                    t.gateway(),
-                    t.connects()
-                );
-            }
-            std::thread::sleep(std::time::Duration::from_micros(200));
-        }
-    }
-
-    /// The loop has ended: waits (up to `timeout`) for every order's answer and the session's
-    /// end, logs out, and returns the session's report (`None`: no session).
-    pub fn finish_orders(
-        &mut self,
-        timeout: std::time::Duration,
-    ) -> Option<results::OrderSessionReport> {
-        let until = std::time::Instant::now() + timeout;
-        while self.tcp.as_deref().is_some_and(|t| !t.answered())
-            && std::time::Instant::now() < until
-        {
-            self.drive_session();
-            std::thread::sleep(std::time::Duration::from_micros(200));
-        }
-        let Self { xsks, tcp, .. } = self;
-        let (t, x) = (tcp.as_deref_mut()?, xsks.first_mut()?);
-        let report = t.finish(&mut x.tx);
-        let _ = x.tx.flush();
-        Some(report)
-    }
-
     /// Pins a learned source in the XDP program's table too (`sources`: taken from the
     /// program, [`afxdp::xdp::XdpProgram::take_sources`]).
     #[must_use]
@@ -456,6 +396,64 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for XdpIo<BLOCK, BUSY_PO
             })
             .map_err(|_| io::Error::new(io::ErrorKind::WouldBlock, "no TX frame"))?;
         xsk.tx.flush()
+    }
+
+    /// Connects and logs in to the userspace TCP's order session, if this socket carries one.
+    fn login_orders(
+        &mut self,
+        timeout: std::time::Duration,
+        stopped: &dyn Fn() -> bool,
+    ) -> anyhow::Result<()> {
+        let until = std::time::Instant::now() + timeout;
+        loop {
+            if stopped() {
+                anyhow::bail!("stopped before the order session's login");
+            }
+            self.drive_session();
+            let Some(t) = self.tcp.as_deref() else {
+                return Ok(());
+            };
+            if t.logged_in() {
+                return Ok(());
+            }
+            if t.login_rejects() > 0 {
+                anyhow::bail!(
+                    "the order gateway {} refused the login (wrong --order-password, or another \
+                     session)",
+                    t.gateway()
+                );
+            }
+            if std::time::Instant::now() > until {
+                anyhow::bail!(
+                    "no SoupBinTCP login at the order gateway {} within {timeout:?} over the \
+                     userspace TCP ({} connection(s) made): is the replay serving --orders \
+                     tcp-xdp there, and does the XDP program steer its segments \
+                     (xdp_counters.order_segments)?",
+                    t.gateway(),
+                    t.connects()
+                );
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+    }
+
+    /// Waits for the userspace TCP session's answers, logs out, and reports it.
+    fn finish_orders(
+        &mut self,
+        timeout: std::time::Duration,
+    ) -> Option<results::OrderSessionReport> {
+        let until = std::time::Instant::now() + timeout;
+        while self.tcp.as_deref().is_some_and(|t| !t.answered())
+            && std::time::Instant::now() < until
+        {
+            self.drive_session();
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+        let Self { xsks, tcp, .. } = self;
+        let (t, x) = (tcp.as_deref_mut()?, xsks.first_mut()?);
+        let report = t.finish(&mut x.tx);
+        let _ = x.tx.flush();
+        Some(report)
     }
 }
 
