@@ -188,53 +188,56 @@ impl Knob {
     /// The baseline's options with this knob turned.
     fn apply(self, base: &crate::lab::Options) -> crate::lab::Options {
         let mut o = base.clone();
-        let trader: &[&str] = match self {
+        let edit: Option<fn(&mut trader::Options)> = match self {
             // The idle setting itself is made around the run (`measure`).
             Knob::Block | Knob::BlockHaltPoll | Knob::BlockNoHalt => {
                 o.wait = Wait::Block;
-                &[]
+                None
             }
-            Knob::BusyPoll => &["--busy-poll", "50", "--prefer-busy-poll"],
+            Knob::BusyPoll => Some(|t| {
+                t.busy_poll = Some(50);
+                t.prefer_busy_poll = true;
+            }),
             Knob::Unpinned => {
                 o.no_pin = true;
-                &[]
+                None
             }
-            Knob::Fifo => &["--fifo", "50"],
-            Knob::Mlock => &["--mlock"],
-            Knob::HugePages => &["--huge-pages"],
-            Knob::RxBatch1 => &["--batch", "1"],
-            Knob::NoNeedWakeup => &["--no-need-wakeup"],
+            Knob::Fifo => Some(|t| t.fifo = Some(50)),
+            Knob::Mlock => Some(|t| t.mlock = true),
+            Knob::HugePages => Some(|t| t.huge_pages = true),
+            Knob::RxBatch1 => Some(|t| t.batch = 1),
+            Knob::NoNeedWakeup => Some(|t| t.no_need_wakeup = true),
             Knob::Skb => {
                 o.xdp_mode = XdpMode::Skb;
-                &[]
+                None
             }
-            Knob::Recvmmsg => &["--recvmmsg", "16"],
-            Knob::SmallRcvbuf => &["--rcvbuf", "212992"],
+            Knob::Recvmmsg => Some(|t| t.recvmmsg = 16),
+            Knob::SmallRcvbuf => Some(|t| t.rcvbuf = 212_992),
             Knob::MoldBatch4 => {
                 o.batch = 4;
-                &[]
+                None
             }
             // Not options of the run: `measure` isolates the CPU (or steers IRQs) around it.
-            Knob::Isolate | Knob::IrqSteer => &[],
-            Knob::XdpLog => &["--xdp-log"],
+            Knob::Isolate | Knob::IrqSteer => None,
+            Knob::XdpLog => Some(|t| t.xdp_log = true),
             Knob::MalformedStream => {
                 o.malformed_stream = true;
-                &[]
+                None
             }
             Knob::XdpLogMalformed => {
                 o.malformed_stream = true;
-                &["--xdp-log"]
+                Some(|t| t.xdp_log = true)
             }
             Knob::LieStream => {
                 o.lie_stream = Some(crate::lab::LieStream::Stranger);
-                &[]
+                None
             }
             Knob::SpoofedStream => {
                 o.lie_stream = Some(crate::lab::LieStream::Spoofed);
-                &[]
+                None
             }
         };
-        o.trader_args.extend(trader.iter().map(|s| s.to_string()));
+        o.trader_edits.extend(edit);
         o
     }
 }
@@ -675,9 +678,19 @@ mod tests {
         let base = crate::lab::Options::trial(1000, "t2t", None, true);
         let skb = Knob::Skb.apply(&base);
         assert_eq!(skb.xdp_mode, XdpMode::Skb);
-        assert!(skb.trader_args.is_empty() && skb.wait == base.wait);
+        assert!(skb.trader_edits.is_empty() && skb.wait == base.wait);
         let fifo = Knob::Fifo.apply(&base);
-        assert_eq!(fifo.trader_args, ["--fifo", "50"]);
+        assert_eq!(fifo.trader_edits.len(), 1);
+        let mut t = <trader::Options as clap::Parser>::parse_from(["trader", "--path", "xdp"]);
+        let untouched = format!("{t:?}");
+        (fifo.trader_edits[0])(&mut t);
+        assert_eq!(t.fifo, Some(50));
+        t.fifo = None;
+        assert_eq!(
+            format!("{t:?}"),
+            untouched,
+            "the fifo knob sets --fifo alone"
+        );
         assert_eq!((fifo.xdp_mode, fifo.batch), (base.xdp_mode, base.batch));
     }
 }

@@ -85,6 +85,10 @@ pub(crate) struct Options {
         help_heading = "Passed through and injected"
     )]
     pub(crate) trader_args: Vec<String>,
+    /// Changes to the trader's own options (a matrix knob's), made on its typed
+    /// `trader::Options` before its command line is rendered.
+    #[arg(skip)]
+    pub(crate) trader_edits: Vec<fn(&mut trader::Options)>,
     /// Extra replay flags.
     #[arg(
         long = "replay-arg",
@@ -242,6 +246,7 @@ impl Options {
             lab: lab.into(),
             keep_lab: false,
             trader_args: Vec::new(),
+            trader_edits: Vec::new(),
             replay_args: Vec::new(),
             floors: false,
             sockperf: 0,

@@ -454,6 +454,9 @@ fn trader_command(mut base: Command, o: &Options, lab: &LabConfig, ends: Ends) -
     if !o.no_pin {
         t.cpu = Some(o.trader_cpu);
     }
+    for edit in &o.trader_edits {
+        edit(&mut t);
+    }
     // From the trader's own options type; what the user adds (--trader-arg) after it, as typed.
     base.args(t.to_args()).args(&o.trader_args);
     base
