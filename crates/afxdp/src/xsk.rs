@@ -49,25 +49,22 @@ pub enum XskError {
     },
 }
 
-/// How to build the socket. Ring sizes are powers of two (the kernel requires it).
+/// How to build the socket, checked when built ([`XskConfig::builder`], xsk-rs's style): a
+/// config that exists is one the kernel takes, so [`Xsk::new`] fails only on what the machine
+/// says (memory, the interface, privileges).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct XskConfig {
-    /// Frames in the UMEM; half receive, half transmit.
-    pub frames: u32,
-    /// Bytes per frame (2048 or 4096).
-    pub frame_size: u32,
-    /// Entries in each of the RX, TX, fill and completion rings.
-    pub ring_size: u32,
-    /// Bind with `XDP_USE_NEED_WAKEUP`: the kernel tells us when it needs a syscall to go on,
-    /// instead of us making one every time.
-    pub need_wakeup: bool,
-    /// Back the UMEM with 2 MiB huge pages (fewer TLB misses; needs reserved huge pages).
-    pub huge_pages: bool,
-    /// Force copy mode (veth has no zero-copy; a real NIC may).
-    pub force_copy: bool,
+    frames: u32,
+    frame_size: u32,
+    ring_size: u32,
+    need_wakeup: bool,
+    huge_pages: bool,
+    force_copy: bool,
 }
 
 impl Default for XskConfig {
+    /// 4096 frames of 2048 B, rings of 2048, need-wakeup on, no huge pages, the mode the
+    /// driver picks.
     fn default() -> Self {
         Self {
             frames: 4096,
@@ -77,6 +74,115 @@ impl Default for XskConfig {
             huge_pages: false,
             force_copy: false,
         }
+    }
+}
+
+impl XskConfig {
+    /// A builder from the defaults.
+    pub fn builder() -> XskConfigBuilder {
+        XskConfigBuilder(XskConfig::default())
+    }
+
+    /// Frames in the UMEM; half receive, half transmit.
+    pub fn frames(&self) -> u32 {
+        self.frames
+    }
+
+    /// Bytes per frame.
+    pub fn frame_size(&self) -> u32 {
+        self.frame_size
+    }
+
+    /// Entries in each of the RX, TX, fill and completion rings.
+    pub fn ring_size(&self) -> u32 {
+        self.ring_size
+    }
+
+    /// Bound with `XDP_USE_NEED_WAKEUP`.
+    pub fn need_wakeup(&self) -> bool {
+        self.need_wakeup
+    }
+
+    /// The UMEM on 2 MiB huge pages.
+    pub fn huge_pages(&self) -> bool {
+        self.huge_pages
+    }
+}
+
+/// Builds an [`XskConfig`]; [`XskConfigBuilder::build`] checks it.
+#[derive(Clone, Copy, Debug)]
+pub struct XskConfigBuilder(XskConfig);
+
+impl XskConfigBuilder {
+    /// Frames in the UMEM, at least 2; half receive (which must fit the fill ring), half
+    /// transmit.
+    pub fn frames(mut self, n: u32) -> Self {
+        self.0.frames = n;
+        self
+    }
+
+    /// Bytes per frame: a power of two from 2048 to the page size (4096), as the kernel takes.
+    pub fn frame_size(mut self, n: u32) -> Self {
+        self.0.frame_size = n;
+        self
+    }
+
+    /// Entries in each of the RX, TX, fill and completion rings: a power of two.
+    pub fn ring_size(mut self, n: u32) -> Self {
+        self.0.ring_size = n;
+        self
+    }
+
+    /// Bind with `XDP_USE_NEED_WAKEUP`: the kernel tells us when it needs a syscall to go on,
+    /// instead of us making one every time.
+    pub fn need_wakeup(mut self, on: bool) -> Self {
+        self.0.need_wakeup = on;
+        self
+    }
+
+    /// Back the UMEM with 2 MiB huge pages (fewer TLB misses; needs reserved huge pages).
+    pub fn huge_pages(mut self, on: bool) -> Self {
+        self.0.huge_pages = on;
+        self
+    }
+
+    /// Force copy mode (veth has no zero-copy; a real NIC may).
+    pub fn force_copy(mut self, on: bool) -> Self {
+        self.0.force_copy = on;
+        self
+    }
+
+    /// The config, or what is wrong with it.
+    pub fn build(self) -> Result<XskConfig, XskError> {
+        let c = self.0;
+        let bad = |why: String| Err(XskError::Config(why));
+        if !c.frame_size.is_power_of_two() || !(2048..=4096).contains(&c.frame_size) {
+            return bad(format!(
+                "a frame of {} B: frames are a power of two from 2048 to 4096 B",
+                c.frame_size
+            ));
+        }
+        if !c.ring_size.is_power_of_two() {
+            return bad(format!(
+                "a ring of {}: ring sizes are powers of two",
+                c.ring_size
+            ));
+        }
+        if c.frames < 2 {
+            return bad(format!(
+                "{} frames: need at least 2 (one to receive, one to send)",
+                c.frames
+            ));
+        }
+        if c.frames / 2 > c.ring_size {
+            return bad(format!(
+                "{} RX frames don't fit a fill ring of {}: at most {} frames",
+                c.frames / 2,
+                c.ring_size,
+                2 * u64::from(c.ring_size)
+            ));
+        }
+        Ok(c)
     }
 }
 
@@ -154,16 +260,10 @@ impl Xsk {
             .comp_queue_size(ring)
             .build()
             .map_err(|e| bad(&e))?;
+        // Checked when the config was built: at least 2 frames, half of them fit the fill ring.
         let frame_count = NonZeroU32::new(frames)
-            .filter(|n| n.get() >= 2)
             .ok_or_else(|| XskError::Config(format!("need at least 2 frames, got {frames}")))?;
         let half = (frames / 2) as usize;
-        if half > ring_size as usize {
-            return Err(XskError::Config(format!(
-                "{half} RX frames don't fit a fill ring of {ring_size}: XskConfig::frames must be at most {}",
-                2 * ring_size
-            )));
-        }
         let (umem, mut descs) =
             Umem::new(umem_config, frame_count, huge_pages).map_err(|source| XskError::Umem {
                 frames,
@@ -568,6 +668,42 @@ impl XskTx {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A config the kernel would refuse can't be built, each refusal says why, and a good one
+    /// keeps what was asked.
+    #[test]
+    fn a_config_is_checked_when_built() {
+        let err = |b: XskConfigBuilder| b.build().unwrap_err().to_string();
+        assert!(err(XskConfig::builder().frame_size(3000)).contains("power of two"));
+        assert!(err(XskConfig::builder().frame_size(1024)).contains("2048 to 4096"));
+        assert!(err(XskConfig::builder().frame_size(8192)).contains("2048 to 4096"));
+        assert!(err(XskConfig::builder().ring_size(1000)).contains("ring of 1000"));
+        assert!(err(XskConfig::builder().frames(1)).contains("at least 2"));
+        let e = err(XskConfig::builder().frames(8192).ring_size(2048));
+        assert!(
+            e.contains("4096 RX frames") && e.contains("at most 4096"),
+            "{e}"
+        );
+        let c = XskConfig::builder()
+            .frames(16384)
+            .ring_size(8192)
+            .frame_size(4096)
+            .need_wakeup(false)
+            .huge_pages(true)
+            .build()
+            .unwrap();
+        assert_eq!(
+            (
+                c.frames(),
+                c.ring_size(),
+                c.frame_size(),
+                c.need_wakeup(),
+                c.huge_pages()
+            ),
+            (16384, 8192, 4096, false, true)
+        );
+        assert_eq!(XskConfig::builder().build().unwrap(), XskConfig::default());
+    }
 
     /// A fill ring with a settable amount of room, all-or-nothing like the real one.
     struct FakeRing {

@@ -137,11 +137,7 @@ impl ExchangeIo {
             .with_context(|| format!("failed to set up XDP on {iface}"))?;
         // Deeper rings than the trader's: the exchange is the measuring end, and a preemption
         // of its busy loop (milliseconds on a shared machine) must not drop orders at its door.
-        let config = XskConfig {
-            frames: 16384,
-            ring_size: 8192,
-            ..XskConfig::default()
-        };
+        let config = XskConfig::builder().frames(16384).ring_size(8192).build()?;
         let xsk = Xsk::new(iface, 0, config)?;
         prog.register_socket(0, xsk.raw_fd())?;
         let our_mac = afxdp::host::read_mac(iface)?.octets();

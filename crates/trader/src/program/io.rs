@@ -39,11 +39,10 @@ pub(crate) fn run_xdp(
     let gateway = gateway(o)?;
     let mut prog = attach(o, o.port_b, action, &gateway)
         .with_context(|| format!("failed to set up XDP on {}", o.iface()))?;
-    let config = XskConfig {
-        need_wakeup: !o.no_need_wakeup,
-        huge_pages: o.huge_pages,
-        ..XskConfig::default()
-    };
+    let config = XskConfig::builder()
+        .need_wakeup(!o.no_need_wakeup)
+        .huge_pages(o.huge_pages)
+        .build()?;
     let have = rx_queues(o.iface());
     let serve = match o.queues {
         Queues::All if have > xdp_common::MAX_QUEUES => bail!(
