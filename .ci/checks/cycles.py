@@ -27,8 +27,8 @@ ROOT = next(
     os.path.join(os.path.dirname(os.path.abspath(__file__)), "../.."),
 )
 VERBOSE = "-v" in sys.argv
-# The crates the issue counts: the product, the studies, the shared eBPF layouts, xtask.
-CRATE_DIRS = ["crates/*", "studies/*", "ebpf/xdp-common", "xtask", "test/*"]
+# The crates the issue counts: the product, the studies, the eBPF program and its layouts, xtask.
+CRATE_DIRS = ["crates/*", "studies/*", "ebpf/*", "xtask", "test/*"]
 
 
 def crates():

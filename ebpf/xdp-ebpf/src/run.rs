@@ -1,24 +1,14 @@
-//! The lab's XDP program with its runs timed at their two ends only (`trader
-//! --xdp-stages=run`): the same source (`program.rs`) as `main.rs`'s, with [`TIMED`] on and
-//! [`STAGE_MARKS`] off. Each run reads the clock at its start and its end and adds the time to
-//! the `STAGES` map by outcome (as its `End` stage): nothing between waits for a clock read,
-//! so the run's loads overlap as they do untimed.
+//! The lab's XDP program with each run timed at its two ends only (`xdp-ebpf-run`, `trader --xdp-
+//! stages=run`): nothing between them waits for a clock read, so the run's loads overlap as they do
+//! untimed. The program is the `xdp_ebpf` library's; this is its entry.
 #![no_std]
 #![no_main]
-// BPF's atomic add (the TCP trigger's claim): the BPF target has no `core::sync::atomic`.
-#![feature(core_intrinsics)]
-#![allow(
-    internal_features,
-    reason = "core::intrinsics::atomic_xadd, the one way to BPF's atomic add"
-)]
-#![expect(
-    unsafe_code,
-    reason = "an XDP program reads packet memory through raw pointers the verifier checks, and exports its entry point unmangled"
-)]
 
-/// Timing on.
-const TIMED: bool = true;
-/// The run's two ends only.
-const STAGE_MARKS: bool = false;
+use aya_ebpf::{macros::xdp, programs::XdpContext};
+// The library's dependencies, linked through it.
+use {aya_log_ebpf as _, xdp_common as _};
 
-include!("program.rs");
+#[xdp]
+fn md_redirect(ctx: XdpContext) -> u32 {
+    xdp_ebpf::md_redirect::<xdp_ebpf::WholeRun>(ctx)
+}

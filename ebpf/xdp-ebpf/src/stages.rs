@@ -1,23 +1,14 @@
-//! The lab's XDP program with stage timing compiled in (`trader --xdp-stages`): the same
-//! source (`program.rs`) as `main.rs`'s, with [`TIMED`] on. Each run reads the clock at its
-//! marks (`xdp_common::Mark`) and adds the stages to the `STAGES` map by outcome; the clock
-//! reads are inside every figure it gives, so compare timed runs with each other.
+//! The lab's XDP program with a clock read at every mark of a run (`xdp-ebpf-stages`, `trader
+//! --xdp-stages`): the clock reads are inside every figure it gives, so compare timed runs with
+//! each other. The program is the `xdp_ebpf` library's; this is its entry.
 #![no_std]
 #![no_main]
-// BPF's atomic add (the TCP trigger's claim): the BPF target has no `core::sync::atomic`.
-#![feature(core_intrinsics)]
-#![allow(
-    internal_features,
-    reason = "core::intrinsics::atomic_xadd, the one way to BPF's atomic add"
-)]
-#![expect(
-    unsafe_code,
-    reason = "an XDP program reads packet memory through raw pointers the verifier checks, and exports its entry point unmangled"
-)]
 
-/// Stage timing on.
-const TIMED: bool = true;
-/// A mark at every stage.
-const STAGE_MARKS: bool = true;
+use aya_ebpf::{macros::xdp, programs::XdpContext};
+// The library's dependencies, linked through it.
+use {aya_log_ebpf as _, xdp_common as _};
 
-include!("program.rs");
+#[xdp]
+fn md_redirect(ctx: XdpContext) -> u32 {
+    xdp_ebpf::md_redirect::<xdp_ebpf::EachStage>(ctx)
+}

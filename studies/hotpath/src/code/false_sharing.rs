@@ -232,9 +232,9 @@ pub fn trader_note(added_ns: f64) -> String {
          the run; the loop's only shared atomic is the stop flag (crates/trader/src/trading/mod.rs \
          `run_with_clock`: one relaxed load per turn, written only by the signal handler, so \
          its line stays shared-clean); the XDP program's counters are a per-CPU map \
-         (ebpf/xdp-ebpf/src/program.rs `COUNTERS: PerCpuArray`). One line is shared on purpose, on \
+         (ebpf/xdp-ebpf/src/maps.rs `COUNTERS: PerCpuArray`). One line is shared on purpose, on \
          the trigger path: the `ARM` map's one value, `ArmSlot` (ebpf/xdp-common/src/lib.rs: 128 \
-         bytes, two cache lines; the map is `ARM: Array<ArmSlot>` in ebpf/xdp-ebpf/src/program.rs, \
+         bytes, two cache lines; the map is `ARM: Array<ArmSlot>` in ebpf/xdp-ebpf/src/maps.rs, \
          memory-mapped by `ArmMap` in crates/afxdp/src/xdp/arm_mem.rs). The trader writes its `Arm` \
          in the first line between ticks under a sequence lock (`ArmMap::set`, then \
          `CLDEMOTE` on that line where the CPU has it) and reads `fired_generation` and \
@@ -613,8 +613,6 @@ mod tests {
         }
         assert_eq!(out.comparisons.len(), 4);
         assert!(out.comparisons[0].study_ratio.unwrap() > 7.0);
-        assert!(
-            out.trader.contains("ArmSlot") && out.trader.contains("ebpf/xdp-ebpf/src/program.rs")
-        );
+        assert!(out.trader.contains("ArmSlot") && out.trader.contains("ebpf/xdp-ebpf/src/maps.rs"));
     }
 }

@@ -852,7 +852,7 @@ pub fn trader_note(ring_floor: Option<(f64, f64)>) -> String {
          (ebpf/xdp-common/src/lib.rs; the program writes `fired_price`, then `fired_generation`; the \
          trader reads the generation with acquire ordering, then the price: `ArmMap::last_fired` \
          in crates/afxdp/src/xdp/arm_mem.rs): a one-line hand-off like this experiment's ping-pong floor, not a \
-         queue. The `FIRED` ring buffer (`FIRED: RingBuf`, 64 KiB, ebpf/xdp-ebpf/src/program.rs; read \
+         queue. The `FIRED` ring buffer (`FIRED: RingBuf`, 64 KiB, ebpf/xdp-ebpf/src/maps.rs; read \
          by `FiredRing::next_fired`, crates/afxdp/src/xdp.rs) is a single-producer single-consumer \
          ring from the program to the trader, written only when the trader blocks \
          (`FIRED_WAKEUP`), for its wake-up; a spinning trader does without it, since its \
