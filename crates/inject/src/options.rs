@@ -90,64 +90,64 @@ pub struct FramesOptions {
 #[derive(Debug, clap::Args)]
 pub struct RelayOptions {
     /// Where the replay sends (an address of this namespace).
-    #[arg(long)]
+    #[arg(long, help_heading = "Where it listens and sends")]
     pub listen: SocketAddrV4,
     /// The trader's market-data address.
-    #[arg(long)]
+    #[arg(long, help_heading = "Where it listens and sends")]
     pub target: SocketAddrV4,
     /// Probability that a packet is dropped.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, help_heading = "What it does to the feed")]
     pub loss: f64,
     /// Probability that a packet is sent twice.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, help_heading = "What it does to the feed")]
     pub dup: f64,
     /// Probability that a packet is held back and sent after the next `reorder_depth` packets.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, help_heading = "What it does to the feed")]
     pub reorder: f64,
     /// How many later packets overtake a held-back one.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, help_heading = "What it does to the feed")]
     pub reorder_depth: usize,
     /// Constant delay added to every packet, in microseconds (keeps the order).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, help_heading = "What it does to the feed")]
     pub delay_us: u64,
     /// Generator seed: the same seed makes the same faults.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, help_heading = "What it does to the feed")]
     pub seed: u64,
     /// Lies: before the packet whose first sequence number is one of these, send a copy of it
     /// in another session (`--stray-session`), as a stray datagram of another feed would
     /// arrive. Comma-separated.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', help_heading = "Lies")]
     pub stray_at: Vec<u64>,
     /// The session of the stray copies.
-    #[arg(long, default_value = "STRAY", value_parser = Session::parse_arg)]
+    #[arg(long, default_value = "STRAY", value_parser = Session::parse_arg, help_heading = "Lies")]
     pub stray_session: Session,
     /// Lies: before the packet whose first sequence number is one of these, send a copy of it
     /// in the feed's session numbered `--forge-jump` further on, as a corrupted or forged
     /// header would. Comma-separated.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', help_heading = "Lies")]
     pub forge_at: Vec<u64>,
     /// How far ahead the forged copies are numbered.
-    #[arg(long, default_value_t = 1 << 40)]
+    #[arg(long, default_value_t = 1 << 40, help_heading = "Lies")]
     pub forge_jump: u64,
     /// Exit after this many seconds without a packet.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, help_heading = "The run and its results")]
     pub idle_exit: u64,
     /// Where the trader's orders come in (point its `--order-to` here). They go on to
     /// `--order-to` unharmed, from the `--listen` socket: the replay's socket is connected
     /// to the address it sends to, so it takes datagrams from that address only.
     // `--orders-listen`, the old spelling, still parses (a hidden alias), for one release.
-    #[arg(long, alias = "orders-listen")]
+    #[arg(long, alias = "orders-listen", help_heading = "Orders")]
     pub order_listen: Option<SocketAddrV4>,
     /// The replay's order address (its `--bind`): where orders go on, as the trader's
     /// `--order-to` says it.
     // `--orders-to`, the old spelling, still parses (a hidden alias), for one release.
-    #[arg(long, alias = "orders-to")]
+    #[arg(long, alias = "orders-to", help_heading = "Orders")]
     pub order_to: Option<SocketAddrV4>,
     /// Print `ready` on stdout once listening.
-    #[arg(long)]
+    #[arg(long, help_heading = "The run and its results")]
     pub ready: bool,
     /// Write what was done here as JSON.
-    #[arg(long)]
+    #[arg(long, help_heading = "The run and its results")]
     pub json_out: PathBuf,
 }
 
@@ -157,63 +157,63 @@ pub struct LiesOptions {
     /// How the lies go out: `udp`, a plain UDP socket bound to --bind; `raw`, whole Ethernet
     /// frames through AF_PACKET with the feed's source spoofed (--spoof), the interface's MAC
     /// as Ethernet source and --dst-mac as destination, both checksums right.
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, help_heading = "How the lies go out")]
     pub via: Via,
     /// The interface the feed goes out on (watched, and with --via raw sent on).
-    #[arg(long, default_value = lab::EXCHANGE_IF)]
+    #[arg(long, default_value = lab::EXCHANGE_IF, help_heading = "How the lies go out")]
     pub iface: String,
     /// Where the lies go: the trader's market-data address (the feed's destination).
-    #[arg(long, default_value_t = lab::TRADER_MD)]
+    #[arg(long, default_value_t = lab::TRADER_MD, help_heading = "How the lies go out")]
     pub target: SocketAddrV4,
     /// `--via udp`: the address the socket binds, port 0 for an ephemeral one (another port of
     /// the exchange's address, or another address of this namespace) [default: 198.18.0.1:0].
-    #[arg(long)]
+    #[arg(long, help_heading = "How the lies go out")]
     pub bind: Option<SocketAddrV4>,
     /// `--via raw`: the IPv4/UDP source the frames carry [default: the feed's, as seen].
-    #[arg(long)]
+    #[arg(long, help_heading = "How the lies go out")]
     pub spoof: Option<SocketAddrV4>,
     /// `--via raw`: the Ethernet destination, the trader's MAC [default: 02:00:c6:12:00:02].
-    #[arg(long)]
+    #[arg(long, help_heading = "How the lies go out")]
     pub dst_mac: Option<Mac>,
     /// The feed to follow: UDP to --target from this address, and port if given (IP[:PORT]).
-    #[arg(long, default_value_t = FeedSource { ip: lab::EXCHANGE_IP, port: None })]
+    #[arg(long, default_value_t = FeedSource { ip: lab::EXCHANGE_IP, port: None }, help_heading = "How the lies go out")]
     pub feed_source: FeedSource,
     /// The kinds to send, comma-separated [default: all; `answer_ahead` only with
     /// --answer-from].
-    #[arg(long, value_enum, value_delimiter = ',')]
+    #[arg(long, value_enum, value_delimiter = ',', help_heading = "What is sent")]
     pub kinds: Vec<LieKind>,
     /// Rounds: each kind is sent once per round.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, help_heading = "What is sent")]
     pub rounds: u32,
     /// Pause between rounds, in microseconds (the kinds of a round go back to back).
-    #[arg(long, default_value_t = 20_000)]
+    #[arg(long, default_value_t = 20_000, help_heading = "What is sent")]
     pub interval_us: u64,
     /// Stream mode: send the kinds round-robin at this many per second (`5k` = 5000) for
     /// --rounds rounds, instead of a round every --interval-us.
-    #[arg(long, value_parser = parse_rate, conflicts_with = "interval_us")]
+    #[arg(long, value_parser = parse_rate, conflicts_with = "interval_us", help_heading = "What is sent")]
     pub rate: Option<u64>,
     /// How far past the feed's next number `ahead` and `heartbeat_ahead` are numbered.
-    #[arg(long, default_value_t = 100_000)]
+    #[arg(long, default_value_t = 100_000, help_heading = "What is sent")]
     pub jump: u64,
     /// The forged trades' price in dollars (Price(4): at most 429496.7295), one the feed never
     /// has, so that an order at it can only come from a lie.
-    #[arg(long, default_value = "99999.0000", value_parser = parse_price)]
+    #[arg(long, default_value = "99999.0000", value_parser = parse_price, help_heading = "What is sent")]
     pub price: Price4,
     /// The MoldUDP64 session every lie claims.
-    #[arg(long, default_value = paths::market::SESSION, value_parser = Session::parse_arg)]
+    #[arg(long, default_value = paths::market::SESSION, value_parser = Session::parse_arg, help_heading = "What is sent")]
     pub session: Session,
     /// `--via raw`: the source of the `answer_ahead` lies, the re-request server's address
     /// (e.g. 198.18.0.1:26402).
-    #[arg(long)]
+    #[arg(long, help_heading = "How the lies go out")]
     pub answer_from: Option<SocketAddrV4>,
     /// The most seconds it runs, the wait for the feed's first packet included.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, help_heading = "The run and its results")]
     pub max_seconds: u64,
     /// Write exactly what was sent here as JSON.
-    #[arg(long)]
+    #[arg(long, help_heading = "The run and its results")]
     pub json_out: PathBuf,
     /// Print `ready` on stdout once the feed's first packet was seen.
-    #[arg(long)]
+    #[arg(long, help_heading = "The run and its results")]
     pub ready: bool,
 }
 

@@ -1,10 +1,12 @@
 //! The trader as a library: its options (`Options`, with the checks that read the path table
 //! and `to_args`, the command line it renders for xtask), and, with the default feature `io`,
-//! the program (`run`: each path's setup in `program::io`) and the one trader loop with its
+//! the typed [`Plan`] they parse into once (`Options::plan`), the program (`run`: each path's setup in `program::io`) and the one trader loop with its
 //! I/O over AF_XDP, the trigger and kernel UDP (`trading`). The `trader` binary
 //! (`src/main.rs`) parses [`Options`] and calls `run`. Without `io` (xtask's view) it is the
 //! options alone: nothing that needs the AF_XDP plumbing or the eBPF toolchain to build.
 mod options;
+#[cfg(feature = "io")]
+mod plan;
 #[cfg(feature = "io")]
 mod program;
 mod sources;
@@ -12,6 +14,8 @@ mod sources;
 pub mod trading;
 
 pub use options::{Options, Queues};
+#[cfg(feature = "io")]
+pub use plan::{BusyPoll, Feed, OrderPlan, Plan, Strategy};
 #[cfg(feature = "io")]
 pub use program::run;
 pub use sources::{FeedSource, Sender, Sources};

@@ -11,11 +11,10 @@ use anyhow::{Context as _, bail};
 use paths::Wait;
 use paths::{Io, QueueRule};
 use results::{EndReason, FrameCounts, TriggerReport, XdpCounters, XskStats};
-use wire::itch::Stock;
 use xdp_common::{Action, OrderTo};
 
-use super::{PathEnd, loop_config};
-use crate::{Options, Queues};
+use super::PathEnd;
+use crate::{BusyPoll, Options, Plan, Queues};
 use afxdp::{
     frame::{self, Endpoint},
     host, process, sockopt,
@@ -28,6 +27,7 @@ use crate::trading::{self, FeedSource, LoopEnd, MmsgIo, TriggerIo, UdpIo, XdpIo}
 
 pub(crate) fn run_xdp(
     o: &Options,
+    plan: &Plan,
     trader: &mut Trader,
     rx_to_tx: &mut Latency,
     stop: &AtomicBool,
@@ -87,9 +87,7 @@ pub(crate) fn run_xdp(
         let xsk = Xsk::new(o.iface(), q, config)
             .with_context(|| format!("the AF_XDP socket for RX queue {q} of {}", o.iface()))?;
         prog.register_socket(q, xsk.raw_fd())?;
-        if let Some(us) = o.busy_poll {
-            sockopt::set_busy_poll(xsk.raw_fd(), us, o.prefer_busy_poll, o.busy_poll_budget)?;
-        }
+        busy_poll(xsk.raw_fd(), plan.busy_poll)?;
         xsks.push(xsk);
     }
     if o.mlock {
@@ -98,11 +96,11 @@ pub(crate) fn run_xdp(
     let rss_start_kib = ready(o);
     // How the loop waits is fixed for the run: a type, not a test per turn.
     let (p, g) = (&mut prog, &gateway);
-    let x = match (o.wait, o.busy_poll.is_some()) {
-        (Wait::Spin, false) => run_xsk::<false, false>(o, p, xsks, g, trader, rx_to_tx, stop),
-        (Wait::Spin, true) => run_xsk::<false, true>(o, p, xsks, g, trader, rx_to_tx, stop),
-        (Wait::Block, false) => run_xsk::<true, false>(o, p, xsks, g, trader, rx_to_tx, stop),
-        (Wait::Block, true) => run_xsk::<true, true>(o, p, xsks, g, trader, rx_to_tx, stop),
+    let x = match (o.wait, plan.busy_poll.is_some()) {
+        (Wait::Spin, false) => run_xsk::<false, false>(o, plan, p, xsks, g, trader, rx_to_tx, stop),
+        (Wait::Spin, true) => run_xsk::<false, true>(o, plan, p, xsks, g, trader, rx_to_tx, stop),
+        (Wait::Block, false) => run_xsk::<true, false>(o, plan, p, xsks, g, trader, rx_to_tx, stop),
+        (Wait::Block, true) => run_xsk::<true, true>(o, plan, p, xsks, g, trader, rx_to_tx, stop),
     }?;
     Ok(PathEnd {
         end: x.end,
@@ -210,8 +208,13 @@ fn pin_sources(o: &Options, prog: &mut XdpProgram) -> anyhow::Result<afxdp::xdp:
     Ok(map)
 }
 
+#[expect(
+    clippy::too_many_arguments,
+    reason = "what run_xdp set up, handed to the loop once: a struct for it would be built once"
+)]
 fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
     o: &Options,
+    plan: &Plan,
     prog: &mut XdpProgram,
     xsks: Vec<Xsk>,
     g: &Gateway,
@@ -220,12 +223,12 @@ fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
     stop: &AtomicBool,
 ) -> anyhow::Result<XskEnd> {
     if o.path.spec().io == Io::Trigger {
-        let stock = Stock::new(&o.stock).map_err(|e| anyhow::anyhow!("bad --stock: {e}"))?;
+        let stock = plan.strategy.stock;
         // The socket's I/O never blocks itself: the trigger's waits on the socket and the ring.
         let mut xdp = xdp_io::<false, BUSY_POLL>(o, prog, xsks, g)?;
-        if o.orders == paths::Orders::TcpXdp {
+        if plan.orders.transport == paths::Orders::TcpXdp {
             // The TCP trigger: the userspace TCP arms its next segment for the program.
-            let session = order_session(o, g)?.with_segment(prog.take_segment()?);
+            let session = order_session(plan, g)?.with_segment(prog.take_segment()?);
             xdp = xdp.with_order_session(session);
         }
         let mut arm = prog.take_arm()?;
@@ -234,7 +237,7 @@ fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
             .polling_fired_every(o.fired_poll_every())
             .corrupting_arms(o.corrupt_arms);
         let what = "the AF_XDP socket or the trigger's ring";
-        let (end, session) = trade_with_orders(o, &mut io, trader, rx_to_tx, stop, what)?;
+        let (end, session) = trade_with_orders(plan, &mut io, trader, rx_to_tx, stop, what)?;
         let mut summary = io.summary();
         summary.woken_on_fire = Some(prog.wakes_on_fire());
         let mut x = xsk_end(end, io.xdp(), prog, Some(summary));
@@ -242,60 +245,58 @@ fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
         return Ok(x);
     }
     let mut io = xdp_io::<BLOCK, BUSY_POLL>(o, prog, xsks, g)?;
-    if o.orders == paths::Orders::TcpXdp {
+    if plan.orders.transport == paths::Orders::TcpXdp {
         // The userspace TCP on this socket: logged in before the feed, as the kernel's is.
-        io = io.with_order_session(order_session(o, g)?);
+        io = io.with_order_session(order_session(plan, g)?);
     }
     let what = "the AF_XDP socket";
-    let (end, session) = trade_with_orders(o, &mut io, trader, rx_to_tx, stop, what)?;
+    let (end, session) = trade_with_orders(plan, &mut io, trader, rx_to_tx, stop, what)?;
     let mut x = xsk_end(end, &io, prog, None);
     x.order_session = session;
     Ok(x)
 }
 
 /// The userspace TCP's order session (`--orders tcp-xdp`), not connected yet.
-fn order_session(o: &Options, g: &Gateway) -> anyhow::Result<trading::XdpTcp> {
+fn order_session(plan: &Plan, g: &Gateway) -> anyhow::Result<trading::XdpTcp> {
+    let o = &plan.orders;
     trading::XdpTcp::new(
-        o.addr,
+        o.from,
         g.our_mac,
-        o.order_to,
+        o.to,
         g.orders.mac.octets(),
-        &o.order_password,
-        Duration::from_millis(o.order_timeout_ms),
+        &o.password,
+        o.timeout,
     )
-    .map(|s| s.resetting_after(o.order_reset_after))
+    .map(|s| s.resetting_after(o.reset_after))
 }
 
 /// [`trade`] with the orders layered as `--orders` says: over a SoupBinTCP session on the
 /// kernel's TCP (`tcp-kernel`, [`trading::WithOrders`]), or on `io`'s own sink: the lab's UDP
 /// order, or the userspace TCP an AF_XDP I/O carries (`tcp-xdp`).
 fn trade_with_orders<I: trading::TraderIo>(
-    o: &Options,
+    plan: &Plan,
     io: &mut I,
     trader: &mut Trader,
     rx_to_tx: &mut Latency,
     stop: &AtomicBool,
     what: &'static str,
 ) -> anyhow::Result<(LoopEnd, Option<results::OrderSessionReport>)> {
-    if o.orders != paths::Orders::TcpKernel {
-        return trade(o, io, trader, rx_to_tx, stop, what);
+    let o = &plan.orders;
+    if o.transport != paths::Orders::TcpKernel {
+        return trade(plan, io, trader, rx_to_tx, stop, what);
     }
-    let timeout = Duration::from_millis(o.order_timeout_ms);
-    let mut session = trading::TcpOrders::new(o.addr, o.order_to, &o.order_password, timeout)?
-        .resetting_after(o.order_reset_after)
-        .busy_polling(
-            o.busy_poll
-                .map(|us| (us, o.prefer_busy_poll, o.busy_poll_budget)),
-        );
+    let mut session = trading::TcpOrders::new(o.from, o.to, &o.password, o.timeout)?
+        .resetting_after(o.reset_after)
+        .busy_polling(plan.busy_poll.map(|b| (b.us, b.prefer, b.budget)));
     let mut io = trading::WithOrders::new(io, &mut session);
-    trade(o, &mut io, trader, rx_to_tx, stop, what)
+    trade(plan, &mut io, trader, rx_to_tx, stop, what)
 }
 
 /// The one trader loop, over every path's I/O: the order session the I/O carries logged in
 /// before the first packet, the loop, then the session's report once it has had every answer
 /// (or waited a while for them).
 fn trade<I: trading::TraderIo>(
-    o: &Options,
+    plan: &Plan,
     io: &mut I,
     trader: &mut Trader,
     rx_to_tx: &mut Latency,
@@ -303,25 +304,33 @@ fn trade<I: trading::TraderIo>(
     what: &'static str,
 ) -> anyhow::Result<(LoopEnd, Option<results::OrderSessionReport>)> {
     io.login_orders(LOGIN_WAIT, &|| process::stopped(stop))?;
-    say_logged_in(o);
-    let end = trading::run(io, trader, rx_to_tx, loop_config(o), stop).context(what)?;
+    say_logged_in(plan);
+    let end = trading::run(io, trader, rx_to_tx, plan.run, stop).context(what)?;
     Ok((end, io.finish_orders(ANSWERS_WAIT)))
 }
 
 /// Says where the order session logged in (nothing for the lab's UDP orders).
-fn say_logged_in(o: &Options) {
-    let how = match o.orders {
+fn say_logged_in(plan: &Plan) {
+    let how = match plan.orders.transport {
         paths::Orders::Udp => return,
         paths::Orders::TcpKernel => "kernel TCP",
-        paths::Orders::TcpXdp if o.path.spec().io == Io::Trigger => {
+        paths::Orders::TcpXdp if plan.path.spec().io == Io::Trigger => {
             "smoltcp on AF_XDP; the XDP program fires its armed segments"
         }
         paths::Orders::TcpXdp => "smoltcp on AF_XDP",
     };
     eprintln!(
         "trader: logged in to the order session at {} (OUCH 5.0 over SoupBinTCP, {how})",
-        o.order_to
+        plan.orders.to
     );
+}
+
+/// `SO_BUSY_POLL` and its companions on `fd`, if `--busy-poll` asks for them.
+fn busy_poll(fd: std::os::fd::RawFd, busy: Option<BusyPoll>) -> anyhow::Result<()> {
+    match busy {
+        Some(b) => sockopt::set_busy_poll(fd, b.us, b.prefer, b.budget),
+        None => Ok(()),
+    }
 }
 
 /// How long the trader waits for its first login (the replay serves the session once it has
@@ -381,6 +390,7 @@ fn snapshot(prog: &XdpProgram) -> (Option<XdpCounters>, Option<Vec<results::Outc
 
 pub(crate) fn run_udp(
     o: &Options,
+    plan: &Plan,
     trader: &mut Trader,
     rx_to_tx: &mut Latency,
     stop: &AtomicBool,
@@ -402,9 +412,7 @@ pub(crate) fn run_udp(
         Wait::Block => sock.set_read_timeout(Some(Duration::from_millis(100)))?,
     }
     sockopt::set_rcvbuf(sock.as_raw_fd(), o.rcvbuf)?;
-    if let Some(us) = o.busy_poll {
-        sockopt::set_busy_poll(sock.as_raw_fd(), us, o.prefer_busy_poll, o.busy_poll_budget)?;
-    }
+    busy_poll(sock.as_raw_fd(), plan.busy_poll)?;
     if o.mlock {
         process::lock_memory()?;
     }
@@ -415,21 +423,14 @@ pub(crate) fn run_udp(
             io = io.with_retransmit_source(server);
         }
         let what = "recvmmsg on the market-data socket";
-        trade_with_orders(o, &mut io, trader, rx_to_tx, stop, what)?
+        trade_with_orders(plan, &mut io, trader, rx_to_tx, stop, what)?
     } else {
         let mut io = UdpIo::new(sock, o.order_to)?;
         if let Some(b) = o.port_b {
             let sock_b = UdpSocket::bind(SocketAddrV4::new(o.addr, b))
                 .with_context(|| format!("failed to bind line B's {}:{b} (--port-b)", o.addr))?;
             sockopt::set_rcvbuf(sock_b.as_raw_fd(), o.rcvbuf)?;
-            if let Some(us) = o.busy_poll {
-                sockopt::set_busy_poll(
-                    sock_b.as_raw_fd(),
-                    us,
-                    o.prefer_busy_poll,
-                    o.busy_poll_budget,
-                )?;
-            }
+            busy_poll(sock_b.as_raw_fd(), plan.busy_poll)?;
             let block_ms = (o.wait == Wait::Block).then_some(100);
             io = io.with_line_b(sock_b, block_ms)?;
         }
@@ -437,7 +438,7 @@ pub(crate) fn run_udp(
             io = io.with_retransmit_source(server);
         }
         trade_with_orders(
-            o,
+            plan,
             &mut io,
             trader,
             rx_to_tx,

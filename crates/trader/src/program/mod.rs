@@ -13,28 +13,17 @@ use results::{
     FeedSeen, ForeignSession, FrameCounts, TraderReport, TriggerReport, XdpCounters,
     XdpProgramStats, XskStats,
 };
-use wire::{itch::Stock, moldudp64::Session};
+use wire::moldudp64::Session;
 
 use afxdp::{host, process};
 use paths::cli;
-use trader_core::{FeedRules, Trader, stats::Latency};
+use trader_core::{Trader, stats::Latency};
 
 use crate::trading::LoopEnd;
 
 mod io;
 
-use crate::{Options, trading::LoopConfig};
-
-/// The loop's configuration from the options.
-pub(crate) fn loop_config(o: &Options) -> LoopConfig {
-    LoopConfig {
-        batch: o.batch,
-        idle_exit: (o.idle_exit > 0).then(|| std::time::Duration::from_secs(o.idle_exit)),
-        spinning: o.spins(),
-        retransmit_to: o.retransmit_to,
-        sources: [o.feed_source, o.line_b_source()],
-    }
-}
+use crate::{Options, Plan};
 
 /// What a path's run leaves for the report, besides the trader's own counts.
 pub(crate) struct PathEnd {
@@ -70,36 +59,27 @@ pub fn run(mut o: Options) -> anyhow::Result<()> {
     if let Some(prio) = o.fifo {
         process::set_fifo(prio)?;
     }
-    let params = engine::Params::from_n(o.n)
-        .map_err(|e| anyhow::anyhow!("bad strategy length --n {}: {e}", o.n))?;
-    let stock = Stock::new(&o.stock).map_err(|e| anyhow::anyhow!("bad --stock: {e}"))?;
-    o.check_combination()?;
+    let plan = o.plan()?;
     if o.check {
         return Ok(());
     }
     if o.xdp_log {
         env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     }
-    let mut trader = Trader::new(params, Some(stock))
+    let mut trader = Trader::new(plan.strategy.params, Some(plan.strategy.stock))
         .with_engine_sampling(o.engine_sample_every)
-        .with_feed_rules(FeedRules {
-            session: o.session,
-            first_seq: o.first_seq,
-            max_jump: o.max_jump,
-            quiet_ns: o.quiet_us.saturating_mul(1_000),
-            max_rate: o.max_rate,
-        });
-    if o.retransmit_to.is_some() {
+        .with_feed_rules(plan.feed.rules);
+    if plan.feed.recovery {
         trader = trader.with_recovery();
     }
-    if o.port_b.is_some() {
-        trader = trader.with_lines(o.ab_wait_us.saturating_mul(1_000));
+    if let Some(wait_ns) = plan.feed.line_wait_ns {
+        trader = trader.with_lines(wait_ns);
     }
     let mut rx_to_tx = Latency::new();
     // The path's I/O, as the path table says: a new path is one entry there and one arm here.
     let run = match o.path.spec().io {
-        Io::Xsk | Io::Trigger => io::run_xdp(&o, &mut trader, &mut rx_to_tx, &stop)?,
-        Io::Udp => io::run_udp(&o, &mut trader, &mut rx_to_tx, &stop)?,
+        Io::Xsk | Io::Trigger => io::run_xdp(&o, &plan, &mut trader, &mut rx_to_tx, &stop)?,
+        Io::Udp => io::run_udp(&o, &plan, &mut trader, &mut rx_to_tx, &stop)?,
         Io::Reflector => io::run_reflect(&o, &stop)?,
     };
     trader.finish();
@@ -110,7 +90,7 @@ pub fn run(mut o: Options) -> anyhow::Result<()> {
         xdp_mode: o.path.spec().action.map(|_| o.xdp_mode),
         n: o.n,
         counters: trader.counters,
-        feed: feed_report(&o, &trader),
+        feed: feed_report(&plan, &trader),
         frames_not_ours: run.frames_not_ours,
         rx_queue_frames: run.rx_queue_frames,
         rx_to_tx: rx_to_tx.summary(),
@@ -149,17 +129,17 @@ pub fn run(mut o: Options) -> anyhow::Result<()> {
 }
 
 /// Which feed the trader followed and what else it saw.
-fn feed_report(o: &Options, t: &Trader) -> FeedSeen {
+fn feed_report(plan: &Plan, t: &Trader) -> FeedSeen {
     // Escaped: a capture's session can hold any bytes (NUL-filled in some).
     let name = |s: Session| s.trimmed().escape_ascii().to_string();
     let foreign = t.foreign_sessions();
     FeedSeen {
         session: t.session().map(name),
-        session_pinned: o.session.is_some(),
+        session_pinned: plan.feed.rules.session.is_some(),
         first_seq: t.first_seq(),
-        max_jump: o.max_jump,
-        quiet_ns: o.quiet_us.saturating_mul(1_000),
-        max_rate: o.max_rate,
+        max_jump: plan.feed.rules.max_jump,
+        quiet_ns: plan.feed.rules.quiet_ns,
+        max_rate: plan.feed.rules.max_rate,
         foreign_sessions: foreign
             .iter()
             .map(|(s, packets)| ForeignSession {

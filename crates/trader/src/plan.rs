@@ -1,0 +1,178 @@
+//! The options parsed once into what each part of the trader takes: [`Options::plan`] checks
+//! the combination ([`Options::check_combination`]), parses the strategy's length and stock,
+//! and hands the parts typed: the strategy, the feed's rules, the order session, busy polling
+//! and the loop's configuration. The I/O set-up and the loop read these, never the raw flags
+//! they came from.
+use std::{
+    net::{Ipv4Addr, SocketAddrV4},
+    time::Duration,
+};
+
+use anyhow::anyhow;
+use paths::{Orders, TraderPath};
+use trader_core::FeedRules;
+use wire::itch::Stock;
+
+use crate::{Options, trading::LoopConfig};
+
+/// What the trader runs, from its options.
+#[derive(Debug)]
+pub struct Plan {
+    /// The I/O path.
+    pub path: TraderPath,
+    /// The strategy and the one stock it trades.
+    pub strategy: Strategy,
+    /// What the feed must do to be believed, and how it is followed.
+    pub feed: Feed,
+    /// How orders travel and where to.
+    pub orders: OrderPlan,
+    /// Per-socket busy polling (`--busy-poll`), on every socket that reads.
+    pub busy_poll: Option<BusyPoll>,
+    /// The loop's configuration.
+    pub(crate) run: LoopConfig,
+}
+
+/// The strategy (`--n`) and its stock (`--stock`).
+#[derive(Debug, Clone, Copy)]
+pub struct Strategy {
+    pub params: engine::Params,
+    pub stock: Stock,
+}
+
+/// The feed: its trust rules and how its lines and gaps are handled.
+#[derive(Debug, Clone, Copy)]
+pub struct Feed {
+    /// Session, first number, jump, quiet and rate rules (`--session`, `--first-seq`,
+    /// `--max-jump`, `--quiet-us`, `--max-rate`).
+    pub rules: FeedRules,
+    /// An A/B feed (`--port-b`): how long a packet past a gap waits for the other line, ns.
+    pub line_wait_ns: Option<u64>,
+    /// Gaps are asked of a re-request server (`--retransmit-to`).
+    pub recovery: bool,
+}
+
+/// The order transport and session: `--orders`, `--order-to`, `--addr`, the session's password
+/// and timeouts.
+#[derive(Debug, Clone)]
+pub struct OrderPlan {
+    pub transport: Orders,
+    /// The order gateway: every order goes here and nowhere else.
+    pub to: SocketAddrV4,
+    /// Our address, the session's local end.
+    pub from: Ipv4Addr,
+    pub password: String,
+    /// How long an order may go unanswered, and a login may take.
+    pub timeout: Duration,
+    /// Testing only: reset the connection after this many orders.
+    pub reset_after: Option<u64>,
+}
+
+/// `SO_BUSY_POLL` and its companions (`--busy-poll`, `--prefer-busy-poll`,
+/// `--busy-poll-budget`).
+#[derive(Debug, Clone, Copy)]
+pub struct BusyPoll {
+    pub us: i32,
+    pub prefer: bool,
+    pub budget: Option<i32>,
+}
+
+impl Options {
+    /// The options checked together and parsed into a [`Plan`], each refusal saying what to
+    /// give instead.
+    pub fn plan(&self) -> anyhow::Result<Plan> {
+        self.check_combination()?;
+        let params = engine::Params::from_n(self.n)
+            .map_err(|e| anyhow!("bad strategy length --n {}: {e}", self.n))?;
+        let stock = Stock::new(&self.stock).map_err(|e| anyhow!("bad --stock: {e}"))?;
+        let busy_poll = self.busy_poll.map(|us| BusyPoll {
+            us,
+            prefer: self.prefer_busy_poll,
+            budget: self.busy_poll_budget,
+        });
+        Ok(Plan {
+            path: self.path,
+            strategy: Strategy { params, stock },
+            feed: Feed {
+                rules: FeedRules {
+                    session: self.session,
+                    first_seq: self.first_seq,
+                    max_jump: self.max_jump,
+                    quiet_ns: self.quiet_us.saturating_mul(1_000),
+                    max_rate: self.max_rate,
+                },
+                line_wait_ns: self.port_b.map(|_| self.ab_wait_us.saturating_mul(1_000)),
+                recovery: self.retransmit_to.is_some(),
+            },
+            orders: OrderPlan {
+                transport: self.orders,
+                to: self.order_to,
+                from: self.addr,
+                password: self.order_password.clone(),
+                timeout: Duration::from_millis(self.order_timeout_ms),
+                reset_after: self.order_reset_after,
+            },
+            busy_poll,
+            run: LoopConfig {
+                batch: self.batch,
+                idle_exit: (self.idle_exit > 0).then(|| Duration::from_secs(self.idle_exit)),
+                spinning: self.spins(),
+                retransmit_to: self.retransmit_to,
+                sources: [self.feed_source, self.line_b_source()],
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::Options;
+
+    fn plan(args: &[&str]) -> anyhow::Result<super::Plan> {
+        let mut argv = vec!["trader"];
+        argv.extend_from_slice(args);
+        Options::try_parse_from(argv)?.plan()
+    }
+
+    #[test]
+    fn the_plan_carries_what_the_flags_say_typed() {
+        let p = plan(&[
+            "--path",
+            "xdp",
+            "--orders",
+            "tcp-kernel",
+            "--order-timeout-ms",
+            "250",
+            "--port-b",
+            "26500",
+            "--ab-wait-us",
+            "7",
+            "--busy-poll",
+            "50",
+            "--quiet-us",
+            "3",
+            "--stock",
+            "ACME",
+        ])
+        .unwrap();
+        assert_eq!(p.orders.transport, paths::Orders::TcpKernel);
+        assert_eq!(p.orders.timeout, std::time::Duration::from_millis(250));
+        assert_eq!(p.feed.line_wait_ns, Some(7_000));
+        assert_eq!(p.feed.rules.quiet_ns, 3_000);
+        assert!(!p.feed.recovery);
+        assert_eq!(p.busy_poll.map(|b| b.us), Some(50));
+        assert_eq!(p.strategy.stock.as_str(), Some("ACME"));
+        assert!(p.run.spinning);
+    }
+
+    #[test]
+    fn the_plan_refuses_what_does_not_go_together_or_parse() {
+        let e = plan(&["--path", "udp", "--orders", "tcp-xdp"]).unwrap_err();
+        assert!(e.to_string().contains("--orders tcp-xdp"), "{e}");
+        let e = plan(&["--path", "udp", "--stock", "TOOLONGNAME"]).unwrap_err();
+        assert!(e.to_string().contains("--stock"), "{e}");
+        let e = plan(&["--path", "udp", "--n", "0"]).unwrap_err();
+        assert!(e.to_string().contains("--n 0"), "{e}");
+    }
+}
