@@ -1,13 +1,14 @@
 //! The options parsed once into what each part of the trader takes: [`Options::plan`] checks
 //! the combination ([`Options::check_combination`]), parses the strategy's length and stock,
-//! and hands the parts typed: the strategy, the feed's rules, the order session, busy polling
-//! and the loop's configuration. The I/O set-up and the loop read these, never the raw flags
+//! and hands the parts typed: the strategy, the feed's rules, the order session, busy polling,
+//! the AF_XDP sockets' sizes and the loop's configuration. The I/O set-up and the loop read these, never the raw flags
 //! they came from.
 use std::{
     net::{Ipv4Addr, SocketAddrV4},
     time::Duration,
 };
 
+use afxdp::xsk::XskConfig;
 use anyhow::anyhow;
 use paths::{Orders, TraderPath};
 use trader_core::FeedRules;
@@ -28,6 +29,9 @@ pub struct Plan {
     pub orders: OrderPlan,
     /// Per-socket busy polling (`--busy-poll`), on every socket that reads.
     pub busy_poll: Option<BusyPoll>,
+    /// The AF_XDP sockets' UMEM and rings (`--no-need-wakeup`, `--huge-pages`), checked when
+    /// planned: a size the kernel won't take is refused before anything is touched.
+    pub xsk: XskConfig,
     /// The loop's configuration.
     pub(crate) run: LoopConfig,
 }
@@ -89,6 +93,10 @@ impl Options {
             prefer: self.prefer_busy_poll,
             budget: self.busy_poll_budget,
         });
+        let xsk = XskConfig::builder()
+            .need_wakeup(!self.no_need_wakeup)
+            .huge_pages(self.huge_pages)
+            .build()?;
         Ok(Plan {
             path: self.path,
             strategy: Strategy { params, stock },
@@ -112,6 +120,7 @@ impl Options {
                 reset_after: self.order_reset_after,
             },
             busy_poll,
+            xsk,
             run: LoopConfig {
                 batch: self.batch,
                 idle_exit: (self.idle_exit > 0).then(|| Duration::from_secs(self.idle_exit)),
@@ -164,6 +173,7 @@ mod tests {
         assert_eq!(p.busy_poll.map(|b| b.us), Some(50));
         assert_eq!(p.strategy.stock.as_str(), Some("ACME"));
         assert!(p.run.spinning);
+        assert!(p.xsk.need_wakeup());
     }
 
     #[test]

@@ -19,7 +19,7 @@ use afxdp::{
     frame::{self, Endpoint},
     host, process, sockopt,
     xdp::{Load, XdpProgram},
-    xsk::{Xsk, XskConfig},
+    xsk::Xsk,
 };
 use trader_core::{Trader, stats::Latency};
 
@@ -39,10 +39,7 @@ pub(crate) fn run_xdp(
     let gateway = gateway(o)?;
     let mut prog = attach(o, o.port_b, action, &gateway)
         .with_context(|| format!("failed to set up XDP on {}", o.iface()))?;
-    let config = XskConfig::builder()
-        .need_wakeup(!o.no_need_wakeup)
-        .huge_pages(o.huge_pages)
-        .build()?;
+    let config = plan.xsk;
     let have = rx_queues(o.iface());
     let serve = match o.queues {
         Queues::All if have > xdp_common::MAX_QUEUES => bail!(
