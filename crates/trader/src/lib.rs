@@ -15,7 +15,7 @@ pub mod trading;
 
 pub use options::{Options, Queues};
 #[cfg(feature = "io")]
-pub use plan::{BusyPoll, Feed, OrderPlan, Plan, Strategy};
+pub use plan::{BusyPoll, Feed, OrderPlan, Plan, Receive, Strategy, TriggerPlan, XdpPlan};
 #[cfg(feature = "io")]
 pub use program::run;
 pub use sources::{FeedSource, Sender, Sources};

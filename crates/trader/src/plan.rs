@@ -1,8 +1,9 @@
 //! The options parsed once into what each part of the trader takes: [`Options::plan`] checks
 //! the combination ([`Options::check_combination`]), parses the strategy's length and stock,
 //! and hands the parts typed: the strategy, the feed's rules, the order session, busy polling,
-//! the AF_XDP sockets' sizes and the loop's configuration. The I/O set-up and the loop read these, never the raw flags
-//! they came from.
+//! the AF_XDP sockets' sizes, the receive side, the XDP program's and the trigger's knobs and
+//! the loop's configuration. The I/O set-up and the loop read these, never the raw flags they
+//! came from.
 use std::{
     net::{Ipv4Addr, SocketAddrV4},
     time::Duration,
@@ -10,11 +11,11 @@ use std::{
 
 use afxdp::xsk::XskConfig;
 use anyhow::anyhow;
-use paths::{Orders, TraderPath};
+use paths::{Orders, TraderPath, Wait, XdpMode, XdpStages};
 use trader_core::FeedRules;
 use wire::itch::Stock;
 
-use crate::{Options, trading::LoopConfig};
+use crate::{Options, Queues, trading::LoopConfig};
 
 /// What the trader runs, from its options.
 #[derive(Debug)]
@@ -32,8 +33,62 @@ pub struct Plan {
     /// The AF_XDP sockets' UMEM and rings (`--no-need-wakeup`, `--huge-pages`), checked when
     /// planned: a size the kernel won't take is refused before anything is touched.
     pub xsk: XskConfig,
-    /// The loop's configuration.
+    /// Where and how the feed is read.
+    pub receive: Receive,
+    /// The XDP program's load-time knobs (the AF_XDP paths and the reflector).
+    pub xdp: XdpPlan,
+    /// The trigger's own knobs (`--path trigger`).
+    pub trigger: TriggerPlan,
+    /// Print `ready` on stdout once set up (`--ready`).
+    pub ready: bool,
+    /// The loop's configuration: its batch, idle exit, and the feed's named sources.
     pub(crate) run: LoopConfig,
+}
+
+/// Where the feed is read and how the loop waits for it.
+#[derive(Debug, Clone)]
+pub struct Receive {
+    /// The market-data interface (`--iface`, or the lab's `tr0`).
+    pub iface: String,
+    /// `--iface` was given (the UDP path then checks it exists).
+    pub iface_named: bool,
+    /// Our address and the feed's port (line A), and line B's port.
+    pub addr: Ipv4Addr,
+    pub port: u16,
+    pub port_b: Option<u16>,
+    pub wait: Wait,
+    /// The AF_XDP paths' RX queues to serve.
+    pub queues: Queues,
+    /// The UDP path's socket buffer (`SO_RCVBUF`) and datagrams per `recvmmsg`.
+    pub rcvbuf: i32,
+    pub recvmmsg: u16,
+    /// Lock the process's memory (`mlockall`) once set up.
+    pub mlock: bool,
+}
+
+/// The XDP program's knobs: its attach mode, log, statistics and stage timing, and whether the
+/// trigger wakes a blocking trader.
+#[derive(Debug, Clone)]
+pub struct XdpPlan {
+    pub mode: XdpMode,
+    pub log: bool,
+    pub stats: bool,
+    pub stages: Option<XdpStages>,
+    /// With `--wait block`, the trigger wakes the trader when it fires (not `--no-fired-wakeup`).
+    pub fired_wakeup: bool,
+    /// Where the log reader may run: the CPUs allowed before the trader was pinned.
+    pub housekeeping: Vec<usize>,
+}
+
+/// The trigger's knobs.
+#[derive(Debug, Clone, Copy)]
+pub struct TriggerPlan {
+    /// An arm the trader can't keep in step is demoted rather than left (not `--no-arm-demote`).
+    pub demote: bool,
+    /// Turns per read of the fired record ([`Options::fired_poll_every`]).
+    pub fired_poll_every: u32,
+    /// Testing only: corrupt every Nth arm (`--corrupt-arms`).
+    pub corrupt_arms: u64,
 }
 
 /// The strategy (`--n`) and its stock (`--stock`).
@@ -121,6 +176,32 @@ impl Options {
             },
             busy_poll,
             xsk,
+            receive: Receive {
+                iface: self.iface().to_owned(),
+                iface_named: self.iface.is_some(),
+                addr: self.addr,
+                port: self.port,
+                port_b: self.port_b,
+                wait: self.wait,
+                queues: self.queues,
+                rcvbuf: self.rcvbuf,
+                recvmmsg: self.recvmmsg,
+                mlock: self.mlock,
+            },
+            xdp: XdpPlan {
+                mode: self.xdp_mode,
+                log: self.xdp_log,
+                stats: self.xdp_stats,
+                stages: self.xdp_stages,
+                fired_wakeup: !self.no_fired_wakeup,
+                housekeeping: self.housekeeping.clone(),
+            },
+            trigger: TriggerPlan {
+                demote: !self.no_arm_demote,
+                fired_poll_every: self.fired_poll_every(),
+                corrupt_arms: self.corrupt_arms,
+            },
+            ready: self.ready,
             run: LoopConfig {
                 batch: self.batch,
                 idle_exit: (self.idle_exit > 0).then(|| Duration::from_secs(self.idle_exit)),
@@ -174,6 +255,32 @@ mod tests {
         assert_eq!(p.strategy.stock.as_str(), Some("ACME"));
         assert!(p.run.spinning);
         assert!(p.xsk.need_wakeup());
+        assert_eq!(p.receive.iface, netns::lab::TRADER_IF);
+        assert!(!p.receive.iface_named);
+        assert_eq!(p.receive.port_b, Some(26500));
+    }
+
+    #[test]
+    fn the_trigger_and_program_knobs_are_planned_positively() {
+        let p = plan(&[
+            "--path",
+            "trigger",
+            "--wait",
+            "block",
+            "--no-fired-wakeup",
+            "--no-arm-demote",
+            "--iface",
+            "veth7",
+            "--xdp-stages=run",
+        ])
+        .unwrap();
+        assert!(!p.xdp.fired_wakeup);
+        assert!(!p.trigger.demote);
+        assert_eq!(p.trigger.fired_poll_every, crate::FIRED_POLL_EVERY);
+        assert_eq!(p.xdp.stages, Some(paths::XdpStages::Run));
+        assert!(p.receive.iface_named);
+        assert_eq!(p.receive.iface, "veth7");
+        assert!(!p.run.spinning);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use results::{EndReason, FrameCounts, TriggerReport, XdpCounters, XskStats};
 use xdp_common::{Action, OrderTo};
 
 use super::PathEnd;
-use crate::{BusyPoll, Options, Plan, Queues};
+use crate::{BusyPoll, Plan, Queues};
 use afxdp::{
     frame::{self, Endpoint},
     host, process, sockopt,
@@ -26,26 +26,25 @@ use trader_core::{Trader, stats::Latency};
 use crate::trading::{self, FeedSource, LoopEnd, MmsgIo, TriggerIo, UdpIo, XdpIo};
 
 pub(crate) fn run_xdp(
-    o: &Options,
     plan: &Plan,
     trader: &mut Trader,
     rx_to_tx: &mut Latency,
     stop: &AtomicBool,
 ) -> anyhow::Result<PathEnd> {
-    let spec = o.path.spec();
+    let spec = plan.path.spec();
     let action = spec
         .action
         .context("an AF_XDP path has an XDP program (the path table says which)")?;
-    let gateway = gateway(o)?;
-    let mut prog = attach(o, o.port_b, action, &gateway)
-        .with_context(|| format!("failed to set up XDP on {}", o.iface()))?;
+    let gateway = gateway(plan)?;
+    let mut prog = attach(plan, plan.receive.port_b, action, &gateway)
+        .with_context(|| format!("failed to set up XDP on {}", plan.receive.iface.as_str()))?;
     let config = plan.xsk;
-    let have = rx_queues(o.iface());
-    let serve = match o.queues {
+    let have = rx_queues(plan.receive.iface.as_str());
+    let serve = match plan.receive.queues {
         Queues::All if have > xdp_common::MAX_QUEUES => bail!(
             "{} has {have} RX queues; one trader serves at most {} (the XSKMAP's size): steer \
              the feed to the first {} (`ethtool -N`/`-X`) and give --queues {}",
-            o.iface(),
+            plan.receive.iface.as_str(),
             xdp_common::MAX_QUEUES,
             xdp_common::MAX_QUEUES,
             xdp_common::MAX_QUEUES
@@ -53,8 +52,8 @@ pub(crate) fn run_xdp(
         Queues::All => have,
         Queues::First(n) if n > have => bail!(
             "--queues {n}: {} has {have} RX queue(s) (`ethtool -l {}` shows them)",
-            o.iface(),
-            o.iface()
+            plan.receive.iface.as_str(),
+            plan.receive.iface.as_str()
         ),
         Queues::First(n) => n,
     };
@@ -63,8 +62,8 @@ pub(crate) fn run_xdp(
             "--path {} serves one RX queue ({} has {have}; give --queues 1 and steer the \
              feed to queue 0): the fired ticks and the socket's are merged in sequence order, \
              which only one queue guarantees",
-            o.path,
-            o.iface()
+            plan.path,
+            plan.receive.iface.as_str()
         );
     }
     if serve < have {
@@ -72,7 +71,7 @@ pub(crate) fn run_xdp(
             "warning: serving {serve} of {}'s {have} RX queues: feed frames that arrive on the \
              others find no socket, go to the kernel untraded and count in \
              xdp_counters.redirect_failed (steer the feed, or leave --queues at all)",
-            o.iface()
+            plan.receive.iface.as_str()
         );
     }
     let mut xsks = Vec::with_capacity(serve as usize);
@@ -81,23 +80,27 @@ pub(crate) fn run_xdp(
         // ENOMEM from libxdp's xsk_socket__create_shared for a socket on queue > 0 of a veth
         // sharing one UMEM; with a UMEM per socket that path is never taken, and sockets on
         // every queue of a multi-queue veth bind (test/lab-tests/tests/feed.rs).
-        let xsk = Xsk::new(o.iface(), q, config)
-            .with_context(|| format!("the AF_XDP socket for RX queue {q} of {}", o.iface()))?;
+        let xsk = Xsk::new(plan.receive.iface.as_str(), q, config).with_context(|| {
+            format!(
+                "the AF_XDP socket for RX queue {q} of {}",
+                plan.receive.iface.as_str()
+            )
+        })?;
         prog.register_socket(q, xsk.raw_fd())?;
         busy_poll(xsk.raw_fd(), plan.busy_poll)?;
         xsks.push(xsk);
     }
-    if o.mlock {
+    if plan.receive.mlock {
         process::lock_memory()?;
     }
-    let rss_start_kib = ready(o);
+    let rss_start_kib = ready(plan);
     // How the loop waits is fixed for the run: a type, not a test per turn.
     let (p, g) = (&mut prog, &gateway);
-    let x = match (o.wait, plan.busy_poll.is_some()) {
-        (Wait::Spin, false) => run_xsk::<false, false>(o, plan, p, xsks, g, trader, rx_to_tx, stop),
-        (Wait::Spin, true) => run_xsk::<false, true>(o, plan, p, xsks, g, trader, rx_to_tx, stop),
-        (Wait::Block, false) => run_xsk::<true, false>(o, plan, p, xsks, g, trader, rx_to_tx, stop),
-        (Wait::Block, true) => run_xsk::<true, true>(o, plan, p, xsks, g, trader, rx_to_tx, stop),
+    let x = match (plan.receive.wait, plan.busy_poll.is_some()) {
+        (Wait::Spin, false) => run_xsk::<false, false>(plan, p, xsks, g, trader, rx_to_tx, stop),
+        (Wait::Spin, true) => run_xsk::<false, true>(plan, p, xsks, g, trader, rx_to_tx, stop),
+        (Wait::Block, false) => run_xsk::<true, false>(plan, p, xsks, g, trader, rx_to_tx, stop),
+        (Wait::Block, true) => run_xsk::<true, true>(plan, p, xsks, g, trader, rx_to_tx, stop),
     }?;
     Ok(PathEnd {
         end: x.end,
@@ -136,50 +139,57 @@ struct Gateway {
 
 /// Resolves the order gateway's next hop (and the re-request server's) on the feed's
 /// interface: an error, before anything is attached, if the neighbour table can't say.
-fn gateway(o: &Options) -> anyhow::Result<Gateway> {
-    let our_mac = host::read_mac(o.iface())?.octets();
-    let (_, mac) = host::next_hop_mac(o.iface(), *o.order_to.ip())
-        .with_context(|| format!("the order gateway {} (--order-to)", o.order_to))?;
-    let retransmit_mac = o
+fn gateway(plan: &Plan) -> anyhow::Result<Gateway> {
+    let our_mac = host::read_mac(plan.receive.iface.as_str())?.octets();
+    let (_, mac) = host::next_hop_mac(plan.receive.iface.as_str(), *plan.orders.to.ip())
+        .with_context(|| format!("the order gateway {} (--order-to)", plan.orders.to))?;
+    let retransmit_mac = plan
+        .run
         .retransmit_to
         .map(|server| {
-            host::next_hop_mac(o.iface(), *server.ip())
+            host::next_hop_mac(plan.receive.iface.as_str(), *server.ip())
                 .with_context(|| format!("the re-request server {server} (--retransmit-to)"))
                 .map(|(_, mac)| mac)
         })
         .transpose()?;
     Ok(Gateway {
         our_mac,
-        orders: frame::endpoint(mac, *o.order_to.ip(), o.order_to.port()),
+        orders: frame::endpoint(mac, *plan.orders.to.ip(), plan.orders.to.port()),
         retransmit_mac,
     })
 }
 
 /// The XDP program's form of the gateway: the headers it writes into its own orders.
-fn order_to(o: &Options, g: &Gateway) -> OrderTo {
+fn order_to(plan: &Plan, g: &Gateway) -> OrderTo {
     OrderTo {
         dst_mac: g.orders.mac.octets(),
         src_mac: g.our_mac,
-        src_ip: o.addr.octets(),
-        dst_ip: o.order_to.ip().octets(),
-        dst_port: o.order_to.port().to_be_bytes(),
+        src_ip: plan.receive.addr.octets(),
+        dst_ip: plan.orders.to.ip().octets(),
+        dst_port: plan.orders.to.port().to_be_bytes(),
     }
 }
 
 /// The AF_XDP I/O over `xsks` as the options say (line B, the re-request server), telling
 /// the program's table of sources what the loop learns.
 fn xdp_io<const BLOCK: bool, const BUSY_POLL: bool>(
-    o: &Options,
+    plan: &Plan,
     prog: &mut XdpProgram,
     xsks: Vec<Xsk>,
     g: &Gateway,
 ) -> anyhow::Result<XdpIo<BLOCK, BUSY_POLL>> {
-    let mut io = XdpIo::<BLOCK, BUSY_POLL>::per_queue(xsks, g.our_mac, o.addr, o.port, g.orders)
-        .with_sources(pin_sources(o, prog)?);
-    if let Some(b) = o.port_b {
+    let mut io = XdpIo::<BLOCK, BUSY_POLL>::per_queue(
+        xsks,
+        g.our_mac,
+        plan.receive.addr,
+        plan.receive.port,
+        g.orders,
+    )
+    .with_sources(pin_sources(plan, prog)?);
+    if let Some(b) = plan.receive.port_b {
         io = io.with_line_b(b);
     }
-    if let (Some(server), Some(mac)) = (o.retransmit_to, g.retransmit_mac) {
+    if let (Some(server), Some(mac)) = (plan.run.retransmit_to, g.retransmit_mac) {
         io = io.with_retransmit_source(server, mac);
     }
     Ok(io)
@@ -187,14 +197,14 @@ fn xdp_io<const BLOCK: bool, const BUSY_POLL: bool>(
 
 /// Pins the sources the options name in the program's table (line A, line B, the re-request
 /// server, exactly); hands the table back for what the loop learns.
-fn pin_sources(o: &Options, prog: &mut XdpProgram) -> anyhow::Result<afxdp::xdp::SourcesMap> {
+fn pin_sources(plan: &Plan, prog: &mut XdpProgram) -> anyhow::Result<afxdp::xdp::SourcesMap> {
     let mut map = prog.take_sources()?;
     let named = [
-        (xdp_common::SOURCE_LINE_A, o.feed_source),
-        (xdp_common::SOURCE_LINE_B, o.line_b_source()),
+        (xdp_common::SOURCE_LINE_A, plan.run.sources[0]),
+        (xdp_common::SOURCE_LINE_B, plan.run.sources[1]),
         (
             xdp_common::SOURCE_RECOVERY,
-            o.retransmit_to.map(FeedSource::exactly),
+            plan.run.retransmit_to.map(FeedSource::exactly),
         ),
     ];
     for (index, source) in named {
@@ -205,12 +215,7 @@ fn pin_sources(o: &Options, prog: &mut XdpProgram) -> anyhow::Result<afxdp::xdp:
     Ok(map)
 }
 
-#[expect(
-    clippy::too_many_arguments,
-    reason = "what run_xdp set up, handed to the loop once: a struct for it would be built once"
-)]
 fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
-    o: &Options,
     plan: &Plan,
     prog: &mut XdpProgram,
     xsks: Vec<Xsk>,
@@ -219,20 +224,20 @@ fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
     rx_to_tx: &mut Latency,
     stop: &AtomicBool,
 ) -> anyhow::Result<XskEnd> {
-    if o.path.spec().io == Io::Trigger {
+    if plan.path.spec().io == Io::Trigger {
         let stock = plan.strategy.stock;
         // The socket's I/O never blocks itself: the trigger's waits on the socket and the ring.
-        let mut xdp = xdp_io::<false, BUSY_POLL>(o, prog, xsks, g)?;
+        let mut xdp = xdp_io::<false, BUSY_POLL>(plan, prog, xsks, g)?;
         if plan.orders.transport == paths::Orders::TcpXdp {
             // The TCP trigger: the userspace TCP arms its next segment for the program.
             let session = order_session(plan, g)?.with_segment(prog.take_segment()?);
             xdp = xdp.with_order_session(session);
         }
         let mut arm = prog.take_arm()?;
-        arm.set_demote(!o.no_arm_demote);
+        arm.set_demote(plan.trigger.demote);
         let mut io = TriggerIo::<BLOCK, BUSY_POLL>::new(xdp, arm, prog.take_fired()?, stock)
-            .polling_fired_every(o.fired_poll_every())
-            .corrupting_arms(o.corrupt_arms);
+            .polling_fired_every(plan.trigger.fired_poll_every)
+            .corrupting_arms(plan.trigger.corrupt_arms);
         let what = "the AF_XDP socket or the trigger's ring";
         let (end, session) = trade_with_orders(plan, &mut io, trader, rx_to_tx, stop, what)?;
         let mut summary = io.summary();
@@ -241,7 +246,7 @@ fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
         x.order_session = session;
         return Ok(x);
     }
-    let mut io = xdp_io::<BLOCK, BUSY_POLL>(o, prog, xsks, g)?;
+    let mut io = xdp_io::<BLOCK, BUSY_POLL>(plan, prog, xsks, g)?;
     if plan.orders.transport == paths::Orders::TcpXdp {
         // The userspace TCP on this socket: logged in before the feed, as the kernel's is.
         io = io.with_order_session(order_session(plan, g)?);
@@ -255,16 +260,16 @@ fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
 
 /// The userspace TCP's order session (`--orders tcp-xdp`), not connected yet.
 fn order_session(plan: &Plan, g: &Gateway) -> anyhow::Result<trading::XdpTcp> {
-    let o = &plan.orders;
+    let orders = &plan.orders;
     trading::XdpTcp::new(
-        o.from,
+        orders.from,
         g.our_mac,
-        o.to,
+        orders.to,
         g.orders.mac.octets(),
-        &o.password,
-        o.timeout,
+        &orders.password,
+        orders.timeout,
     )
-    .map(|s| s.resetting_after(o.reset_after))
+    .map(|s| s.resetting_after(orders.reset_after))
 }
 
 /// [`trade`] with the orders layered as `--orders` says: over a SoupBinTCP session on the
@@ -278,13 +283,14 @@ fn trade_with_orders<I: trading::TraderIo>(
     stop: &AtomicBool,
     what: &'static str,
 ) -> anyhow::Result<(LoopEnd, Option<results::OrderSessionReport>)> {
-    let o = &plan.orders;
-    if o.transport != paths::Orders::TcpKernel {
+    let orders = &plan.orders;
+    if orders.transport != paths::Orders::TcpKernel {
         return trade(plan, io, trader, rx_to_tx, stop, what);
     }
-    let mut session = trading::TcpOrders::new(o.from, o.to, &o.password, o.timeout)?
-        .resetting_after(o.reset_after)
-        .busy_polling(plan.busy_poll.map(|b| (b.us, b.prefer, b.budget)));
+    let mut session =
+        trading::TcpOrders::new(orders.from, orders.to, &orders.password, orders.timeout)?
+            .resetting_after(orders.reset_after)
+            .busy_polling(plan.busy_poll.map(|b| (b.us, b.prefer, b.budget)));
     let mut io = trading::WithOrders::new(io, &mut session);
     trade(plan, &mut io, trader, rx_to_tx, stop, what)
 }
@@ -386,52 +392,56 @@ fn snapshot(prog: &XdpProgram) -> (Option<XdpCounters>, Option<Vec<results::Outc
 }
 
 pub(crate) fn run_udp(
-    o: &Options,
     plan: &Plan,
     trader: &mut Trader,
     rx_to_tx: &mut Latency,
     stop: &AtomicBool,
 ) -> anyhow::Result<PathEnd> {
-    if let Some(iface) = &o.iface
-        && nix::net::if_::if_nametoindex(iface.as_str()).is_err()
-    {
+    let iface = &plan.receive.iface;
+    if plan.receive.iface_named && nix::net::if_::if_nametoindex(iface.as_str()).is_err() {
         bail!("no interface {iface:?} in this network namespace (`ip link` lists them)");
     }
-    let sock = UdpSocket::bind(SocketAddrV4::new(o.addr, o.port)).with_context(|| {
-        format!(
-            "failed to bind {}:{} (port in use, or address not on an interface here?)",
-            o.addr, o.port
-        )
-    })?;
-    match o.wait {
+    let sock = UdpSocket::bind(SocketAddrV4::new(plan.receive.addr, plan.receive.port))
+        .with_context(|| {
+            format!(
+                "failed to bind {}:{} (port in use, or address not on an interface here?)",
+                plan.receive.addr, plan.receive.port
+            )
+        })?;
+    match plan.receive.wait {
         Wait::Spin => sock.set_nonblocking(true)?,
         // A timeout, so the stop flag and the idle timeout are still seen.
         Wait::Block => sock.set_read_timeout(Some(Duration::from_millis(100)))?,
     }
-    sockopt::set_rcvbuf(sock.as_raw_fd(), o.rcvbuf)?;
+    sockopt::set_rcvbuf(sock.as_raw_fd(), plan.receive.rcvbuf)?;
     busy_poll(sock.as_raw_fd(), plan.busy_poll)?;
-    if o.mlock {
+    if plan.receive.mlock {
         process::lock_memory()?;
     }
-    let rss_start_kib = ready(o);
-    let (end, order_session) = if o.recvmmsg > 1 {
-        let mut io = MmsgIo::new(sock, o.order_to, usize::from(o.recvmmsg))?;
-        if let Some(server) = o.retransmit_to {
+    let rss_start_kib = ready(plan);
+    let (end, order_session) = if plan.receive.recvmmsg > 1 {
+        let mut io = MmsgIo::new(sock, plan.orders.to, usize::from(plan.receive.recvmmsg))?;
+        if let Some(server) = plan.run.retransmit_to {
             io = io.with_retransmit_source(server);
         }
         let what = "recvmmsg on the market-data socket";
         trade_with_orders(plan, &mut io, trader, rx_to_tx, stop, what)?
     } else {
-        let mut io = UdpIo::new(sock, o.order_to)?;
-        if let Some(b) = o.port_b {
-            let sock_b = UdpSocket::bind(SocketAddrV4::new(o.addr, b))
-                .with_context(|| format!("failed to bind line B's {}:{b} (--port-b)", o.addr))?;
-            sockopt::set_rcvbuf(sock_b.as_raw_fd(), o.rcvbuf)?;
+        let mut io = UdpIo::new(sock, plan.orders.to)?;
+        if let Some(b) = plan.receive.port_b {
+            let sock_b =
+                UdpSocket::bind(SocketAddrV4::new(plan.receive.addr, b)).with_context(|| {
+                    format!(
+                        "failed to bind line B's {}:{b} (--port-b)",
+                        plan.receive.addr
+                    )
+                })?;
+            sockopt::set_rcvbuf(sock_b.as_raw_fd(), plan.receive.rcvbuf)?;
             busy_poll(sock_b.as_raw_fd(), plan.busy_poll)?;
-            let block_ms = (o.wait == Wait::Block).then_some(100);
+            let block_ms = (plan.receive.wait == Wait::Block).then_some(100);
             io = io.with_line_b(sock_b, block_ms)?;
         }
-        if let Some(server) = o.retransmit_to {
+        if let Some(server) = plan.run.retransmit_to {
             io = io.with_retransmit_source(server);
         }
         trade_with_orders(
@@ -460,18 +470,22 @@ pub(crate) fn run_udp(
 /// so the program passes it to the kernel, where a UDP socket on the feed port sees it. The
 /// reflector never learns a source (it reads no feed): name it (`--feed-source`, as the bench
 /// does), or the program reflects, and the socket takes an end of session from, anyone.
-pub(crate) fn run_reflect(o: &Options, stop: &AtomicBool) -> anyhow::Result<PathEnd> {
-    let gateway = gateway(o)?;
-    let mut prog = attach(o, None, Action::Reflect, &gateway)
-        .with_context(|| format!("failed to set up the XDP reflector on {}", o.iface()))?;
+pub(crate) fn run_reflect(plan: &Plan, stop: &AtomicBool) -> anyhow::Result<PathEnd> {
+    let gateway = gateway(plan)?;
+    let mut prog = attach(plan, None, Action::Reflect, &gateway).with_context(|| {
+        format!(
+            "failed to set up the XDP reflector on {}",
+            plan.receive.iface.as_str()
+        )
+    })?;
     // The floor keeps the same rule as the paths it is the floor of.
-    let _sources = pin_sources(o, &mut prog)?;
-    let sock = UdpSocket::bind(SocketAddrV4::new(o.addr, o.port))
-        .with_context(|| format!("failed to bind {}:{}", o.addr, o.port))?;
+    let _sources = pin_sources(plan, &mut prog)?;
+    let sock = UdpSocket::bind(SocketAddrV4::new(plan.receive.addr, plan.receive.port))
+        .with_context(|| format!("failed to bind {}:{}", plan.receive.addr, plan.receive.port))?;
     sock.set_read_timeout(Some(Duration::from_millis(50)))?;
-    let rss_start_kib = ready(o);
+    let rss_start_kib = ready(plan);
     let span = host::SpanAccounting::start();
-    let idle = (o.idle_exit > 0).then(|| Duration::from_secs(o.idle_exit));
+    let idle = plan.run.idle_exit;
     let mut buf = [0u8; 2048];
     let mut last = (Instant::now(), prog.counters().ok());
     let reason = loop {
@@ -481,7 +495,7 @@ pub(crate) fn run_reflect(o: &Options, stop: &AtomicBool) -> anyhow::Result<Path
         // Only the named feed ends the run (the program passes nothing else to this port once
         // a source is pinned; without --feed-source, nothing is pinned and anyone can).
         if let Ok((n, std::net::SocketAddr::V4(from))) = sock.recv_from(&mut buf)
-            && o.feed_source.is_none_or(|s| s.check(from).is_ok())
+            && plan.run.sources[0].is_none_or(|s| s.check(from).is_ok())
             && wire::moldudp64::Packet::new_checked(&buf[..n]).is_ok_and(|p| p.is_end_of_session())
         {
             break EndReason::EndOfSession;
@@ -518,78 +532,85 @@ pub(crate) fn run_reflect(o: &Options, stop: &AtomicBool) -> anyhow::Result<Path
 /// Loads and attaches the XDP program for `action`, with its log (`--xdp-log`) and run-time
 /// statistics (`--xdp-stats`) if asked, and says what was loaded.
 fn attach(
-    o: &Options,
+    plan: &Plan,
     port_b: Option<u16>,
     action: Action,
     g: &Gateway,
 ) -> anyhow::Result<XdpProgram> {
     let mut prog = XdpProgram::attach_lines(
-        o.iface(),
-        o.port,
+        plan.receive.iface.as_str(),
+        plan.receive.port,
         port_b,
-        o.xdp_mode,
+        plan.xdp.mode,
         action,
         Load {
-            log: o.xdp_log,
-            stages: o.xdp_stages,
+            log: plan.xdp.log,
+            stages: plan.xdp.stages,
             // A blocking trigger trader sleeps on the ring too: firing must wake it (unless
             // told to wait for the next packet instead).
-            fired_wakeup: action == Action::Trigger && o.wait == Wait::Block && !o.no_fired_wakeup,
+            fired_wakeup: action == Action::Trigger
+                && plan.receive.wait == Wait::Block
+                && plan.xdp.fired_wakeup,
             // The trigger fires only what the socket path would take: frames to us.
             trigger_dst: if action == Action::Trigger {
-                Some((g.our_mac, o.addr))
+                Some((g.our_mac, plan.receive.addr))
             } else {
                 None
             },
             // The reflector's and the trigger's orders go to the gateway, as the trader's do.
-            order_to: Some(order_to(o, g)),
+            order_to: Some(order_to(plan, g)),
             // The userspace TCP's order session: its segments into the socket, not the kernel.
-            order_tcp: o.orders == paths::Orders::TcpXdp,
+            order_tcp: plan.orders.transport == paths::Orders::TcpXdp,
             // The TCP trigger: the program fires the userspace TCP's armed segment, where the
             // path table says the program sends this path's tcp-xdp orders.
-            trigger_tcp: o.orders == paths::Orders::TcpXdp
-                && o.path
+            trigger_tcp: plan.orders.transport == paths::Orders::TcpXdp
+                && plan
+                    .path
                     .spec()
-                    .route(o.orders)
+                    .route(plan.orders.transport)
                     .is_some_and(|r| r.sent_by == paths::SentBy::Program),
         },
     )?;
-    if o.xdp_log {
-        prog.start_log(o.housekeeping.clone())?;
+    if plan.xdp.log {
+        prog.start_log(plan.xdp.housekeeping.clone())?;
     }
-    if o.xdp_stats {
+    if plan.xdp.stats {
         prog.enable_run_stats()?;
     }
-    say_loaded(o, &prog);
+    say_loaded(plan, &prog);
     Ok(prog)
 }
 
 /// Says how large the loaded XDP program is, and whether it logs.
-fn say_loaded(o: &Options, prog: &XdpProgram) {
+fn say_loaded(plan: &Plan, prog: &XdpProgram) {
     if let Some(p) = prog.program_stats(None) {
         eprintln!(
             "xdp: program loaded, {} B of eBPF after the verifier, {} B JIT-compiled; log {}",
             p.translated_bytes,
             p.jited_bytes,
-            if o.xdp_log { "on (--xdp-log)" } else { "off" }
+            if plan.xdp.log {
+                "on (--xdp-log)"
+            } else {
+                "off"
+            }
         );
     }
 }
 
 /// Says the trader is ready (on stdout with --ready, for scripts); returns the RSS now (KiB).
-fn ready(o: &Options) -> u64 {
-    if o.ready {
+fn ready(plan: &Plan) -> u64 {
+    if plan.ready {
         println!("ready");
     }
     let source = |s: Option<FeedSource>| s.map_or_else(|| "learned".into(), |s| s.to_string());
     eprintln!(
         "trader: {} path on {} port {}, {} wait; feed from {}; orders to {}",
-        o.path,
-        o.iface(),
-        o.port,
-        o.wait,
-        source(o.feed_source),
-        o.order_to
+        plan.path,
+        plan.receive.iface.as_str(),
+        plan.receive.port,
+        plan.receive.wait,
+        source(plan.run.sources[0]),
+        plan.orders.to
     );
     host::rss_kib()
 }

@@ -77,10 +77,10 @@ pub fn run(mut o: Options) -> anyhow::Result<()> {
     }
     let mut rx_to_tx = Latency::new();
     // The path's I/O, as the path table says: a new path is one entry there and one arm here.
-    let run = match o.path.spec().io {
-        Io::Xsk | Io::Trigger => io::run_xdp(&o, &plan, &mut trader, &mut rx_to_tx, &stop)?,
-        Io::Udp => io::run_udp(&o, &plan, &mut trader, &mut rx_to_tx, &stop)?,
-        Io::Reflector => io::run_reflect(&o, &stop)?,
+    let run = match plan.path.spec().io {
+        Io::Xsk | Io::Trigger => io::run_xdp(&plan, &mut trader, &mut rx_to_tx, &stop)?,
+        Io::Udp => io::run_udp(&plan, &mut trader, &mut rx_to_tx, &stop)?,
+        Io::Reflector => io::run_reflect(&plan, &stop)?,
     };
     trader.finish();
     let report = TraderReport {
