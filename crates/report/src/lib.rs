@@ -17,7 +17,8 @@
 //! older file's missing field as its `serde` default, and a newer file's extra field is
 //! ignored. A file written before the field existed reads as version 0.
 //!
-//! - 1: the first versioned report; its latency summaries carry `stdev_us`.
+//! - 1: the first versioned report; its latency summaries carry `stdev_us`. Added since,
+//!   without a bump: `options.isolate` and `options.xdp_stages`.
 #![forbid(unsafe_code)]
 
 use std::{
@@ -163,12 +164,12 @@ pub struct Conditions {
     pub trader_cpu: usize,
     pub replay_cpu: usize,
     pub trader_args: Vec<String>,
-    /// `--isolate`: the trader's CPU isolated at runtime (said in report.md only, so a
-    /// report.json reads back without it).
-    #[serde(skip)]
+    /// `--isolate`: the trader's CPU isolated at runtime (absent from a report.json written
+    /// before schema 1 had it: read as off).
+    #[serde(default)]
     pub isolate: bool,
-    /// `--xdp-stages`: the XDP programs timed (said in report.md only, as `isolate`).
-    #[serde(skip)]
+    /// `--xdp-stages`: the XDP programs timed, and how (absent before, as `isolate`).
+    #[serde(default)]
     pub xdp_stages: Option<XdpStages>,
 }
 
@@ -333,7 +334,8 @@ mod tests {
         assert_eq!(v["runs"][3]["hgrm"], "xdp-bypass.hgrm");
         assert_eq!(v["runs"][0]["replay"]["tick_to_trade"]["stdev_us"], 90.0);
         assert_eq!(v["sockperf"]["stdev_us"], 206.93);
-        assert!(v["options"].get("isolate").is_none(), "report.md's alone");
+        assert_eq!(v["options"]["isolate"], false);
+        assert!(v["options"]["xdp_stages"].is_null());
     }
 
     /// A report.json from before `schema_version` and `stdev_us` reads as version 0, its
@@ -350,6 +352,8 @@ mod tests {
                 serde_json::Value::Object(o) => {
                     o.remove("stdev_us");
                     o.remove("schema_version");
+                    o.remove("isolate");
+                    o.remove("xdp_stages");
                     o.values_mut().for_each(strip);
                 }
                 serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
@@ -357,7 +361,7 @@ mod tests {
             }
         }
         strip(&mut v);
-        assert!(!v.to_string().contains("stdev_us"));
+        assert!(!v.to_string().contains("stdev_us") && !v.to_string().contains("isolate"));
         let old: Report = serde_json::from_value(v).unwrap();
         assert_eq!(old.schema_version, 0);
         assert_eq!(old.runs[0].replay.tick_to_trade.stdev_us, 0.0);
