@@ -1189,9 +1189,9 @@ mod tests {
     /// How long after its first transmission smoltcp sends a lost order segment again, on a
     /// session whose every earlier segment was acknowledged at once (the lab's veth: RTT samples
     /// of 0 ms). The userspace TCP relies on this timer for a fast send lost anywhere
-    /// (docs/orders.md): smoltcp 0.12's estimator (Jacobson/Karels, RTO floor 10 ms) settles at
-    /// rtt 7 ms, deviation 10 ms, so 7 + 4 x 10 = 47 ms. smoltcp 0.13 follows RFC 6298, whose
-    /// 1 s floor makes this 1,000 ms: a bump must change this figure and say so.
+    /// (docs/orders.md): smoltcp 0.13 follows RFC 6298, whose 1 s floor makes this 1,000 ms.
+    /// 0.12's estimator (Jacobson/Karels, RTO floor 10 ms) settled at rtt 7 ms, deviation 10 ms,
+    /// so 7 + 4 x 10 = 47 ms: a lost order now waits 1 s, not 47 ms, to go again.
     #[test]
     fn smoltcp_resends_a_lost_segment_after_its_retransmission_timeout() {
         let mut dev = Loop::default();
@@ -1256,7 +1256,8 @@ mod tests {
         let (first, seq) = dev.sent[ROUNDS];
         let (again, seq_again) = dev.sent[ROUNDS + 1];
         assert_eq!(seq_again, seq, "the same bytes");
-        assert_eq!(again - first, 47, "smoltcp 0.12's RTO on the lab's RTT");
+        // smoltcp 0.13 (RFC 6298): a 1 s floor; 0.12 resent after 47 ms on the same RTT.
+        assert_eq!(again - first, 1_000, "smoltcp 0.13's RTO on the lab's RTT");
         assert_eq!(
             sockets.get::<tcp::Socket>(client).send_queue(),
             0,
