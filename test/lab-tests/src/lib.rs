@@ -6,7 +6,8 @@
 //! The programs belong to their crates (`trader`, `exchange`'s `replay`, `inject`, `floor`), so
 //! cargo gives these tests no `CARGO_BIN_EXE_*` for them: [`bin`] builds them (once per test
 //! process, a no-op when they are up to date) into the target folder these tests were built
-//! into, so a test never runs a program older than its source.
+//! into, so a test never runs a program older than its source; a user who can't write there
+//! (CI's run as `nobody`) takes the programs built there.
 #![forbid(unsafe_code)]
 #![cfg_attr(
     test,
@@ -42,7 +43,7 @@ pub fn bin(name: &str) -> String {
     let dir = profile_dir();
     let path = dir.join(name);
     static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
-    if let Err(e) = BUILT.get_or_init(|| build(&dir)) {
+    if let Err(e) = BUILT.get_or_init(|| build_or_take(&dir)) {
         panic!("{e}");
     }
     path.to_str()
@@ -60,6 +61,31 @@ fn profile_dir() -> PathBuf {
         deps
     };
     dir.to_path_buf()
+}
+
+/// Builds the lab's programs into `dir`, or, where this user can't write there (CI runs the
+/// same test binaries as `nobody` over root's target folder), takes the ones built there as
+/// they are: an error only if one is missing.
+fn build_or_take(dir: &Path) -> Result<(), String> {
+    if writable(dir) {
+        return build(dir);
+    }
+    match PROGRAMS.iter().find(|(p, _)| !dir.join(p).exists()) {
+        Some((p, package)) => Err(format!(
+            "{p} (package {package}) is not built in {} and this user can't build there: build \
+             the lab's programs first (`cargo build --bins`) as the folder's owner",
+            dir.display()
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Whether this process can create a file in `dir` (a probe file, removed at once).
+fn writable(dir: &Path) -> bool {
+    let probe = dir.join(format!(".lab-tests-probe-{}", std::process::id()));
+    let ok = std::fs::File::create(&probe).is_ok();
+    let _ = std::fs::remove_file(&probe);
+    ok
 }
 
 /// Builds the lab's programs into `dir` (its parent the target folder, its name the profile).
