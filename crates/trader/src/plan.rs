@@ -30,8 +30,8 @@ pub struct Plan {
     pub orders: OrderPlan,
     /// Per-socket busy polling (`--busy-poll`), on every socket that reads.
     pub busy_poll: Option<BusyPoll>,
-    /// The AF_XDP sockets' UMEM and rings (`--no-need-wakeup`, `--huge-pages`), checked when
-    /// planned: a size the kernel won't take is refused before anything is touched.
+    /// The AF_XDP sockets' UMEM and rings (`--no-need-wakeup`, `--huge-pages`; the sizes are
+    /// the defaults, no flag sets them), built by the checked builder when planned.
     pub xsk: XskConfig,
     /// Where and how the feed is read.
     pub receive: Receive,
@@ -83,11 +83,12 @@ pub struct XdpPlan {
 /// The trigger's knobs.
 #[derive(Debug, Clone, Copy)]
 pub struct TriggerPlan {
-    /// An arm the trader can't keep in step is demoted rather than left (not `--no-arm-demote`).
+    /// CLDEMOTE the arm's and the fired record's cache line after each write and read, toward
+    /// the program's core (not `--no-arm-demote`).
     pub demote: bool,
     /// Turns per read of the fired record ([`Options::fired_poll_every`]).
     pub fired_poll_every: u32,
-    /// Testing only: corrupt every Nth arm (`--corrupt-arms`).
+    /// Testing only: corrupt the first N arms (`--corrupt-arms`).
     pub corrupt_arms: u64,
 }
 
@@ -120,7 +121,8 @@ pub struct OrderPlan {
     /// Our address, the session's local end.
     pub from: Ipv4Addr,
     pub password: String,
-    /// How long an order may go unanswered, and a login may take.
+    /// The session's silence timeout: nothing heard for this long (not even a heartbeat), the
+    /// connection is given up and made again (`--order-timeout-ms`).
     pub timeout: Duration,
     /// Testing only: reset the connection after this many orders.
     pub reset_after: Option<u64>,

@@ -1,5 +1,5 @@
-//! The lab's XDP program, untimed: the object every measurement but `--xdp-stages` loads (`xdp-
-//! ebpf`). The program is the `xdp_ebpf` library's; this is its entry.
+//! The lab's XDP program, untimed (`xdp-ebpf`): the object every measurement but
+//! `--xdp-stages` loads. The program is the `xdp_ebpf` library's; this is its entry.
 #![no_std]
 #![no_main]
 

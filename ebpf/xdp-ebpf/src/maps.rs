@@ -19,7 +19,7 @@ pub(crate) static MD_PORT: u16 = 0;
 #[unsafe(no_mangle)]
 pub(crate) static MD_PORT_B: u16 = 0;
 
-/// What to do with market-data frames, an [`Action`] as a byte; set by userspace at load time.
+/// What to do with market-data frames, an [`xdp_common::Action`] as a byte; set by userspace at load time.
 #[unsafe(no_mangle)]
 pub(crate) static MD_ACTION: u8 = 0;
 

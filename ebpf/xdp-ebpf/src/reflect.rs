@@ -57,8 +57,8 @@ pub(crate) fn reflect<T: Timing>(ctx: &XdpContext, st: &mut Stamps<T>) -> Result
 
 /// Rewrites the frame, whose first message is an ITCH trade, into the order for that tick
 /// (`fields`, and the tick's sequence number, price and stock), addressed to the configured
-/// order gateway ([`ORDER_TO`]), never to the tick's sender, and trims it to the order. UDP checksum 0 (none: allowed for IPv4), IPv4 header
-/// checksum recomputed.
+/// order gateway (the `ORDER_DST_*` globals), never to the tick's sender, and trims it to the
+/// order. UDP checksum 0 (none: allowed for IPv4), IPv4 header checksum recomputed.
 #[inline(always)]
 pub(crate) fn write_order(ctx: &XdpContext, fields: &OrderFields) -> Result<(), ()> {
     let dst_port = read_global(&ORDER_DST_PORT);

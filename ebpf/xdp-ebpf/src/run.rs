@@ -1,6 +1,6 @@
-//! The lab's XDP program with each run timed at its two ends only (`xdp-ebpf-run`, `trader --xdp-
-//! stages=run`): nothing between them waits for a clock read, so the run's loads overlap as they do
-//! untimed. The program is the `xdp_ebpf` library's; this is its entry.
+//! The lab's XDP program with each run timed at its two ends only (`xdp-ebpf-run`,
+//! `trader --xdp-stages=run`): nothing between them waits for a clock read, so the run's loads
+//! overlap as they do untimed. The program is the `xdp_ebpf` library's; this is its entry.
 #![no_std]
 #![no_main]
 

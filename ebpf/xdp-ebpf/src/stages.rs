@@ -1,6 +1,6 @@
-//! The lab's XDP program with a clock read at every mark of a run (`xdp-ebpf-stages`, `trader
-//! --xdp-stages`): the clock reads are inside every figure it gives, so compare timed runs with
-//! each other. The program is the `xdp_ebpf` library's; this is its entry.
+//! The lab's XDP program with a clock read at every mark of a run (`xdp-ebpf-stages`,
+//! `trader --xdp-stages`): the clock reads are inside every figure it gives, so compare timed
+//! runs with each other. The program is the `xdp_ebpf` library's; this is its entry.
 #![no_std]
 #![no_main]
 

@@ -260,7 +260,7 @@ const ALL_KINDS: &str = "ahead,end_ahead,at_next,just_past,empty_block,heartbeat
 /// gateway (the exchange's MAC, address and order port), none for a forged tick; every one
 /// the exchange booked was captured.
 /// On the trigger path, the program kept firing through the lies (a forged number far ahead
-/// must not turn it off for the rest of the run): a tenth of the ticks or more were fired. The
+/// must not turn it off for the rest of the run): a tenth or more of its orders were fired. The
 /// lies start with the feed, so a program turned off by one fires next to none; a blocking
 /// trader that re-arms late on a busy 2-CPU machine fires fewer than half at times (24 % seen
 /// once, `arm_late` the rest), which is the scheduler, not the program.
