@@ -288,10 +288,7 @@ fn trial_count(count: u64, seconds: f64, rate: f64) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use report::{
-        Delivery, fixtures,
-        zeroloss::{CpuPerMessage, TrialVerdict},
-    };
+    use report::zeroloss::TrialVerdict;
 
     use super::*;
 
@@ -353,23 +350,7 @@ mod tests {
         }
     }
 
-    /// A trial at `rate` with `verdict` and otherwise fixed figures.
-    fn trial(rate: f64, verdict: TrialVerdict) -> Trial {
-        Trial {
-            rate,
-            verdict,
-            tick_to_trade: fixtures::summary(1000, 10.0),
-            delivered: Delivery {
-                orders: 40,
-                expected: 40,
-                ticks_lost: 0,
-            },
-            messages: 40_000,
-            orders_per_s: 7_600.0,
-            rx_tx_p50_us: 2.5,
-            cpu: CpuPerMessage::default(),
-        }
-    }
+    use report::fixtures::trial;
 
     /// A trial at `rate` that passed or lost a tick.
     fn fake_trial(rate: f64, ok: bool) -> Trial {

@@ -8,7 +8,10 @@ use results::{
     ReplayReport, Summary, ThreadTime, TraderCounters, TraderReport,
 };
 
-use crate::{Conditions, Measured, RoundTrip, row};
+use crate::{
+    Conditions, Delivery, Measured, RoundTrip, row,
+    zeroloss::{CpuPerMessage, Trial, TrialVerdict},
+};
 
 /// A summary of `count` values whose min, percentiles, max and mean are `base` times 1, 2, ...
 /// 8, and its standard deviation 9 times.
@@ -296,5 +299,23 @@ pub fn conditions() -> Conditions {
         trader_args: Vec::new(),
         isolate: false,
         xdp_stages: None,
+    }
+}
+
+/// A zero-loss trial at `rate` with `verdict` and otherwise fixed figures.
+pub fn trial(rate: f64, verdict: TrialVerdict) -> Trial {
+    Trial {
+        rate,
+        verdict,
+        tick_to_trade: summary(1000, 10.0),
+        delivered: Delivery {
+            orders: 40,
+            expected: 40,
+            ticks_lost: 0,
+        },
+        messages: 40_000,
+        orders_per_s: 7_600.0,
+        rx_tx_p50_us: 2.5,
+        cpu: CpuPerMessage::default(),
     }
 }

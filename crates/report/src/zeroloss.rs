@@ -524,23 +524,7 @@ mod tests {
         );
     }
 
-    /// A trial at `rate` with `verdict` and otherwise fixed figures.
-    fn trial(rate: f64, verdict: TrialVerdict) -> Trial {
-        Trial {
-            rate,
-            verdict,
-            tick_to_trade: fixtures::summary(1000, 10.0),
-            delivered: Delivery {
-                orders: 40,
-                expected: 40,
-                ticks_lost: 0,
-            },
-            messages: 40_000,
-            orders_per_s: 7_600.0,
-            rx_tx_p50_us: 2.5,
-            cpu: CpuPerMessage::default(),
-        }
-    }
+    use fixtures::trial;
 
     /// CPU per message from both reports, and the bound that follows from it: a trader busy
     /// nearly all of a saturated trial was the limit; one mostly waiting was fed too slowly.
