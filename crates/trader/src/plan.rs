@@ -137,6 +137,14 @@ pub struct BusyPoll {
     pub budget: Option<i32>,
 }
 
+impl Plan {
+    /// The market-data interface.
+    #[must_use]
+    pub fn iface(&self) -> &str {
+        &self.receive.iface
+    }
+}
+
 impl Options {
     /// The options checked together and parsed into a [`Plan`], each refusal saying what to
     /// give instead.

@@ -37,14 +37,14 @@ pub(crate) fn run_xdp(
         .context("an AF_XDP path has an XDP program (the path table says which)")?;
     let gateway = gateway(plan)?;
     let mut prog = attach(plan, plan.receive.port_b, action, &gateway)
-        .with_context(|| format!("failed to set up XDP on {}", plan.receive.iface.as_str()))?;
+        .with_context(|| format!("failed to set up XDP on {}", plan.iface()))?;
     let config = plan.xsk;
-    let have = rx_queues(plan.receive.iface.as_str());
+    let have = rx_queues(plan.iface());
     let serve = match plan.receive.queues {
         Queues::All if have > xdp_common::MAX_QUEUES => bail!(
             "{} has {have} RX queues; one trader serves at most {} (the XSKMAP's size): steer \
              the feed to the first {} (`ethtool -N`/`-X`) and give --queues {}",
-            plan.receive.iface.as_str(),
+            plan.iface(),
             xdp_common::MAX_QUEUES,
             xdp_common::MAX_QUEUES,
             xdp_common::MAX_QUEUES
@@ -52,8 +52,8 @@ pub(crate) fn run_xdp(
         Queues::All => have,
         Queues::First(n) if n > have => bail!(
             "--queues {n}: {} has {have} RX queue(s) (`ethtool -l {}` shows them)",
-            plan.receive.iface.as_str(),
-            plan.receive.iface.as_str()
+            plan.iface(),
+            plan.iface()
         ),
         Queues::First(n) => n,
     };
@@ -63,7 +63,7 @@ pub(crate) fn run_xdp(
              feed to queue 0): the fired ticks and the socket's are merged in sequence order, \
              which only one queue guarantees",
             plan.path,
-            plan.receive.iface.as_str()
+            plan.iface()
         );
     }
     if serve < have {
@@ -71,7 +71,7 @@ pub(crate) fn run_xdp(
             "warning: serving {serve} of {}'s {have} RX queues: feed frames that arrive on the \
              others find no socket, go to the kernel untraded and count in \
              xdp_counters.redirect_failed (steer the feed, or leave --queues at all)",
-            plan.receive.iface.as_str()
+            plan.iface()
         );
     }
     let mut xsks = Vec::with_capacity(serve as usize);
@@ -80,12 +80,8 @@ pub(crate) fn run_xdp(
         // ENOMEM from libxdp's xsk_socket__create_shared for a socket on queue > 0 of a veth
         // sharing one UMEM; with a UMEM per socket that path is never taken, and sockets on
         // every queue of a multi-queue veth bind (test/lab-tests/tests/feed.rs).
-        let xsk = Xsk::new(plan.receive.iface.as_str(), q, config).with_context(|| {
-            format!(
-                "the AF_XDP socket for RX queue {q} of {}",
-                plan.receive.iface.as_str()
-            )
-        })?;
+        let xsk = Xsk::new(plan.iface(), q, config)
+            .with_context(|| format!("the AF_XDP socket for RX queue {q} of {}", plan.iface()))?;
         prog.register_socket(q, xsk.raw_fd())?;
         busy_poll(xsk.raw_fd(), plan.busy_poll)?;
         xsks.push(xsk);
@@ -140,14 +136,14 @@ struct Gateway {
 /// Resolves the order gateway's next hop (and the re-request server's) on the feed's
 /// interface: an error, before anything is attached, if the neighbour table can't say.
 fn gateway(plan: &Plan) -> anyhow::Result<Gateway> {
-    let our_mac = host::read_mac(plan.receive.iface.as_str())?.octets();
-    let (_, mac) = host::next_hop_mac(plan.receive.iface.as_str(), *plan.orders.to.ip())
+    let our_mac = host::read_mac(plan.iface())?.octets();
+    let (_, mac) = host::next_hop_mac(plan.iface(), *plan.orders.to.ip())
         .with_context(|| format!("the order gateway {} (--order-to)", plan.orders.to))?;
     let retransmit_mac = plan
         .run
         .retransmit_to
         .map(|server| {
-            host::next_hop_mac(plan.receive.iface.as_str(), *server.ip())
+            host::next_hop_mac(plan.iface(), *server.ip())
                 .with_context(|| format!("the re-request server {server} (--retransmit-to)"))
                 .map(|(_, mac)| mac)
         })
@@ -472,12 +468,8 @@ pub(crate) fn run_udp(
 /// does), or the program reflects, and the socket takes an end of session from, anyone.
 pub(crate) fn run_reflect(plan: &Plan, stop: &AtomicBool) -> anyhow::Result<PathEnd> {
     let gateway = gateway(plan)?;
-    let mut prog = attach(plan, None, Action::Reflect, &gateway).with_context(|| {
-        format!(
-            "failed to set up the XDP reflector on {}",
-            plan.receive.iface.as_str()
-        )
-    })?;
+    let mut prog = attach(plan, None, Action::Reflect, &gateway)
+        .with_context(|| format!("failed to set up the XDP reflector on {}", plan.iface()))?;
     // The floor keeps the same rule as the paths it is the floor of.
     let _sources = pin_sources(plan, &mut prog)?;
     let sock = UdpSocket::bind(SocketAddrV4::new(plan.receive.addr, plan.receive.port))
@@ -538,7 +530,7 @@ fn attach(
     g: &Gateway,
 ) -> anyhow::Result<XdpProgram> {
     let mut prog = XdpProgram::attach_lines(
-        plan.receive.iface.as_str(),
+        plan.iface(),
         plan.receive.port,
         port_b,
         plan.xdp.mode,
@@ -606,7 +598,7 @@ fn ready(plan: &Plan) -> u64 {
     eprintln!(
         "trader: {} path on {} port {}, {} wait; feed from {}; orders to {}",
         plan.path,
-        plan.receive.iface.as_str(),
+        plan.iface(),
         plan.receive.port,
         plan.receive.wait,
         source(plan.run.sources[0]),
