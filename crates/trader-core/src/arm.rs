@@ -44,27 +44,33 @@ impl Trader {
     /// # Errors
     /// [`NotArmed`] says why the next tick can't be armed.
     pub fn next_arm(&mut self) -> Result<Arm, NotArmed> {
-        let (Some(session), Some(_)) = (self.session, self.base) else {
+        let (Some(session), Some(_)) = (self.session(), self.first_seq()) else {
             return Err(NotArmed::FeedUnknown);
         };
-        let Some(stock) = self.stock else {
+        let Some(stock) = self.desk.stock() else {
             return Err(NotArmed::AnyStock);
         };
-        if self.lines.is_some() {
+        if self.sequencer.has_lines() {
             return Err(NotArmed::Lines);
         }
-        if self.next_seq == u64::MAX {
+        let next_seq = self.next_seq();
+        if next_seq == u64::MAX {
             return Err(NotArmed::SequenceEnd);
         }
-        let trigger = self.strategy.trigger().map_err(NotArmed::Engine)?;
+        let token = self.desk.token() + 1;
+        let trigger = self
+            .desk
+            .strategy_mut()
+            .trigger()
+            .map_err(NotArmed::Engine)?;
         let (direction, threshold) = match trigger.prices {
             Prices::AtOrAbove(t) => (ARM_AT_OR_ABOVE, t),
             Prices::AtOrBelow(t) => (ARM_AT_OR_BELOW, t),
         };
         let reverse = trigger.signal.reverse;
         Ok(Arm {
-            seq: self.next_seq,
-            token: self.token + 1,
+            seq: next_seq,
+            token,
             threshold,
             shares: order_shares(reverse),
             session: session.0,

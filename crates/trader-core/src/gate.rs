@@ -64,6 +64,8 @@
 //! Held packets live in a few preallocated buffers; nothing here allocates after start-up.
 use wire::moldudp64::Session;
 
+use crate::lines::Line;
+
 /// Forward jumps larger than this many sequence numbers wait for the next packet to confirm
 /// them. Up to it, a forged jump costs at most this many real ticks (counted late); above it,
 /// a real jump (an outage, a burst of loss) delays the first packet after it by one packet, or
@@ -149,7 +151,7 @@ pub(crate) struct Held {
     /// When it was held (a counter): the oldest goes first.
     pub(crate) stamp: u64,
     /// The line it came on (A/B feeds).
-    pub(crate) line: usize,
+    pub(crate) line: Line,
     /// Other lines that delivered a copy while it was held (bit per line).
     pub(crate) also: u8,
     /// The feed's next expected number when it was held: if the feed has moved since, the
@@ -178,7 +180,7 @@ impl Holding {
                 next: 0,
                 bytes: Vec::with_capacity(HOLD_MAX),
                 stamp: 0,
-                line: 0,
+                line: Line::A,
                 also: 0,
                 feed_next: 0,
                 refused: false,
@@ -234,7 +236,7 @@ impl Holding {
         first: u64,
         next: u64,
         bytes: &[u8],
-        line: usize,
+        line: Line,
     ) -> Option<(usize, Option<Session>)> {
         if bytes.len() > HOLD_MAX {
             return None;

@@ -74,7 +74,7 @@ fn heartbeat(session: Session, seq: u64) -> Vec<u8> {
 }
 
 /// Packets as they arrive: receive time (ns), line, bytes.
-type Arrivals = Vec<(u64, usize, Vec<u8>)>;
+type Arrivals = Vec<(u64, Line, Vec<u8>)>;
 
 /// Builds an arrival timeline on line A: a clock that packets move on.
 struct Timeline {
@@ -96,7 +96,7 @@ impl Timeline {
     /// `p` arrives `after` ns after the last packet.
     fn at(&mut self, after: u64, p: Vec<u8>) -> &mut Self {
         self.now += after;
-        self.arrivals.push((self.now, 0, p));
+        self.arrivals.push((self.now, Line::A, p));
         self
     }
 
@@ -111,11 +111,11 @@ impl Timeline {
 
 /// Feeds `arrivals`, telling the trader each one's receive time first; returns the orders and
 /// whether a packet ended the session.
-fn run_at(t: &mut Trader, arrivals: &[(u64, usize, Vec<u8>)]) -> (Vec<(u64, bool)>, bool) {
+fn run_at(t: &mut Trader, arrivals: &[(u64, Line, Vec<u8>)]) -> (Vec<(u64, bool)>, bool) {
     let mut orders = Vec::new();
     let mut ended = false;
     for (rx, line, p) in arrivals {
-        t.arrived(*rx);
+        t.arrived(Nanos(*rx));
         let out = t.on_packet_from(
             *line,
             p,
@@ -447,7 +447,7 @@ proptest! {
         let arrivals: Vec<_> = feed
             .into_iter()
             .enumerate()
-            .map(|(i, p)| (1_000_000_000 + i as u64 * Timeline::GAP, 0, p))
+            .map(|(i, p)| (1_000_000_000 + i as u64 * Timeline::GAP, Line::A, p))
             .collect();
         let mut t = learner();
         let (orders, ended) = run_at(&mut t, &arrivals);
@@ -502,11 +502,11 @@ fn recovered_ticks_are_counted_not_traded() {
         t.settle();
         now += 1_000_000;
         // The exchange answers each request with the messages asked for.
-        while let Some(req) = t.next_request(now) {
+        while let Some(req) = t.next_request(Nanos(now)) {
             assert_eq!(req.session, lab());
             for seq in req.sequence..req.sequence + u64::from(req.count) {
                 let answer = packet_of(lab(), seq, seq - 1);
-                t.on_packet_from(lines::RECOVERY, &answer, || 0, |_| panic!("traded"));
+                t.on_packet_from(Line::Recovery, &answer, || 0, |_| panic!("traded"));
             }
         }
     }
@@ -524,7 +524,7 @@ fn recovered_ticks_are_counted_not_traded() {
     );
     assert_eq!(c.retransmit_gave_up, 0);
     // Nothing left to ask.
-    assert_eq!(t.next_request(now + 1_000_000_000), None);
+    assert_eq!(t.next_request(Nanos(now + 1_000_000_000)), None);
 }
 
 /// Packets of `per` trades each, numbered from 1, `n` messages in all.
@@ -569,11 +569,11 @@ fn a_b_lines_fill_each_others_gaps_and_are_counted_per_line() {
                 (false, false) => {}
             }
             // B's copy first half the time: whichever comes first is traded.
-            let copies: Vec<usize> = [0, 1]
+            let copies: Vec<Line> = Line::FEED
                 .into_iter()
-                .filter(|&l| !(if l == 0 { lost_a(k) } else { lost_b(k) }))
+                .filter(|&l| !(if l == Line::A { lost_a(k) } else { lost_b(k) }))
                 .collect();
-            let order: Vec<usize> = if k % 2 == 0 {
+            let order: Vec<Line> = if k % 2 == 0 {
                 copies
             } else {
                 copies.into_iter().rev().collect()
@@ -652,7 +652,7 @@ fn a_tick_lost_on_one_line_waits_for_the_other_lines_late_copy() {
         let mut orders = Vec::new();
         // Line B lags one packet behind line A.
         for k in 0..=packets.len() {
-            let mut arrive = |line: usize, p: &[u8]| {
+            let mut arrive = |line: Line, p: &[u8]| {
                 t.on_packet_from(
                     line,
                     p,
@@ -665,10 +665,10 @@ fn a_tick_lost_on_one_line_waits_for_the_other_lines_late_copy() {
                 t.settle();
             };
             if k < packets.len() && !lost_a(k) {
-                arrive(0, &packets[k].1);
+                arrive(Line::A, &packets[k].1);
             }
             if k > 0 {
-                arrive(1, &packets[k - 1].1);
+                arrive(Line::B, &packets[k - 1].1);
             }
         }
         t.finish();
@@ -841,8 +841,8 @@ fn the_other_lines_copy_confirms_a_held_jump_at_once() {
     let mut now = 1_000_000_000;
     let mut both = |arrivals: &mut Arrivals, p: Vec<u8>| {
         now += Timeline::GAP;
-        arrivals.push((now, 0, p.clone()));
-        arrivals.push((now + 1_000, 1, p));
+        arrivals.push((now, Line::A, p.clone()));
+        arrivals.push((now + 1_000, Line::B, p));
     };
     for s in 1..=50 {
         both(&mut arrivals, packet_of(lab(), s, s));
@@ -853,8 +853,8 @@ fn the_other_lines_copy_confirms_a_held_jump_at_once() {
     }
     // A forged jump repeated on the same line is a duplicate, not a confirmation.
     let forged = packet_of(lab(), 100_000, 0);
-    arrivals.push((now + 5_000, 0, forged.clone()));
-    arrivals.push((now + 6_000, 0, forged));
+    arrivals.push((now + 5_000, Line::A, forged.clone()));
+    arrivals.push((now + 6_000, Line::A, forged));
     run_at(&mut t, &arrivals);
     let c = t.counters;
     assert_eq!(
@@ -984,23 +984,26 @@ fn a_heartbeat_numbered_ahead_moves_nothing() {
 }
 
 #[test]
-fn last_feed_ns_is_when_the_feed_last_advanced() {
+fn last_feed_is_when_the_feed_last_advanced() {
     let mut t = pinned(1);
-    let at = |t: &mut Trader, rx: u64, line: usize, p: Vec<u8>| {
+    let at = |t: &mut Trader, rx: u64, line: Line, p: Vec<u8>| {
         run_at(t, &[(rx, line, p)]);
-        t.last_feed_ns()
+        t.last_feed().map(Nanos::ns)
     };
-    assert_eq!(t.last_feed_ns(), None);
-    assert_eq!(at(&mut t, 100, 0, packet_of(lab(), 1, 1)), Some(100));
+    assert_eq!(t.last_feed(), None);
+    assert_eq!(at(&mut t, 100, Line::A, packet_of(lab(), 1, 1)), Some(100));
     // A duplicate, a held jump, a heartbeat, an answer: none advances the feed.
-    assert_eq!(at(&mut t, 200, 0, packet_of(lab(), 1, 1)), Some(100));
-    assert_eq!(at(&mut t, 300, 0, packet_of(lab(), 10_000, 1)), Some(100));
-    assert_eq!(at(&mut t, 400, 0, heartbeat(lab(), 2)), Some(100));
+    assert_eq!(at(&mut t, 200, Line::A, packet_of(lab(), 1, 1)), Some(100));
+    assert_eq!(
+        at(&mut t, 300, Line::A, packet_of(lab(), 10_000, 1)),
+        Some(100)
+    );
+    assert_eq!(at(&mut t, 400, Line::A, heartbeat(lab(), 2)), Some(100));
     let answer = packet_of(lab(), 2, 2);
-    assert_eq!(at(&mut t, 500, lines::RECOVERY, answer), Some(100));
+    assert_eq!(at(&mut t, 500, Line::Recovery, answer), Some(100));
     // Past a gap it does; the late tick then doesn't.
-    assert_eq!(at(&mut t, 600, 0, packet_of(lab(), 3, 3)), Some(600));
-    assert_eq!(at(&mut t, 700, 0, packet_of(lab(), 2, 2)), Some(600));
+    assert_eq!(at(&mut t, 600, Line::A, packet_of(lab(), 3, 3)), Some(600));
+    assert_eq!(at(&mut t, 700, Line::A, packet_of(lab(), 2, 2)), Some(600));
     let c = t.counters;
     assert_eq!(
         (c.duplicate_messages, c.late_messages, c.suspect_sequence),
@@ -1016,18 +1019,18 @@ fn only_asked_for_answers_are_taken_and_none_is_traded() {
     let mut t = pinned(1).with_recovery();
     let lossy: Vec<_> = (1..=10)
         .filter(|&s| s != 5)
-        .map(|s| (s * 1_000, 0, packet_of(lab(), s, s)))
+        .map(|s| (s * 1_000, Line::A, packet_of(lab(), s, s)))
         .collect();
     run_at(&mut t, &lossy);
     let answer = |t: &mut Trader, p: Vec<u8>| {
-        t.arrived(20_000);
-        let out = t.on_packet_from(lines::RECOVERY, &p, || 0, |_| panic!("an answer traded"));
+        t.arrived(Nanos(20_000));
+        let out = t.on_packet_from(Line::Recovery, &p, || 0, |_| panic!("an answer traded"));
         assert_eq!(out, PacketOutcome::Data);
         assert_eq!(t.next_seq(), 11, "an answer never moves the feed");
     };
     // Not asked yet.
     answer(&mut t, packet_of(lab(), 5, 5));
-    let req = t.next_request(1_000_000).unwrap();
+    let req = t.next_request(Nanos(1_000_000)).unwrap();
     assert_eq!((req.sequence, req.count), (5, 1));
     // The answer, then again (a duplicate).
     answer(&mut t, packet_of(lab(), 5, 5));
@@ -1059,6 +1062,6 @@ fn only_asked_for_answers_are_taken_and_none_is_traded() {
     );
     assert_eq!((c.messages, c.ticks, c.gap_messages), (9, 9, 1), "{c:?}");
     // The feed goes on: 11 is traded.
-    run_at(&mut t, &[(30_000, 0, packet_of(lab(), 11, 11))]);
+    run_at(&mut t, &[(30_000, Line::A, packet_of(lab(), 11, 11))]);
     assert_eq!(t.counters.ticks, 10);
 }

@@ -17,14 +17,57 @@ use std::collections::VecDeque;
 
 use results::LineCounts;
 
-use crate::SEEN_WINDOW;
+use crate::{SEEN_WINDOW, time::Nanos};
 
 /// The lines a feed can come on: A and B.
 pub const LINES: usize = 2;
 
-/// The "line" of a packet that answers a re-request (it came from the exchange's re-request
-/// server, not from either line): its messages count as recovered and for neither line.
-pub const RECOVERY: usize = LINES;
+/// Where a packet came from: one of the feed's lines, or the exchange's re-request server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Line {
+    /// Line A: the only line of a one-line feed.
+    #[default]
+    A,
+    /// Line B of an A/B feed.
+    B,
+    /// An answer of the re-request server, not either line: its messages count as recovered
+    /// and for neither line.
+    Recovery,
+}
+
+impl Line {
+    /// The feed's lines, A then B.
+    pub const FEED: [Line; LINES] = [Line::A, Line::B];
+
+    /// The feed line numbered `i` (0: A, 1: B); `None` past B.
+    pub const fn feed(i: usize) -> Option<Line> {
+        match i {
+            0 => Some(Line::A),
+            1 => Some(Line::B),
+            _ => None,
+        }
+    }
+
+    /// The feed line's number (A 0, B 1); `None` for [`Line::Recovery`].
+    #[inline]
+    pub const fn index(self) -> Option<usize> {
+        match self {
+            Line::A => Some(0),
+            Line::B => Some(1),
+            Line::Recovery => None,
+        }
+    }
+
+    /// The feed line's bit in a set of lines (A 1, B 2); 0 for [`Line::Recovery`].
+    #[inline]
+    pub const fn bit(self) -> u8 {
+        match self {
+            Line::A => 1,
+            Line::B => 2,
+            Line::Recovery => 0,
+        }
+    }
+}
 
 /// How long a packet past a gap waits for the other line to fill the gap, by default (ns).
 pub const DEFAULT_WAIT_NS: u64 = 1_000_000;
@@ -36,9 +79,9 @@ pub const WAIT_MAX: usize = 64;
 #[derive(Debug)]
 pub(crate) struct Waiting {
     pub(crate) first: u64,
-    pub(crate) line: usize,
-    /// When it stops waiting (ns).
-    pub(crate) due_ns: u64,
+    pub(crate) line: Line,
+    /// When it stops waiting.
+    pub(crate) due: Nanos,
     pub(crate) bytes: Vec<u8>,
 }
 
@@ -76,8 +119,8 @@ impl Lines {
 
     /// Line `line` delivered numbers up to `next` (exclusive).
     #[inline]
-    pub(crate) fn saw(&mut self, line: usize, next: u64) {
-        if let Some(n) = self.line_next.get_mut(line) {
+    pub(crate) fn saw(&mut self, line: Line, next: u64) {
+        if let Some(n) = line.index().and_then(|i| self.line_next.get_mut(i)) {
             *n = (*n).max(next);
         }
     }
@@ -111,9 +154,9 @@ impl Lines {
         }
     }
 
-    /// Holds `bytes` (numbered from `first`, from `line`) until `due_ns`; false when it can't
+    /// Holds `bytes` (numbered from `first`, from `line`) until `due`; false when it can't
     /// (all buffers in use, or too large): the caller releases what waits and trades it.
-    pub(crate) fn hold(&mut self, bytes: &[u8], first: u64, line: usize, due_ns: u64) -> bool {
+    pub(crate) fn hold(&mut self, bytes: &[u8], first: u64, line: Line, due: Nanos) -> bool {
         if bytes.len() > crate::gate::HOLD_MAX {
             return false;
         }
@@ -131,7 +174,7 @@ impl Lines {
             Waiting {
                 first,
                 line,
-                due_ns,
+                due,
                 bytes: buf,
             },
         );
@@ -160,11 +203,11 @@ impl Lines {
 
     /// Line `line` delivered `seq` (a number the window tracks).
     #[inline]
-    pub(crate) fn mark(&mut self, line: usize, seq: u64) {
+    pub(crate) fn mark(&mut self, line: Line, seq: u64) {
         let (w, b) = Self::slot(seq);
-        if let Some(x) = self
-            .seen
-            .get_mut(line.min(LINES - 1))
+        if let Some(x) = line
+            .index()
+            .and_then(|i| self.seen.get_mut(i))
             .and_then(|s| s.get_mut(w))
         {
             *x |= b;

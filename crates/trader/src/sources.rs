@@ -11,7 +11,7 @@ use std::{fmt, net::Ipv4Addr, net::SocketAddrV4, str::FromStr};
 
 use xdp_common::Foreign;
 
-use trader_core::lines::LINES;
+use trader_core::lines::{LINES, Line};
 
 /// A feed's source: an IPv4 address, and its UDP port if named (`None`: any port of it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,7 +91,7 @@ pub enum Sender {
 pub struct Sources {
     pinned: [Option<FeedSource>; LINES],
     /// A source pinned by the last packet, for the I/O to pass on (the XDP program).
-    fresh: Option<(usize, FeedSource)>,
+    fresh: Option<(Line, FeedSource)>,
 }
 
 impl Sources {
@@ -104,16 +104,16 @@ impl Sources {
     }
 
     /// Line `line`'s source, if pinned.
-    pub fn pinned(&self, line: usize) -> Option<FeedSource> {
-        self.pinned.get(line).copied().flatten()
+    pub fn pinned(&self, line: Line) -> Option<FeedSource> {
+        self.slot(line).copied().flatten()
     }
 
-    /// Whether a packet on `line` from `sender` may be read. Lines past [`LINES`] (the
-    /// re-request server's answers, which the I/O matched to its exact address) and what the
-    /// program vouches for always may.
+    /// Whether a packet on `line` from `sender` may be read. The re-request server's answers
+    /// ([`Line::Recovery`], which the I/O matched to its exact address) and what the program
+    /// vouches for always may.
     #[inline]
-    pub fn check(&self, line: usize, sender: Sender) -> Result<(), Foreign> {
-        match (sender, self.pinned.get(line)) {
+    pub fn check(&self, line: Line, sender: Sender) -> Result<(), Foreign> {
+        match (sender, self.slot(line)) {
             (Sender::Datagram(from), Some(Some(source))) => source.check(from),
             _ => Ok(()),
         }
@@ -121,17 +121,17 @@ impl Sources {
 
     /// Whether line `line`'s source is still to learn.
     #[inline]
-    pub fn learning(&self, line: usize) -> bool {
-        matches!(self.pinned.get(line), Some(None))
+    pub fn learning(&self, line: Line) -> bool {
+        matches!(self.slot(line), Some(None))
     }
 
     /// Pins line `line` to exactly `from` (the datagram that showed the feed).
-    pub fn learn(&mut self, line: usize, from: SocketAddrV4) {
+    pub fn learn(&mut self, line: Line, from: SocketAddrV4) {
         // Port 0 would mean "any port" to the XDP program: never learned.
         if from.port() == 0 {
             return;
         }
-        if let Some(slot @ None) = self.pinned.get_mut(line) {
+        if let Some(slot @ None) = line.index().and_then(|i| self.pinned.get_mut(i)) {
             let source = FeedSource::exactly(from);
             *slot = Some(source);
             self.fresh = Some((line, source));
@@ -139,8 +139,14 @@ impl Sources {
     }
 
     /// The source pinned since the last call, if any.
-    pub fn take_fresh(&mut self) -> Option<(usize, FeedSource)> {
+    pub fn take_fresh(&mut self) -> Option<(Line, FeedSource)> {
         self.fresh.take()
+    }
+
+    /// Line `line`'s slot: `None` for the re-request server's answers.
+    #[inline]
+    fn slot(&self, line: Line) -> Option<&Option<FeedSource>> {
+        line.index().and_then(|i| self.pinned.get(i))
     }
 }
 
@@ -192,25 +198,34 @@ mod tests {
     fn a_learned_source_is_pinned_once_and_then_checked() {
         let mut s = Sources::new([None, None]);
         let feed = at([198, 18, 0, 1], 40000);
-        assert_eq!(s.check(0, Sender::Datagram(at([198, 18, 0, 9], 1))), Ok(()));
-        assert!(s.learning(0));
-        s.learn(0, feed);
-        assert_eq!(s.take_fresh(), Some((0, FeedSource::exactly(feed))));
-        assert_eq!(s.take_fresh(), None);
-        s.learn(0, at([198, 18, 0, 9], 1));
-        assert_eq!(s.take_fresh(), None, "pinned once");
-        assert_eq!(s.check(0, Sender::Datagram(feed)), Ok(()));
         assert_eq!(
-            s.check(0, Sender::Datagram(at([198, 18, 0, 9], 1))),
+            s.check(Line::A, Sender::Datagram(at([198, 18, 0, 9], 1))),
+            Ok(())
+        );
+        assert!(s.learning(Line::A));
+        s.learn(Line::A, feed);
+        assert_eq!(s.take_fresh(), Some((Line::A, FeedSource::exactly(feed))));
+        assert_eq!(s.take_fresh(), None);
+        s.learn(Line::A, at([198, 18, 0, 9], 1));
+        assert_eq!(s.take_fresh(), None, "pinned once");
+        assert_eq!(s.check(Line::A, Sender::Datagram(feed)), Ok(()));
+        assert_eq!(
+            s.check(Line::A, Sender::Datagram(at([198, 18, 0, 9], 1))),
             Err(Foreign::Addr)
         );
         assert_eq!(
-            s.check(0, Sender::Datagram(at([198, 18, 0, 1], 40001))),
+            s.check(Line::A, Sender::Datagram(at([198, 18, 0, 1], 40001))),
             Err(Foreign::Port)
         );
-        assert_eq!(s.check(0, Sender::Program), Ok(()));
+        assert_eq!(s.check(Line::A, Sender::Program), Ok(()));
         // Line B still learns; the re-request server's line is never checked here.
-        assert_eq!(s.check(1, Sender::Datagram(at([198, 18, 0, 9], 1))), Ok(()));
-        assert_eq!(s.check(2, Sender::Datagram(at([198, 18, 0, 9], 1))), Ok(()));
+        assert_eq!(
+            s.check(Line::B, Sender::Datagram(at([198, 18, 0, 9], 1))),
+            Ok(())
+        );
+        assert_eq!(
+            s.check(Line::Recovery, Sender::Datagram(at([198, 18, 0, 9], 1))),
+            Ok(())
+        );
     }
 }

@@ -433,7 +433,7 @@ pub fn run_with(ctx: &Ctx, max: usize, rounds: usize, steps: usize) -> anyhow::R
                   read front to back from a UMEM frame (crates/trader/src/trading/xdp.rs; the UMEM \
                   is 4096 frames × 2048 B = 8 MiB, XskConfig in crates/afxdp/src/xsk.rs, of which \
                   only the frames in flight are hot), the tick-to-trade core keeps an 8 KiB \
-                  `seen` bitmap and fixed pending arrays (crates/trader-core/src/lib.rs), and the \
+                  `seen` bitmap and fixed pending arrays (crates/trader-core/src/sequencer.rs, desk.rs), and the \
                   engine's rolling windows are ring buffers (crates/engine/src/strategy.rs). Nothing \
                   on the path chases pointers through a large structure, so it lives at the \
                   left of this curve."

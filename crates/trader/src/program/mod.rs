@@ -94,7 +94,7 @@ pub fn run(mut o: Options) -> anyhow::Result<()> {
         frames_not_ours: run.frames_not_ours,
         rx_queue_frames: run.rx_queue_frames,
         rx_to_tx: rx_to_tx.summary(),
-        engine: trader.engine.summary(),
+        engine: trader.engine().summary(),
         xdp_counters: run.xdp_counters,
         xdp_program: run.xdp_program,
         xsk_stats: run.xsk_stats,

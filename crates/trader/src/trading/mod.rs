@@ -22,7 +22,7 @@ use results::{ContextSwitches, EndReason, ThreadTime};
 use wire::order::OrderRepr;
 
 use afxdp::{clock::now_ns, host::SpanAccounting};
-use trader_core::{PacketOutcome, Trader, stats::Latency};
+use trader_core::{Line, Nanos, PacketOutcome, Trader, stats::Latency};
 
 mod tcp;
 mod tcp_xdp;
@@ -64,14 +64,14 @@ pub trait OrderSink {
 /// What a [`TraderIo`] hands each packet to: the loop. Generic over the sink, so every order's
 /// send is a direct (inlinable) call into the path's own sink, not a virtual one.
 pub trait PacketHandler {
-    /// One packet: its payload, the line it came on (0: A, the only one of a one-line feed;
-    /// 1: B; [`trader_core::lines::RECOVERY`]: an answer of the re-request server), who sent
+    /// One packet: its payload, the line it came on (A, the only one of a one-line feed; B;
+    /// [`Line::Recovery`]: an answer of the re-request server), who sent
     /// it, the time it was taken into userspace, and the sink for its orders (which go to the
     /// configured order gateway, whoever sent the packet).
     fn on_packet<S: OrderSink>(
         &mut self,
         payload: &[u8],
-        line: usize,
+        line: Line,
         sender: Sender,
         t_rx: u64,
         sink: &mut S,
@@ -114,7 +114,7 @@ pub trait TraderIo {
     /// The loop pinned line `line`'s source, learned from the feed: from now on nothing else
     /// may reach the trader on that line. The AF_XDP paths tell the XDP program, which then
     /// drops the rest in the driver. The default does nothing (the loop checks every packet).
-    fn pin_source(&mut self, line: usize, source: FeedSource) {
+    fn pin_source(&mut self, line: Line, source: FeedSource) {
         let _ = (line, source);
     }
 
@@ -226,7 +226,7 @@ impl<C: Fn() -> u64> PacketHandler for Turn<'_, C> {
     fn on_packet<S: OrderSink>(
         &mut self,
         payload: &[u8],
-        line: usize,
+        line: Line,
         sender: Sender,
         t_rx: u64,
         sink: &mut S,
@@ -248,7 +248,7 @@ impl<C: Fn() -> u64> PacketHandler for Turn<'_, C> {
             0
         };
         // When it came: what the feed gate measures the feed's silence by.
-        self.trader.arrived(t_rx);
+        self.trader.arrived(Nanos(t_rx));
         let mut sent_any = false;
         let outcome = self
             .trader
@@ -297,7 +297,7 @@ impl<C> Turn<'_, C> {
     /// numbers the feed already brought: line B of an A/B feed is mostly those) names the
     /// source, pinned from then on.
     #[cold]
-    fn learn(&mut self, line: usize, sender: Sender, taken_before: u64) {
+    fn learn(&mut self, line: Line, sender: Sender, taken_before: u64) {
         if let Sender::Datagram(from) = sender
             && self.trader.session().is_some()
             && feed_messages(self.trader) > taken_before
@@ -361,7 +361,7 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
         // A packet waiting for the other line of an A/B feed: a blocking receive waits no
         // longer than its wait has left.
         if let Some(due) = trader.waiting_due() {
-            let left_ns = due.saturating_sub(now_ns());
+            let left_ns = due.ns().saturating_sub(now_ns());
             io.cap_wait(i32::try_from(left_ns.div_ceil(1_000_000)).unwrap_or(i32::MAX));
         }
         let mut turn = Turn::new(trader, &mut sources, rx_to_tx, clock, last_data);
@@ -412,7 +412,7 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
         // An A/B wait that ran out with no packet to end it: its packets go now.
         if let Some(due) = trader.waiting_due() {
             let now = now_ns();
-            if now >= due {
+            if now >= due.ns() {
                 io.with_sink(&mut |sink| {
                     let mut sent_any = false;
                     trader.release_due(clock, |order| {
@@ -430,7 +430,7 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
         // Between turns, after the orders: at most one re-request a turn, paced by the trader.
         if let Some(to) = retransmit_to {
             let now = if n > 0 { last_data } else { now_ns() };
-            if let Some(req) = trader.next_request(now)
+            if let Some(req) = trader.next_request(Nanos(now))
                 && io.send_request(to, &req.emit()).is_err()
             {
                 trader.counters.retransmit_send_failed += 1;

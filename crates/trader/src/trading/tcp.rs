@@ -30,7 +30,7 @@ use wire::{
 
 use super::{FeedSource, OrderSink, PacketHandler, Sender, TraderIo};
 use afxdp::clock::{RealToMono, now_ns};
-use trader_core::{Trader, stats::Latency};
+use trader_core::{Line, Trader, stats::Latency};
 
 /// The answers and timers are looked at no more often than this (a `recvmsg` each time).
 const SERVICE_EVERY_NS: u64 = 50_000;
@@ -649,7 +649,7 @@ impl<H: PacketHandler> PacketHandler for Swap<'_, H> {
     fn on_packet<S: OrderSink>(
         &mut self,
         payload: &[u8],
-        line: usize,
+        line: Line,
         sender: Sender,
         t_rx: u64,
         _own: &mut S,
@@ -687,7 +687,7 @@ impl<I: TraderIo> TraderIo for WithOrders<'_, I> {
         f(self.orders);
     }
 
-    fn pin_source(&mut self, line: usize, source: FeedSource) {
+    fn pin_source(&mut self, line: Line, source: FeedSource) {
         self.io.pin_source(line, source);
     }
 

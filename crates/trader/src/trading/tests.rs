@@ -19,7 +19,7 @@ use wire::{
 use super::{
     FeedSource, LoopConfig, OrderSink, PacketHandler, Sender, TraderIo, run, run_with_clock,
 };
-use trader_core::{DEFAULT_ENGINE_SAMPLE_EVERY, Trader, stats::Latency, trade_message};
+use trader_core::{DEFAULT_ENGINE_SAMPLE_EVERY, Line, Trader, stats::Latency, trade_message};
 
 /// Packets in, orders out, in memory. With `QUEUE`, orders wait for the sink's `flush` (the
 /// kick) like AF_XDP's; without, they leave at `send` like a socket's.
@@ -50,9 +50,9 @@ struct FakeIo<const QUEUE: bool> {
     /// Who sent each incoming packet, in turn; [`FEED`] once it runs out.
     senders: VecDeque<SocketAddrV4>,
     /// Sources the loop pinned, as it told the I/O.
-    pins: Vec<(usize, FeedSource)>,
+    pins: Vec<(Line, FeedSource)>,
     /// The line each incoming packet arrives on, in turn; line A once it runs out.
-    lines: VecDeque<usize>,
+    lines: VecDeque<Line>,
 }
 
 /// The feed's source in these tests.
@@ -104,14 +104,14 @@ impl<const QUEUE: bool> TraderIo for FakeIo<QUEUE> {
         let mut n = 0;
         while n < max {
             let (p, line, from) = match self.answers.pop_front() {
-                Some(a) => (a, trader_core::lines::RECOVERY, retransmit_server()),
+                Some(a) => (a, Line::Recovery, retransmit_server()),
                 None => match (self.incoming.pop_front(), &self.endless) {
                     (Some(p), _) => (
                         p,
-                        self.lines.pop_front().unwrap_or(0),
+                        self.lines.pop_front().unwrap_or(Line::A),
                         self.senders.pop_front().unwrap_or(FEED),
                     ),
-                    (None, Some(e)) => (e.clone(), 0, FEED),
+                    (None, Some(e)) => (e.clone(), Line::A, FEED),
                     (None, None) => break,
                 },
             };
@@ -147,7 +147,7 @@ impl<const QUEUE: bool> TraderIo for FakeIo<QUEUE> {
         self.idles += 1;
     }
 
-    fn pin_source(&mut self, line: usize, source: FeedSource) {
+    fn pin_source(&mut self, line: Line, source: FeedSource) {
         self.pins.push((line, source));
     }
 
@@ -389,7 +389,7 @@ fn check_run<const Q: bool>(batch: usize) {
     // One RX→TX sample per packet that sent an order (one trade per packet here).
     assert_eq!(rx_to_tx.len(), want.len() as u64);
     assert_eq!(
-        t.engine.len(),
+        t.engine().len(),
         400u64.div_ceil(u64::from(DEFAULT_ENGINE_SAMPLE_EVERY)),
         "the engine is timed on the first tick and every Nth after it"
     );
@@ -533,14 +533,14 @@ fn finish_runs_once_on_every_exit_and_its_packets_are_traded() {
                     // Real receive times: an end past the next number is believed when
                     // repeated after the feed has been silent for the gate's quiet time.
                     let now = afxdp::clock::now_ns();
-                    handler.on_packet(&self.eos, 0, Sender::Program, now, &mut Elsewhere);
+                    handler.on_packet(&self.eos, Line::A, Sender::Program, now, &mut Elsewhere);
                     Ok(1)
                 }
             }
         }
         fn finish<H: PacketHandler>(&mut self, handler: &mut H) {
             self.finished += 1;
-            handler.on_packet(&self.held, 0, Sender::Program, 0, &mut Elsewhere);
+            handler.on_packet(&self.held, Line::A, Sender::Program, 0, &mut Elsewhere);
         }
     }
     let (packets, _) = feed(1);
@@ -632,7 +632,7 @@ fn one_clock_read_before_the_kick_and_the_tx_time_after_it() {
             "{:?}",
             rx_to_tx.summary()
         );
-        assert_eq!(t.engine.len(), 0, "sampling 0 never times the engine");
+        assert_eq!(t.engine().len(), 0, "sampling 0 never times the engine");
     }
 }
 
@@ -646,10 +646,10 @@ fn a_sampled_tick_reads_the_clock_twice_around_the_engine_and_nowhere_else() {
         .zip(std::iter::once(&Event::Rx).chain(&events))
         .filter(|(e, prev)| **e == Event::Clock && **prev != Event::Kick)
         .count();
-    assert_eq!(t.engine.len(), 30, "ticks 1, 11, ..., 291");
+    assert_eq!(t.engine().len(), 30, "ticks 1, 11, ..., 291");
     assert_eq!(clock_reads_not_after_a_kick, 2 * 30);
     // The engine samples were taken before the kick, not around it.
-    assert!(t.engine.summary().max_us * 1000.0 < KICK_NS as f64);
+    assert!(t.engine().summary().max_us * 1000.0 < KICK_NS as f64);
 }
 
 #[test]
@@ -658,14 +658,14 @@ fn the_engine_samples_wait_for_settle() {
     let mut t = trader().with_engine_sampling(1);
     t.on_packet(&packets[0], || 7, |_| true);
     assert_eq!(
-        t.engine.len(),
+        t.engine().len(),
         0,
         "nothing recorded before the orders are out"
     );
     t.settle();
-    assert_eq!(t.engine.len(), 1);
+    assert_eq!(t.engine().len(), 1);
     t.settle();
-    assert_eq!(t.engine.len(), 1, "a sample is recorded once");
+    assert_eq!(t.engine().len(), 1, "a sample is recorded once");
 }
 
 /// The trader's own account after the fake ring replayed `packets`.
@@ -864,7 +864,7 @@ fn datagrams_from_a_source_nobody_named_are_counted_and_never_read() {
         let pins = if named {
             vec![]
         } else {
-            vec![(0, FeedSource::exactly(FEED))]
+            vec![(Line::A, FeedSource::exactly(FEED))]
         };
         assert_eq!(io.pins, pins, "learned once, told to the I/O once");
     }
@@ -884,17 +884,17 @@ fn line_b_learns_its_source_from_copies_of_what_line_a_brought() {
     for (i, p) in packets.iter().enumerate() {
         incoming.push_back(p.clone());
         senders.push_back(FEED);
-        lines.push_back(0);
+        lines.push_back(Line::A);
         if i < 5 {
             // Line B's copy, after line A's.
             incoming.push_back(p.clone());
             senders.push_back(line_b);
-            lines.push_back(1);
+            lines.push_back(Line::B);
         } else if i < 25 {
             // Once both are pinned, a stranger on line B, ahead of the real copy.
             incoming.push_back(forged(&packets[i + 1]));
             senders.push_back(stranger);
-            lines.push_back(1);
+            lines.push_back(Line::B);
         }
     }
     let mut io = FakeIo::<false> {
@@ -911,7 +911,7 @@ fn line_b_learns_its_source_from_copies_of_what_line_a_brought() {
     };
     let end = run(&mut io, &mut t, &mut h, cfg, &AtomicBool::new(false)).unwrap();
     assert_eq!(end.reason, EndReason::EndOfSession);
-    assert_eq!(io.pins, vec![(1, FeedSource::exactly(line_b))]);
+    assert_eq!(io.pins, vec![(Line::B, FeedSource::exactly(line_b))]);
     let c = t.counters;
     assert_eq!(
         (c.foreign_source_addr, c.foreign_source_port),

@@ -31,7 +31,7 @@ use afxdp::{
     clock::now_ns,
     xdp::{ArmMap, FiredRing},
 };
-use trader_core::{NotArmed, Trader, arm::fired_order, stats::Latency};
+use trader_core::{Line, NotArmed, Trader, arm::fired_order, stats::Latency};
 
 /// How long a blocking turn sleeps in `poll()` at most, so the stop flag and the idle timeout
 /// are still seen.
@@ -305,7 +305,7 @@ impl Fire<'_> {
             fired: fired_order(f, self.stock),
             matched: false,
         };
-        handler.on_packet(&buf[..len], 0, Sender::Program, t_rx, &mut sink);
+        handler.on_packet(&buf[..len], Line::A, Sender::Program, t_rx, &mut sink);
         if !sink.matched {
             // The trader would have sent nothing, or something else.
             self.report.mismatch += 1;
@@ -361,7 +361,7 @@ impl<H: PacketHandler> PacketHandler for Merge<'_, '_, H> {
     fn on_packet<S: OrderSink>(
         &mut self,
         payload: &[u8],
-        line: usize,
+        line: Line,
         sender: Sender,
         t_rx: u64,
         sink: &mut S,
@@ -462,7 +462,7 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for TriggerIo<BLOCK, BUS
         self.xdp.send_request(to, payload)
     }
 
-    fn pin_source(&mut self, line: usize, source: FeedSource) {
+    fn pin_source(&mut self, line: Line, source: FeedSource) {
         self.xdp.pin_source(line, source);
     }
 

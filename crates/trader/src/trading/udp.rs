@@ -7,6 +7,8 @@ use std::{
 
 use wire::order::OrderRepr;
 
+use trader_core::Line;
+
 use super::{OrderSink, PacketHandler, Sender, TraderIo};
 use afxdp::{clock::now_ns, sockopt::MultiRecv};
 
@@ -81,7 +83,7 @@ impl UdpIo {
     }
 
     /// Datagrams from `server` (the re-request server) are answers to re-requests: handed on
-    /// as [`trader_core::lines::RECOVERY`], not as a line's.
+    /// as [`trader_core::Line::Recovery`], not as a line's.
     #[must_use]
     pub fn with_retransmit_source(mut self, server: SocketAddrV4) -> Self {
         self.retransmit_source = Some(server);
@@ -170,9 +172,11 @@ impl TraderIo for UdpIo {
             return Ok(1);
         };
         let line = if self.retransmit_source == Some(from) {
-            trader_core::lines::RECOVERY
+            Line::Recovery
+        } else if line == 0 {
+            Line::A
         } else {
-            line
+            Line::B
         };
         let t_rx = now_ns();
         let mut sink = UdpSink { sock: &self.orders };
@@ -242,9 +246,9 @@ impl TraderIo for MmsgIo {
         } = self;
         match multi.recv(sock.as_raw_fd(), |payload, from| {
             let line = if *retransmit_source == Some(from) {
-                trader_core::lines::RECOVERY
+                Line::Recovery
             } else {
-                0
+                Line::A
             };
             let t_rx = now_ns();
             let mut sink = UdpSink { sock: orders };

@@ -4,6 +4,8 @@ use std::io;
 use results::FrameCounts;
 use wire::order::OrderRepr;
 
+use trader_core::Line;
+
 use super::{FeedSource, OrderSink, PacketHandler, Sender, TraderIo};
 use afxdp::{
     clock::now_ns,
@@ -170,9 +172,9 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
             // Checked as the kernel checks a datagram for a UDP socket (addresses, checksums),
             // so this path trades nothing the kernel path would drop.
             let (d, line) = match (parse_udp_to(f, our), &*our_b) {
-                (Ok(d), _) => (d, 0),
+                (Ok(d), _) => (d, Line::A),
                 (Err(FrameError::OtherPort), Some(b)) => match parse_udp_to(f, b) {
-                    Ok(d) => (d, 1),
+                    Ok(d) => (d, Line::B),
                     Err(e) => {
                         count(frames_not_ours, e);
                         return;
@@ -190,7 +192,7 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
                 }
             };
             let line = if retransmit.is_some_and(|(server, _)| server == d.src) {
-                trader_core::lines::RECOVERY
+                Line::Recovery
             } else {
                 line
             };
@@ -211,7 +213,7 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
     }
 
     /// Frames from `server` (the re-request server) are answers to re-requests: handed on as
-    /// [`trader_core::lines::RECOVERY`], not as a line's. Re-requests go to it through
+    /// [`trader_core::Line::Recovery`], not as a line's. Re-requests go to it through
     /// `next_hop` (its MAC, or its router's).
     #[must_use]
     pub fn with_retransmit_source(
@@ -357,11 +359,11 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for XdpIo<BLOCK, BUSY_PO
         }
     }
 
-    fn pin_source(&mut self, line: usize, source: FeedSource) {
+    fn pin_source(&mut self, line: Line, source: FeedSource) {
         let Some(map) = &mut self.sources else {
             return;
         };
-        let Ok(index) = u32::try_from(line) else {
+        let Some(index) = line.index().and_then(|i| u32::try_from(i).ok()) else {
             return;
         };
         if let Err(e) = map.pin(index, &source.to_program()) {

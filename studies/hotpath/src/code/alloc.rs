@@ -482,7 +482,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
     o.dists = m.dists;
     o.comparisons = comparisons(&o);
     o.notes = notes(ctx, plan, sum);
-    o.trader = "Nothing is allocated per packet: crates/trader-core/src/lib.rs says it and does it. \
+    o.trader = "Nothing is allocated per packet: crates/trader-core/src/lib.rs says it and its sequencer and desk do it. \
         `Trader::on_packet` builds each `OrderRepr` (crates/wire/src/order.rs, a Copy value) on the \
         stack, keeps engine samples and fills in the fixed arrays of `Pending` (64 entries) \
         until `settle`, and tracks sequence numbers in `seen`, a `Box<[u64]>` made once in \

@@ -1037,8 +1037,8 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
         `Repr::parse`, crates/wire/src/itch/trade.rs), the smoltcp pattern: checked indexing in the \
         source, at constant offsets of a slice whose length was just compared, which the \
         compiler can prove as it does here for the fixed-size arrays. The header is read the \
-        same way after `Packet::new_checked` (`Trader::on_packet_from` and \
-        `Trader::trade_packet`, crates/trader-core/src/lib.rs). Read from the trader's release build \
+        same way after `Packet::new_checked` (`Sequencer::on_packet` and \
+        `Sequencer::deliver`, crates/trader-core/src/sequencer.rs). Read from the trader's release build \
         (rustc 1.95, `objdump -d`): `wire::itch::parse`, `itch::trade::Repr::parse` and \
         `Messages::next` call no panic, so no bounds check is left in them."
         .to_string();

@@ -228,7 +228,7 @@ pub fn trader_note(added_ns: f64) -> String {
     format!(
         "The trader's per-packet work is one thread that writes no memory another thread \
          writes: its counters are plain `u64` fields of `Trader::counters` \
-         (`results::TraderCounters`, bumped in crates/trader-core/src/lib.rs `on_packet`), read after \
+         (`results::TraderCounters`, bumped in crates/trader-core/src/sequencer.rs and desk.rs), read after \
          the run; the loop's only shared atomic is the stop flag (crates/trader/src/trading/mod.rs \
          `run_with_clock`: one relaxed load per turn, written only by the signal handler, so \
          its line stays shared-clean); the XDP program's counters are a per-CPU map \

@@ -380,8 +380,8 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
     o.notes = notes(plan, &spreads, m.results[0]);
     o.trader = "No order collection to scan: the trader trades one stock and holds at most one \
         position (`engine::Ledger`'s `open: Option<(Side, f64)>`); its per-tick state is the \
-        `Trader` struct (crates/trader-core/src/lib.rs), whose hot fields (sequence tracking \
-        `next_seq`/`seen`, `counters`, the engine `Strategy`) sit beside colder ones (the \
+        `Trader` struct (crates/trader-core/src/lib.rs: its `Sequencer` and `Desk`), whose hot fields (sequence tracking \
+        `next_seq`/`seen`, `counters`, the engine `Strategy`) sit beside colder ones (the desk's \
         `engine` latency histogram, the `Pending` arrays of 64 samples and 64 fills, about 1.5 \
         KB, touched only when something is kept). The strategy's price history is in \
         separate heap rings (`Ring { buf: Vec<f64> }`, crates/engine/src/strategy.rs), already apart \

@@ -309,9 +309,9 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
         ),
         "All three built the same vector (fingerprint checked against the source).".to_string(),
     ];
-    o.trader = "The hot path grows no Vec: `Trader` keeps its sequence window in a fixed \
-        `Box<[u64]>` and the packet's kept-aside samples and fills in fixed arrays (`Pending`, \
-        crates/trader-core/src/lib.rs); `OrderRepr` (crates/wire/src/order.rs) is a Copy value passed by \
+    o.trader = "The hot path grows no Vec: the `Sequencer` keeps its sequence window in a fixed \
+        `Box<[u64]>` and the `Desk` the packet's kept-aside samples and fills in fixed arrays (`Pending`, \
+        crates/trader-core/src/desk.rs); `OrderRepr` (crates/wire/src/order.rs) is a Copy value passed by \
         reference to the sink; the strategy's rings are sized once in `Strategy::new` \
         (crates/engine/src/strategy.rs). Moves on the hot path are of small Copy structs, never of \
         owned heap data."

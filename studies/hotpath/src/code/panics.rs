@@ -651,12 +651,12 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
          compare: a panic is for bugs, and an error is a value."
             .to_string(),
     ];
-    o.trader = "Result, counted: `Trader::trade_packet` (crates/trader-core/src/lib.rs) matches \
+    o.trader = "Result, counted: `Desk::on_message` (crates/trader-core/src/desk.rs) matches \
         `itch::parse(block)`, which returns `Result<Message>` (crates/wire/src/itch/mod.rs), and counts \
         `Err(_)` in `counters.malformed_messages`; a packet whose header is short is \
         `moldudp64::Packet::new_checked`'s `Err`, counted in `malformed_packets`, and bad \
         framing (the `Messages` iterator's `Err` items, crates/wire/src/moldudp64.rs) in \
-        `malformed_framing` (`Trader::on_packet_from`). The error is `wire::Error`, small and \
+        `malformed_framing` (`Sequencer::on_packet`, crates/trader-core/src/sequencer.rs). The error is `wire::Error`, small and \
         `Copy` so the loop counts it without allocating (crates/wire/src/error.rs). The wire crate \
         never panics on input (its doc, crates/wire/src/lib.rs; the proptests in crates/wire/tests/prop.rs), \
         and no `Option` stands in for an error on that path."
@@ -791,6 +791,6 @@ mod tests {
         assert_eq!(o.comparisons.len(), 4);
         assert!(o.comparisons.iter().all(|c| c.our_ratio.is_some()));
         assert!(o.notes.iter().any(|n| n.contains("tally matched")));
-        assert!(o.trader.contains("crates/trader-core/src/lib.rs"));
+        assert!(o.trader.contains("crates/trader-core/src/desk.rs"));
     }
 }

@@ -525,7 +525,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
     o.trader = "A plain tag test, then an enum: `wire::itch::parse` (crates/wire/src/itch/mod.rs) reads \
         the type byte, matches it against the 23 ITCH 5.0 types (one `match`, each arm with its \
         fixed length), checks the length and decodes that type's `Repr` into one `Message` \
-        variant, which `Trader::on_packet` (crates/trader-core/src/lib.rs) matches (`Message::Trade`, \
+        variant, which `Desk::on_message` (crates/trader-core/src/desk.rs) matches (`Message::Trade`, \
         every other type counted). \
         No `Any` or downcast on the hot path (`downcast_ref` appears only in setup error \
         handling: crates/afxdp/src/xdp.rs, crates/afxdp/src/xsk.rs)."

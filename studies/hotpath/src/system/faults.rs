@@ -279,7 +279,7 @@ pub fn run_with(ctx: &Ctx, len: usize, rounds: usize) -> anyhow::Result<Outcome>
                   `trader --mlock` adds mlockall(MCL_CURRENT | MCL_FUTURE) \
                   (crates/afxdp/src/process.rs lock_memory, called in crates/trader/src/program/io.rs \
                   before the loop), off by default. The tick-to-trade core allocates nothing per \
-                  tick (crates/trader-core/src/lib.rs: its `seen` window and pending arrays are made once \
+                  tick (crates/trader-core/src/sequencer.rs and desk.rs: its `seen` window and pending arrays are made once \
                   in Trader::new), so after the first packets its pages stay mapped."
         .into();
     Ok(out)

@@ -643,7 +643,7 @@ pub fn run_with(ctx: &Ctx, p: &Params) -> anyhow::Result<Outcome> {
                   its MAP_POPULATE mapping (xsk-rs src/umem/mem/mmap.rs); it is off by default \
                   and needs /proc/sys/vm/nr_hugepages reserved (`cargo xtask matrix` runs it as \
                   the huge-pages knob only when enough are). The default UMEM is 4096 frames × \
-                  2048 B = 8 MiB on 4 KiB pages; the tick-to-trade state (crates/trader-core/src/lib.rs: \
+                  2048 B = 8 MiB on 4 KiB pages; the tick-to-trade state (crates/trader-core/src/sequencer.rs: \
                   an 8 KiB `seen` window, the engine's rings) is small enough that TLB reach \
                   matters far less to it than to this chase. THP is never asked for (no \
                   MADV_HUGEPAGE anywhere in userspace/src)."

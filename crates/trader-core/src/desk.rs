@@ -1,0 +1,265 @@
+//! The desk: the strategy on the traded stock's prints, making orders, and the trader's own
+//! ledger of what it sent. It sees only what the [`Sequencer`](crate::sequencer::Sequencer)
+//! hands it: each message of the feed once, in order, numbered.
+//!
+//! A print is a Trade (`'P'`) message of its stock: the ticker feed.
+//!
+//! What can wait until the orders are out does: the engine-time samples and the ledger's
+//! bookings of a packet are kept aside and recorded by [`Desk::settle`].
+
+use engine::{Ledger, Params, Side as EngineSide, Strategy};
+use results::{Account, Position};
+use wire::{
+    itch::{self, Message, Price4, Stock},
+    order::OrderRepr,
+};
+
+use crate::{Counters, DEFAULT_ENGINE_SAMPLE_EVERY, arm, stats::Latency};
+
+/// Samples and bookings one packet can keep aside for [`Desk::settle`]: more than the trades
+/// a 2048-byte frame holds (44). Past it, the rest is recorded at once (never lost).
+const PENDING_MAX: usize = 64;
+
+/// Engine samples and fills of the packet being processed, in tick order.
+#[derive(Debug)]
+struct Pending {
+    engine: [u64; PENDING_MAX],
+    engine_len: usize,
+    fills: [(EngineSide, f64); PENDING_MAX],
+    fills_len: usize,
+}
+
+impl Default for Pending {
+    fn default() -> Self {
+        Pending {
+            engine: [0; PENDING_MAX],
+            engine_len: 0,
+            fills: [(EngineSide::Long, 0.0); PENDING_MAX],
+            fills_len: 0,
+        }
+    }
+}
+
+/// The desk's state (see the [module](self)).
+#[derive(Debug)]
+pub struct Desk {
+    strategy: Strategy,
+    /// The stock traded (all stocks' trades if `None`, on the ticker feed).
+    stock: Option<Stock>,
+    /// The token of the last order made.
+    token: u64,
+    /// Engine time (`on_tick`, price in to decision out) of one tick in `engine_every`.
+    engine: Latency,
+    /// Sample the engine on one tick in this many (0: never).
+    engine_every: u32,
+    /// Ticks until the next sample.
+    engine_countdown: u32,
+    /// The desk's own book of the orders it sent, at the tick prices it saw.
+    ledger: Ledger,
+    /// Orders booked in `ledger`.
+    booked: u64,
+    /// The last tick price seen (of the stock traded): where the account closes.
+    last_price: Option<f64>,
+    /// What the current packet keeps aside until its orders are out.
+    pending: Pending,
+}
+
+/// Books `fill` into `ledger`.
+#[inline]
+fn book(ledger: &mut Ledger, (side, price): (EngineSide, f64)) {
+    ledger.fill(side, price);
+}
+
+impl Desk {
+    /// A desk running the strategy `params` on trades of `stock` (all stocks if `None`),
+    /// sampling the engine's time every [`DEFAULT_ENGINE_SAMPLE_EVERY`] ticks.
+    pub fn new(params: Params, stock: Option<Stock>) -> Self {
+        Desk {
+            strategy: Strategy::new(params),
+            stock,
+            token: 0,
+            engine: Latency::new(),
+            engine_every: DEFAULT_ENGINE_SAMPLE_EVERY,
+            engine_countdown: 0,
+            ledger: Ledger::new(),
+            booked: 0,
+            last_price: None,
+            pending: Pending::default(),
+        }
+    }
+
+    /// Samples the engine's time on one tick in `every` (0: never).
+    pub fn set_engine_sampling(&mut self, every: u32) {
+        self.engine_every = every;
+        self.engine_countdown = 0;
+    }
+
+    /// The stock traded, if one.
+    pub fn stock(&self) -> Option<Stock> {
+        self.stock
+    }
+
+    /// The token of the last order made (0: none yet).
+    pub fn token(&self) -> u64 {
+        self.token
+    }
+
+    /// The strategy (for the trigger's arm).
+    pub(crate) fn strategy_mut(&mut self) -> &mut Strategy {
+        &mut self.strategy
+    }
+
+    /// The engine's sampled times.
+    pub fn engine(&self) -> &Latency {
+        &self.engine
+    }
+
+    /// Message `seq` of the feed, new and in order: a tick if it prints the stock traded, and
+    /// the order the strategy makes of it through `emit` (which says whether it went out).
+    /// `clock` is read only on the ticks whose engine time is sampled.
+    #[inline(always)]
+    pub fn on_message(
+        &mut self,
+        seq: u64,
+        message: &[u8],
+        c: &mut Counters,
+        clock: &impl Fn() -> u64,
+        emit: &mut impl FnMut(&OrderRepr) -> bool,
+    ) {
+        match itch::parse(message) {
+            Ok(Message::Trade(t)) => {
+                if self.stock.is_some_and(|s| s != t.stock) {
+                    c.other_stock += 1;
+                    return;
+                }
+                self.on_tick(seq, t.stock, t.price, c, clock, emit);
+            }
+            // Every other well-formed ITCH message: not a tick for this desk.
+            Ok(_) => c.other_messages += 1,
+            Err(_) => c.malformed_messages += 1,
+        }
+    }
+
+    /// A print of `stock` at `price`, message `seq`: the strategy's tick.
+    #[inline(always)]
+    fn on_tick(
+        &mut self,
+        seq: u64,
+        stock: Stock,
+        price4: Price4,
+        c: &mut Counters,
+        clock: &impl Fn() -> u64,
+        emit: &mut impl FnMut(&OrderRepr) -> bool,
+    ) {
+        c.ticks += 1;
+        let price = price4.to_f64();
+        self.last_price = Some(price);
+        // The between-ticks work, if the loop hasn't done it yet (the second message of a
+        // packet): never inside the decision's time.
+        self.strategy.prepare();
+        let signal = if self.engine_countdown == 0 && self.engine_every > 0 {
+            self.engine_countdown = self.engine_every - 1;
+            let t0 = clock();
+            let signal = self.strategy.on_tick(price);
+            let ns = clock().saturating_sub(t0);
+            self.keep_engine_sample(ns);
+            signal
+        } else {
+            self.engine_countdown = self.engine_countdown.saturating_sub(1);
+            self.strategy.on_tick(price)
+        };
+        if let Some(signal) = signal {
+            self.token += 1;
+            let order = OrderRepr {
+                side: arm::order_side(signal.side),
+                reverse: signal.reverse,
+                shares: arm::order_shares(signal.reverse),
+                token: self.token,
+                tick_seq: seq,
+                price: price4,
+                stock,
+            };
+            if emit(&order) {
+                c.orders += 1;
+                self.keep_fill((signal.side, price));
+            } else {
+                c.orders_failed += 1;
+            }
+        }
+    }
+
+    #[inline]
+    fn keep_engine_sample(&mut self, ns: u64) {
+        let p = &mut self.pending;
+        if let Some(slot) = p.engine.get_mut(p.engine_len) {
+            *slot = ns;
+            p.engine_len += 1;
+        } else {
+            self.engine.record(ns);
+        }
+    }
+
+    /// Keeps an order that went out for the ledger (booked in tick order, after the send).
+    #[inline]
+    fn keep_fill(&mut self, fill: (EngineSide, f64)) {
+        self.booked += 1;
+        let p = &mut self.pending;
+        if let Some(slot) = p.fills.get_mut(p.fills_len) {
+            *slot = fill;
+            p.fills_len += 1;
+        } else {
+            // Keeps the tick order: what waits is booked first.
+            for &f in &p.fills[..p.fills_len] {
+                book(&mut self.ledger, f);
+            }
+            p.fills_len = 0;
+            book(&mut self.ledger, fill);
+        }
+    }
+
+    /// Records what was kept aside: the engine samples of the packet's ticks and the bookings
+    /// of its orders. Call once the packet's orders are out. Cheap when nothing waits.
+    #[inline]
+    pub fn settle(&mut self) {
+        let p = &mut self.pending;
+        for &ns in &p.engine[..p.engine_len] {
+            self.engine.record(ns);
+        }
+        for &fill in &p.fills[..p.fills_len] {
+            book(&mut self.ledger, fill);
+        }
+        p.engine_len = 0;
+        p.fills_len = 0;
+    }
+
+    /// Work for the next tick that doesn't depend on its price. Cheap when already done.
+    #[inline]
+    pub fn prepare(&mut self) {
+        self.strategy.prepare();
+    }
+
+    /// The desk's own account: every order it sent, booked at the price of the tick that made
+    /// it, the open position (if any) closed at the last tick price seen. Includes what
+    /// [`Desk::settle`] has not recorded yet.
+    pub fn account(&self) -> Account {
+        let mut ledger = self.ledger;
+        let p = &self.pending;
+        for &fill in &p.fills[..p.fills_len] {
+            book(&mut ledger, fill);
+        }
+        let position = ledger.position().map(|s| match s {
+            EngineSide::Long => Position::Long,
+            EngineSide::Short => Position::Short,
+        });
+        if let Some(price) = self.last_price {
+            ledger.close(price);
+        }
+        let r = ledger.result();
+        Account {
+            orders: self.booked,
+            trades: r.trades,
+            pnl: r.pnl,
+            position,
+        }
+    }
+}

@@ -1,0 +1,808 @@
+//! The sequencer: the MoldUDP64 session, the [`gate`](crate::gate), the A/B [`lines`](crate::lines),
+//! [`recovery`](crate::recovery) and the end of session. It takes (line, arrival, payload) and
+//! hands each message that is new and in order (possibly after a gap) to a [`Sink`], numbered;
+//! everything else (duplicates, late numbers, lies) it counts and keeps from the sink.
+//!
+//! It knows nothing of ITCH beyond what the gate needs to tell a feed from noise: what a message
+//! means is the sink's business (the [`Desk`](crate::desk::Desk), through its book or its
+//! ticker). quiche's connection, with its `recovery` module apart, is the model: the sequencer
+//! owns the session's state machine, the desk only sees in-order data.
+//!
+//! Nothing here allocates after start, logs or makes a system call. Time comes in as
+//! [`Nanos`]: each packet's arrival ([`Sequencer::arrived`]) and, for an A/B feed's waits, the
+//! clock in [`Cx`], read only when a packet waits for the other line.
+
+use wire::{itch, moldudp64};
+
+use crate::{
+    Counters, PacketOutcome, SEEN_WINDOW,
+    gate::{FeedRules, ForeignSessions, HELD, Holding},
+    lines::{self, Line, Lines},
+    recovery::Recovery,
+    time::Nanos,
+};
+
+/// Where the sequencer's in-order messages go.
+pub trait Sink {
+    /// Message `seq` of the feed, new and in order (after a gap, if the numbers before it
+    /// never came), its framing checked (`message` is one block, never empty). `counters` are
+    /// the trader's, for the sink to count what it did with it.
+    fn message(&mut self, seq: u64, message: &[u8], counters: &mut Counters);
+}
+
+/// What one call into the sequencer works with: the trader's counters, the clock (read only
+/// for an A/B feed's waits, and by the sink if it times itself) and the sink.
+pub struct Cx<'a, C, S> {
+    /// The trader's counters.
+    pub counters: &'a mut Counters,
+    /// Reads the monotonic clock, in ns.
+    pub clock: &'a C,
+    /// Where the in-order messages go.
+    pub sink: &'a mut S,
+}
+
+impl<C, S> std::fmt::Debug for Cx<'_, C, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cx")
+            .field("counters", &self.counters)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An end of session past the feed's next number: believed when the exchange repeats it after
+/// the feed stopped (see [`Sequencer::on_packet`]).
+#[derive(Debug, Clone, Copy)]
+struct EndClaim {
+    /// The number it claims comes after the feed's last message.
+    end: u64,
+    /// The feed's next number when it was (last) claimed: the feed has moved if it differs.
+    feed_next: u64,
+    /// The datagrams that claimed it, each counted in `suspect_sequence` until believed.
+    count: u64,
+}
+
+/// The sequencer's state (see the [module](self)).
+#[derive(Debug)]
+pub struct Sequencer {
+    /// What decides which packets are the feed.
+    rules: FeedRules,
+    /// The feed's session, once known (pinned, or learned and confirmed).
+    session: Option<moldudp64::Session>,
+    /// The first sequence number the trader took (pinned, or learned): nothing before it is
+    /// late, the trader joined after it.
+    base: Option<u64>,
+    /// Next sequence number expected (meaningful once `base` is known).
+    next_seq: u64,
+    /// Packets waiting for a later one to confirm them (see [`gate`](crate::gate)).
+    holding: Holding,
+    /// Sessions seen besides the feed's.
+    foreign: ForeignSessions,
+    /// Gaps to ask the exchange for again (`None`: the trader doesn't ask).
+    recovery: Option<Recovery>,
+    /// Per-line accounting of an A/B feed (`None`: one line).
+    lines: Option<Box<Lines>>,
+    /// The line the packet being processed came on.
+    line: Line,
+    /// An end of session past the feed's next number, not believed yet.
+    end_claim: Option<EndClaim>,
+    /// The arrival of the packet being processed ([`Sequencer::arrived`]).
+    rx: Nanos,
+    /// The arrival of the last packet that advanced the feed in sequence (`None`: none yet).
+    last_feed: Option<Nanos>,
+    /// Before any packet advanced the feed: when the first jump or end claim was held, where
+    /// the feed's silence counts from.
+    quiet_from: Option<Nanos>,
+    /// One bit per number in the window behind `next_seq`: which came.
+    seen: Box<[u64]>,
+}
+
+impl Default for Sequencer {
+    fn default() -> Self {
+        Sequencer::new(FeedRules::default())
+    }
+}
+
+impl Sequencer {
+    /// A sequencer deciding which packets are the feed by `rules` (see [`gate`](crate::gate)).
+    pub fn new(rules: FeedRules) -> Self {
+        Sequencer {
+            rules: FeedRules::default(),
+            session: None,
+            base: None,
+            next_seq: 1,
+            holding: Holding::new(),
+            foreign: ForeignSessions::default(),
+            recovery: None,
+            lines: None,
+            line: Line::A,
+            end_claim: None,
+            rx: Nanos::ZERO,
+            last_feed: None,
+            quiet_from: None,
+            seen: vec![0u64; (SEEN_WINDOW / 64) as usize].into_boxed_slice(),
+        }
+        .with_rules(rules)
+    }
+
+    /// Decides which packets are the feed by `rules` from now (call before the first packet).
+    pub fn with_rules(mut self, rules: FeedRules) -> Self {
+        self.rules = rules;
+        self.session = rules.session;
+        if let (Some(_), Some(first)) = (rules.session, rules.first_seq) {
+            self.base = Some(first);
+            self.next_seq = first;
+        }
+        self
+    }
+
+    /// Queues every gap for a MoldUDP64 re-request ([`Sequencer::next_request`]).
+    pub fn with_recovery(mut self) -> Self {
+        self.recovery = Some(Recovery::new());
+        self
+    }
+
+    /// Takes the feed on two lines, A and B (see [`lines`]); a packet past a gap waits up to
+    /// `wait_ns` for the other line to fill it.
+    pub fn with_lines(mut self, wait_ns: u64) -> Self {
+        let mut l = Lines::new();
+        l.wait_ns = wait_ns;
+        self.lines = Some(Box::new(l));
+        self
+    }
+
+    /// Whether the feed comes on two lines.
+    pub fn has_lines(&self) -> bool {
+        self.lines.is_some()
+    }
+
+    /// When the first packet waiting for the other line of an A/B feed stops waiting; `None`
+    /// when nothing waits.
+    #[inline]
+    pub fn waiting_due(&self) -> Option<Nanos> {
+        self.lines.as_ref().and_then(|l| l.head()).map(|w| w.due)
+    }
+
+    /// Hands on the packets whose wait for the other line is over by `cx`'s clock.
+    pub fn release_due(&mut self, cx: &mut Cx<'_, impl Fn() -> u64, impl Sink>) {
+        self.release(cx, false);
+    }
+
+    /// Per line of an A/B feed (A, then B) and the numbers neither delivered; settled by
+    /// [`Sequencer::finish`]. `None` with one line.
+    pub fn line_counts(&self) -> Option<([results::LineCounts; lines::LINES], u64)> {
+        self.lines.as_ref().map(|l| (l.counts, l.lost_on_both))
+    }
+
+    /// The next MoldUDP64 re-request to send at `now`, if one is due: paced, bounded and
+    /// retried as [`recovery`](crate::recovery) says. Call between packets.
+    pub fn next_request(&mut self, now: Nanos, c: &mut Counters) -> Option<moldudp64::Request> {
+        let session = self.session()?;
+        let rec = self.recovery.as_mut()?;
+        let seen = &self.seen;
+        let oldest = self.next_seq.saturating_sub(SEEN_WINDOW - 1);
+        let (ask, gave_up) = rec.next_request(now.ns(), oldest, |s| marked(seen, s));
+        c.retransmit_gave_up = c.retransmit_gave_up.saturating_add(gave_up.0);
+        let ask = ask?;
+        c.retransmit_requests += 1;
+        c.retransmit_requested = c.retransmit_requested.saturating_add(u64::from(ask.count));
+        Some(moldudp64::Request {
+            session,
+            sequence: ask.sequence,
+            count: ask.count,
+        })
+    }
+
+    /// The arrival of the packet the next [`Sequencer::on_packet`] call processes. A store.
+    #[inline(always)]
+    pub fn arrived(&mut self, rx: Nanos) {
+        self.rx = rx;
+    }
+
+    /// The arrival of the last packet that advanced the feed in sequence; `None` before any.
+    pub fn last_feed(&self) -> Option<Nanos> {
+        self.last_feed
+    }
+
+    /// The feed's session, once known.
+    pub fn session(&self) -> Option<moldudp64::Session> {
+        self.session.filter(|_| self.base.is_some())
+    }
+
+    /// The sequence number expected next (meaningful once the feed is known).
+    #[inline]
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// The first sequence number taken, once known.
+    pub fn first_seq(&self) -> Option<u64> {
+        self.base
+    }
+
+    /// Sessions other than the feed's that sent packets, with their counts.
+    pub fn foreign_sessions(&self) -> &ForeignSessions {
+        &self.foreign
+    }
+
+    /// The run is over: packets still held for want of a packet to confirm them are counted
+    /// (`unconfirmed_packets`). Call once, after the loop.
+    pub fn finish(&mut self, c: &mut Counters) {
+        match self.base {
+            None => self.holding.clear(|_| c.unconfirmed_packets += 1),
+            Some(base) => {
+                if let Some(l) = &mut self.lines {
+                    // Still waiting for the other line when the run ended: never handed on.
+                    c.unconfirmed_packets += l.drop_waiting();
+                    l.finish(base, self.next_seq);
+                }
+            }
+        }
+    }
+
+    /// Sequences one MoldUDP64 packet that came on `line`, at the time told to
+    /// [`Sequencer::arrived`]: each message that is new and in order goes to `cx.sink`, in
+    /// order. A packet that the [`gate`](crate::gate) holds hands on nothing now; when a later
+    /// packet confirms it, that call hands on the held packet's messages first, then its own.
+    /// An answer of the re-request server ([`Line::Recovery`]) is taken only for numbers the
+    /// trader asked for, counted and never handed on (see [`recovery`](crate::recovery)).
+    ///
+    /// An end of session carries the number after the feed's last message. At the feed's next
+    /// number it ends the run at once. Past it (a lost tail, or a lie) it ends the run only
+    /// when the exchange repeats it after the feed stopped: no packet advanced the feed between
+    /// the claim and the repeat (and none waits for the other line), the feed has been silent
+    /// for [`FeedRules::quiet_ns`] when the repeat arrives, and the tail it claims is at most
+    /// [`FeedRules::max_rate`] × that silence + `max_jump`; the tail then counts as a gap.
+    /// Behind the next number, never. Each one not believed counts in `suspect_sequence` (a
+    /// believed claim takes its earlier datagrams back out). A held jump it continues is
+    /// believed, and traded first, under the same rules as a packet continuing it ([`gate`]).
+    #[inline]
+    pub fn on_packet(
+        &mut self,
+        line: Line,
+        payload: &[u8],
+        cx: &mut Cx<'_, impl Fn() -> u64, impl Sink>,
+    ) -> PacketOutcome {
+        self.line = line;
+        cx.counters.packets += 1;
+        let Ok(packet) = moldudp64::Packet::new_checked(payload) else {
+            cx.counters.malformed_packets += 1;
+            return PacketOutcome::Data;
+        };
+        let session = packet.session();
+        if self.session.is_some_and(|s| s != session) {
+            cx.counters.wrong_session += 1;
+            self.foreign.count(session);
+            return PacketOutcome::Data;
+        }
+        if self.line == Line::Recovery {
+            return self.on_answer(payload, cx.counters);
+        }
+        if packet.is_end_of_session() {
+            return self.on_end_of_session(session, packet.sequence(), cx);
+        }
+        if packet.is_heartbeat() {
+            // Whatever its number: a heartbeat moves nothing and confirms nothing ([`gate`]).
+            cx.counters.heartbeats += 1;
+            return PacketOutcome::Data;
+        }
+        if !framing_is_sound(&packet) {
+            cx.counters.malformed_framing += 1;
+            return PacketOutcome::Data;
+        }
+        let first = packet.sequence();
+        let Some(next) = first.checked_add(u64::from(packet.block_count())) else {
+            // Numbers past 2^64 - 1: no feed can continue it.
+            cx.counters.suspect_sequence += 1;
+            return PacketOutcome::Data;
+        };
+        let max_jump = self.rules.max_jump;
+        if self.base.is_some() {
+            if first <= self.next_seq.saturating_add(max_jump) {
+                self.arbitrate(payload, first, next, cx);
+            } else {
+                self.on_jump(session, first, next, payload, cx);
+            }
+            // A held jump the feed has reached was never confirmed: it stays a suspect.
+            self.holding.drop_passed(self.next_seq);
+            return PacketOutcome::Data;
+        }
+        // Learning: a packet that continues a held one confirms both.
+        if let Some(i) = self.holding.continued_by(session, first) {
+            self.confirm_feed(session, i, cx);
+            self.deliver_cold(payload, cx);
+            return PacketOutcome::Data;
+        }
+        if let Some(i) = self.holding.find(session, first) {
+            self.copy_of_held(i, packet.block_count(), cx.counters);
+            return PacketOutcome::Data;
+        }
+        let itch_like = |b: &[u8]| b.first().and_then(|&k| itch::message_len(k)) == Some(b.len());
+        if !packet.messages().any(|m| m.is_ok_and(itch_like)) {
+            // Nothing in it is an ITCH message (a known type at its length): not a feed.
+            cx.counters.unconfirmed_packets += 1;
+            return PacketOutcome::Data;
+        }
+        // Too large to hold, or displacing the oldest held packet: one packet dropped unconfirmed.
+        if !matches!(
+            self.holding.hold(session, first, next, payload, self.line),
+            Some((_, None))
+        ) {
+            cx.counters.unconfirmed_packets += 1;
+        }
+        PacketOutcome::Data
+    }
+
+    /// A packet of the feed more than `max_jump` past its next number: held, believed (with
+    /// the held packets before it) when it continues a held packet and the stream it leaves
+    /// has stopped, or when it is the other line's copy of a held packet ([`gate`]).
+    #[inline(never)]
+    #[cold]
+    fn on_jump(
+        &mut self,
+        session: moldudp64::Session,
+        first: u64,
+        next: u64,
+        payload: &[u8],
+        cx: &mut Cx<'_, impl Fn() -> u64, impl Sink>,
+    ) {
+        if let Some(i) = self.holding.continued_by(session, first) {
+            if self.stream_stopped(self.holding.slots[i].feed_next, first) {
+                // The jump was real: the old stream stopped and what follows continues it.
+                self.believe(i, cx);
+                self.deliver_cold(payload, cx);
+                self.trade_continuations(session, cx);
+            } else {
+                // The old stream may still flow: held as the chain's newest packet.
+                cx.counters.suspect_sequence += 1;
+                cx.counters.jumps_refused += 1;
+                self.hold_jump(session, first, next, payload, true);
+            }
+        } else if let Some(i) = self.holding.find(session, first) {
+            // Another copy of a held jump: the other line's confirms it; else a duplicate.
+            self.copy_of_held(i, (next - first) as u16, cx.counters);
+            if self.line != Line::Recovery && self.line != self.holding.slots[i].line {
+                self.believe(i, cx);
+                self.trade_continuations(session, cx);
+            }
+        } else {
+            // Held (or, too large to hold, dropped): a suspect either way, until confirmed.
+            cx.counters.suspect_sequence += 1;
+            self.hold_jump(session, first, next, payload, false);
+        }
+    }
+
+    /// Holds a jump's packet, noting where the feed is now (`refused`: it continued a held
+    /// packet that was not believed).
+    fn hold_jump(
+        &mut self,
+        session: moldudp64::Session,
+        first: u64,
+        next: u64,
+        payload: &[u8],
+        refused: bool,
+    ) {
+        if self.last_feed.is_none() {
+            // The feed never advanced: its silence counts from the first claim held.
+            self.quiet_from.get_or_insert(self.rx);
+        }
+        if let Some((i, _)) = self.holding.hold(session, first, next, payload, self.line) {
+            let h = &mut self.holding.slots[i];
+            h.feed_next = self.next_seq;
+            h.refused = refused;
+        }
+    }
+
+    /// Whether the feed's stream has stopped, for a claim (a held jump, an end of session) made
+    /// when the feed's next number was `feed_next` and that the current packet, numbered `at`,
+    /// continues: no packet advanced the feed since (none waits for the other line either),
+    /// the feed has been silent [`FeedRules::quiet_ns`] at the current packet's receive time,
+    /// and `at` is within what the feed could have produced in that silence.
+    fn stream_stopped(&mut self, feed_next: u64, at: u64) -> bool {
+        if feed_next != self.next_seq || self.lines.as_ref().is_some_and(|l| l.any_waiting()) {
+            return false;
+        }
+        let since = match self.last_feed {
+            Some(t) => t,
+            None => *self.quiet_from.get_or_insert(self.rx),
+        };
+        let silence = self.rx.since(since);
+        silence >= self.rules.quiet_ns
+            && at.saturating_sub(self.next_seq) <= self.rules.allowed_jump(silence)
+    }
+
+    /// Held packet `i` is a real jump: the packets waiting for the other line go first (they
+    /// are behind it), then the held chain that ends with it, oldest first.
+    fn believe(&mut self, i: usize, cx: &mut Cx<'_, impl Fn() -> u64, impl Sink>) {
+        self.release(cx, true);
+        let mut chain = [0; HELD];
+        let n = self.holding.chain_to(i, &mut chain);
+        cx.counters.jumps_confirmed += 1;
+        for &j in &chain[..n] {
+            self.trade_held_jump(j, cx);
+        }
+    }
+
+    /// Trades the held packets that now continue the feed (after a believed jump).
+    fn trade_continuations(
+        &mut self,
+        session: moldudp64::Session,
+        cx: &mut Cx<'_, impl Fn() -> u64, impl Sink>,
+    ) {
+        while let Some(j) = self.holding.find(session, self.next_seq) {
+            self.trade_held_jump(j, cx);
+        }
+    }
+
+    /// Trades held jump packet `j`: no longer a suspect (nor a refused continuation).
+    fn trade_held_jump(&mut self, j: usize, cx: &mut Cx<'_, impl Fn() -> u64, impl Sink>) {
+        let refused = u64::from(self.holding.slots[j].refused);
+        let c = &mut cx.counters;
+        c.suspect_sequence = c.suspect_sequence.saturating_sub(1);
+        c.jumps_refused = c.jumps_refused.saturating_sub(refused);
+        self.trade_held(j, cx);
+    }
+
+    /// A packet from the re-request server ([`lines::RECOVERY`]). Its messages numbered in a
+    /// range the trader asked for (still queued, and behind the feed) count as late and
+    /// recovered (or duplicates); nothing of it is traded or moves the feed's next number.
+    /// Every other message, and a heartbeat or end of session, counts in `recovery_unasked`.
+    #[inline(never)]
+    #[cold]
+    fn on_answer(&mut self, payload: &[u8], c: &mut Counters) -> PacketOutcome {
+        let packet = moldudp64::Packet::new_unchecked(payload);
+        if packet.is_end_of_session() || packet.is_heartbeat() {
+            c.recovery_unasked += 1;
+            return PacketOutcome::Data;
+        }
+        if !framing_is_sound(&packet) {
+            c.malformed_framing += 1;
+            return PacketOutcome::Data;
+        }
+        let first = packet.sequence();
+        for i in 0..u64::from(packet.block_count()) {
+            let asked = first.checked_add(i).filter(|&seq| {
+                self.base.is_some()
+                    && seq < self.next_seq
+                    && self.recovery.as_ref().is_some_and(|r| r.asked(seq))
+            });
+            match asked {
+                // Behind the feed: late (and recovered) or a duplicate, never traded.
+                Some(seq) => {
+                    self.admit_slow(seq, c);
+                }
+                None => c.recovery_unasked += 1,
+            }
+        }
+        PacketOutcome::Data
+    }
+
+    /// The exchange's end of session, carrying the sequence number after its last message (the
+    /// rules: [`Sequencer::on_packet`]).
+    fn on_end_of_session(
+        &mut self,
+        session: moldudp64::Session,
+        end: u64,
+        cx: &mut Cx<'_, impl Fn() -> u64, impl Sink>,
+    ) -> PacketOutcome {
+        if self.base.is_none() {
+            // It confirms a held packet it follows (a one-packet session).
+            let Some(i) = self.holding.continued_by(session, end) else {
+                cx.counters.unconfirmed_packets += 1;
+                return PacketOutcome::Data;
+            };
+            self.confirm_feed(session, i, cx);
+        }
+        if end < self.next_seq {
+            // Behind what was traded: not this feed's end.
+            cx.counters.suspect_sequence += 1;
+            return PacketOutcome::Data;
+        }
+        // A held jump that the end continues, once the old stream stopped: it goes first.
+        if end > self.next_seq
+            && let Some(i) = self.holding.continued_by(session, end)
+            && self.stream_stopped(self.holding.slots[i].feed_next, end)
+        {
+            self.believe(i, cx);
+        }
+        if end > self.next_seq {
+            // A lost tail, or a lie: believed when the exchange says it again after the feed
+            // stopped, never on one datagram's word nor while the feed flows.
+            let repeat = self.end_claim.filter(|c| c.end == end);
+            if !repeat.is_some_and(|c| self.stream_stopped(c.feed_next, end)) {
+                let count = repeat.map_or(0, |c| c.count) + 1;
+                self.end_claim = Some(EndClaim {
+                    end,
+                    feed_next: self.next_seq,
+                    count,
+                });
+                if self.last_feed.is_none() {
+                    self.quiet_from.get_or_insert(self.rx);
+                }
+                cx.counters.suspect_sequence += 1;
+                return PacketOutcome::Data;
+            }
+        }
+        if let Some(claim) = self.end_claim
+            && claim.end == end
+        {
+            // The claim was true (repeated after the feed stopped, or the feed reached it).
+            self.end_claim = None;
+            cx.counters.suspect_sequence = cx.counters.suspect_sequence.saturating_sub(claim.count);
+        }
+        if let Some(l) = &mut self.lines {
+            l.saw(self.line, end);
+        }
+        // Nothing more will come to fill a gap the waiting packets sit behind.
+        self.release(cx, true);
+        let end = end.max(self.next_seq);
+        cx.counters.gap_messages = cx.counters.gap_messages.saturating_add(end - self.next_seq);
+        if let (Some(l), Some(base)) = (&mut self.lines, self.base) {
+            l.advance(self.next_seq, end, base);
+        }
+        self.next_seq = end;
+        PacketOutcome::EndOfSession
+    }
+
+    /// A packet of the feed in the normal range: traded now, unless it comes on an A/B feed past
+    /// a gap (or behind packets that wait), where it waits for the slower line ([`lines`]).
+    #[inline]
+    fn arbitrate(
+        &mut self,
+        payload: &[u8],
+        first: u64,
+        next: u64,
+        cx: &mut Cx<'_, impl Fn() -> u64, impl Sink>,
+    ) {
+        let Some(l) = &mut self.lines else {
+            return self.deliver(payload, cx);
+        };
+        l.saw(self.line, next);
+        if (first > self.next_seq || l.any_waiting()) && next > self.next_seq {
+            let due = Nanos((cx.clock)()).after(l.wait_ns);
+            if !l.hold(payload, first, self.line, due) {
+                self.release(cx, true);
+                self.deliver_cold(payload, cx);
+            }
+        } else {
+            self.deliver(payload, cx);
+        }
+        if self.lines.as_ref().is_some_and(|l| l.any_waiting()) {
+            self.release(cx, false);
+        }
+    }
+
+    /// Trades the waiting packets whose turn has come: the gap before the first of them is
+    /// filled, lost on both lines, or it has waited long enough (or `force`).
+    #[inline(never)]
+    fn release(&mut self, cx: &mut Cx<'_, impl Fn() -> u64, impl Sink>, force: bool) {
+        loop {
+            let Some(l) = &mut self.lines else { return };
+            let Some(head) = l.head() else { return };
+            let ready = force
+                || head.first <= self.next_seq
+                || l.both_past(self.next_seq)
+                || Nanos((cx.clock)()) >= head.due;
+            if !ready {
+                return;
+            }
+            let Some(w) = l.take_head() else { return };
+            let line = std::mem::replace(&mut self.line, w.line);
+            self.deliver_cold(&w.bytes, cx);
+            self.line = line;
+            if let Some(l) = &mut self.lines {
+                l.recycle(w.bytes);
+            }
+        }
+    }
+
+    /// Held packet `i` of `session` is confirmed as the start of the feed: the trader locks on
+    /// to it and trades it; whatever else was held was not the feed (another session's, or a
+    /// wild number of this one) and is counted so.
+    fn confirm_feed(
+        &mut self,
+        session: moldudp64::Session,
+        i: usize,
+        cx: &mut Cx<'_, impl Fn() -> u64, impl Sink>,
+    ) {
+        self.lock(session, self.holding.slots[i].first);
+        self.trade_held(i, cx);
+        let (c, foreign) = (&mut cx.counters, &mut self.foreign);
+        self.holding.clear(|s| {
+            if s == session {
+                c.suspect_sequence += 1;
+            } else {
+                c.wrong_session += 1;
+                foreign.count(s);
+            }
+        });
+    }
+
+    /// Another copy of held packet `i` (`count` messages): its messages are duplicates either
+    /// way; on an A/B feed it is the other line's copy, counted for that line when the held
+    /// packet is traded.
+    fn copy_of_held(&mut self, i: usize, count: u16, c: &mut Counters) {
+        c.duplicate_messages += u64::from(count);
+        if let Some(k) = self.line.index() {
+            self.holding.slots[i].also |= 1 << k;
+        }
+    }
+
+    /// The feed is `session`, starting at `first`.
+    fn lock(&mut self, session: moldudp64::Session, first: u64) {
+        self.session = Some(session);
+        self.base = Some(first);
+        self.next_seq = first;
+        self.seen.fill(0);
+    }
+
+    /// Trades held packet `i` (its slot is freed).
+    fn trade_held(&mut self, i: usize, cx: &mut Cx<'_, impl Fn() -> u64, impl Sink>) {
+        let bytes = self.holding.take(i);
+        let held = &self.holding.slots[i];
+        let (first, next, also) = (held.first, held.next, held.also);
+        let line = std::mem::replace(&mut self.line, held.line);
+        self.deliver_cold(&bytes, cx);
+        // Copies that came on the other line while it was held.
+        if let (Some(l), Some(base)) = (&mut self.lines, self.base) {
+            let others = Line::FEED.into_iter().zip(0..);
+            for (other, k) in others.filter(|&(o, _)| o != self.line && also & o.bit() != 0) {
+                l.saw(other, next);
+                for seq in first.max(base)..next {
+                    l.counts[k].received_messages += 1;
+                    l.mark(other, seq);
+                }
+            }
+        }
+        self.line = line;
+        self.holding.give_back(i, bytes);
+    }
+
+    /// [`Sequencer::deliver`] for the rare paths (held packets, confirmed jumps, the feed's
+    /// first packets, A/B waits): one out-of-line copy, so the hot path's stays inlined.
+    #[inline(never)]
+    #[cold]
+    fn deliver_cold(&mut self, payload: &[u8], cx: &mut Cx<'_, impl Fn() -> u64, impl Sink>) {
+        self.deliver(payload, cx);
+    }
+
+    /// Trades the messages of a packet of the feed whose header and framing were checked.
+    #[inline(always)]
+    fn deliver(&mut self, payload: &[u8], cx: &mut Cx<'_, impl Fn() -> u64, impl Sink>) {
+        let packet = moldudp64::Packet::new_unchecked(payload);
+        let first = packet.sequence();
+        for (i, block) in packet.messages().enumerate() {
+            let seq = first.saturating_add(i as u64);
+            let new = self.admit(seq, cx.counters);
+            // Only the feed's lines count here (the re-request server's answers never come
+            // here: `on_answer`).
+            if let Some(l) = &mut self.lines
+                && let Some(k) = self.line.index()
+            {
+                let c = &mut l.counts[k];
+                c.received_messages += 1;
+                c.first_arrivals += u64::from(new);
+                // Tracked while in the window and in the feed the trader follows.
+                if self.base.is_some_and(|b| seq >= b)
+                    && self.next_seq.saturating_sub(seq) <= SEEN_WINDOW
+                {
+                    l.mark(self.line, seq);
+                }
+            }
+            if !new {
+                continue;
+            }
+            cx.counters.messages += 1;
+            let Ok(block) = block else {
+                cx.counters.malformed_messages += 1;
+                continue;
+            };
+            cx.sink.message(seq, block, cx.counters);
+        }
+    }
+
+    /// Sequence tracking: true when `seq` is new and in order (possibly after a gap): the feed
+    /// advanced, at the current packet's receive time. The common case, the next number on a
+    /// one-line feed, is a mark, an increment and a store.
+    #[inline(always)]
+    fn admit(&mut self, seq: u64, c: &mut Counters) -> bool {
+        if seq == self.next_seq && self.lines.is_none() && seq != u64::MAX {
+            self.mark(seq);
+            self.next_seq = seq + 1;
+            self.last_feed = Some(self.rx);
+            return true;
+        }
+        self.admit_slow(seq, c)
+    }
+
+    /// [`Sequencer::admit`] for everything else: gaps, late and duplicate numbers, A/B feeds.
+    #[inline(never)]
+    fn admit_slow(&mut self, seq: u64, c: &mut Counters) -> bool {
+        if self.base.is_some_and(|b| seq < b) {
+            // From before the trader joined the feed: neither late nor a duplicate.
+            c.before_join_messages += 1;
+            return false;
+        }
+        if seq >= self.next_seq {
+            let skipped = seq - self.next_seq;
+            if skipped > 0
+                && let Some(rec) = &mut self.recovery
+            {
+                let gave_up = rec.push(self.next_seq, seq).0;
+                c.retransmit_gave_up = c.retransmit_gave_up.saturating_add(gave_up);
+            }
+            // Saturating: a hostile sequence number near u64::MAX must not wrap the counters.
+            c.gap_messages = c.gap_messages.saturating_add(skipped);
+            if let (Some(l), Some(base)) = (&mut self.lines, self.base) {
+                l.advance(self.next_seq, seq.saturating_add(1), base);
+            }
+            // Forget what the window held for the sequence numbers we now move over.
+            if skipped + 1 >= SEEN_WINDOW {
+                self.seen.fill(0);
+            } else {
+                for s in self.next_seq..=seq.min(u64::MAX - 1) {
+                    self.clear(s);
+                }
+            }
+            self.mark(seq);
+            self.next_seq = seq.saturating_add(1);
+            self.last_feed = Some(self.rx);
+            return true;
+        }
+        if self.next_seq - seq > SEEN_WINDOW || !self.is_marked(seq) {
+            // Older than a gap we passed: the tick arrived late.
+            c.late_messages += 1;
+            if self.line == Line::Recovery {
+                c.recovered_messages += 1;
+            }
+            if self.next_seq - seq <= SEEN_WINDOW {
+                self.mark(seq);
+            }
+        } else {
+            c.duplicate_messages += 1;
+        }
+        false
+    }
+
+    #[inline]
+    fn slot(seq: u64) -> (usize, u64) {
+        let i = seq % SEEN_WINDOW;
+        ((i / 64) as usize, 1u64 << (i % 64))
+    }
+
+    #[inline]
+    fn mark(&mut self, seq: u64) {
+        let (w, b) = Self::slot(seq);
+        if let Some(word) = self.seen.get_mut(w) {
+            *word |= b;
+        }
+    }
+
+    #[inline]
+    fn clear(&mut self, seq: u64) {
+        let (w, b) = Self::slot(seq);
+        if let Some(word) = self.seen.get_mut(w) {
+            *word &= !b;
+        }
+    }
+
+    #[inline]
+    fn is_marked(&self, seq: u64) -> bool {
+        marked(&self.seen, seq)
+    }
+}
+
+/// Whether `seq` is marked in the seen window `seen`.
+#[inline]
+fn marked(seen: &[u64], seq: u64) -> bool {
+    let (w, b) = Sequencer::slot(seq);
+    seen.get(w).is_some_and(|word| word & b != 0)
+}
+
+/// True when the packet's blocks tile its payload exactly as its message count says and none
+/// is empty. A zero-length block is malformed framing, not a malformed message: no ITCH
+/// message is empty, and taking one as a message would let a packet of nothing but length
+/// prefixes consume sequence numbers (the messages iterator's errors are exactly these).
+#[inline]
+fn framing_is_sound(packet: &moldudp64::Packet<&[u8]>) -> bool {
+    packet.messages().all(|m| m.is_ok())
+}
