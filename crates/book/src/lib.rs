@@ -40,9 +40,11 @@ use criterion as _;
 
 mod levels;
 mod orders;
+pub mod watch;
 
 pub use levels::{Level, Levels};
 pub use orders::{MAX_LOAD_DEN, MAX_LOAD_NUM, Order, Orders};
+pub use watch::{Watch, WatchError};
 
 use wire::itch::{Message, Price4, Side, Stock};
 

@@ -219,6 +219,9 @@ impl Feed {
         let mut builder = PacketBuilder::new(&mut buf, session, first_seq)?;
         let mut seq = first_seq;
         let mut packet_first = first_seq;
+        // A full-depth feed prints `stock` through its book (an Order Executed names only the
+        // resting order): the ticks a book-reading trader trades, found the way it finds them.
+        let mut watch = book::Watch::new(&[stock], 1 << 16).map_err(anyhow::Error::msg)?;
         for m in messages {
             if feed.messages > 0 {
                 seq = seq.checked_add(1).with_context(|| {
@@ -243,6 +246,15 @@ impl Feed {
                 feed.ticks.push(Tick {
                     seq,
                     price: t.price,
+                });
+            } else if watch.wants(m)
+                && let Ok(msg) = itch::parse(m)
+                && let book::Event::Print(p) = watch.apply(&msg)
+                && watch.locate(stock) == Some(p.locate)
+            {
+                feed.ticks.push(Tick {
+                    seq,
+                    price: p.price,
                 });
             }
             feed.messages += 1;

@@ -831,3 +831,27 @@ fn no_order_is_taken_in_the_last_stretch_before_a_send() {
         );
     }
 }
+
+/// A full-depth day's SYNTH prints are its book's (Add Order + Order Executed, no price on the
+/// print): the feed finds the same ticks, at the same prices, as on the day printed as Trade
+/// messages, and the gbm series' own.
+#[test]
+fn a_full_depth_days_ticks_are_its_book_prints() {
+    let day = |synth_trades| {
+        let spec = paths::MarketSpec {
+            seed: 42,
+            bars: 500,
+            per_print: Some(8),
+            symbols: Some(50),
+            synth_trades,
+        };
+        Feed::build(&Source::Market(spec), None, 16, stock()).unwrap()
+    };
+    let (book, ticker, gbm) = (day(false), day(true), feed(500, 1));
+    let prices = |f: &Feed| f.ticks.iter().map(|t| t.price).collect::<Vec<_>>();
+    assert_eq!(book.ticks.len(), 500);
+    assert_eq!(prices(&book), prices(&ticker));
+    assert_eq!(prices(&book), prices(&gbm));
+    // Each tick is the Order Executed's number, one after its Add.
+    assert!(book.messages > ticker.messages + 400);
+}

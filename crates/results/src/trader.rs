@@ -372,10 +372,24 @@ pub struct TraderCounters {
     pub heartbeats: u64,
     /// ITCH messages taken in sequence.
     pub messages: u64,
-    /// Trade messages handed to the strategy.
+    /// Prints of the stock traded handed to the strategy: its Trade messages on the ticker
+    /// feed; with `--symbols`, its book's prints (Order Executed at the resting order's price, a
+    /// printable Order Executed With Price, a Trade).
     pub ticks: u64,
-    /// Trade messages for another stock.
+    /// Trade messages for another stock (the ticker feed).
     pub other_stock: u64,
+    /// With `--symbols`: messages of the symbols not watched, sequenced and dropped unread
+    /// (their type and locate only).
+    #[serde(default)]
+    pub unwatched_messages: u64,
+    /// With `--symbols`: messages the watched symbols' book applied (their Stock Directory
+    /// messages included).
+    #[serde(default)]
+    pub book_messages: u64,
+    /// With `--symbols`: messages of watched symbols the book refused (an order it never saw:
+    /// a feed joined mid-session, or a lie; see the `book` crate).
+    #[serde(default)]
+    pub book_refused: u64,
     /// Valid ITCH messages of other types.
     pub other_messages: u64,
     /// Message blocks that were not valid ITCH (unknown type, wrong length, a side other than

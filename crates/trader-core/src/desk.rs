@@ -2,11 +2,17 @@
 //! ledger of what it sent. It sees only what the [`Sequencer`](crate::sequencer::Sequencer)
 //! hands it: each message of the feed once, in order, numbered.
 //!
-//! A print is a Trade (`'P'`) message of its stock: the ticker feed.
+//! What a print is depends on what the desk reads. On the ticker feed, a Trade (`'P'`) message
+//! of its stock. On a full-depth feed (a desk given symbols, [`Desk::with_symbols`]), a print of
+//! its stock's book: an Order Executed at the resting order's price, a printable Order Executed
+//! With Price at its own, or a Trade. The book is a [`book::Watch`], kept for the watched
+//! symbols only: every other symbol's message costs a two-byte read and a bit test.
 //!
 //! What can wait until the orders are out does: the engine-time samples and the ledger's
 //! bookings of a packet are kept aside and recorded by [`Desk::settle`].
 
+pub use book::watch::MAX_SYMBOLS;
+use book::{Event, Watch, WatchError};
 use engine::{Ledger, Params, Side as EngineSide, Strategy};
 use results::{Account, Position};
 use wire::{
@@ -62,7 +68,12 @@ pub struct Desk {
     last_price: Option<f64>,
     /// What the current packet keeps aside until its orders are out.
     pending: Pending,
+    /// The watched symbols' book (`None`: the ticker feed).
+    watch: Option<Box<Watch>>,
 }
+
+/// Resting orders of the watched symbols a desk's book holds before it grows.
+pub const WATCH_LIVE_ORDERS: usize = 1 << 16;
 
 /// Books `fill` into `ledger`.
 #[inline]
@@ -85,7 +96,29 @@ impl Desk {
             booked: 0,
             last_price: None,
             pending: Pending::default(),
+            watch: None,
         }
+    }
+
+    /// Reads a full-depth feed: keeps the book of `symbols` and the stock traded (which must
+    /// be named), each resolved through the feed's Stock Directory, and trades the stock's
+    /// book prints.
+    ///
+    /// # Errors
+    /// The desk trades every stock (a book names its symbols), or the watch refuses the list.
+    pub fn with_symbols(mut self, symbols: &[Stock]) -> Result<Self, WatchError> {
+        let Some(stock) = self.stock else {
+            return Err(WatchError::NoSymbols);
+        };
+        let mut all = vec![stock];
+        all.extend_from_slice(symbols);
+        self.watch = Some(Box::new(Watch::new(&all, WATCH_LIVE_ORDERS)?));
+        Ok(self)
+    }
+
+    /// The watched symbols' book, on a full-depth feed.
+    pub fn watch(&self) -> Option<&Watch> {
+        self.watch.as_deref()
     }
 
     /// Samples the engine's time on one tick in `every` (0: never).
@@ -126,6 +159,9 @@ impl Desk {
         clock: &impl Fn() -> u64,
         emit: &mut impl FnMut(&OrderRepr) -> bool,
     ) {
+        if self.watch.is_some() {
+            return self.on_book_message(seq, message, c, clock, emit);
+        }
         match itch::parse(message) {
             Ok(Message::Trade(t)) => {
                 if self.stock.is_some_and(|s| s != t.stock) {
@@ -137,6 +173,46 @@ impl Desk {
             // Every other well-formed ITCH message: not a tick for this desk.
             Ok(_) => c.other_messages += 1,
             Err(_) => c.malformed_messages += 1,
+        }
+    }
+
+    /// [`Desk::on_message`] on a full-depth feed: the watched symbols' messages to their book,
+    /// the stock's prints to the strategy, the rest dropped unread.
+    #[inline(always)]
+    fn on_book_message(
+        &mut self,
+        seq: u64,
+        message: &[u8],
+        c: &mut Counters,
+        clock: &impl Fn() -> u64,
+        emit: &mut impl FnMut(&OrderRepr) -> bool,
+    ) {
+        let Some(watch) = self.watch.as_deref_mut() else {
+            return;
+        };
+        if !watch.wants(message) {
+            c.unwatched_messages += 1;
+            return;
+        }
+        let msg = match itch::parse(message) {
+            Ok(m) => m,
+            Err(_) => {
+                c.malformed_messages += 1;
+                return;
+            }
+        };
+        let event = watch.apply(&msg);
+        c.book_messages += 1;
+        match event {
+            Event::Print(p) => {
+                let Some(stock) = self.stock.filter(|&s| watch.locate(s) == Some(p.locate)) else {
+                    c.other_stock += 1;
+                    return;
+                };
+                self.on_tick(seq, stock, p.price, c, clock, emit);
+            }
+            Event::Refused(_) => c.book_refused += 1,
+            _ => c.other_messages += 1,
         }
     }
 

@@ -145,6 +145,18 @@ impl Trader {
         self
     }
 
+    /// Reads a full-depth feed: keeps the book of `symbols` and of the stock traded, each
+    /// resolved through the feed's Stock Directory messages, and trades the stock's book
+    /// prints ([`Desk::with_symbols`]). Every message is still sequenced; only the watched
+    /// symbols' reach the book.
+    ///
+    /// # Errors
+    /// The trader trades every stock, or more than [`book::watch::MAX_SYMBOLS`] are named.
+    pub fn with_symbols(mut self, symbols: &[Stock]) -> Result<Self, book::WatchError> {
+        self.desk = self.desk.with_symbols(symbols)?;
+        Ok(self)
+    }
+
     /// The sequencer.
     pub fn sequencer(&self) -> &Sequencer {
         &self.sequencer
@@ -387,6 +399,120 @@ mod tests {
             first_seq: Some(1),
             ..FeedRules::default()
         })
+    }
+
+    /// A generated day as the exchange packs it: up to `per` messages a packet, from 1.
+    fn market_packets(config: market::Config, per: u16) -> Vec<Vec<u8>> {
+        let session = Session::new(paths::market::SESSION).unwrap();
+        let mut out = Vec::new();
+        let (mut buf, mut m) = ([0u8; 1500], [0u8; 64]);
+        let mut b = PacketBuilder::new(&mut buf, session, 1).unwrap();
+        let mut seq = 1;
+        for msg in market::Generator::new(config).unwrap() {
+            let n = msg.emit_into(&mut m).unwrap();
+            if b.count() == per || b.remaining() < n + 2 {
+                out.push(b.finish().to_vec());
+                b = PacketBuilder::new(&mut buf, session, seq).unwrap();
+            }
+            b.push(&m[..n]).unwrap();
+            seq += 1;
+        }
+        if !b.is_empty() {
+            out.push(b.finish().to_vec());
+        }
+        out
+    }
+
+    /// Every order a trader sends on `packets`, with its account.
+    fn orders_of(mut t: Trader, packets: &[Vec<u8>]) -> (Vec<(u64, Side, u32)>, Trader) {
+        let mut orders = Vec::new();
+        for p in packets {
+            t.on_packet(
+                p,
+                || 0,
+                |o| {
+                    orders.push((o.token, o.side, o.price.0));
+                    true
+                },
+            );
+            t.settle();
+        }
+        (orders, t)
+    }
+
+    /// The full-depth day's SYNTH prints as Add Order + Order Executed (no price on the print:
+    /// only a book knows it) trade exactly as the ticker of the same seed: the same orders, in
+    /// order, at the same prices, and the same account to the bit.
+    #[test]
+    fn a_book_desk_on_the_full_depth_day_trades_as_the_ticker_of_its_seed() {
+        const BARS: usize = 3_000;
+        let config = market::Config {
+            per_print: 8,
+            symbols: 200,
+            ..market::Config::new(42, BARS)
+        };
+        let day = market_packets(config, 16);
+        let ticker: Vec<Vec<u8>> = engine::data::gbm(42, BARS)
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| {
+                let price = Price4::from_f64_quantised(c).unwrap();
+                let mut m = [0u8; itch::trade::LEN];
+                trade_message(i as u64 + 1, stock(), price, i as u64)
+                    .emit_into(&mut m)
+                    .unwrap();
+                packet(i as u64 + 1, &[&m])
+            })
+            .collect();
+        let (want, plain) = orders_of(trader(), &ticker);
+        let book_trader = trader().with_symbols(&[]).unwrap();
+        let (got, t) = orders_of(book_trader, &day);
+        assert!(want.len() > 100, "the strategy trades: {}", want.len());
+        assert_eq!(got, want);
+        let (a, b) = (t.account(), plain.account());
+        assert_eq!((a.orders, a.pnl.to_bits()), (b.orders, b.pnl.to_bits()));
+        let c = t.counters;
+        assert_eq!(c.ticks, BARS as u64, "{c:?}");
+        assert_eq!(
+            (c.book_refused, c.malformed_messages, c.gap_messages),
+            (0, 0, 0)
+        );
+        // Nearly all of the day is other symbols', dropped unread.
+        assert!(c.unwatched_messages > 7 * BARS as u64, "{c:?}");
+        assert_eq!(c.messages, c.unwatched_messages + c.book_messages);
+        let watch = t.desk().watch().unwrap();
+        assert_eq!(watch.unresolved(), 0);
+        assert_eq!(
+            watch.book().live_orders(),
+            0,
+            "every SYNTH add was executed"
+        );
+        // The ticker desk reads the same day's Add + Execute as no tick at all.
+        let (none, _) = orders_of(trader(), &day);
+        assert!(none.is_empty());
+    }
+
+    /// A trader that joins after the Stock Directory never learns its stock's locate: it
+    /// sequences everything, books and trades nothing, and says so.
+    #[test]
+    fn a_book_desk_joined_after_the_directory_trades_nothing_and_says_why() {
+        let config = market::Config {
+            per_print: 8,
+            symbols: 50,
+            ..market::Config::new(7, 500)
+        };
+        let day = market_packets(config, 16);
+        let t = Trader::new(Params::from_n(6).unwrap(), Some(stock()))
+            .with_symbols(&[])
+            .unwrap();
+        // Joins at the 20th packet, past the directory; learns the feed there.
+        let (orders, t2) = orders_of(t, &day[20..]);
+        assert!(orders.is_empty());
+        let c = t2.counters;
+        assert!(c.messages > 1_000, "{c:?}");
+        assert_eq!((c.ticks, c.book_messages), (0, 0), "{c:?}");
+        assert_eq!(c.unwatched_messages, c.messages);
+        assert_eq!(t2.desk().watch().unwrap().unresolved(), 1);
     }
 
     #[test]

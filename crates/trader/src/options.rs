@@ -79,6 +79,14 @@ pub struct Options {
     /// Trade only this stock symbol.
     #[arg(long, default_value = paths::market::STOCK, help_heading = "Strategy")]
     pub stock: String,
+    /// Read a full-depth feed: keep the order book of these symbols (comma-separated, up to
+    /// 64; `--stock` is always among them), each resolved through the feed's Stock Directory
+    /// messages, and trade `--stock`'s book prints (Order Executed at the resting order's
+    /// price, a printable Executed With Price, a Trade). Every message is still sequenced;
+    /// the other symbols' are dropped unread. Without it the trader reads the ticker: Trade
+    /// messages of `--stock`.
+    #[arg(long, value_name = "SYM,...", value_delimiter = ',', num_args = 1.., help_heading = "Strategy")]
+    pub symbols: Option<Vec<String>>,
     /// Take only this MoldUDP64 session (up to 10 characters). Without it the session is
     /// learned: the first packet is held until a packet of the same session continues its
     /// sequence, so one stray datagram can't capture the trader.
@@ -354,6 +362,7 @@ impl Options {
             feed_source_b,
             n,
             stock,
+            symbols,
             session,
             first_seq,
             max_jump,
@@ -409,6 +418,9 @@ impl Options {
         a.some("--feed-source", feed_source.as_ref());
         a.changed("--n", n, &d.n);
         a.changed("--stock", stock, &d.stock);
+        if let Some(s) = symbols {
+            a.value("--symbols", s.join(","));
+        }
         if let Some(s) = session {
             a.value("--session", String::from_utf8_lossy(s.trimmed()));
             a.some("--first-seq", first_seq.as_ref());

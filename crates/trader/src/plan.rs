@@ -10,7 +10,7 @@ use std::{
 };
 
 use afxdp::xsk::XskConfig;
-use anyhow::anyhow;
+use anyhow::{anyhow, bail};
 use paths::{Orders, TraderPath, Wait, XdpMode, XdpStages};
 use trader_core::FeedRules;
 use wire::itch::Stock;
@@ -92,11 +92,14 @@ pub struct TriggerPlan {
     pub corrupt_arms: u64,
 }
 
-/// The strategy (`--n`) and its stock (`--stock`).
-#[derive(Debug, Clone, Copy)]
+/// The strategy (`--n`), its stock (`--stock`) and the symbols whose book it keeps
+/// (`--symbols`).
+#[derive(Debug, Clone)]
 pub struct Strategy {
     pub params: engine::Params,
     pub stock: Stock,
+    /// `Some`: a full-depth feed, the book of these symbols (and of `stock`) kept.
+    pub symbols: Option<Vec<Stock>>,
 }
 
 /// The feed: its trust rules and how its lines and gaps are handled.
@@ -153,6 +156,25 @@ impl Options {
         let params = engine::Params::from_n(self.n)
             .map_err(|e| anyhow!("bad strategy length --n {}: {e}", self.n))?;
         let stock = Stock::new(&self.stock).map_err(|e| anyhow!("bad --stock: {e}"))?;
+        let symbols = self
+            .symbols
+            .as_ref()
+            .map(|list| {
+                let s: Vec<Stock> = list
+                    .iter()
+                    .map(|s| Stock::new(s).map_err(|e| anyhow!("bad --symbols {s:?}: {e}")))
+                    .collect::<anyhow::Result<_>>()?;
+                let max = trader_core::desk::MAX_SYMBOLS;
+                if s.iter().filter(|&&x| x != stock).count() >= max {
+                    bail!(
+                        "--symbols names {} symbols: at most {} besides --stock",
+                        s.len(),
+                        max - 1
+                    );
+                }
+                Ok::<_, anyhow::Error>(s)
+            })
+            .transpose()?;
         let busy_poll = self.busy_poll.map(|us| BusyPoll {
             us,
             prefer: self.prefer_busy_poll,
@@ -164,7 +186,11 @@ impl Options {
             .build()?;
         Ok(Plan {
             path: self.path,
-            strategy: Strategy { params, stock },
+            strategy: Strategy {
+                params,
+                stock,
+                symbols,
+            },
             feed: Feed {
                 rules: FeedRules {
                     session: self.session,

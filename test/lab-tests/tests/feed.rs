@@ -31,11 +31,24 @@ fn run(
     tag: &str,
     extra: &[&str],
 ) -> (ReplayReport, TraderReport) {
+    run_with(c, path, source, tag, extra, &[])
+}
+
+/// [`run`], the trader given `trader_extra` too.
+fn run_with(
+    c: &LabConfig,
+    path: &str,
+    source: &str,
+    tag: &str,
+    extra: &[&str],
+    trader_extra: &[&str],
+) -> (ReplayReport, TraderReport) {
     let (tj, rj) = (
         tmp(&format!("{tag}-trader.json")),
         tmp(&format!("{tag}-replay.json")),
     );
-    let mut trader = start_trader(c, path, &tj, &["--wait", "block"]);
+    let args = [&["--wait", "block"][..], trader_extra].concat();
+    let mut trader = start_trader(c, path, &tj, &args);
     let st = replay(c, source, &trader_md(c), &rj)
         .args(["--rate", "10k", "--drain-ms", "300", "--label", tag])
         .args(extra)
@@ -157,45 +170,66 @@ fn the_generated_market_trades_as_the_ticker_of_its_seed() {
             &format!("ticker-{path}"),
             &["--count", &count],
         );
-        let tag = format!("market-{path}");
-        let (r, t) = run(
-            &c,
-            path,
-            "market:42:150000:per-print=8:symbols=300:synth=P",
-            &tag,
-            &["--count", &count, "--batch", "16"],
-        );
-        let k = &t.counters;
-        // Every message of the day went out, many more than the ticks.
-        assert!(r.sent_messages > 9 * TICKS, "{tag}: {}", r.sent_messages);
-        assert_eq!(
-            k.ticks, TICKS,
-            "{tag}: every SYNTH print reached the strategy"
-        );
-        for (name, none) in [
-            ("gap_messages", k.gap_messages),
-            ("late_messages", k.late_messages),
-            ("duplicate_messages", k.duplicate_messages),
-            ("malformed_messages", k.malformed_messages),
-            ("malformed_packets", k.malformed_packets),
-            ("malformed_framing", k.malformed_framing),
+        // The day printed as Trade messages to the ticker trader, and as Add Order + Order
+        // Executed (no price on the print) to a trader that keeps SYNTH's book.
+        for (tag, source, trader_extra) in [
+            (
+                format!("market-{path}"),
+                "market:42:150000:per-print=8:symbols=300:synth=P",
+                &[][..],
+            ),
+            (
+                format!("market-book-{path}"),
+                "market:42:150000:per-print=8:symbols=300",
+                &["--symbols", "SYNTH"][..],
+            ),
         ] {
-            assert_eq!(none, 0, "{tag}: {name}: {k:?}");
+            let (r, t) = run_with(
+                &c,
+                path,
+                source,
+                &tag,
+                &["--count", &count, "--batch", "16"],
+                trader_extra,
+            );
+            let k = &t.counters;
+            // Every message of the day went out, many more than the ticks.
+            assert!(r.sent_messages > 9 * TICKS, "{tag}: {}", r.sent_messages);
+            assert_eq!(
+                k.ticks, TICKS,
+                "{tag}: every SYNTH print reached the strategy"
+            );
+            for (name, none) in [
+                ("gap_messages", k.gap_messages),
+                ("late_messages", k.late_messages),
+                ("duplicate_messages", k.duplicate_messages),
+                ("malformed_messages", k.malformed_messages),
+                ("malformed_packets", k.malformed_packets),
+                ("malformed_framing", k.malformed_framing),
+                ("book_refused", k.book_refused),
+            ] {
+                assert_eq!(none, 0, "{tag}: {name}: {k:?}");
+            }
+            if !trader_extra.is_empty() {
+                // The book trader read only SYNTH's messages; the rest were sequenced, unread.
+                assert!(k.unwatched_messages > 8 * TICKS, "{tag}: {k:?}");
+                assert!(k.book_messages >= 2 * TICKS, "{tag}: {k:?}");
+            }
+            assert!(r.parity.ok(), "{tag}: {:?}", r.parity);
+            let (a, b) = (&ticker.0.parity, &r.parity);
+            assert!(a.expected_orders > 100, "{tag}: the strategy trades");
+            assert_eq!(
+                (a.expected_orders, a.live_trades, a.live_pnl.to_bits()),
+                (b.expected_orders, b.live_trades, b.live_pnl.to_bits()),
+                "{tag}: the market's orders are the ticker's"
+            );
+            assert_eq!(r.orders_received, ticker.0.orders_received, "{tag}");
+            assert_eq!(
+                (t.account.orders, t.account.pnl.to_bits()),
+                (ticker.1.account.orders, ticker.1.account.pnl.to_bits()),
+                "{tag}: the trader's own account"
+            );
         }
-        assert!(r.parity.ok(), "{tag}: {:?}", r.parity);
-        let (a, b) = (&ticker.0.parity, &r.parity);
-        assert!(a.expected_orders > 100, "{tag}: the strategy trades");
-        assert_eq!(
-            (a.expected_orders, a.live_trades, a.live_pnl.to_bits()),
-            (b.expected_orders, b.live_trades, b.live_pnl.to_bits()),
-            "{tag}: the market's orders are the ticker's"
-        );
-        assert_eq!(r.orders_received, ticker.0.orders_received, "{tag}");
-        assert_eq!(
-            (t.account.orders, t.account.pnl.to_bits()),
-            (ticker.1.account.orders, ticker.1.account.pnl.to_bits()),
-            "{tag}: the trader's own account"
-        );
     }
 }
 

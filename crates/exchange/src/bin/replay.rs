@@ -5,6 +5,7 @@
 //! and runs it.
 
 // What the package's other targets use (`unused_crate_dependencies` sees each target alone).
+use book as _;
 use clap::Parser as _;
 use exchange::replay;
 use {

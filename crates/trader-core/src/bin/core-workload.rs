@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 // What the package's other targets use (`unused_crate_dependencies` sees each target alone).
+use book as _;
 use {
     anyhow as _, hdrhistogram as _, results as _, serde as _, serde_json as _, wire as _,
     xdp_common as _,

@@ -69,6 +69,9 @@ pub fn run(mut o: Options) -> anyhow::Result<()> {
     let mut trader = Trader::new(plan.strategy.params, Some(plan.strategy.stock))
         .with_engine_sampling(o.engine_sample_every)
         .with_feed_rules(plan.feed.rules);
+    if let Some(symbols) = &plan.strategy.symbols {
+        trader = trader.with_symbols(symbols)?;
+    }
     if plan.feed.recovery {
         trader = trader.with_recovery();
     }
