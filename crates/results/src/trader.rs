@@ -378,6 +378,11 @@ pub struct TraderCounters {
     pub ticks: u64,
     /// Trade messages for another stock (the ticker feed).
     pub other_stock: u64,
+    /// Numbers a driver filter's claim covered: packets the XDP program dropped because none
+    /// of their messages was for the trader's symbols, taken as received and empty (see
+    /// docs/driver-filter.md). Neither a gap nor a recovery.
+    #[serde(default)]
+    pub filtered_skipped: u64,
     /// With `--symbols`: messages of the symbols not watched, sequenced and dropped unread
     /// (their type and locate only).
     #[serde(default)]

@@ -5,8 +5,8 @@
 
 // What the package's other targets use (`unused_crate_dependencies` sees each target alone).
 use {
-    affinity as _, anyhow as _, engine as _, hdrhistogram as _, paths as _, proptest as _,
-    results as _, serde as _, serde_json as _, wire as _, xdp_common as _,
+    affinity as _, anyhow as _, book as _, engine as _, hdrhistogram as _, market as _, paths as _,
+    proptest as _, results as _, serde as _, serde_json as _, wire as _, xdp_common as _,
 };
 
 use std::hint::black_box;

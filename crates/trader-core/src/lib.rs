@@ -47,7 +47,7 @@ pub use crate::{
     desk::Desk,
     gate::{DEFAULT_MAX_JUMP, DEFAULT_MAX_RATE, DEFAULT_QUIET_NS, FeedRules, ForeignSessions},
     lines::Line,
-    sequencer::{Cx, Sequencer, Sink},
+    sequencer::{Claim, Cx, Sequencer, Sink},
     time::Nanos,
 };
 
@@ -326,6 +326,32 @@ impl Trader {
         self.sequencer.on_packet(line, payload, &mut cx)
     }
 
+    /// [`Trader::on_packet_from`] for a packet carrying a driver filter's claim: the numbers
+    /// the XDP program dropped before it, in a run from `claim`, are taken as received and
+    /// empty ([`Sequencer::on_packet_claimed`] says when a claim is taken).
+    #[inline]
+    pub fn on_packet_claimed(
+        &mut self,
+        line: Line,
+        payload: &[u8],
+        claim: Option<Claim>,
+        clock: impl Fn() -> u64,
+        mut emit: impl FnMut(&OrderRepr) -> bool,
+    ) -> PacketOutcome {
+        let mut sink = ToDesk {
+            desk: &mut self.desk,
+            clock: &clock,
+            emit: &mut emit,
+        };
+        let mut cx = Cx {
+            counters: &mut self.counters,
+            clock: &clock,
+            sink: &mut sink,
+        };
+        self.sequencer
+            .on_packet_claimed(line, payload, claim, &mut cx)
+    }
+
     /// Work for the next tick that doesn't depend on its price; call after the orders of the
     /// last packet are out. Cheap when already done.
     #[inline]
@@ -350,6 +376,8 @@ pub fn trade_message(seq: u64, stock: Stock, price: Price4, timestamp_ns: u64) -
     }
 }
 
+#[cfg(test)]
+mod filter_tests;
 #[cfg(test)]
 mod gate_tests;
 
@@ -393,7 +421,7 @@ mod tests {
 
     /// A trader that knows where the feed is (session and first sequence number pinned): these
     /// tests are about sequence tracking, not learning the feed (`gate_tests`).
-    fn trader() -> Trader {
+    pub(crate) fn trader() -> Trader {
         Trader::new(Params::from_n(6).unwrap(), Some(stock())).with_feed_rules(FeedRules {
             session: Some(Session::new(paths::market::SESSION).unwrap()),
             first_seq: Some(1),
@@ -402,20 +430,18 @@ mod tests {
     }
 
     /// A generated day as the exchange packs it: up to `per` messages a packet, from 1.
-    fn market_packets(config: market::Config, per: u16) -> Vec<Vec<u8>> {
+    pub(crate) fn market_packets(config: market::Config, per: u16) -> Vec<Vec<u8>> {
         let session = Session::new(paths::market::SESSION).unwrap();
         let mut out = Vec::new();
         let (mut buf, mut m) = ([0u8; 1500], [0u8; 64]);
         let mut b = PacketBuilder::new(&mut buf, session, 1).unwrap();
-        let mut seq = 1;
-        for msg in market::Generator::new(config).unwrap() {
+        for (seq, msg) in (1..).zip(market::Generator::new(config).unwrap()) {
             let n = msg.emit_into(&mut m).unwrap();
             if b.count() == per || b.remaining() < n + 2 {
                 out.push(b.finish().to_vec());
                 b = PacketBuilder::new(&mut buf, session, seq).unwrap();
             }
             b.push(&m[..n]).unwrap();
-            seq += 1;
         }
         if !b.is_empty() {
             out.push(b.finish().to_vec());
@@ -424,7 +450,7 @@ mod tests {
     }
 
     /// Every order a trader sends on `packets`, with its account.
-    fn orders_of(mut t: Trader, packets: &[Vec<u8>]) -> (Vec<(u64, Side, u32)>, Trader) {
+    pub(crate) fn orders_of(mut t: Trader, packets: &[Vec<u8>]) -> (Vec<(u64, Side, u32)>, Trader) {
         let mut orders = Vec::new();
         for p in packets {
             t.on_packet(

@@ -13,6 +13,7 @@
 //! clock in [`Cx`], read only when a packet waits for the other line.
 
 use wire::{itch, moldudp64};
+pub use xdp_common::filter::Claim;
 
 use crate::{
     Counters, PacketOutcome, SEEN_WINDOW,
@@ -262,6 +263,30 @@ impl Sequencer {
         payload: &[u8],
         cx: &mut Cx<'_, impl Fn() -> u64, impl Sink>,
     ) -> PacketOutcome {
+        self.on_packet_claimed(line, payload, None, cx)
+    }
+
+    /// [`Sequencer::on_packet`] for a packet that carries a driver filter's [`Claim`] (see
+    /// docs/driver-filter.md and [`xdp_common::filter`]): the run `[from, to)` of numbers the
+    /// XDP program saw on this line, whole, in order and from the pinned source, and dropped
+    /// because none carried a message for the trader's symbols. The numbers of the run not yet
+    /// taken are taken as received and empty (`filtered_skipped`), neither a gap nor a
+    /// recovery; any before the run, or between it and the packet, that never came are a gap
+    /// as always (a loss broke the run). A claim is the program's word, never a
+    /// datagram's: only the AF_XDP path, whose program writes it, may pass one. It is taken
+    /// once the feed is known, on a one-line feed (an A/B feed's lines arbitrate each number,
+    /// and a claimed skip would need both lines' word), when its run ends past the next number
+    /// and at or before the packet (a packet behind the line carries the run ahead of it,
+    /// which it can't vouch for), and when the run begins within `max_jump` of the next
+    /// number: a run that a forged jump ahead began is the gate's business, never a skip.
+    #[inline]
+    pub fn on_packet_claimed(
+        &mut self,
+        line: Line,
+        payload: &[u8],
+        claim: Option<Claim>,
+        cx: &mut Cx<'_, impl Fn() -> u64, impl Sink>,
+    ) -> PacketOutcome {
         self.line = line;
         cx.counters.packets += 1;
         let Ok(packet) = moldudp64::Packet::new_checked(payload) else {
@@ -297,6 +322,15 @@ impl Sequencer {
         };
         let max_jump = self.rules.max_jump;
         if self.base.is_some() {
+            if let Some(claim) = claim
+                && claim.to > self.next_seq
+                && claim.to <= first
+                && claim.from <= self.next_seq.saturating_add(max_jump)
+                && self.lines.is_none()
+                && self.line == Line::A
+            {
+                self.take_claim(claim, cx.counters);
+            }
             if first <= self.next_seq.saturating_add(max_jump) {
                 self.arbitrate(payload, first, next, cx);
             } else {
@@ -723,20 +757,12 @@ impl Sequencer {
             return false;
         }
         if seq >= self.next_seq {
-            let skipped = seq - self.next_seq;
-            if skipped > 0
-                && let Some(rec) = &mut self.recovery
-            {
-                let gave_up = rec.push(self.next_seq, seq).0;
-                c.retransmit_gave_up = c.retransmit_gave_up.saturating_add(gave_up);
-            }
-            // Saturating: a hostile sequence number near u64::MAX must not wrap the counters.
-            c.gap_messages = c.gap_messages.saturating_add(skipped);
+            self.pass_gap(seq, c);
             if let (Some(l), Some(base)) = (&mut self.lines, self.base) {
                 l.advance(self.next_seq, seq.saturating_add(1), base);
             }
             // Forget what the window held for the sequence numbers we now move over.
-            if skipped + 1 >= SEEN_WINDOW {
+            if seq - self.next_seq + 1 >= SEEN_WINDOW {
                 self.seen.fill(0);
             } else {
                 for s in self.next_seq..=seq.min(u64::MAX - 1) {
@@ -761,6 +787,50 @@ impl Sequencer {
             c.duplicate_messages += 1;
         }
         false
+    }
+
+    /// The numbers `[next_seq, to)` never came: a gap, counted and queued for recovery (the
+    /// caller moves `next_seq` and the window).
+    fn pass_gap(&mut self, to: u64, c: &mut Counters) {
+        let skipped = to.saturating_sub(self.next_seq);
+        if skipped > 0
+            && let Some(rec) = &mut self.recovery
+        {
+            let gave_up = rec.push(self.next_seq, to).0;
+            c.retransmit_gave_up = c.retransmit_gave_up.saturating_add(gave_up);
+        }
+        // Saturating: a hostile sequence number near u64::MAX must not wrap the counters.
+        c.gap_messages = c.gap_messages.saturating_add(skipped);
+    }
+
+    /// A driver filter's claim ([`Sequencer::on_packet_claimed`]) whose run ends past the
+    /// feed's next number and at or before the packet that carries it: what the run covers is
+    /// taken as received and empty, what lies before it is a gap.
+    #[cold]
+    #[inline(never)]
+    fn take_claim(&mut self, claim: Claim, c: &mut Counters) {
+        let first = claim.to;
+        let from = claim.from.clamp(self.next_seq, first);
+        if from > self.next_seq {
+            // The run broke at a loss: its start is after the numbers that never came.
+            self.pass_gap(from, c);
+        }
+        if first - self.next_seq >= SEEN_WINDOW {
+            self.seen.fill(0);
+            for s in first.saturating_sub(SEEN_WINDOW).max(from)..first {
+                self.mark(s);
+            }
+        } else {
+            for s in self.next_seq..from {
+                self.clear(s);
+            }
+            for s in from..first {
+                self.mark(s);
+            }
+        }
+        c.filtered_skipped = c.filtered_skipped.saturating_add(first - from);
+        self.next_seq = first;
+        self.last_feed = Some(self.rx);
     }
 
     #[inline]

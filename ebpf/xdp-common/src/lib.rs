@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 pub mod checksum;
+pub mod filter;
 pub mod layout;
 pub mod segment;
 

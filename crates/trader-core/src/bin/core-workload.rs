@@ -13,7 +13,7 @@ use {
     xdp_common as _,
 };
 #[cfg(test)]
-use {criterion as _, paths as _, proptest as _};
+use {criterion as _, market as _, paths as _, proptest as _};
 
 use std::time::Instant;
 
