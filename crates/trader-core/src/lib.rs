@@ -311,19 +311,9 @@ impl Trader {
         line: Line,
         payload: &[u8],
         clock: impl Fn() -> u64,
-        mut emit: impl FnMut(&OrderRepr) -> bool,
+        emit: impl FnMut(&OrderRepr) -> bool,
     ) -> PacketOutcome {
-        let mut sink = ToDesk {
-            desk: &mut self.desk,
-            clock: &clock,
-            emit: &mut emit,
-        };
-        let mut cx = Cx {
-            counters: &mut self.counters,
-            clock: &clock,
-            sink: &mut sink,
-        };
-        self.sequencer.on_packet(line, payload, &mut cx)
+        self.on_packet_claimed(line, payload, None, clock, emit)
     }
 
     /// [`Trader::on_packet_from`] for a packet carrying a driver filter's claim: the numbers
