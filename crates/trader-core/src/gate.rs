@@ -64,7 +64,7 @@
 //! Held packets live in a few preallocated buffers; nothing here allocates after start-up.
 use wire::moldudp64::Session;
 
-use crate::lines::Line;
+use crate::{HOLD_MAX, lines::Line};
 
 /// Forward jumps larger than this many sequence numbers wait for the next packet to confirm
 /// them. Up to it, a forged jump costs at most this many real ticks (counted late); above it,
@@ -89,10 +89,6 @@ pub const DEFAULT_MAX_RATE: u64 = 1_000_000;
 /// Packets held at once, waiting for a packet that continues their sequence. With more
 /// unconfirmed packets than this, the oldest is dropped.
 pub const HELD: usize = 4;
-
-/// The largest packet that can be held: more than any UDP payload in a 1500-byte MTU frame and
-/// than an AF_XDP frame's 2048 bytes. A larger unconfirmed packet is dropped, not held.
-pub const HOLD_MAX: usize = 2048;
 
 /// Foreign sessions the report names (the first ones seen).
 pub const FOREIGN_MAX: usize = 8;

@@ -58,6 +58,11 @@ pub use xdp_common::LOT;
 /// duplicate from a late arrival (a power of two).
 pub(crate) const SEEN_WINDOW: u64 = 1 << 16;
 
+/// The largest packet that can be held (by the gate, or by a line waiting for its turn): more
+/// than any UDP payload in a 1500-byte MTU frame and than an AF_XDP frame's 2048 bytes. A larger
+/// unconfirmed packet is dropped, not held.
+pub const HOLD_MAX: usize = 2048;
+
 pub use results::TraderCounters as Counters;
 
 /// Engine time (`on_tick`) is taken on one tick in this many by default: two clock reads on the

@@ -17,7 +17,7 @@ use std::collections::VecDeque;
 
 use results::LineCounts;
 
-use crate::{SEEN_WINDOW, time::Nanos};
+use crate::{HOLD_MAX, SEEN_WINDOW, time::Nanos};
 
 /// The lines a feed can come on: A and B.
 pub const LINES: usize = 2;
@@ -111,7 +111,7 @@ impl Lines {
             line_next: [0; LINES],
             waiting: VecDeque::with_capacity(WAIT_MAX),
             pool: (0..WAIT_MAX)
-                .map(|_| Vec::with_capacity(crate::gate::HOLD_MAX))
+                .map(|_| Vec::with_capacity(HOLD_MAX))
                 .collect(),
             wait_ns: DEFAULT_WAIT_NS,
         }
@@ -157,7 +157,7 @@ impl Lines {
     /// Holds `bytes` (numbered from `first`, from `line`) until `due`; false when it can't
     /// (all buffers in use, or too large): the caller releases what waits and trades it.
     pub(crate) fn hold(&mut self, bytes: &[u8], first: u64, line: Line, due: Nanos) -> bool {
-        if bytes.len() > crate::gate::HOLD_MAX {
+        if bytes.len() > HOLD_MAX {
             return false;
         }
         let Some(mut buf) = self.pool.pop() else {

@@ -494,7 +494,7 @@ pub fn run(ctx: &Ctx) -> anyhow::Result<Outcome> {
         Vec and completions push it back; RX frames waiting for the fill ring sit in \
         `Refill.pending`, sized for the whole RX pool so it never grows: crates/afxdp/src/xsk.rs), \
         and two in trader-core for packets kept aside: the A/B arbitration's `Lines.pool` \
-        (crates/trader-core/src/lines.rs: `WAIT_MAX` = 64 buffers of `gate::HOLD_MAX` = 2048 B made in \
+        (crates/trader-core/src/lines.rs: `WAIT_MAX` = 64 buffers of `HOLD_MAX` = 2048 B made in \
         `Lines::new`; `hold` pops one for a packet waiting for the other line, `recycle` pushes \
         it back) and the feed gate's `Holding` (crates/trader-core/src/gate.rs: `HELD` = 4 slots, each \
         a 2048-B `Vec` made in `Holding::new`, lent by `take` and returned by `give_back` \
