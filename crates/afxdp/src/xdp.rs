@@ -710,6 +710,9 @@ impl Counters {
                 Counter::ForeignSourcePort => &mut r.foreign_source_port,
                 Counter::OrderSegments => &mut r.order_segments,
                 Counter::TriggerNoSegment => &mut r.trigger_no_segment,
+                Counter::FilteredPackets => &mut r.filtered_packets,
+                Counter::FilteredMessages => &mut r.filtered_messages,
+                Counter::FilterUnclaimed => &mut r.filter_unclaimed,
             };
             *slot = self.get(c);
         }

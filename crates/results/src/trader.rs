@@ -534,6 +534,16 @@ pub struct XdpCounters {
     /// (redirected to the trader).
     #[serde(default)]
     pub trigger_no_segment: u64,
+    /// Driver filter (`--symbols` on the xdp path): feed packets dropped in the driver, none of
+    /// their messages for a kept stock, their numbers claimed by the next packet passed.
+    #[serde(default)]
+    pub filtered_packets: u64,
+    /// Driver filter: the messages in those packets.
+    #[serde(default)]
+    pub filtered_messages: u64,
+    /// Driver filter: feed packets dropped because their claim could not be appended.
+    #[serde(default)]
+    pub filter_unclaimed: u64,
 }
 
 /// The loaded XDP program, as the kernel describes it (`bpf_prog_info`).

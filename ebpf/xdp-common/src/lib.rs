@@ -648,11 +648,20 @@ pub enum Counter {
     /// TCP trigger: the armed tick met no segment for its arm, or one the trader had
     /// withdrawn (its stack was about to send): redirected to the trader, which decides it.
     TriggerNoSegment,
+    /// Driver filter ([`filter`]): feed packets dropped in the driver, every message for a
+    /// stock the trader doesn't keep, their numbers claimed by the next packet passed.
+    FilteredPackets,
+    /// Driver filter: the messages in those packets.
+    FilteredMessages,
+    /// Driver filter: feed packets the claim could not be appended to (the frame can't grow):
+    /// dropped, for the trader to see as a gap and ask again, since a frame without its trailer
+    /// could carry a stranger's.
+    FilterUnclaimed,
 }
 
 impl Counter {
     /// Number of counters; the map's `max_entries`.
-    pub const COUNT: u32 = 20;
+    pub const COUNT: u32 = 23;
 
     /// Every counter, in index order.
     pub const ALL: [Counter; Self::COUNT as usize] = [
@@ -676,6 +685,9 @@ impl Counter {
         Counter::ForeignSourcePort,
         Counter::OrderSegments,
         Counter::TriggerNoSegment,
+        Counter::FilteredPackets,
+        Counter::FilteredMessages,
+        Counter::FilterUnclaimed,
     ];
 
     /// The counter's slot in the map.
@@ -706,6 +718,9 @@ impl Counter {
             Counter::ForeignSourcePort => "foreign_source_port",
             Counter::OrderSegments => "order_segments",
             Counter::TriggerNoSegment => "trigger_no_segment",
+            Counter::FilteredPackets => "filtered_packets",
+            Counter::FilteredMessages => "filtered_messages",
+            Counter::FilterUnclaimed => "filter_unclaimed",
         }
     }
 }
