@@ -126,6 +126,10 @@ pub struct Load {
     /// The trigger fires the order session's armed TCP segment ([`SegmentMap`]) instead of the
     /// lab's UDP order (`trader --path trigger --orders tcp-xdp`).
     pub trigger_tcp: bool,
+    /// The driver filter compiled in (`xdp_common::filter`): once armed ([`FilterMap::arm`]),
+    /// line A's packets with nothing for the trader's stocks are dropped in the driver and every
+    /// packet passed carries a claim trailer. For the redirect action on a one-line feed.
+    pub filter: bool,
 }
 
 /// The XDP program, loaded and attached to one interface. Dropping it detaches the program
@@ -143,6 +147,8 @@ pub struct XdpProgram {
     timed: Option<XdpStages>,
     /// Whether it was loaded to wake a sleeping reader when the trigger fires.
     fired_wakeup: bool,
+    /// Whether it was loaded with the driver filter.
+    filter: bool,
     /// The log reader, if started; last, so it is dropped after the program is detached and
     /// reads what the program logged to the end.
     log: Option<XdpLog>,
@@ -198,6 +204,7 @@ impl XdpProgram {
         let to = load.order_to.unwrap_or_default();
         let order_tcp = u8::from(load.order_tcp && load.order_to.is_some());
         let trigger_tcp = u8::from(load.trigger_tcp && order_tcp == 1);
+        let filter_on = u8::from(load.filter);
         let mut ebpf = EbpfLoader::new()
             .override_global(GLOBAL_MD_PORT, &port, true)
             .override_global(GLOBAL_MD_PORT_B, &port_b, true)
@@ -212,6 +219,7 @@ impl XdpProgram {
             .override_global(GLOBAL_ORDER_DST_PORT, &to.dst_port, true)
             .override_global(GLOBAL_ORDER_TCP, &order_tcp, true)
             .override_global(xdp_common::segment::GLOBAL_TRIGGER_TCP, &trigger_tcp, true)
+            .override_global(xdp_common::filter::GLOBAL_FILTER_ON, &filter_on, true)
             .load(match load.stages {
                 None => OBJECT,
                 Some(XdpStages::Each) => OBJECT_STAGES,
@@ -260,6 +268,7 @@ impl XdpProgram {
             logs: log != 0,
             timed: load.stages,
             fired_wakeup: load.fired_wakeup,
+            filter: load.filter,
             log: None,
         })
     }
@@ -436,6 +445,47 @@ impl XdpProgram {
         Ok(SourcesMap(array))
     }
 
+    /// Whether it was loaded with the driver filter ([`Load::filter`]).
+    pub fn filters(&self) -> bool {
+        self.filter
+    }
+
+    /// The driver filter's maps, to arm it when the trader has confirmed its feed and resolved
+    /// its symbols (once: the maps move to the caller).
+    pub fn take_filter(&mut self) -> Result<(FilterMap, ClaimsMap), XdpError> {
+        let mut take = |name: &str| {
+            let map = self.ebpf.take_map(name).ok_or_else(|| XdpError::Map {
+                what: format!("map {name} missing (or already taken)"),
+                source: aya::maps::MapError::InvalidName { name: name.into() },
+            })?;
+            Array::try_from(map).map_err(|source| XdpError::Map {
+                what: format!("map {name} is not an array of 8-byte values"),
+                source,
+            })
+        };
+        let locates = take(xdp_common::filter::MAP_LOCATES)?;
+        let filter = take(xdp_common::filter::MAP_FILTER)?;
+        let name = xdp_common::filter::MAP_CLAIMS;
+        let map = self.ebpf.take_map(name).ok_or_else(|| XdpError::Map {
+            what: format!("map {name} missing (or already taken)"),
+            source: aya::maps::MapError::InvalidName { name: name.into() },
+        })?;
+        let map = match map {
+            aya::maps::Map::Array(m) => m,
+            _ => {
+                return Err(XdpError::Map {
+                    what: format!("map {name} is not an array"),
+                    source: aya::maps::MapError::InvalidName { name: name.into() },
+                });
+            }
+        };
+        let claims = arm_mem::ClaimsMap::map(map).map_err(|source| XdpError::Mmap {
+            what: format!("failed to memory-map the driver filter's {name} array"),
+            source,
+        })?;
+        Ok((FilterMap { locates, filter }, claims))
+    }
+
     /// Puts an AF_XDP socket into the XSKMAP slot of `queue`.
     pub fn register_socket(&mut self, queue: u32, fd: std::os::fd::RawFd) -> Result<(), XdpError> {
         let map = self.ebpf.map_mut(MAP_XSKS).ok_or_else(|| XdpError::Map {
@@ -580,7 +630,7 @@ impl std::os::fd::AsRawFd for BorrowedRaw {
     }
 }
 
-pub use arm_mem::{ArmMap, SegmentMap, Withdrawn};
+pub use arm_mem::{ArmMap, ClaimsMap, SegmentMap, Withdrawn};
 
 mod arm_mem;
 
@@ -672,6 +722,49 @@ impl SourcesMap {
                 what: format!("failed to pin {MAP_SOURCES}[{index}]"),
                 source,
             })
+    }
+}
+
+/// The driver filter's locate map and arming (`xdp_common::filter`).
+pub struct FilterMap {
+    locates: Array<MapData, u64>,
+    filter: Array<MapData, u64>,
+}
+
+impl std::fmt::Debug for FilterMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FilterMap")
+    }
+}
+
+impl FilterMap {
+    /// Arms the filter for `session`, keeping the stock locates whose bits `locates` sets
+    /// (and locate 0, the system's, always): the locate words first, then the session, then
+    /// the armed word, so the program never filters on a half-written set. One map update a
+    /// nonzero word (the map starts zeroed).
+    pub fn arm(&mut self, session: [u8; 10], locates: &[u64]) -> Result<(), XdpError> {
+        use xdp_common::filter::{FILTER_ARMED, FILTER_SESSION_HEAD, FILTER_SESSION_TAIL};
+        let fail = |what: String| move |source| XdpError::Map { what, source };
+        for (i, &w) in locates.iter().enumerate() {
+            let w = if i == 0 { w | 1 } else { w };
+            if w != 0 {
+                let i = u32::try_from(i).unwrap_or(u32::MAX);
+                self.locates
+                    .set(i, w, 0)
+                    .map_err(fail(format!("failed to write LOCATES[{i}]")))?;
+            }
+        }
+        let (head, tail) = xdp_common::filter::session_words(session);
+        for (i, w) in [
+            (FILTER_SESSION_HEAD, head),
+            (FILTER_SESSION_TAIL, tail),
+            (FILTER_ARMED, 1),
+        ] {
+            self.filter
+                .set(i, w, 0)
+                .map_err(fail(format!("failed to write FILTER[{i}]")))?;
+        }
+        Ok(())
     }
 }
 

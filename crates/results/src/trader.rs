@@ -541,7 +541,7 @@ pub struct XdpCounters {
     /// Driver filter: the messages in those packets.
     #[serde(default)]
     pub filtered_messages: u64,
-    /// Driver filter: feed packets dropped because their claim could not be appended.
+    /// Driver filter: feed packets dropped because their claim could not be filed.
     #[serde(default)]
     pub filter_unclaimed: u64,
 }

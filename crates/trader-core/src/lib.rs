@@ -257,6 +257,20 @@ impl Trader {
         self.sequencer.next_seq()
     }
 
+    /// What the driver filter is armed with, once it may be: the confirmed session and the
+    /// book's locate map (`--symbols`, every symbol resolved). `None` before (nothing is
+    /// filtered), and always on the ticker.
+    pub fn filter_locates(
+        &self,
+    ) -> Option<(moldudp64::Session, &[u64; book::watch::LOCATE_WORDS])> {
+        let watch = self.desk.watch()?;
+        if watch.unresolved() > 0 {
+            return None;
+        }
+        self.sequencer.first_seq()?;
+        Some((self.sequencer.session()?, watch.locates()))
+    }
+
     /// The first sequence number the trader took, once known.
     pub fn first_seq(&self) -> Option<u64> {
         self.sequencer.first_seq()

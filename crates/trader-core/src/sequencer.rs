@@ -302,6 +302,14 @@ impl Sequencer {
         if self.line == Line::Recovery {
             return self.on_answer(payload, cx.counters);
         }
+        if (packet.is_end_of_session() || packet.is_heartbeat())
+            && let Some(claim) = claim
+            && self.base.is_some()
+        {
+            // The filter's run before an end or a heartbeat (which the program passes without
+            // ending the run): the numbers up to it were dropped whole and in order.
+            self.try_claim(claim, packet.sequence(), cx.counters);
+        }
         if packet.is_end_of_session() {
             return self.on_end_of_session(session, packet.sequence(), cx);
         }
@@ -322,14 +330,8 @@ impl Sequencer {
         };
         let max_jump = self.rules.max_jump;
         if self.base.is_some() {
-            if let Some(claim) = claim
-                && claim.to > self.next_seq
-                && claim.to <= first
-                && claim.from <= self.next_seq.saturating_add(max_jump)
-                && self.lines.is_none()
-                && self.line == Line::A
-            {
-                self.take_claim(claim, cx.counters);
+            if let Some(claim) = claim {
+                self.try_claim(claim, first, cx.counters);
             }
             if first <= self.next_seq.saturating_add(max_jump) {
                 self.arbitrate(payload, first, next, cx);
@@ -803,11 +805,25 @@ impl Sequencer {
         c.gap_messages = c.gap_messages.saturating_add(skipped);
     }
 
+    /// Takes `claim`, carried by a packet numbered from `first`, when it may be taken (see
+    /// [`Sequencer::on_packet_claimed`]).
+    #[inline]
+    fn try_claim(&mut self, claim: Claim, first: u64, c: &mut Counters) {
+        if claim.to > self.next_seq
+            && claim.to <= first
+            && claim.from <= self.next_seq.saturating_add(self.rules.max_jump)
+            && self.lines.is_none()
+            && self.line == Line::A
+        {
+            self.take_claim(claim, c);
+        }
+    }
+
     /// A driver filter's claim ([`Sequencer::on_packet_claimed`]) whose run ends past the
     /// feed's next number and at or before the packet that carries it: what the run covers is
-    /// taken as received and empty, what lies before it is a gap.
-    #[cold]
-    #[inline(never)]
+    /// taken as received and empty, what lies before it is a gap. Most passed packets carry
+    /// one on a full-depth feed, so it is not cold.
+    #[inline]
     fn take_claim(&mut self, claim: Claim, c: &mut Counters) {
         let first = claim.to;
         let from = claim.from.clamp(self.next_seq, first);

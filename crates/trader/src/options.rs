@@ -165,6 +165,13 @@ pub struct Options {
     /// µs; 257-948 against 159-438) and the armed-hit rate fell by about 20 points.
     #[arg(long, help_heading = "Trigger")]
     pub no_fired_wakeup: bool,
+    /// With `--symbols` on the xdp path of a one-line feed, the XDP program drops in the driver
+    /// each packet that continues the line and carries no message for the kept symbols (at most
+    /// 32 messages), and the next packet passed tells the sequencer which numbers it dropped
+    /// (docs/driver-filter.md). This turns that off: every packet reaches the trader, as on the
+    /// udp path.
+    #[arg(long, help_heading = "Strategy")]
+    pub no_driver_filter: bool,
     /// Time the XDP program's runs with `bpf_ktime_get_ns()`; the report's
     /// `xdp_program.stages` gets the mean ns by outcome (fired, reflected, redirected), net of
     /// one clock read. `--xdp-stages` (or `=each`): a clock read at the end of each stage
@@ -376,6 +383,7 @@ impl Options {
             no_arm_demote,
             fired_poll_every,
             no_fired_wakeup,
+            no_driver_filter,
             xdp_stages,
             housekeeping: _,
             queues,
@@ -436,6 +444,7 @@ impl Options {
         a.flag("--no-arm-demote", *no_arm_demote);
         a.some("--fired-poll-every", fired_poll_every.as_ref());
         a.flag("--no-fired-wakeup", *no_fired_wakeup);
+        a.flag("--no-driver-filter", *no_driver_filter);
         a.bare_or_equals("--xdp-stages", xdp_stages.as_ref(), &XdpStages::Each);
         if let Queues::First(n) = queues {
             a.value("--queues", n);

@@ -76,6 +76,9 @@ pub struct XdpPlan {
     pub stages: Option<XdpStages>,
     /// With `--wait block`, the trigger wakes the trader when it fires (not `--no-fired-wakeup`).
     pub fired_wakeup: bool,
+    /// The driver filter (not `--no-driver-filter`): used where it applies (`--symbols`, the
+    /// xdp path, a one-line feed).
+    pub driver_filter: bool,
     /// Where the log reader may run: the CPUs allowed before the trader was pinned.
     pub housekeeping: Vec<usize>,
 }
@@ -230,6 +233,7 @@ impl Options {
                 stats: self.xdp_stats,
                 stages: self.xdp_stages,
                 fired_wakeup: !self.no_fired_wakeup,
+                driver_filter: !self.no_driver_filter,
                 housekeeping: self.housekeeping.clone(),
             },
             trigger: TriggerPlan {

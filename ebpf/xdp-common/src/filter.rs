@@ -51,46 +51,46 @@ pub const fn session_words(session: [u8; 10]) -> (u64, u64) {
     )
 }
 
-/// The claim's trailer length: magic, then `from` and `to` little-endian.
-pub const CLAIM_LEN: usize = 20;
-/// What starts a claim trailer.
-pub const CLAIM_MAGIC: [u8; 4] = *b"T2TC";
+/// The claims of the packets passed, by the packet's first number: an array of one
+/// [`ClaimSlots`] value (`BPF_F_MMAPABLE`), which the trader maps and reads for each packet of
+/// line A. A claim rides beside its packet, not in it: veth's frames from a sender's socket
+/// often have no tailroom for a trailer, and this kernel refuses `bpf_xdp_adjust_meta` to the
+/// program.
+pub const MAP_CLAIMS: &str = "CLAIMS";
+/// Slots of [`MAP_CLAIMS`] (a power of two): a packet's claim is found while fewer than this
+/// many passed packets came after it. A trader further behind finds another packet's claim,
+/// takes none, and sees the gap it then is (re-requested, never skipped).
+pub const CLAIM_SLOTS: usize = 1024;
+/// No packet's: the key a slot has while the program rewrites it.
+pub const NO_KEY: u64 = u64::MAX;
 
-/// The trailer bytes of `claim`.
-pub fn claim_bytes(claim: Claim) -> [u8; CLAIM_LEN] {
-    let mut b = [0u8; CLAIM_LEN];
-    b[..4].copy_from_slice(&CLAIM_MAGIC);
-    b[4..12].copy_from_slice(&claim.from.to_le_bytes());
-    b[12..].copy_from_slice(&claim.to.to_le_bytes());
-    b
+/// One passed packet's claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(C)]
+pub struct ClaimSlot {
+    /// The first number of the packet it came with ([`NO_KEY`] while being written).
+    pub key: u64,
+    /// The claim.
+    pub claim: Claim,
 }
 
-/// The claim the filter appended to `frame` (Ethernet, IPv4), if there is one: the trailer
-/// must start exactly where the IPv4 datagram ends and fill the rest of the frame. The program
-/// appends one to every feed packet it passes while it filters, after whatever the frame
-/// carried, so a stranger's bytes past the datagram never end where a claim would be read.
-pub fn claim_trailer(frame: &[u8]) -> Option<Claim> {
-    let len_at = crate::layout::at(
-        crate::layout::ethernet::HEADER_LEN,
-        crate::layout::ipv4::TOTAL_LEN,
-    );
-    let total = frame.get(len_at)?;
-    let ip_end =
-        crate::layout::ethernet::HEADER_LEN + usize::from(u16::from_be_bytes([total[0], total[1]]));
-    let t = frame.get(ip_end..)?;
-    let t: &[u8; CLAIM_LEN] = t.try_into().ok()?;
-    if t[..4] != CLAIM_MAGIC {
-        return None;
-    }
-    let word = |at: usize| {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(&t[at..at + 8]);
-        u64::from_le_bytes(w)
-    };
-    Some(Claim {
-        from: word(4),
-        to: word(12),
-    })
+/// [`MAP_CLAIMS`]'s one value.
+#[derive(Debug, Clone, Copy)]
+#[repr(C)]
+pub struct ClaimSlots(pub [ClaimSlot; CLAIM_SLOTS]);
+
+/// The slot of the packet numbered from `first`.
+#[inline]
+pub const fn claim_slot(first: u64) -> usize {
+    (first as usize) & (CLAIM_SLOTS - 1)
+}
+
+/// Whether a claim is worth a slot: it claims something, and ends at or before the packet it
+/// comes with (a packet behind the line carries the run ahead of it, which the trader never
+/// takes, and must not evict the claim of the packet that ended that run).
+#[inline]
+pub const fn worth_a_slot(claim: Claim, first: u64) -> bool {
+    !claim.is_empty() && claim.to <= first
 }
 
 /// The run a passed packet claims: `[from, to)` was dropped, whole and in order. Empty
@@ -134,6 +134,20 @@ pub struct Run {
 }
 
 impl Run {
+    /// The run so far, for a packet that neither continues nor breaks it (a heartbeat, an end
+    /// of session: numbered, carrying no message): passed with this claim, the run left as it
+    /// is. Empty before the line is known.
+    #[inline]
+    pub fn so_far(&self) -> Claim {
+        if self.primed == 0 {
+            return Claim { from: 0, to: 0 };
+        }
+        Claim {
+            from: self.from,
+            to: self.expect,
+        }
+    }
+
     /// A packet numbered `[first, next)` of this line; `candidate`: it passed every check
     /// and may be dropped.
     #[inline]
@@ -165,25 +179,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_claim_is_read_only_right_past_the_ip_datagram_to_the_frames_end_with_its_magic() {
-        // A 40-byte frame whose IPv4 total length says 26 (14 + 26 = 40), then the trailer.
-        let mut frame = [0u8; 40].to_vec();
-        frame[16..18].copy_from_slice(&26u16.to_be_bytes());
-        let claim = Claim { from: 7, to: 19 };
-        frame.extend_from_slice(&claim_bytes(claim));
-        assert_eq!(claim_trailer(&frame), Some(claim));
-        // A byte more (a stranger's trailer behind the program's, or padding): none.
-        let mut longer = frame.clone();
-        longer.push(0);
-        assert_eq!(claim_trailer(&longer), None);
-        // Cut short: none.
-        assert_eq!(claim_trailer(&frame[..frame.len() - 1]), None);
-        // Wrong magic: none.
-        let mut wrong = frame.clone();
-        wrong[40] ^= 1;
-        assert_eq!(claim_trailer(&wrong), None);
-        // A frame too short for the IPv4 length field: none, no panic.
-        assert_eq!(claim_trailer(&frame[..10]), None);
+    fn a_slot_is_kept_for_claims_the_trader_can_take() {
+        assert!(worth_a_slot(Claim { from: 3, to: 9 }, 9));
+        assert!(worth_a_slot(Claim { from: 3, to: 9 }, 12));
+        assert!(!worth_a_slot(Claim { from: 3, to: 9 }, 6));
+        assert!(!worth_a_slot(Claim { from: 9, to: 9 }, 9));
+        assert_eq!(claim_slot(CLAIM_SLOTS as u64 + 5), 5);
         assert_eq!(session_words(*b"ABCDEFGHIJ").1.to_ne_bytes()[..2], *b"IJ");
     }
 
@@ -212,5 +213,13 @@ mod tests {
             Verdict::Pass(Claim { from: 12, to: 13 })
         );
         assert!(Claim { from: 14, to: 14 }.is_empty());
+        // A heartbeat or an end between carries the run so far and leaves it.
+        assert_eq!(r.step(14, 15, true), Verdict::Drop);
+        assert_eq!(r.so_far(), Claim { from: 14, to: 15 });
+        assert_eq!(
+            r.step(15, 16, false),
+            Verdict::Pass(Claim { from: 14, to: 15 })
+        );
+        assert!(Run::default().so_far().is_empty());
     }
 }

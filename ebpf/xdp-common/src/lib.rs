@@ -653,9 +653,8 @@ pub enum Counter {
     FilteredPackets,
     /// Driver filter: the messages in those packets.
     FilteredMessages,
-    /// Driver filter: feed packets the claim could not be appended to (the frame can't grow):
-    /// dropped, for the trader to see as a gap and ask again, since a frame without its trailer
-    /// could carry a stranger's.
+    /// Driver filter: feed packets whose claim could not be filed (the claims map missing):
+    /// dropped, for the trader to see as a gap and ask again.
     FilterUnclaimed,
 }
 

@@ -16,7 +16,8 @@ use xdp_common::{
 };
 
 pub(crate) enum Verdict {
-    MarketData,
+    /// A line's market data (`SOURCE_LINE_A` or `SOURCE_LINE_B`).
+    MarketData(u32),
     Pass(Counter),
     /// To the feed's port from a source nobody named: dropped.
     Foreign(Counter),
@@ -80,7 +81,7 @@ pub(crate) fn classify(ctx: &XdpContext) -> Result<Verdict, Malformed> {
     let src_ip = header::<4>(ctx, at(IP, ipv4::SRC))?;
     let src_port = header::<2>(ctx, at(UDP, udp::SRC_PORT))?;
     match source_check(line, src_ip, src_port) {
-        Ok(false) => Ok(Verdict::MarketData),
+        Ok(false) => Ok(Verdict::MarketData(line)),
         Ok(true) => Ok(Verdict::Recovery),
         Err(Foreign::Addr) => Ok(Verdict::Foreign(Counter::ForeignSourceAddr)),
         Err(Foreign::Port) => Ok(Verdict::Foreign(Counter::ForeignSourcePort)),

@@ -39,6 +39,7 @@
 )]
 
 mod classify;
+mod filter;
 mod log;
 mod maps;
 mod packet;
@@ -49,9 +50,10 @@ mod timing;
 mod trigger;
 
 use crate::{
-    classify::{Verdict, classify},
+    classify::{Verdict, classify, source_pinned},
+    filter::{Filtered, file_claim, filter},
     log::{log_allowed, log_malformed},
-    maps::{COUNTERS, FIRED, FIRED_WAKEUP, MD_ACTION},
+    maps::{COUNTERS, FILTER_ON, FIRED, FIRED_WAKEUP, MD_ACTION},
     redirect::{redirect, stamp},
     reflect::reflect,
     timing::Stamps,
@@ -62,7 +64,7 @@ use aya_ebpf::{
     programs::XdpContext,
 };
 use aya_log_ebpf::warn;
-use xdp_common::{Action, Counter, Fired, Mark};
+use xdp_common::{Action, Counter, Fired, Mark, SOURCE_LINE_A};
 
 /// How an object times its runs: compile-time constants, one type per object.
 pub trait Timing {
@@ -108,7 +110,25 @@ pub fn md_redirect<T: Timing>(ctx: XdpContext) -> u32 {
     let verdict = classify(&ctx);
     st.mark(Mark::Classified);
     let (counter, action) = match verdict {
-        Ok(Verdict::MarketData) => match Action::from_u8(read_global(&MD_ACTION)) {
+        Ok(Verdict::MarketData(line)) => match Action::from_u8(read_global(&MD_ACTION)) {
+            Action::Redirect if read_global(&FILTER_ON) != 0 && line == SOURCE_LINE_A => {
+                // A packet of line A passed has the run it ends filed under its number.
+                let verdict = if source_pinned() {
+                    filter(&ctx)
+                } else {
+                    Filtered::Pass(xdp_common::filter::Claim { from: 0, to: 0 }, 0)
+                };
+                match verdict {
+                    Filtered::Drop(messages) => {
+                        count_by(Counter::FilteredMessages, messages);
+                        (Counter::FilteredPackets, XDP_DROP)
+                    }
+                    Filtered::Pass(claim, first) => match file_claim(claim, first) {
+                        Ok(()) => redirect(&ctx, &mut st),
+                        Err(()) => (Counter::FilterUnclaimed, XDP_DROP),
+                    },
+                }
+            }
             Action::Redirect => redirect(&ctx, &mut st),
             Action::RedirectStamped => {
                 // Unstamped if the frame can't grow: the reader then falls back to its own
@@ -199,10 +219,15 @@ pub(crate) fn read_global<T: Copy>(global: &'static T) -> T {
 
 #[inline(always)]
 pub(crate) fn count(counter: Counter) {
+    count_by(counter, 1);
+}
+
+#[inline(always)]
+pub(crate) fn count_by(counter: Counter, n: u64) {
     if let Some(slot) = COUNTERS.get_ptr_mut(counter.index()) {
         // SAFETY: the map returned a valid pointer to this CPU's slot; per-CPU, so no other
         // program instance writes it concurrently (XDP runs with preemption disabled).
-        unsafe { *slot += 1 };
+        unsafe { *slot += n };
     }
 }
 

@@ -7,6 +7,7 @@ use aya_ebpf::{
 };
 use xdp_common::{
     ArmSlot, BPF_F_MMAPABLE, Counter, MAX_QUEUES, Mark, Outcome, SOURCES, STAGE_WORDS, Source,
+    filter::{ClaimSlots, FILTER_ENTRIES, LOCATE_WORDS, Run},
     segment::SegmentSlot,
 };
 
@@ -109,3 +110,26 @@ pub(crate) static STAGE_CLOCKS: PerCpuArray<[u64; Mark::COUNT + 1]> =
 
 #[map(name = "COUNTERS")]
 pub(crate) static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(Counter::COUNT, 0);
+
+/// The driver filter compiled in (1) or out (0); set by userspace at load time (the xdp path
+/// with `--symbols` on a one-line feed). Off, the verifier prunes every filter instruction.
+#[unsafe(no_mangle)]
+pub(crate) static FILTER_ON: u8 = 0;
+
+/// The stock locates the trader keeps, one bit each (`xdp_common::filter::MAP_LOCATES`).
+#[map(name = "LOCATES")]
+pub(crate) static LOCATES: Array<u64> = Array::with_max_entries(LOCATE_WORDS, 0);
+
+/// The filter's arming: the confirmed session, then the armed word (`xdp_common::filter`).
+#[map(name = "FILTER")]
+pub(crate) static FILTER: Array<u64> = Array::with_max_entries(FILTER_ENTRIES, 0);
+
+/// Line A's run of dropped packets: written only by the program, from the one RX queue (one
+/// NAPI, one CPU at a time) the line's flow lands on.
+#[map(name = "FILTER_RUN")]
+pub(crate) static FILTER_RUN: Array<Run> = Array::with_max_entries(1, 0);
+
+/// The claims of the packets passed, by first number (`xdp_common::filter::MAP_CLAIMS`),
+/// mapped by the trader.
+#[map(name = "CLAIMS")]
+pub(crate) static CLAIMS: Array<ClaimSlots> = Array::with_max_entries(1, BPF_F_MMAPABLE);

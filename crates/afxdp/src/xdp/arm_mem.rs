@@ -14,6 +14,7 @@ use std::{
 use aya::maps::MapData;
 use xdp_common::{
     Arm, ArmSlot,
+    filter::{Claim, ClaimSlots, claim_slot},
     segment::{FRAME_LEN, SegmentSlot},
 };
 
@@ -336,5 +337,61 @@ impl Drop for SegmentMap {
     fn drop(&mut self) {
         // SAFETY: the mapping this made, unmapped once.
         unsafe { libc::munmap(self.slot.as_ptr().cast(), self.len) };
+    }
+}
+
+/// The driver filter's claims ([`super::XdpProgram::take_filter`]), mapped into this process:
+/// read for each packet of line A.
+pub struct ClaimsMap {
+    /// The map, held open while it is mapped.
+    _map: MapData,
+    slots: NonNull<ClaimSlots>,
+    len: usize,
+}
+
+impl std::fmt::Debug for ClaimsMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ClaimsMap")
+    }
+}
+
+// SAFETY: the mapping is owned by this value and only read through it.
+unsafe impl Send for ClaimsMap {}
+
+impl ClaimsMap {
+    /// Maps `map`'s value (an array of one `ClaimSlots`, made with `BPF_F_MMAPABLE`).
+    pub(super) fn map(map: MapData) -> io::Result<ClaimsMap> {
+        let (slots, len) = map_value::<ClaimSlots>(&map)?;
+        Ok(ClaimsMap {
+            _map: map,
+            slots,
+            len,
+        })
+    }
+
+    /// The claim the program filed for the packet numbered from `first`, if its slot still
+    /// holds it: the key read before and after the claim (the program writes it invalid, then
+    /// the claim, then the key), so a slot being rewritten is never read as a claim.
+    #[inline]
+    pub fn claim(&self, first: u64) -> Option<Claim> {
+        // SAFETY: the slot lies inside the mapping (index masked to CLAIM_SLOTS); the program
+        // writes it concurrently, hence atomic loads of the key and a volatile read between.
+        unsafe {
+            let slot = &raw const (*self.slots.as_ptr()).0[claim_slot(first)];
+            let key = &*(&raw const (*slot).key).cast::<AtomicU64>();
+            if key.load(Ordering::Acquire) != first {
+                return None;
+            }
+            let claim = std::ptr::read_volatile(&raw const (*slot).claim);
+            fence(Ordering::Acquire);
+            (key.load(Ordering::Relaxed) == first).then_some(claim)
+        }
+    }
+}
+
+impl Drop for ClaimsMap {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `map`, unmapped once.
+        unsafe { libc::munmap(self.slots.as_ptr().cast(), self.len) };
     }
 }

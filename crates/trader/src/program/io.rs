@@ -243,6 +243,9 @@ fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
         return Ok(x);
     }
     let mut io = xdp_io::<BLOCK, BUSY_POLL>(plan, prog, xsks, g)?;
+    if prog.filters() {
+        io = io.with_filter(prog.take_filter()?);
+    }
     if plan.orders.transport == paths::Orders::TcpXdp {
         // The userspace TCP on this socket: logged in before the feed, as the kernel's is.
         io = io.with_order_session(order_session(plan, g)?);
@@ -521,6 +524,15 @@ pub(crate) fn run_reflect(plan: &Plan, stop: &AtomicBool) -> anyhow::Result<Path
     })
 }
 
+/// Whether the program filters in the driver: the trader keeps a book (`--symbols`), reads
+/// the feed off the socket the program redirects into, on one line, and wasn't told not to.
+fn filters(plan: &Plan, port_b: Option<u16>, action: Action) -> bool {
+    plan.xdp.driver_filter
+        && plan.strategy.symbols.is_some()
+        && port_b.is_none()
+        && action == Action::Redirect
+}
+
 /// Loads and attaches the XDP program for `action`, with its log (`--xdp-log`) and run-time
 /// statistics (`--xdp-stats`) if asked, and says what was loaded.
 fn attach(
@@ -561,6 +573,7 @@ fn attach(
                     .spec()
                     .route(plan.orders.transport)
                     .is_some_and(|r| r.sent_by == paths::SentBy::Program),
+            filter: filters(plan, port_b, action),
         },
     )?;
     if plan.xdp.log {

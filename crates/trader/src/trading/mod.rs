@@ -23,6 +23,7 @@ use wire::order::OrderRepr;
 
 use afxdp::{clock::now_ns, host::SpanAccounting};
 use trader_core::{Line, Nanos, PacketOutcome, Trader, stats::Latency};
+use xdp_common::filter::Claim;
 
 mod tcp;
 mod tcp_xdp;
@@ -68,10 +69,13 @@ pub trait PacketHandler {
     /// [`Line::Recovery`]: an answer of the re-request server), who sent
     /// it, the time it was taken into userspace, and the sink for its orders (which go to the
     /// configured order gateway, whoever sent the packet).
+    /// `claim`: the driver filter's trailer on this packet (the xdp path with the filter on),
+    /// the numbers it dropped before it ([`trader_core::Trader::on_packet_claimed`]).
     fn on_packet<S: OrderSink>(
         &mut self,
         payload: &[u8],
         line: Line,
+        claim: Option<Claim>,
         sender: Sender,
         t_rx: u64,
         sink: &mut S,
@@ -227,6 +231,7 @@ impl<C: Fn() -> u64> PacketHandler for Turn<'_, C> {
         &mut self,
         payload: &[u8],
         line: Line,
+        claim: Option<Claim>,
         sender: Sender,
         t_rx: u64,
         sink: &mut S,
@@ -252,7 +257,7 @@ impl<C: Fn() -> u64> PacketHandler for Turn<'_, C> {
         let mut sent_any = false;
         let outcome = self
             .trader
-            .on_packet_from(line, payload, self.clock, |order| {
+            .on_packet_claimed(line, payload, claim, self.clock, |order| {
                 let sent = sink.send(order);
                 sent_any |= sent;
                 sent

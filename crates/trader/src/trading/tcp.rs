@@ -20,6 +20,7 @@ use std::{
     os::fd::{AsFd as _, AsRawFd as _},
     time::Duration,
 };
+use xdp_common::filter::Claim;
 
 use results::OrderSessionReport;
 use wire::{
@@ -650,13 +651,14 @@ impl<H: PacketHandler> PacketHandler for Swap<'_, H> {
         &mut self,
         payload: &[u8],
         line: Line,
+        claim: Option<Claim>,
         sender: Sender,
         t_rx: u64,
         _own: &mut S,
     ) {
         self.orders.s.tick_rx = t_rx;
         self.handler
-            .on_packet(payload, line, sender, t_rx, &mut *self.orders);
+            .on_packet(payload, line, claim, sender, t_rx, &mut *self.orders);
     }
 }
 

@@ -124,6 +124,7 @@ impl<const QUEUE: bool> TraderIo for FakeIo<QUEUE> {
             handler.on_packet(
                 &p,
                 line,
+                None,
                 Sender::Datagram(from),
                 t_rx,
                 &mut FakeSink::<QUEUE> {
@@ -533,14 +534,28 @@ fn finish_runs_once_on_every_exit_and_its_packets_are_traded() {
                     // Real receive times: an end past the next number is believed when
                     // repeated after the feed has been silent for the gate's quiet time.
                     let now = afxdp::clock::now_ns();
-                    handler.on_packet(&self.eos, Line::A, Sender::Program, now, &mut Elsewhere);
+                    handler.on_packet(
+                        &self.eos,
+                        Line::A,
+                        None,
+                        Sender::Program,
+                        now,
+                        &mut Elsewhere,
+                    );
                     Ok(1)
                 }
             }
         }
         fn finish<H: PacketHandler>(&mut self, handler: &mut H) {
             self.finished += 1;
-            handler.on_packet(&self.held, Line::A, Sender::Program, 0, &mut Elsewhere);
+            handler.on_packet(
+                &self.held,
+                Line::A,
+                None,
+                Sender::Program,
+                0,
+                &mut Elsewhere,
+            );
         }
     }
     let (packets, _) = feed(1);

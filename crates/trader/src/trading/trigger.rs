@@ -17,6 +17,7 @@
 //! the order the strategy emits is exactly the one that was fired (a `mismatch` otherwise,
 //! which must stay 0). Ticks that came unarmed are traded by the trader itself; then it re-arms.
 use std::{io, os::fd::AsFd as _};
+use xdp_common::filter::Claim;
 
 use results::{TriggerReport, Unarmed as UnarmedCounts};
 use wire::{
@@ -305,7 +306,7 @@ impl Fire<'_> {
             fired: fired_order(f, self.stock),
             matched: false,
         };
-        handler.on_packet(&buf[..len], Line::A, Sender::Program, t_rx, &mut sink);
+        handler.on_packet(&buf[..len], Line::A, None, Sender::Program, t_rx, &mut sink);
         if !sink.matched {
             // The trader would have sent nothing, or something else.
             self.report.mismatch += 1;
@@ -362,6 +363,7 @@ impl<H: PacketHandler> PacketHandler for Merge<'_, '_, H> {
         &mut self,
         payload: &[u8],
         line: Line,
+        claim: Option<Claim>,
         sender: Sender,
         t_rx: u64,
         sink: &mut S,
@@ -373,7 +375,7 @@ impl<H: PacketHandler> PacketHandler for Merge<'_, '_, H> {
             report: &mut *self.fire.report,
         };
         self.handler
-            .on_packet(payload, line, sender, t_rx, &mut counting);
+            .on_packet(payload, line, claim, sender, t_rx, &mut counting);
     }
 }
 

@@ -183,6 +183,7 @@ impl TraderIo for UdpIo {
         handler.on_packet(
             &self.buf[..len],
             line,
+            None,
             Sender::Datagram(from),
             t_rx,
             &mut sink,
@@ -252,7 +253,7 @@ impl TraderIo for MmsgIo {
             };
             let t_rx = now_ns();
             let mut sink = UdpSink { sock: orders };
-            handler.on_packet(payload, line, Sender::Datagram(from), t_rx, &mut sink);
+            handler.on_packet(payload, line, None, Sender::Datagram(from), t_rx, &mut sink);
         }) {
             Ok(n) => Ok(n),
             Err(e) if nothing_yet(&e) => Ok(0),

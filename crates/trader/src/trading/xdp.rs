@@ -10,7 +10,7 @@ use super::{FeedSource, OrderSink, PacketHandler, Sender, TraderIo};
 use afxdp::{
     clock::now_ns,
     frame::{self, Endpoint, FrameBuilder, FrameError, parse_udp_to},
-    xdp::SourcesMap,
+    xdp::{ClaimsMap, FilterMap, SourcesMap},
     xsk::{Xsk, XskTx},
 };
 
@@ -50,6 +50,10 @@ pub struct XdpIo<const BLOCK: bool, const BUSY_POLL: bool> {
     /// The order session on a userspace TCP over this socket (`--orders tcp-xdp`): orders go
     /// to it instead of UDP frames, and the session's segments are taken off the RX ring.
     tcp: Option<Box<super::XdpTcp>>,
+    /// The driver filter's maps, until the trader arms it (then `None`, and `filtering`).
+    filter: Option<FilterMap>,
+    /// The XDP program filters line A: the claims it files for the packets it passes.
+    claims: Option<ClaimsMap>,
 }
 
 impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
@@ -89,6 +93,8 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
             sources: None,
             frames_not_ours: FrameCounts::default(),
             tcp: None,
+            filter: None,
+            claims: None,
         }
     }
 
@@ -132,6 +138,17 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
         }
     }
 
+    /// The program was loaded with the driver filter (`Load::filter`): each packet of line A
+    /// is handed on with the claim the program filed for it in `claims`, and the filter is
+    /// armed with `filter` once the trader has confirmed its feed and resolved its symbols
+    /// (after a turn, off any packet's path).
+    #[must_use]
+    pub fn with_filter(mut self, (filter, claims): (FilterMap, ClaimsMap)) -> Self {
+        self.filter = Some(filter);
+        self.claims = Some(claims);
+        self
+    }
+
     /// Pins a learned source in the XDP program's table too (`sources`: taken from the
     /// program, [`afxdp::xdp::XdpProgram::take_sources`]).
     #[must_use]
@@ -161,8 +178,10 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
             frames_per_queue,
             retransmit,
             tcp,
+            claims,
             ..
         } = self;
+        let claims = claims.as_ref();
         let Some(xsk) = xsks.get_mut(q) else {
             return 0;
         };
@@ -196,15 +215,26 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
             } else {
                 line
             };
+            // The numbers the program dropped before this packet (line A only), filed under
+            // the packet's first number.
+            let claim = match claims {
+                Some(c) if line == Line::A => d
+                    .payload
+                    .get(10..18)
+                    .and_then(|b| c.claim(u64::from_be_bytes(b.try_into().ok()?))),
+                _ => None,
+            };
             // Orders go to the gateway, whoever sent this packet.
             let sender = Sender::Datagram(d.src);
             match tcp.as_deref_mut() {
                 None => {
-                    handler.on_packet(d.payload, line, sender, t_rx, &mut XdpSink { tx, builder });
+                    let sink = &mut XdpSink { tx, builder };
+                    handler.on_packet(d.payload, line, claim, sender, t_rx, sink);
                 }
                 Some(tcp) => {
                     tcp.set_tick_rx(t_rx);
-                    handler.on_packet(d.payload, line, sender, t_rx, &mut TcpSink { tx, tcp });
+                    let sink = &mut TcpSink { tx, tcp };
+                    handler.on_packet(d.payload, line, claim, sender, t_rx, sink);
                 }
             }
         });
@@ -232,6 +262,24 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> XdpIo<BLOCK, BUSY_POLL> {
             && t.service(&mut x.tx)
         {
             let _ = x.tx.flush();
+        }
+    }
+
+    /// Arms the driver filter once the trader may be filtered for: its feed confirmed and its
+    /// symbols resolved. Once; a failure says so and leaves the filter unarmed (nothing is
+    /// dropped then, every packet reaches the trader).
+    #[cold]
+    fn arm_filter(&mut self, trader: &trader_core::Trader) {
+        let Some((session, locates)) = trader.filter_locates() else {
+            return;
+        };
+        let Some(mut map) = self.filter.take() else {
+            return;
+        };
+        if let Err(e) = map.arm(session.0, locates) {
+            eprintln!(
+                "warning: the driver filter was not armed ({e}): every packet reaches the trader"
+            );
         }
     }
 
@@ -325,7 +373,10 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for XdpIo<BLOCK, BUSY_PO
         self.service_session();
     }
 
-    fn after_turn(&mut self, _trader: &mut trader_core::Trader) {
+    fn after_turn(&mut self, trader: &mut trader_core::Trader) {
+        if self.filter.is_some() {
+            self.arm_filter(trader);
+        }
         // The userspace TCP learns of the orders it sent fast, off their path.
         if let (Some(t), Some(x)) = (self.tcp.as_deref_mut(), self.xsks.first_mut())
             && t.after_orders(&mut x.tx)
