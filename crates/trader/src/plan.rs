@@ -165,7 +165,14 @@ impl Options {
             .map(|list| {
                 let s: Vec<Stock> = list
                     .iter()
-                    .map(|s| Stock::new(s).map_err(|e| anyhow!("bad --symbols {s:?}: {e}")))
+                    .map(|s| {
+                        if s.trim().is_empty() {
+                            // All spaces: a symbol no Stock Directory names, so the trader
+                            // would wait for it all day and trade nothing.
+                            bail!("--symbols has an empty name ({list:?}): give the symbols, comma-separated, e.g. --symbols SYNTH,ACME");
+                        }
+                        Stock::new(s).map_err(|e| anyhow!("bad --symbols {s:?}: {e}"))
+                    })
                     .collect::<anyhow::Result<_>>()?;
                 let max = trader_core::desk::MAX_SYMBOLS;
                 if s.iter().filter(|&&x| x != stock).count() >= max {
@@ -331,5 +338,20 @@ mod tests {
         assert!(e.to_string().contains("--stock"), "{e}");
         let e = plan(&["--path", "udp", "--n", "0"]).unwrap_err();
         assert!(e.to_string().contains("--n 0"), "{e}");
+        for empty in ["", "SYNTH,", "SYNTH, ,ACME"] {
+            let e = plan(&["--path", "xdp", "--symbols", empty]).unwrap_err();
+            assert!(e.to_string().contains("empty name"), "{empty:?}: {e}");
+        }
+        let p = plan(&[
+            "--path",
+            "xdp",
+            "--symbols",
+            "SYNTH,ACME",
+            "--no-driver-filter",
+        ])
+        .unwrap();
+        assert_eq!(p.strategy.symbols.map(|s| s.len()), Some(2));
+        assert!(!p.xdp.driver_filter);
+        assert!(plan(&["--path", "xdp"]).unwrap().xdp.driver_filter);
     }
 }
