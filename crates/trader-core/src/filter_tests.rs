@@ -13,7 +13,7 @@ use xdp_common::filter::{CAP, Run, Verdict};
 
 use crate::{
     Claim, Line, Trader,
-    tests::{market_packets, orders_of, trader},
+    tests::{market_packets, orders_of, orders_with_claims, trader},
 };
 
 fn synth() -> Stock {
@@ -61,22 +61,8 @@ fn filter(packets: &[Vec<u8>], watched: u16) -> (Vec<(Vec<u8>, Claim)>, u64) {
 }
 
 /// Every order a trader sends on the filtered packets, with the trader.
-fn orders_claimed(mut t: Trader, passed: &[(Vec<u8>, Claim)]) -> (Vec<(u64, Side, u32)>, Trader) {
-    let mut orders = Vec::new();
-    for (p, claim) in passed {
-        t.on_packet_claimed(
-            Line::A,
-            p,
-            Some(*claim),
-            || 0,
-            |o| {
-                orders.push((o.token, o.side, o.price.0));
-                true
-            },
-        );
-        t.settle();
-    }
-    (orders, t)
+fn orders_claimed(t: Trader, passed: &[(Vec<u8>, Claim)]) -> (Vec<(u64, Side, u32)>, Trader) {
+    orders_with_claims(t, passed.iter().map(|(p, c)| (p.as_slice(), Some(*c))))
 }
 
 fn book_trader() -> Trader {

@@ -459,11 +459,21 @@ mod tests {
     }
 
     /// Every order a trader sends on `packets`, with its account.
-    pub(crate) fn orders_of(mut t: Trader, packets: &[Vec<u8>]) -> (Vec<(u64, Side, u32)>, Trader) {
+    pub(crate) fn orders_of(t: Trader, packets: &[Vec<u8>]) -> (Vec<(u64, Side, u32)>, Trader) {
+        orders_with_claims(t, packets.iter().map(|p| (p.as_slice(), None)))
+    }
+
+    /// [`orders_of`] on line A's packets, each with the driver filter's claim if it has one.
+    pub(crate) fn orders_with_claims<'a>(
+        mut t: Trader,
+        packets: impl IntoIterator<Item = (&'a [u8], Option<Claim>)>,
+    ) -> (Vec<(u64, Side, u32)>, Trader) {
         let mut orders = Vec::new();
-        for p in packets {
-            t.on_packet(
+        for (p, claim) in packets {
+            t.on_packet_claimed(
+                Line::A,
                 p,
+                claim,
                 || 0,
                 |o| {
                     orders.push((o.token, o.side, o.price.0));
