@@ -128,7 +128,7 @@ pub struct Load {
     pub trigger_tcp: bool,
     /// The driver filter compiled in (`xdp_common::filter`): once armed ([`FilterMap::arm`]),
     /// line A's packets with nothing for the trader's stocks are dropped in the driver and every
-    /// packet passed carries a claim trailer. For the redirect action on a one-line feed.
+    /// packet passed has its claim filed in `CLAIMS`. For the redirect action on a one-line feed.
     pub filter: bool,
 }
 

@@ -69,7 +69,7 @@ pub trait PacketHandler {
     /// [`Line::Recovery`]: an answer of the re-request server), who sent
     /// it, the time it was taken into userspace, and the sink for its orders (which go to the
     /// configured order gateway, whoever sent the packet).
-    /// `claim`: the driver filter's trailer on this packet (the xdp path with the filter on),
+    /// `claim`: what the driver filter filed for this packet (the xdp path with the filter on),
     /// the numbers it dropped before it ([`trader_core::Trader::on_packet_claimed`]).
     fn on_packet<S: OrderSink>(
         &mut self,

@@ -50,7 +50,7 @@ pub struct XdpIo<const BLOCK: bool, const BUSY_POLL: bool> {
     /// The order session on a userspace TCP over this socket (`--orders tcp-xdp`): orders go
     /// to it instead of UDP frames, and the session's segments are taken off the RX ring.
     tcp: Option<Box<super::XdpTcp>>,
-    /// The driver filter's maps, until the trader arms it (then `None`, and `filtering`).
+    /// The driver filter's maps, until the trader arms it (then `None`).
     filter: Option<FilterMap>,
     /// The XDP program filters line A: the claims it files for the packets it passes.
     claims: Option<ClaimsMap>,
