@@ -190,6 +190,7 @@ fn conditions(o: &Options) -> Conditions {
         source: o.source.clone(),
         count: o.count,
         rate: o.rate,
+        burst: o.burst.map(|b| b.to_string()),
         batch: o.batch,
         n: o.n,
         xdp_mode: o.xdp_mode,

@@ -20,7 +20,9 @@ use wire::itch::{Side, Stock};
 use trader_core::stats::Latency;
 
 use crate::feed::{Feed, PacketMeta};
+pub use burst::Burst;
 
+mod burst;
 #[cfg(feature = "io")]
 pub mod exchange_io;
 pub mod feed;
@@ -136,6 +138,8 @@ pub struct Settlement {
     /// `tick_to_trade` by the tick's place in the run, in [`TENTHS`] equal parts of the feed:
     /// whether the latency grew over the run (a queue filling) or stayed level.
     pub tick_to_trade_tenths: Vec<Latency>,
+    /// With `--burst`: `tick_to_trade` of the ticks due inside a burst.
+    pub tick_to_trade_in_bursts: Option<Latency>,
     /// Live orders against the batch backtest.
     pub parity: Parity,
     /// When each message was scheduled to go out (for a capture of the run).
@@ -168,6 +172,9 @@ pub struct Exchange<'f> {
     latency_from_send: Latency,
     /// `latency` by the tick's tenth of the feed.
     latency_tenths: Vec<Latency>,
+    /// With `--burst`: the send loop's start and the bursts, and the latency of the ticks due
+    /// inside one.
+    bursts: Option<(u64, Burst, Latency)>,
     harness_delay: Latency,
     /// The datagram being taken: how long after the kernel took it in the replay read it.
     reading_delay_ns: u64,
@@ -226,12 +233,19 @@ impl<'f> Exchange<'f> {
             latency_seen: Latency::new(),
             latency_from_send: Latency::new(),
             latency_tenths: (0..TENTHS).map(|_| Latency::new()).collect(),
+            bursts: None,
             harness_delay: Latency::new(),
             reading_delay_ns: 0,
             unstamped: 0,
             sent: Sent::default(),
             session_end: feed.first_seq,
         })
+    }
+
+    /// The send loop started at `start_ns` with `burst`'s bursts: the ticks due inside one are
+    /// also timed apart.
+    pub(crate) fn bursts_from(&mut self, start_ns: u64, burst: Burst) {
+        self.bursts = Some((start_ns, burst, Latency::new()));
     }
 
     /// The feed being sent.
@@ -369,6 +383,11 @@ impl<'f> Exchange<'f> {
             }
             let tenth = (i * TENTHS / self.answered.len().max(1)).min(TENTHS - 1);
             self.latency_tenths[tenth].record(now_ns.saturating_sub(sent_at));
+            if let Some((start, burst, in_bursts)) = &mut self.bursts
+                && burst.in_burst(sent_at.saturating_sub(*start))
+            {
+                in_bursts.record(now_ns - sent_at);
+            }
             self.latency_seen
                 .record(now_ns.saturating_sub(sent_at) + self.reading_delay_ns);
             self.harness_delay.record(self.reading_delay_ns);
@@ -425,6 +444,7 @@ impl<'f> Exchange<'f> {
             tick_to_trade_seen: self.latency_seen,
             tick_to_trade_from_send: self.latency_from_send,
             tick_to_trade_tenths: self.latency_tenths,
+            tick_to_trade_in_bursts: self.bursts.map(|(_, _, l)| l),
             harness_delay: self.harness_delay,
             unstamped: self.unstamped,
             parity: Parity {

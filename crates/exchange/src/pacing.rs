@@ -6,7 +6,7 @@ use std::{
     time::Duration,
 };
 
-use super::{Exchange, Took};
+use super::{Burst, Exchange, Took};
 use crate::{
     feed::{Feed, PacketMeta},
     retransmit::Window,
@@ -60,6 +60,14 @@ pub enum Pace {
     /// file's first message) divided by the multiplier, after the start; a packet leaves when its
     /// last message is due (`--multiplier`, tcpreplay's).
     FileTime(Multiplier),
+    /// Open loop at a message rate with bursts (`--rate` with `--burst`): message `k` is due
+    /// where [`Burst::offset_ns`] puts it.
+    Bursts {
+        /// The steady rate between bursts, messages/s.
+        rate: f64,
+        /// The bursts over it.
+        burst: Burst,
+    },
 }
 
 impl Pace {
@@ -77,6 +85,7 @@ impl Pace {
         match self {
             Pace::Rate(Rate::PerSec(r)) => start + ((tried + k) as f64 * (1e9 / r)) as u64,
             Pace::Rate(Rate::Max) => start,
+            Pace::Bursts { rate, burst } => start + burst.offset_ns(rate, tried + k),
             Pace::FileTime(m) => {
                 let at = usize::try_from(k)
                     .ok()
@@ -394,6 +403,9 @@ impl<P: Port, C: Clock> Driver<P, C> {
     ) -> io::Result<SendLoop> {
         let scheduled = pace.scheduled();
         let start = self.clock.now_ns() + START_DELAY_NS;
+        if let Pace::Bursts { burst, .. } = pace {
+            ex.bursts_from(start, burst);
+        }
         let mut late_sends = 0;
         let mut next_progress = start + PROGRESS_EVERY_NS;
         let packets = out.packets();

@@ -69,6 +69,8 @@ pub fn replay(base: f64) -> ReplayReport {
         tick_to_trade: summary(40, base),
         tick_to_trade_seen: summary(40, base + 0.5),
         tick_to_trade_tenths: Vec::new(),
+        burst: None,
+        tick_to_trade_in_bursts: None,
         harness_delay: summary(40, 0.5),
         unstamped_datagrams: 0,
         context_switches: ContextSwitches {
@@ -290,6 +292,7 @@ pub fn conditions() -> Conditions {
         source: "gbm:42:150000".parse().expect("a source"),
         count: None,
         rate: paths::Rate::DEFAULT,
+        burst: None,
         batch: 1,
         n: 6,
         xdp_mode: XdpMode::Native,

@@ -157,6 +157,9 @@ pub struct Conditions {
     pub source: Source,
     pub count: Option<u64>,
     pub rate: Rate,
+    /// `--burst` (absent from a report.json written before it: none).
+    #[serde(default)]
+    pub burst: Option<String>,
     pub batch: u16,
     pub n: i64,
     pub xdp_mode: XdpMode,

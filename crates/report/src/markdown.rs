@@ -96,9 +96,12 @@ fn verdict(t: &mut String, measured: &[Measured]) {
 fn conditions(t: &mut String, o: &Conditions, m: &Machine) {
     let _ = writeln!(
         t,
-        "tick-to-trade, {} · rate {} msg/s · batch {} · n={} · xdp-mode {} · wait {} · trader cpu{} / replay cpu{}{}",
+        "tick-to-trade, {} · rate {} msg/s{} · batch {} · n={} · xdp-mode {} · wait {} · trader cpu{} / replay cpu{}{}",
         o.source,
         o.rate,
+        o.burst
+            .as_ref()
+            .map_or(String::new(), |b| format!(" with bursts {b}")),
         o.batch,
         o.n,
         o.xdp_mode,
@@ -204,6 +207,10 @@ fn latency_table(
             if i < 3 || s.count > 0 {
                 summary_row(t, m.row, what, Some(delivered), s, Some(s.saturated));
             }
+        }
+        if let (Some(burst), Some(s)) = (&m.replay.burst, &m.replay.tick_to_trade_in_bursts) {
+            let what = format!("{}, ticks due in bursts {burst}", latency_name(&m.replay));
+            summary_row(t, m.row, &what, Some(delivered), s, Some(s.saturated));
         }
     }
     if let Some(f) = cpu_floor {

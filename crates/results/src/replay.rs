@@ -76,6 +76,13 @@ pub struct ReplayReport {
     /// when the trader keeps up, growing when a queue before it fills.
     #[serde(default)]
     pub tick_to_trade_tenths: Vec<Summary>,
+    /// With bursts (`--burst`, as `FACTORxLEN/EVERY`): the pattern, and `tick_to_trade` of the
+    /// ticks due inside a burst.
+    #[serde(default)]
+    pub burst: Option<String>,
+    /// See [`ReplayReport::burst`].
+    #[serde(default)]
+    pub tick_to_trade_in_bursts: Option<Summary>,
     /// Per order, from its arrival to the replay reading it: the harness's own delay (a send,
     /// or a preemption of the replay's thread, in between).
     pub harness_delay: Summary,

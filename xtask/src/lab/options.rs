@@ -48,6 +48,11 @@ pub(crate) struct Options {
     /// Send rate in messages/s (50k, 1M, ...) or `max`.
     #[arg(long, default_value_t = RATE, help_heading = "What runs")]
     pub(crate) rate: Rate,
+    /// Bursts over the --rate, like the open: FACTORxLEN[/EVERY], e.g. 10x100ms (ten times the
+    /// rate for 100 ms at the start of every second after the first). The report times the
+    /// ticks due inside a burst apart.
+    #[arg(long, help_heading = "What runs")]
+    pub(crate) burst: Option<exchange::Burst>,
     /// ITCH messages per MoldUDP64 packet.
     #[arg(long, default_value_t = 1, help_heading = "What runs")]
     pub(crate) batch: u16,
@@ -248,6 +253,7 @@ impl Options {
             trader_args: Vec::new(),
             trader_edits: Vec::new(),
             replay_args: Vec::new(),
+            burst: None,
             floors: false,
             sockperf: 0,
             strict: false,

@@ -479,6 +479,7 @@ fn replay_command(mut base: Command, o: &Options, lab: &LabConfig, ends: Ends) -
     // Always said: an itch: source is paced at its own timestamps unless a --rate is given, and
     // the bench's runs are at the bench's rate.
     r.rate = Some(o.rate);
+    r.burst = o.burst;
     r.batch = o.batch;
     r.n = o.n;
     r.target = SocketAddrV4::new(lab.trader_ip, lab::MD_PORT);

@@ -35,6 +35,11 @@ pub struct Options {
     /// (tcpreplay's --pps, counted in messages) and goes --batch messages a packet.
     #[arg(long, conflicts_with_all = ["multiplier", "topspeed"], help_heading = "Pacing")]
     pub rate: Option<Rate>,
+    /// Bursts over the --rate, like the open: FACTORxLEN[/EVERY], e.g. 10x100ms (ten times the
+    /// rate for 100 ms at the start of every second after the first; the first is steady).
+    /// Open loop: each message is timed from its own due time in or out of a burst.
+    #[arg(long, help_heading = "Pacing")]
+    pub burst: Option<crate::Burst>,
     /// An itch: file at its own timestamps, this many times as fast as recorded (tcpreplay's
     /// --multiplier: 2.0 twice as fast, 0.5 half as fast) [default: 1]. A packet is due its
     /// last message's time after the file's first message, divided by this, after the start.
@@ -197,6 +202,7 @@ impl Options {
             count,
             duration,
             rate,
+            burst,
             multiplier,
             topspeed,
             pack_window,
@@ -237,6 +243,7 @@ impl Options {
         let mut a = Args::default();
         a.changed("--source", source, &d.source);
         a.some("--rate", rate.as_ref());
+        a.some("--burst", burst.as_ref());
         a.some("--multiplier", multiplier.as_ref());
         a.flag("--topspeed", *topspeed);
         a.some("--pack-window", pack_window.as_ref());
@@ -319,6 +326,7 @@ impl Options {
         let Options {
             source,
             rate,
+            burst,
             multiplier,
             topspeed,
             pack_window,
@@ -350,12 +358,31 @@ impl Options {
                                 --rate it goes --batch messages a packet"
                         .into());
                 }
+                let rate = r.unwrap_or(Rate::DEFAULT);
                 Timing {
-                    pace: Pace::Rate(r.unwrap_or(Rate::DEFAULT)),
+                    pace: match (rate, burst) {
+                        (Rate::PerSec(rate), Some(burst)) => Pace::Bursts {
+                            rate,
+                            burst: *burst,
+                        },
+                        (Rate::Max, Some(_)) => {
+                            return Err("--burst multiplies a paced --rate; --rate max has \
+                                        none: give a rate (e.g. --rate 200k --burst 10x100ms)"
+                                .into());
+                        }
+                        (rate, None) => Pace::Rate(rate),
+                    },
                     pack: PackRule::Count(*batch),
                 }
             }
             (true, None, topspeed) => {
+                if burst.is_some() {
+                    return Err(
+                        "--burst multiplies a --rate; an itch: file at its timestamps \
+                                has its own bursts (give a --rate to burst it)"
+                            .into(),
+                    );
+                }
                 if *batch != 1 {
                     return Err(format!(
                         "--batch {batch} packs a fixed number of messages a packet, at a \
@@ -557,7 +584,22 @@ mod tests {
                 pack: PackRule::Count(4)
             }
         );
+        // Bursts over a paced rate.
+        assert_eq!(
+            timing(&["--rate", "5k", "--burst", "10x100ms"]).unwrap(),
+            Timing {
+                pace: Pace::Bursts {
+                    rate: 5000.0,
+                    burst: "10x100ms/1s".parse().unwrap()
+                },
+                pack: PackRule::Count(1)
+            }
+        );
         let refused: &[(&[&str], &str)] = &[
+            (
+                &["--rate", "max", "--burst", "10x100ms"],
+                "--rate max has none",
+            ),
             (&["--multiplier", "2"], "has none: use --rate"),
             (&["--topspeed"], "--topspeed paces"),
             (&["--pack-window", "5us"], "--pack-window paces"),
@@ -573,6 +615,7 @@ mod tests {
                 "at a --rate it goes --batch",
             ),
             (&["--topspeed", "--duration", "2"], "--topspeed has none"),
+            (&["--burst", "10x100ms"], "has its own bursts"),
             (
                 &["--rate", "max", "--duration", "2"],
                 "needs a --rate (not max)",

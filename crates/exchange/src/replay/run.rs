@@ -42,6 +42,7 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         count,
         duration,
         rate: _,
+        burst: _,
         multiplier: _,
         topspeed: _,
         pack_window: _,
@@ -436,7 +437,7 @@ fn stream_report(st: &Streamed, timing: Timing, window: Option<u64>) -> StreamRe
     StreamReport {
         multiplier: match timing.pace {
             Pace::FileTime(m) => Some(m.get()),
-            Pace::Rate(_) => None,
+            Pace::Rate(_) | Pace::Bursts { .. } => None,
         },
         pack_window_ns: match timing.pack {
             PackRule::Window { ns } => Some(ns),
@@ -596,6 +597,10 @@ fn stream_feed(
             messages: Some(count.unwrap_or(u64::MAX).min((d * r) as u64)),
             file_ns: None,
         },
+        (Pace::Bursts { rate, burst }, Some(d)) => Limit {
+            messages: Some(count.unwrap_or(u64::MAX).min(burst.messages_in(rate, d))),
+            file_ns: None,
+        },
         // The file's first `d` seconds of sending: `d` x the multiplier of its own time.
         (Pace::FileTime(m), Some(d)) => Limit {
             messages: count,
@@ -666,6 +671,7 @@ fn pace_text(timing: Timing, span_ns: u64) -> String {
         ),
         Pace::Rate(Rate::Max) if timing.file_time_packed() => format!("at top speed, {window}"),
         Pace::Rate(r) => format!("at {r} msg/s"),
+        Pace::Bursts { rate, burst } => format!("at {} msg/s, bursts {burst}", Rate::PerSec(rate)),
     }
 }
 
@@ -736,16 +742,21 @@ fn build_feed(source: &Source, pace: Pace, shape: &FeedShape) -> anyhow::Result<
         session,
         first_seq,
     } = *shape;
-    let Pace::Rate(rate) = pace else {
-        bail!("{source} has no timestamps to pace by: only an itch: file has")
-    };
-    let limit = match (count, duration, rate) {
-        (_, Some(d), Rate::PerSec(r)) if d * r < 1.0 => {
+    let limit = match (pace, count, duration) {
+        (Pace::FileTime(_), ..) => {
+            bail!("{source} has no timestamps to pace by: only an itch: file has")
+        }
+        (Pace::Rate(Rate::PerSec(r)), _, Some(d)) if d * r < 1.0 => {
             bail!("--duration {d} s at {r} messages/s is less than one message")
         }
-        (c, Some(d), Rate::PerSec(r)) => Some(c.unwrap_or(u64::MAX).min((d * r) as u64)),
-        (_, Some(_), Rate::Max) => bail!("--duration needs a --rate (not max)"),
-        (c, None, _) => c,
+        (Pace::Rate(Rate::PerSec(r)), c, Some(d)) => {
+            Some(c.unwrap_or(u64::MAX).min((d * r) as u64))
+        }
+        (Pace::Bursts { rate, burst }, c, Some(d)) => {
+            Some(c.unwrap_or(u64::MAX).min(burst.messages_in(rate, d)))
+        }
+        (Pace::Rate(Rate::Max), _, Some(_)) => bail!("--duration needs a --rate (not max)"),
+        (_, c, None) => c,
     };
     Feed::build_numbered(source, limit, batch, stock, session, first_seq)
 }
@@ -886,6 +897,7 @@ fn report(asked: Asked, feed: &Feed, settled: &Settlement, span: SendSpan) -> Re
         tick_to_trade_seen,
         tick_to_trade_from_send,
         tick_to_trade_tenths,
+        tick_to_trade_in_bursts,
         harness_delay,
         unstamped,
         parity,
@@ -908,6 +920,7 @@ fn report(asked: Asked, feed: &Feed, settled: &Settlement, span: SendSpan) -> Re
         source: source.to_string(),
         rate_per_s: match pace {
             Pace::Rate(r) => r.per_sec(),
+            Pace::Bursts { rate, .. } => Some(rate),
             Pace::FileTime(_) => None,
         },
         closed_loop: !pace.scheduled(),
@@ -940,6 +953,13 @@ fn report(asked: Asked, feed: &Feed, settled: &Settlement, span: SendSpan) -> Re
         tick_to_trade_seen: tick_to_trade_seen.summary(),
         tick_to_trade_from_send: tick_to_trade_from_send.summary(),
         tick_to_trade_tenths: tick_to_trade_tenths.iter().map(|l| l.summary()).collect(),
+        burst: match pace {
+            Pace::Bursts { burst, .. } => Some(burst.to_string()),
+            _ => None,
+        },
+        tick_to_trade_in_bursts: tick_to_trade_in_bursts
+            .as_ref()
+            .map(trader_core::stats::Latency::summary),
         harness_delay: harness_delay.summary(),
         unstamped_datagrams: *unstamped,
         context_switches,
