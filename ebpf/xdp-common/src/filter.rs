@@ -57,9 +57,10 @@ pub const fn session_words(session: [u8; 10]) -> (u64, u64) {
 /// often have no tailroom for a trailer, and this kernel refuses `bpf_xdp_adjust_meta` to the
 /// program.
 pub const MAP_CLAIMS: &str = "CLAIMS";
-/// Slots of [`MAP_CLAIMS`] (a power of two): a packet's claim is found while fewer than this
-/// many passed packets came after it. A trader further behind finds another packet's claim,
-/// takes none, and sees the gap it then is (re-requested, never skipped).
+/// Slots of [`MAP_CLAIMS`] (a power of two), a ring filed in order: a packet's claim is found
+/// while fewer than this many claims were filed after it, whatever the packets' sizes. A trader
+/// further behind finds its claim overwritten, takes none, and sees the gap it then is
+/// (re-requested, never skipped).
 pub const CLAIM_SLOTS: usize = 1024;
 /// No packet's: the key a slot has while the program rewrites it.
 pub const NO_KEY: u64 = u64::MAX;
@@ -74,15 +75,57 @@ pub struct ClaimSlot {
     pub claim: Claim,
 }
 
-/// [`MAP_CLAIMS`]'s one value.
+/// [`MAP_CLAIMS`]'s one value: a ring of claims in the order the program filed them.
 #[derive(Debug, Clone, Copy)]
 #[repr(C)]
-pub struct ClaimSlots(pub [ClaimSlot; CLAIM_SLOTS]);
+pub struct ClaimSlots {
+    /// Claims filed so far (the next goes to slot `head % CLAIM_SLOTS`); written by the program
+    /// after the slot, so a reader that sees it sees the slot whole.
+    pub head: u64,
+    /// The ring.
+    pub slots: [ClaimSlot; CLAIM_SLOTS],
+}
 
-/// The slot of the packet numbered from `first`.
+/// The slot of the `n`th claim filed. (Keyed by the ring's count, not the packet's number: a
+/// feed of 16 messages a packet would use one slot in 16 of a ring keyed by number.)
 #[inline]
-pub const fn claim_slot(first: u64) -> usize {
-    (first as usize) & (CLAIM_SLOTS - 1)
+pub const fn claim_slot(n: u64) -> usize {
+    (n as usize) & (CLAIM_SLOTS - 1)
+}
+
+/// The reader's walk of the ring for the packet numbered from `first`: from `next` (the ring's
+/// count at the first claim not yet taken or passed over) to `head` (claims filed), with `key`
+/// and `claim` reading slot `n`'s (a key read before and after its claim, which must agree).
+/// Claims are filed in the order their packets were passed and packets are taken in that
+/// order, so it passes over older packets' claims (a passed packet that never reached the
+/// reader) and stops at a later packet's (this one has none). A reader a whole ring behind
+/// starts at the oldest claim still there. Returns the claim and where the next walk starts.
+#[inline]
+pub fn walk_claims(
+    next: u64,
+    head: u64,
+    first: u64,
+    key: impl Fn(u64) -> u64,
+    claim: impl Fn(u64) -> Claim,
+) -> (Option<Claim>, u64) {
+    let mut n = if head - next.min(head) > CLAIM_SLOTS as u64 {
+        head - CLAIM_SLOTS as u64
+    } else {
+        next
+    };
+    while n < head {
+        match key(n) {
+            k if k == first => {
+                let c = claim(n);
+                return ((key(n) == first).then_some(c), n + 1);
+            }
+            // An older packet's, which never came: passed over for good.
+            k if k < first => n += 1,
+            // A later packet's (or being rewritten, a ring ahead): none for this one.
+            _ => break,
+        }
+    }
+    (None, n)
 }
 
 /// Whether a claim is worth a slot: it claims something, and ends at or before the packet it
@@ -177,6 +220,71 @@ impl Run {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The ring as the program files it: (key, claim) per claim filed, the last CLAIM_SLOTS
+    /// kept.
+    fn ring(filed: &[(u64, Claim)]) -> ([(u64, Claim); CLAIM_SLOTS], u64) {
+        let mut r = [(NO_KEY, Claim { from: 0, to: 0 }); CLAIM_SLOTS];
+        for (n, f) in filed.iter().enumerate() {
+            r[claim_slot(n as u64)] = *f;
+        }
+        (r, filed.len() as u64)
+    }
+
+    fn walk(
+        r: &[(u64, Claim); CLAIM_SLOTS],
+        head: u64,
+        next: u64,
+        first: u64,
+    ) -> (Option<Claim>, u64) {
+        walk_claims(
+            next,
+            head,
+            first,
+            |n| r[claim_slot(n)].0,
+            |n| r[claim_slot(n)].1,
+        )
+    }
+
+    /// The reader finds each packet's claim in a ring filed in order, whatever the packets'
+    /// numbers (16 messages a packet used one slot in 16 of a ring keyed by number); passes
+    /// over a claim whose packet never came; finds none for a packet that had none, without
+    /// losing the next packet's; and, a whole ring behind, starts at the oldest claim kept.
+    #[test]
+    fn the_reader_walks_the_ring_in_the_order_claims_were_filed() {
+        let c = |from: u64, to: u64| Claim { from, to };
+        // Passed packets numbered 1 + 96k, each after five filtered packets of 16.
+        let mut filed = [(0, c(0, 0)); 3000];
+        for (i, f) in filed.iter_mut().enumerate() {
+            let k = i as u64 + 1;
+            *f = (1 + 96 * k, c(17 + 96 * (k - 1), 1 + 96 * k));
+        }
+        let (r, head) = ring(&filed);
+        // The last CLAIM_SLOTS, taken one after another.
+        let mut next = head - CLAIM_SLOTS as u64;
+        for &(key, claim) in &filed[filed.len() - CLAIM_SLOTS..] {
+            let (got, n) = walk(&r, head, next, key);
+            assert_eq!(got, Some(claim), "key {key}");
+            next = n;
+        }
+        assert_eq!(next, head);
+        // A whole ring behind: the overwritten one is gone, the oldest kept is found.
+        let (old, _) = walk(&r, head, 0, filed[0].0);
+        assert_eq!(old, None);
+        let oldest = filed[filed.len() - CLAIM_SLOTS];
+        assert_eq!(walk(&r, head, 0, oldest.0).0, Some(oldest.1));
+        // Passing over a packet that never came (its claim filed, the packet lost after).
+        let (r, head) = ring(&[(17, c(1, 17)), (49, c(33, 49)), (81, c(65, 81))]);
+        assert_eq!(walk(&r, head, 0, 49), (Some(c(33, 49)), 2));
+        // A packet with no claim (nothing filtered before it) leaves the next one's in place.
+        assert_eq!(walk(&r, head, 2, 65), (None, 2));
+        assert_eq!(walk(&r, head, 2, 81), (Some(c(65, 81)), 3));
+        // Nothing filed past the reader: none, and it stays.
+        assert_eq!(walk(&r, head, 3, 97), (None, 3));
+        // A slot being rewritten (its key invalid) is never read as a claim.
+        let (r, head) = ring(&[(NO_KEY, c(1, 17))]);
+        assert_eq!(walk(&r, head, 0, 17), (None, 0));
+    }
 
     #[test]
     fn a_slot_is_kept_for_claims_the_trader_can_take() {

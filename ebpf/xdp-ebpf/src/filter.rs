@@ -119,22 +119,24 @@ fn nothing_kept(ctx: &XdpContext, count: u16) -> bool {
     i == count && at == end
 }
 
-/// Files `claim` for the packet numbered from `first`, where the trader looks for it: the
-/// key made invalid, the claim written, the key written last (volatile stores, in that order),
-/// so a reader that sees the key before and after its read has the claim whole.
+/// Files `claim` for the packet numbered from `first` in the next slot of the ring: the key
+/// made invalid, the claim written, the key, then the ring's head (volatile stores, in that
+/// order), so a reader that sees the key before and after its read has the claim whole.
 #[inline(always)]
 pub(crate) fn file_claim(claim: Claim, first: u64) -> Result<(), ()> {
     if !worth_a_slot(claim, first) {
         return Ok(());
     }
     let slots = CLAIMS.get_ptr_mut(0).ok_or(())?;
-    let i = claim_slot(first);
-    // SAFETY: the map's one value, valid for this run; `i` is below CLAIM_SLOTS by its mask.
+    // SAFETY: the map's one value, valid for this run, written by this program alone (one
+    // RX queue, run on one CPU at a time); the slot's index is below CLAIM_SLOTS by its mask.
     unsafe {
-        let slot = core::ptr::addr_of_mut!((*slots).0[i]);
+        let head = core::ptr::read_volatile(core::ptr::addr_of!((*slots).head));
+        let slot = core::ptr::addr_of_mut!((*slots).slots[claim_slot(head)]);
         core::ptr::write_volatile(core::ptr::addr_of_mut!((*slot).key), NO_KEY);
         core::ptr::write_volatile(core::ptr::addr_of_mut!((*slot).claim), claim);
         core::ptr::write_volatile(core::ptr::addr_of_mut!((*slot).key), first);
+        core::ptr::write_volatile(core::ptr::addr_of_mut!((*slots).head), head.wrapping_add(1));
     }
     Ok(())
 }

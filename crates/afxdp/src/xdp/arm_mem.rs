@@ -14,7 +14,7 @@ use std::{
 use aya::maps::MapData;
 use xdp_common::{
     Arm, ArmSlot,
-    filter::{Claim, ClaimSlots, claim_slot},
+    filter::{Claim, ClaimSlots, claim_slot, walk_claims},
     segment::{FRAME_LEN, SegmentSlot},
 };
 
@@ -347,6 +347,8 @@ pub struct ClaimsMap {
     _map: MapData,
     slots: NonNull<ClaimSlots>,
     len: usize,
+    /// The ring's count at the next claim not yet taken or passed over.
+    next: std::cell::Cell<u64>,
 }
 
 impl std::fmt::Debug for ClaimsMap {
@@ -366,25 +368,38 @@ impl ClaimsMap {
             _map: map,
             slots,
             len,
+            next: std::cell::Cell::new(0),
         })
     }
 
-    /// The claim the program filed for the packet numbered from `first`, if its slot still
-    /// holds it: the key read before and after the claim (the program writes it invalid, then
-    /// the claim, then the key), so a slot being rewritten is never read as a claim.
+    /// The claim the program filed for the packet numbered from `first`, if the ring still
+    /// holds it. Claims are filed in the order their packets were passed, and packets are
+    /// taken in that order, so the reader walks the ring from where it last took one: past
+    /// claims of older packets (a passed packet that never reached the trader), up to the
+    /// first of a later packet (this one has none). Each key is read before and after its
+    /// claim (the program writes it invalid, then the claim, then the key), so a slot being
+    /// rewritten is never read as a claim. A reader a whole ring behind starts over at the
+    /// oldest claim still there: what was overwritten is a gap, re-requested.
     #[inline]
     pub fn claim(&self, first: u64) -> Option<Claim> {
-        // SAFETY: the slot lies inside the mapping (index masked to CLAIM_SLOTS); the program
-        // writes it concurrently, hence atomic loads of the key and a volatile read between.
+        // SAFETY: every slot read lies inside the mapping (indices masked to CLAIM_SLOTS); the
+        // program writes them concurrently, hence atomic loads of the keys and the head, and
+        // a volatile read of the claim between two of its key.
         unsafe {
-            let slot = &raw const (*self.slots.as_ptr()).0[claim_slot(first)];
-            let key = &*(&raw const (*slot).key).cast::<AtomicU64>();
-            if key.load(Ordering::Acquire) != first {
-                return None;
-            }
-            let claim = std::ptr::read_volatile(&raw const (*slot).claim);
-            fence(Ordering::Acquire);
-            (key.load(Ordering::Relaxed) == first).then_some(claim)
+            let ring = self.slots.as_ptr();
+            let head = (*(&raw const (*ring).head).cast::<AtomicU64>()).load(Ordering::Acquire);
+            let key = |n: u64| {
+                let slot = &raw const (*ring).slots[claim_slot(n)];
+                (*(&raw const (*slot).key).cast::<AtomicU64>()).load(Ordering::Acquire)
+            };
+            let claim = |n: u64| {
+                let c = std::ptr::read_volatile(&raw const (*ring).slots[claim_slot(n)].claim);
+                fence(Ordering::Acquire);
+                c
+            };
+            let (found, next) = walk_claims(self.next.get(), head, first, key, claim);
+            self.next.set(next);
+            found
         }
     }
 }
