@@ -26,6 +26,15 @@ pub(crate) struct Options {
     /// length fails as saturated even with nothing lost.
     #[arg(long, default_value_t = 2.0)]
     pub(crate) seconds: f64,
+    /// The feed: `gbm` (the ticker: one trade a message) or a full-depth day,
+    /// `market[:SEED][:KEY=VALUE]` (its BARS are sized to each trial: every trial sends a
+    /// whole day of at least --count messages). Give the trader its symbols with
+    /// `--trader-arg=--symbols=SYNTH`.
+    #[arg(long, default_value = "gbm", value_parser = zero_loss_source)]
+    pub(crate) source: paths::Source,
+    /// Extra trader flags, e.g. `--trader-arg=--symbols=SYNTH`.
+    #[arg(long = "trader-arg", allow_hyphen_values = true)]
+    pub(crate) trader_args: Vec<String>,
     /// ITCH messages per MoldUDP64 packet (the sender's own per-packet cost caps the rate).
     #[arg(long, default_value_t = 1)]
     pub(crate) batch: u16,
@@ -80,6 +89,7 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
     crate::lab::check_cpus(o.cpus.trader, o.cpus.replay)?;
     let base = crate::lab::Options {
         batch: o.batch,
+        trader_args: o.trader_args.clone(),
         trader_cpu: o.cpus.trader,
         replay_cpu: o.cpus.replay,
         ..crate::lab::Options::trial(o.count, &o.lab, o.out.clone(), o.no_setup)
@@ -112,6 +122,17 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
     session.finish();
 
     let conditions = zeroloss::Conditions {
+        source: match &o.source {
+            // Its bars are each trial's: the spec without them.
+            paths::Source::Market(m) => {
+                let full = m.to_string();
+                let keys = full.splitn(4, ':').nth(3).unwrap_or_default();
+                let sep = if keys.is_empty() { "" } else { ":" };
+                format!("market:{}{sep}{keys} (a day sized to each trial)", m.seed)
+            }
+            _ => "gbm (the ticker)".into(),
+        },
+        trader_args: o.trader_args.clone(),
         count: o.count,
         seconds: o.seconds,
         batch: o.batch,
@@ -180,8 +201,7 @@ impl Searcher<'_> {
         self.trials += 1;
         self.base.rate = Rate::PerSec(rate.round_ties_even());
         let count = trial_count(self.o.count, self.o.seconds, rate);
-        self.base.count = Some(count);
-        self.base.source = crate::lab::gbm_for(count);
+        (self.base.source, self.base.count) = trial_source(&self.o.source, count);
         let tag = format!("{path}-{:03}-{rate:.0}", self.trials);
         let ends = Ends {
             trader: path,
@@ -286,11 +306,67 @@ fn trial_count(count: u64, seconds: f64, rate: f64) -> u64 {
     count.max((seconds * rate).ceil() as u64)
 }
 
+/// The feed of a trial of at least `count` messages, and the replay's `--count`: the ticker of
+/// `count` ticks; or a market day (whose `--count` would be its bars) of enough bars for
+/// `count` messages, sent whole.
+fn trial_source(source: &paths::Source, count: u64) -> (paths::Source, Option<u64>) {
+    match source {
+        paths::Source::Market(m) => {
+            // A bar brings per_print + 2 messages on average (SYNTH's two with the others'):
+            // a tenth more bars than that needs, so a day never falls short of `count`.
+            let per_bar = f64::from(m.per_print.unwrap_or(market::Config::PER_PRINT) + 2);
+            let bars = (count as f64 / per_bar * 1.1).ceil() as usize;
+            let spec = paths::MarketSpec {
+                bars: bars.max(1),
+                ..*m
+            };
+            (paths::Source::Market(spec), None)
+        }
+        _ => (crate::lab::gbm_for(count), Some(count)),
+    }
+}
+
+/// `--source`: the ticker or a market day (a file's or a capture's rate is its own).
+fn zero_loss_source(s: &str) -> Result<paths::Source, String> {
+    match s.parse::<paths::Source>()? {
+        src @ (paths::Source::Market(_) | paths::Source::Gbm { .. }) => Ok(src),
+        other => Err(format!(
+            "{other}: a zero-loss search sends a feed sized to each trial, gbm or market:..., \
+             not a fixed file"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use report::zeroloss::TrialVerdict;
 
     use super::*;
+
+    /// A market trial's day is big enough for its messages and sent whole (its `--count` would
+    /// be bars); the ticker's is `count` ticks; a fixed file is refused with why.
+    #[test]
+    fn a_trial_is_fed_a_day_sized_to_it() {
+        let m = zero_loss_source("market:7:per-print=100:symbols=2000").unwrap();
+        let (day, count) = trial_source(&m, 1_000_000);
+        let paths::Source::Market(spec) = day else {
+            panic!("{day}")
+        };
+        assert_eq!(count, None);
+        assert_eq!(
+            (spec.seed, spec.per_print, spec.symbols),
+            (7, Some(100), Some(2000))
+        );
+        // 1 M messages at 102 a bar, and a tenth more.
+        assert_eq!(spec.bars, 10_785);
+        let (ticker, count) = trial_source(&zero_loss_source("gbm").unwrap(), 300_000);
+        assert_eq!(
+            (ticker, count),
+            (crate::lab::gbm_for(300_000), Some(300_000))
+        );
+        let e = zero_loss_source("itch:day.itch").unwrap_err();
+        assert!(e.contains("sized to each trial"), "{e}");
+    }
 
     /// One spelling across the lab: `--path` as the bench's, and the search's bounds not named
     /// like the trader's `--max-rate` (its feed gate's); the old spellings still parse alike.

@@ -9,7 +9,7 @@ use std::{
 };
 use {
     affinity as _, anyhow as _, clap as _, exchange as _, floor as _, hotpath as _, inject as _,
-    netns as _, paths as _, report as _, results as _, serde as _, serde_json as _,
+    market as _, netns as _, paths as _, report as _, results as _, serde as _, serde_json as _,
     signal_hook as _, trader as _, tuning as _, wire as _,
 };
 

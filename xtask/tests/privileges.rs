@@ -6,8 +6,8 @@
 use std::process::Command;
 use {
     affinity as _, anyhow as _, clap as _, exchange as _, floor as _, hotpath as _, inject as _,
-    paths as _, report as _, results as _, serde as _, serde_json as _, signal_hook as _,
-    trader as _, tuning as _, wire as _,
+    market as _, paths as _, report as _, results as _, serde as _, serde_json as _,
+    signal_hook as _, trader as _, tuning as _, wire as _,
 };
 
 fn as_nobody(args: &[&str]) -> std::process::Output {

@@ -19,8 +19,13 @@ const GROWTH: f64 = 2.0;
 /// ...and more than this many µs above it (two medians of a few µs can double by noise).
 const GROWTH_FLOOR_US: f64 = 10.0;
 /// What the search ran under, as zero-loss.md says it.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Conditions {
+    /// The feed each trial sends: `gbm` (the ticker, one trade a message) or a `market:` day,
+    /// sized to the trial.
+    pub source: String,
+    /// What the trader was told besides (`--trader-arg`), e.g. `--symbols=SYNTH`.
+    pub trader_args: Vec<String>,
     /// Messages per trial, at least.
     pub count: u64,
     /// Seconds per trial, at least.
@@ -124,7 +129,8 @@ pub enum TrialVerdict {
     /// The sender couldn't reach the offered rate: the exchange side is the limit, not the
     /// trader.
     SenderBound { achieved: f64 },
-    /// Ticks the trader never took.
+    /// Messages the trader never took: neither sequenced nor counted as dropped by its driver
+    /// filter (on the ticker feed every message is a tick).
     TicksLost(u64),
     /// Orders the exchange never got back.
     OrdersLost(u64),
@@ -142,7 +148,9 @@ impl TrialVerdict {
     /// What a trial of `count` messages offered at `rate` found, from its reports.
     pub fn of(count: u64, rate: f64, replay: &ReplayReport, trader: &TraderReport) -> TrialVerdict {
         let sent = replay.sent_messages;
-        let ticks = trader.counters.ticks;
+        // Every message the trader took in sequence, or its XDP program dropped and handed the
+        // sequencer as a claim (a full-depth feed's other symbols, with --symbols).
+        let taken = trader.counters.messages + trader.counters.filtered_skipped;
         let orders = replay.orders_received;
         let expected = replay.parity.expected_orders;
         let achieved = replay.achieved_rate_per_s;
@@ -150,8 +158,8 @@ impl TrialVerdict {
             TrialVerdict::ShortSend { sent, count }
         } else if achieved < SENDER_BOUND * rate {
             TrialVerdict::SenderBound { achieved }
-        } else if ticks < sent {
-            TrialVerdict::TicksLost(sent - ticks)
+        } else if taken < sent {
+            TrialVerdict::TicksLost(sent - taken)
         } else if orders < expected {
             TrialVerdict::OrdersLost(expected - orders)
         } else if let Some((first_us, last_us)) = growth(&replay.tick_to_trade_tenths) {
@@ -170,7 +178,7 @@ impl std::fmt::Display for TrialVerdict {
             TrialVerdict::SenderBound { achieved } => {
                 write!(f, "sender-bound: achieved {achieved:.0} msg/s")
             }
-            TrialVerdict::TicksLost(n) => write!(f, "{n} ticks lost"),
+            TrialVerdict::TicksLost(n) => write!(f, "{n} messages lost"),
             TrialVerdict::OrdersLost(n) => write!(f, "{n} orders lost"),
             TrialVerdict::Saturated { first_us, last_us } => write!(
                 f,
@@ -252,16 +260,27 @@ pub fn markdown(o: &Conditions, report: &[Search]) -> String {
     };
     let _ = writeln!(
         s,
-        "zero-loss rate, each trial at least {} messages and {} s, {} per MoldUDP64 packet, \
-         trader cpu{} spinning, replay cpu{} ({sender} sender, one core); a trial fails on any \
-         loss, or as saturated when its median tick-to-trade grows over it (last tenth > \
+        "zero-loss rate on {}{}, each trial at least {} messages and {} s, {} per MoldUDP64 \
+         packet, trader cpu{} spinning, replay cpu{} ({sender} sender, one core); a trial fails \
+         on any loss, or as saturated when its median tick-to-trade grows over it (last tenth > \
          {GROWTH}× the second and {GROWTH_FLOOR_US} µs above it); the rate found passed {} more \
          trial(s) at it (--confirm)",
-        o.count, o.seconds, o.batch, o.trader_cpu, o.replay_cpu, o.confirm,
+        o.source,
+        if o.trader_args.is_empty() {
+            String::new()
+        } else {
+            format!(" (trader {})", o.trader_args.join(" "))
+        },
+        o.count,
+        o.seconds,
+        o.batch,
+        o.trader_cpu,
+        o.replay_cpu,
+        o.confirm,
     );
     let _ = writeln!(
         s,
-        "| path | zero-loss rate (msg/s) | orders/s at it | trader RX→TX p50 µs at it | trader busy ns/msg at it | trader busy at it | replay CPU ns/msg at it | first failure | why | bound |"
+        "| path | zero-loss rate msg/s (packets/s) | orders/s at it | trader RX→TX p50 µs at it | trader busy ns/msg at it | trader busy at it | replay CPU ns/msg at it | first failure | why | bound |"
     );
     let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---|---|");
     for Search {
@@ -295,7 +314,10 @@ pub fn markdown(o: &Conditions, report: &[Search]) -> String {
         let _ = writeln!(
             s,
             "| {path} | {} | {orders} | {rx_tx} | {busy} | {share} | {replay} | {} | {why} | {bound} |",
-            lo.map_or("none".into(), |l| format!("{l:.0}")),
+            lo.map_or("none".into(), |l| format!(
+                "{l:.0} ({:.0})",
+                l / f64::from(o.batch.max(1))
+            )),
             hi.map_or("-".into(), |h| format!("{h:.0}"))
         );
     }
@@ -363,7 +385,7 @@ fn bound_part(v: TrialVerdict) -> &'static str {
         TrialVerdict::ShortSend { .. } | TrialVerdict::SenderBound { .. } => {
             "the sender (the exchange side could not offer the rate)"
         }
-        TrialVerdict::TicksLost(_) => "the trader's RX (ticks dropped before it took them)",
+        TrialVerdict::TicksLost(_) => "the trader's RX (messages dropped before it took them)",
         TrialVerdict::OrdersLost(_) => "the order path (the trader's TX or the exchange's receive)",
         TrialVerdict::Saturated { .. } => "the trader's RX (a queue before it grew)",
     }
@@ -465,10 +487,17 @@ mod tests {
             "sender-bound: achieved 19990 msg/s"
         );
         let mut lossy = trader.clone();
-        lossy.counters.ticks = 990;
+        lossy.counters.messages = 990;
         assert_eq!(
             TrialVerdict::of(1000, 20_000.0, &replay, &lossy),
             TrialVerdict::TicksLost(10)
+        );
+        // What the driver filter dropped and claimed was taken: counted, not lost.
+        let mut filtered = lossy.clone();
+        filtered.counters.filtered_skipped = 10;
+        assert_eq!(
+            TrialVerdict::of(1000, 20_000.0, &replay, &filtered),
+            TrialVerdict::NoLoss
         );
         let mut short = replay.clone();
         short.orders_received = 37;
@@ -511,7 +540,7 @@ mod tests {
         );
         // Loss is named before growth.
         let mut lossy = trader.clone();
-        lossy.counters.ticks = 990;
+        lossy.counters.messages = 990;
         assert_eq!(
             TrialVerdict::of(1000, 20_000.0, &replay, &lossy),
             TrialVerdict::TicksLost(10)
@@ -582,6 +611,8 @@ mod tests {
     #[test]
     fn the_tables_show_the_bounds_and_the_load_curve() {
         let o = Conditions {
+            source: "gbm".into(),
+            trader_args: Vec::new(),
             count: 1000,
             seconds: 2.0,
             batch: 1,
@@ -620,15 +651,15 @@ mod tests {
         let md = markdown(&o, std::slice::from_ref(&search));
         assert!(
             md.starts_with(
-                "zero-loss rate, each trial at least 1000 messages and 2 s, 1 per MoldUDP64 \
-                 packet, trader cpu1 spinning, replay cpu0 (AF_XDP sender, one core);"
+                "zero-loss rate on gbm, each trial at least 1000 messages and 2 s, 1 per \
+                 MoldUDP64 packet, trader cpu1 spinning, replay cpu0 (AF_XDP sender, one core);"
             ),
             "{md}"
         );
         assert!(
             md.contains(
-                "| xdp | 20000 | 7600 | 2.50 | 310 | 96 % | 540 | 40000 | 3 ticks lost | the \
-                 trader's RX (ticks dropped before it took them); the trader busy 96 % of it: its \
+                "| xdp | 20000 (20000) | 7600 | 2.50 | 310 | 96 % | 540 | 40000 | 3 messages lost | the \
+                 trader's RX (messages dropped before it took them); the trader busy 96 % of it: its \
                  own work |\n"
             ),
             "{md}"
@@ -653,7 +684,7 @@ mod tests {
         assert_eq!(json["schema_version"], crate::SCHEMA_VERSION);
         assert_eq!(json["paths"][0]["path"], "xdp");
         assert_eq!(json["paths"][0]["zero_loss_rate"], 20_000.0);
-        assert_eq!(json["paths"][0]["trials"][2]["why"], "3 ticks lost");
+        assert_eq!(json["paths"][0]["trials"][2]["why"], "3 messages lost");
         assert_eq!(json["paths"][0]["trials"][0]["messages"], 40_000);
         assert_eq!(json["paths"][0]["trials"][0]["bound"], "-");
         assert_eq!(
