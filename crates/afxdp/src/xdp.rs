@@ -130,6 +130,9 @@ pub struct Load {
     /// line A's packets with nothing for the trader's stocks are dropped in the driver and every
     /// packet passed has its claim filed in `CLAIMS`. For the redirect action on a one-line feed.
     pub filter: bool,
+    /// The trigger on a full-depth feed (`xdp_common::book_trigger`): it fires on the traded
+    /// stock's prints through the firing set ([`BookTrigger`]), not on one-trade packets.
+    pub trigger_book: bool,
 }
 
 /// The XDP program, loaded and attached to one interface. Dropping it detaches the program
@@ -205,6 +208,7 @@ impl XdpProgram {
         let order_tcp = u8::from(load.order_tcp && load.order_to.is_some());
         let trigger_tcp = u8::from(load.trigger_tcp && order_tcp == 1);
         let filter_on = u8::from(load.filter);
+        let trigger_book = u8::from(load.trigger_book);
         let mut ebpf = EbpfLoader::new()
             .override_global(GLOBAL_MD_PORT, &port, true)
             .override_global(GLOBAL_MD_PORT_B, &port_b, true)
@@ -220,6 +224,11 @@ impl XdpProgram {
             .override_global(GLOBAL_ORDER_TCP, &order_tcp, true)
             .override_global(xdp_common::segment::GLOBAL_TRIGGER_TCP, &trigger_tcp, true)
             .override_global(xdp_common::filter::GLOBAL_FILTER_ON, &filter_on, true)
+            .override_global(
+                xdp_common::book_trigger::GLOBAL_TRIGGER_BOOK,
+                &trigger_book,
+                true,
+            )
             .load(match load.stages {
                 None => OBJECT,
                 Some(XdpStages::Each) => OBJECT_STAGES,
@@ -486,6 +495,46 @@ impl XdpProgram {
         Ok((FilterMap { locates, filter }, claims))
     }
 
+    /// The book trigger's maps ([`Load::trigger_book`]): the firing set, the traded stock's
+    /// locate, and the copy of each fired packet (once: the maps move to the caller).
+    pub fn take_book_trigger(&mut self) -> Result<BookTrigger, XdpError> {
+        use xdp_common::book_trigger::{MAP_FIRED_PACKET, MAP_FIRING, MAP_FIRING_STOCK};
+        let mut take = |name: &str| {
+            self.ebpf.take_map(name).ok_or_else(|| XdpError::Map {
+                what: format!("map {name} missing (or already taken)"),
+                source: aya::maps::MapError::InvalidName { name: name.into() },
+            })
+        };
+        let firing = take(MAP_FIRING)?;
+        let stock = take(MAP_FIRING_STOCK)?;
+        let packet = take(MAP_FIRED_PACKET)?;
+        let firing = aya::maps::HashMap::try_from(firing).map_err(|source| XdpError::Map {
+            what: format!("map {MAP_FIRING} is not a hash map of u64 to u32"),
+            source,
+        })?;
+        let stock = Array::try_from(stock).map_err(|source| XdpError::Map {
+            what: format!("map {MAP_FIRING_STOCK} is not an array of 8-byte values"),
+            source,
+        })?;
+        let aya::maps::Map::Array(packet) = packet else {
+            return Err(XdpError::Map {
+                what: format!("map {MAP_FIRED_PACKET} is not an array"),
+                source: aya::maps::MapError::InvalidName {
+                    name: MAP_FIRED_PACKET.into(),
+                },
+            });
+        };
+        let packet = arm_mem::FiredPacketMap::map(packet).map_err(|source| XdpError::Mmap {
+            what: format!("failed to memory-map the book trigger's {MAP_FIRED_PACKET} array"),
+            source,
+        })?;
+        Ok(BookTrigger {
+            firing,
+            stock,
+            packet,
+        })
+    }
+
     /// Puts an AF_XDP socket into the XSKMAP slot of `queue`.
     pub fn register_socket(&mut self, queue: u32, fd: std::os::fd::RawFd) -> Result<(), XdpError> {
         let map = self.ebpf.map_mut(MAP_XSKS).ok_or_else(|| XdpError::Map {
@@ -630,7 +679,7 @@ impl std::os::fd::AsRawFd for BorrowedRaw {
     }
 }
 
-pub use arm_mem::{ArmMap, ClaimsMap, SegmentMap, Withdrawn};
+pub use arm_mem::{ArmMap, ClaimsMap, FiredPacketMap, SegmentMap, Withdrawn};
 
 mod arm_mem;
 
@@ -726,6 +775,59 @@ impl SourcesMap {
 }
 
 /// The driver filter's locate map and arming (`xdp_common::filter`).
+pub struct BookTrigger {
+    firing: aya::maps::HashMap<MapData, u64, u32>,
+    stock: Array<MapData, u64>,
+    packet: arm_mem::FiredPacketMap,
+}
+
+impl std::fmt::Debug for BookTrigger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BookTrigger")
+    }
+}
+
+impl BookTrigger {
+    /// Names the traded stock's locate (once the Stock Directory has): nothing fires before.
+    pub fn set_locate(&mut self, locate: u16) -> Result<(), XdpError> {
+        self.stock
+            .set(0, u64::from(locate) + 1, 0)
+            .map_err(|source| XdpError::Map {
+                what: "failed to write FIRING_STOCK".into(),
+                source,
+            })
+    }
+
+    /// A resting order of the traded stock, at `price` (Price(4)), now in the firing set.
+    pub fn rest(&mut self, order_ref: u64, price: u32) -> Result<(), XdpError> {
+        self.firing
+            .insert(order_ref, price, 0)
+            .map_err(|source| XdpError::Map {
+                what: format!("failed to put order {order_ref} into FIRING"),
+                source,
+            })
+    }
+
+    /// An order gone from the book: out of the firing set (one that was never in is fine).
+    pub fn gone(&mut self, order_ref: u64) -> Result<(), XdpError> {
+        match self.firing.remove(&order_ref) {
+            Ok(()) => Ok(()),
+            Err(aya::maps::MapError::KeyNotFound) => Ok(()),
+            Err(source) => Err(XdpError::Map {
+                what: format!("failed to take order {order_ref} out of FIRING"),
+                source,
+            }),
+        }
+    }
+
+    /// The UDP datagram the program copied for the fire of arm generation `generation`, if
+    /// the copy is that fire's.
+    pub fn fired_packet(&self, generation: u32) -> Option<&[u8]> {
+        self.packet.datagram(generation)
+    }
+}
+
+/// The driver filter's maps ([`XdpProgram::take_filter`]).
 pub struct FilterMap {
     locates: Array<MapData, u64>,
     filter: Array<MapData, u64>,

@@ -195,6 +195,11 @@ pub struct TriggerReport {
     /// is woken on fire, none otherwise.
     #[serde(default)]
     pub wakeups: u64,
+    /// The book trigger (`--symbols`): updates of the firing set the program's map refused
+    /// (full, or an error); each costs at most the fire of that order, which the trader then
+    /// sends itself.
+    #[serde(default)]
+    pub firing_set_failed: u64,
 }
 
 /// [`TriggerReport::unarmed`]: decisions not to arm, by reason.

@@ -53,6 +53,11 @@ impl Trader {
         if self.sequencer.has_lines() {
             return Err(NotArmed::Lines);
         }
+        if self.desk.watch().is_some() && self.traded_locate().is_none() {
+            // A full-depth feed whose Stock Directory hasn't named the stock yet: nothing of
+            // it can be a print.
+            return Err(NotArmed::FeedUnknown);
+        }
         let next_seq = self.next_seq();
         if next_seq == u64::MAX {
             return Err(NotArmed::SequenceEnd);

@@ -70,6 +70,29 @@ pub struct Desk {
     pending: Pending,
     /// The watched symbols' book (`None`: the ticker feed).
     watch: Option<Box<Watch>>,
+    /// The firing set's changes since the trader last took them (the book trigger's, see
+    /// [`Desk::track_firing_set`]); `None`: not tracked.
+    firing: Option<Vec<Resting>>,
+}
+
+/// A change to the firing set: the traded stock's resting orders, by reference, with their
+/// prices (the book trigger fires on an Order Executed of one of them whose price is in the
+/// arm's set).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resting {
+    /// The order rests in the book now, at `price` (Price(4)).
+    Rests {
+        /// Its reference.
+        order_ref: u64,
+        /// Its price.
+        price: u32,
+    },
+    /// The order is gone from the book (executed in full, cancelled in full, deleted, or
+    /// replaced).
+    Gone {
+        /// Its reference.
+        order_ref: u64,
+    },
 }
 
 /// Resting orders of the watched symbols a desk's book holds before it grows.
@@ -97,6 +120,7 @@ impl Desk {
             last_price: None,
             pending: Pending::default(),
             watch: None,
+            firing: None,
         }
     }
 
@@ -117,6 +141,21 @@ impl Desk {
     }
 
     /// The watched symbols' book, on a full-depth feed.
+    /// Keeps the firing set's changes for the trader to take ([`Desk::take_firing`]): every
+    /// order of the traded stock that comes to rest or leaves its book. For the book trigger.
+    pub fn track_firing_set(&mut self) {
+        self.firing = Some(Vec::with_capacity(64));
+    }
+
+    /// Hands each firing-set change since the last call to `f`, in the order they happened.
+    pub fn take_firing(&mut self, mut f: impl FnMut(Resting)) {
+        if let Some(changes) = &mut self.firing {
+            for c in changes.drain(..) {
+                f(c);
+            }
+        }
+    }
+
     pub fn watch(&self) -> Option<&Watch> {
         self.watch.as_deref()
     }
@@ -203,6 +242,12 @@ impl Desk {
         };
         let event = watch.apply(&msg);
         c.book_messages += 1;
+        if let Some(changes) = &mut self.firing
+            && !matches!(event, Event::Refused(_))
+            && self.stock.and_then(|s| watch.locate(s)) == Some(msg.stock_locate())
+        {
+            firing_changes(watch, &msg, changes);
+        }
         match event {
             Event::Print(p) => {
                 let Some(stock) = self.stock.filter(|&s| watch.locate(s) == Some(p.locate)) else {
@@ -337,5 +382,34 @@ impl Desk {
             pnl: r.pnl,
             position,
         }
+    }
+}
+
+/// What `msg` (of the traded stock, applied to `watch`'s book) did to its resting orders.
+#[cold]
+fn firing_changes(watch: &Watch, msg: &Message, changes: &mut Vec<Resting>) {
+    let (added, touched) = match msg {
+        Message::AddOrder(a) => (Some(a.order_ref), None),
+        Message::AddOrderMpid(a) => (Some(a.order_ref), None),
+        Message::OrderReplace(u) => (Some(u.new_ref), Some(u.original_ref)),
+        Message::OrderExecuted(e) => (None, Some(e.order_ref)),
+        Message::OrderExecutedWithPrice(e) => (None, Some(e.order_ref)),
+        Message::OrderCancel(x) => (None, Some(x.order_ref)),
+        Message::OrderDelete(d) => (None, Some(d.order_ref)),
+        _ => (None, None),
+    };
+    let book = watch.book();
+    if let Some(order_ref) = touched
+        && book.order(order_ref).is_none()
+    {
+        changes.push(Resting::Gone { order_ref });
+    }
+    if let Some(order_ref) = added
+        && let Some(o) = book.order(order_ref)
+    {
+        changes.push(Resting::Rests {
+            order_ref,
+            price: o.price,
+        });
     }
 }

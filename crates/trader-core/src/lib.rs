@@ -260,6 +260,24 @@ impl Trader {
     /// What the driver filter is armed with, once it may be: the confirmed session and the
     /// book's locate map (`--symbols`, every symbol resolved). `None` before (nothing is
     /// filtered), and always on the ticker.
+    /// Keeps the firing set's changes for the book trigger ([`Trader::take_firing`]).
+    #[must_use]
+    pub fn tracking_firing_set(mut self) -> Self {
+        self.desk.track_firing_set();
+        self
+    }
+
+    /// Hands each change to the firing set (the traded stock's resting orders) since the last
+    /// call to `f`, in order.
+    pub fn take_firing(&mut self, f: impl FnMut(desk::Resting)) {
+        self.desk.take_firing(f);
+    }
+
+    /// The traded stock's locate on a full-depth feed, once its Stock Directory named it.
+    pub fn traded_locate(&self) -> Option<u16> {
+        self.desk.watch()?.locate(self.desk.stock()?)
+    }
+
     pub fn filter_locates(
         &self,
     ) -> Option<(moldudp64::Session, &[u64; book::watch::LOCATE_WORDS])> {

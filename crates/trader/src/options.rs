@@ -499,6 +499,13 @@ impl Options {
                 o.path
             );
         }
+        if spec.io == Io::Trigger && o.symbols.is_some() && o.orders == paths::Orders::TcpXdp {
+            bail!(
+                "--path trigger with --symbols fires on a book's prints with UDP orders: the TCP \
+                 trigger's segment is armed for the ticker's one-trade packets only (use \
+                 --orders udp, or --path xdp --orders tcp-xdp)"
+            );
+        }
         if let Some(b) = o.port_b {
             if b == o.port {
                 bail!("--port-b {b} is line A's port too: line B needs a port of its own");

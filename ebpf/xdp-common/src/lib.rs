@@ -7,6 +7,7 @@
 #![no_std]
 #![forbid(unsafe_code)]
 
+pub mod book_trigger;
 pub mod checksum;
 pub mod filter;
 pub mod layout;
@@ -450,8 +451,12 @@ pub struct ArmSlot {
     pub fired_generation: u32,
     /// Written by the program only: the price of the tick it fired that arm on, Price(4).
     pub fired_price: u32,
+    /// Written by the program only, before `fired_generation`: the number of the message it
+    /// fired on (the arm's own on the ticker; on a full-depth feed the print's, which the arm
+    /// only bounds from below: [`book_trigger`]).
+    pub fired_seq: u64,
     /// Zero: the rest of the record's line.
-    pub fired_pad: [u64; 7],
+    pub fired_pad: [u64; 6],
 }
 
 /// [`Arm::direction`]: fire when the price is at or above the threshold.
@@ -515,8 +520,15 @@ impl Fired {
     /// the trader rebuilds from the arm's generation and price in the [`ArmSlot`].
     #[must_use]
     pub const fn of(arm: &Arm, price: u32) -> Self {
+        Self::at(arm, arm.seq, price)
+    }
+
+    /// What firing `arm` on the message numbered `seq` at `price` sent (a full-depth feed's
+    /// print, at or after the arm's number).
+    #[must_use]
+    pub const fn at(arm: &Arm, seq: u64, price: u32) -> Self {
         Self {
-            seq: arm.seq,
+            seq,
             token: arm.token,
             price,
             shares: arm.shares,

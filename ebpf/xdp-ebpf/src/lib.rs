@@ -38,6 +38,7 @@
     reason = "an XDP program reads packet memory through raw pointers the verifier checks, and exports its maps and globals unmangled"
 )]
 
+mod book_trigger;
 mod classify;
 mod filter;
 mod log;
@@ -50,10 +51,11 @@ mod timing;
 mod trigger;
 
 use crate::{
+    book_trigger::book_trigger,
     classify::{Verdict, classify, source_pinned},
     filter::{Filtered, file_claim, filter},
     log::{log_allowed, log_malformed},
-    maps::{COUNTERS, FILTER_ON, FIRED, FIRED_WAKEUP, MD_ACTION},
+    maps::{COUNTERS, FILTER_ON, FIRED, FIRED_WAKEUP, MD_ACTION, TRIGGER_BOOK},
     redirect::{redirect, stamp},
     reflect::reflect,
     timing::Stamps,
@@ -137,7 +139,11 @@ pub fn md_redirect<T: Timing>(ctx: XdpContext) -> u32 {
                 redirect(&ctx, &mut st)
             }
             Action::Pass => (Counter::PassedMarketData, XDP_PASS),
-            Action::Trigger => match trigger(&ctx, &mut st) {
+            Action::Trigger => match if read_global(&TRIGGER_BOOK) != 0 {
+                book_trigger(&ctx, &mut st)
+            } else {
+                trigger(&ctx, &mut st)
+            } {
                 Shot::Fired(fired) => {
                     // The record's line holds what fired (`trigger` wrote it). A reader asleep
                     // must be woken as well: through the ring, whose wakeup raises an

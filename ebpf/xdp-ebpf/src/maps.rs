@@ -3,10 +3,11 @@
 
 use aya_ebpf::{
     macros::map,
-    maps::{Array, PerCpuArray, RingBuf, XskMap},
+    maps::{Array, HashMap, PerCpuArray, RingBuf, XskMap},
 };
 use xdp_common::{
-    ArmSlot, BPF_F_MMAPABLE, Counter, MAX_QUEUES, Mark, Outcome, SOURCES, STAGE_WORDS, Source,
+    ArmSlot,
+    book_trigger::{FIRING_ENTRIES, FiredPacket}, BPF_F_MMAPABLE, Counter, MAX_QUEUES, Mark, Outcome, SOURCES, STAGE_WORDS, Source,
     filter::{ClaimSlots, FILTER_ENTRIES, LOCATE_WORDS, Run},
     segment::SegmentSlot,
 };
@@ -133,3 +134,19 @@ pub(crate) static FILTER_RUN: Array<Run> = Array::with_max_entries(1, 0);
 /// mapped by the trader.
 #[map(name = "CLAIMS")]
 pub(crate) static CLAIMS: Array<ClaimSlots> = Array::with_max_entries(1, BPF_F_MMAPABLE);
+
+/// The trigger fires through the firing set on a full-depth feed (xdp_common::book_trigger).
+#[unsafe(no_mangle)]
+pub(crate) static TRIGGER_BOOK: u8 = 0;
+
+/// Resting orders of the traded stock: reference → price (xdp_common::book_trigger).
+#[map(name = "FIRING")]
+pub(crate) static FIRING: HashMap<u64, u32> = HashMap::with_max_entries(FIRING_ENTRIES, 0);
+
+/// The traded stock's locate plus one (0: not resolved).
+#[map(name = "FIRING_STOCK")]
+pub(crate) static FIRING_STOCK: Array<u64> = Array::with_max_entries(1, 0);
+
+/// The last fired packet's datagram, for the trader.
+#[map(name = "FIRED_PACKET")]
+pub(crate) static FIRED_PACKET: Array<FiredPacket> = Array::with_max_entries(1, BPF_F_MMAPABLE);

@@ -66,21 +66,43 @@ pub(crate) fn write_order(ctx: &XdpContext, fields: &OrderFields) -> Result<(), 
         // No gateway configured: no order leaves.
         return Err(());
     }
-    // The frame's length from its IPv4 total length (the verifier forbids arithmetic on the
-    // packet end pointer); checked against the real frame just below.
+    let frame_len = frame_len(ctx)?;
+    let seq: [u8; 8] = read_field(ctx, at(MOLD, moldudp64::field::SEQUENCE))?;
+    let stock: [u8; 8] = read_field(ctx, at(ITCH, trade::field::STOCK))?;
+    let price: [u8; 4] = read_field(ctx, at(ITCH, trade::field::PRICE))?;
+    write_order_for(ctx, fields, (seq, stock, price), frame_len)
+}
+
+/// The frame's length from its IPv4 total length (the verifier forbids arithmetic on the
+/// packet end pointer), checked against the real frame: the header's claim must not exceed
+/// it, or the trim after an order is written would cut into the order.
+#[inline(always)]
+pub(crate) fn frame_len(ctx: &XdpContext) -> Result<usize, ()> {
     let frame_len = IP
         + usize::from(u16::from_be_bytes(read_field(
             ctx,
             at(IP, ipv4::TOTAL_LEN),
         )?));
-    // The header's claim must not exceed the frame, or the trim below would cut into the
-    // order; masked so the verifier sees a bounded offset.
+    // Masked so the verifier sees a bounded offset.
     if ctx.data() + (frame_len & 0x3fff) > ctx.data_end() {
         return Err(());
     }
-    let seq: [u8; 8] = read_field(ctx, at(MOLD, moldudp64::field::SEQUENCE))?;
-    let stock: [u8; 8] = read_field(ctx, at(ITCH, trade::field::STOCK))?;
-    let price: [u8; 4] = read_field(ctx, at(ITCH, trade::field::PRICE))?;
+    Ok(frame_len)
+}
+
+/// [`write_order`] for a tick given apart from the frame (`seq`, `stock`, `price`, as on the
+/// wire), over a frame of `frame_len` bytes (checked against the frame by the caller).
+#[inline(always)]
+pub(crate) fn write_order_for(
+    ctx: &XdpContext,
+    fields: &OrderFields,
+    (seq, stock, price): ([u8; 8], [u8; 8], [u8; 4]),
+    frame_len: usize,
+) -> Result<(), ()> {
+    let dst_port = read_global(&ORDER_DST_PORT);
+    if dst_port == [0, 0] {
+        return Err(());
+    }
     // The gateway's headers, as userspace resolved them at start; nothing taken from the
     // tick's sender.
     write_field(ctx, ethernet::DST, read_global(&ORDER_DST_MAC))?;

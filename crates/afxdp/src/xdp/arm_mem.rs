@@ -14,6 +14,7 @@ use std::{
 use aya::maps::MapData;
 use xdp_common::{
     Arm, ArmSlot,
+    book_trigger::{FIRED_PACKET_MAX, FiredPacket},
     filter::{Claim, ClaimSlots, claim_slot, walk_claims},
     segment::{FRAME_LEN, SegmentSlot},
 };
@@ -184,6 +185,16 @@ impl ArmMap {
             }
             (generation, price)
         }
+    }
+
+    /// The number of the message the program fired on last (the book trigger's print; on the
+    /// ticker the arm's own): read after [`ArmMap::last_fired`] named a new generation (the
+    /// program writes it before the generation).
+    #[inline]
+    pub fn last_fired_seq(&self) -> u64 {
+        let p = self.arm.as_ptr();
+        // SAFETY: as in `last_fired`: an aligned u64 of the mapped slot, read as an atomic.
+        unsafe { (*(&raw const (*p).fired_seq).cast::<AtomicU64>()).load(Ordering::Relaxed) }
     }
 }
 
@@ -408,5 +419,63 @@ impl Drop for ClaimsMap {
     fn drop(&mut self) {
         // SAFETY: the mapping made in `map`, unmapped once.
         unsafe { libc::munmap(self.slots.as_ptr().cast(), self.len) };
+    }
+}
+
+/// The book trigger's copy of the last fired datagram
+/// ([`super::XdpProgram::take_book_trigger`]), mapped into this process: read when a fire's
+/// record names its generation.
+pub struct FiredPacketMap {
+    /// The map, held open while it is mapped.
+    _map: MapData,
+    slot: NonNull<FiredPacket>,
+    len: usize,
+}
+
+impl std::fmt::Debug for FiredPacketMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FiredPacketMap")
+    }
+}
+
+// SAFETY: the mapping is owned by this value and only read through it.
+unsafe impl Send for FiredPacketMap {}
+
+impl FiredPacketMap {
+    /// Maps `map`'s value (an array of one `FiredPacket`, made with `BPF_F_MMAPABLE`).
+    pub(super) fn map(map: MapData) -> io::Result<FiredPacketMap> {
+        let (slot, len) = map_value::<FiredPacket>(&map)?;
+        Ok(FiredPacketMap {
+            _map: map,
+            slot,
+            len,
+        })
+    }
+
+    /// The datagram copied for the fire of `generation`: its generation read first (acquire:
+    /// the program writes the bytes, the length, then the generation, all before the fire's
+    /// record the caller read), `None` if the copy is another fire's. The program copies again
+    /// only on the next fire, which needs an arm the trader writes after this read.
+    pub fn datagram(&self, generation: u32) -> Option<&[u8]> {
+        let p = self.slot.as_ptr();
+        // SAFETY: `p` points at the mapped value, valid while `self` lives; its words are read
+        // as the atomics the program writes them as, and the bytes are not rewritten until the
+        // trader arms again (see above).
+        unsafe {
+            let g = (*(&raw const (*p).generation).cast::<AtomicU32>()).load(Ordering::Acquire);
+            if g != generation {
+                return None;
+            }
+            let len = (*(&raw const (*p).len).cast::<AtomicU32>()).load(Ordering::Relaxed) as usize;
+            let bytes = &*(&raw const (*p).bytes);
+            bytes.get(..len.min(FIRED_PACKET_MAX))
+        }
+    }
+}
+
+impl Drop for FiredPacketMap {
+    fn drop(&mut self) {
+        // SAFETY: the mapping this made, unmapped once.
+        unsafe { libc::munmap(self.slot.as_ptr().cast(), self.len) };
     }
 }

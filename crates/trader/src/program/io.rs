@@ -234,6 +234,9 @@ fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
         let mut io = TriggerIo::<BLOCK, BUSY_POLL>::new(xdp, arm, prog.take_fired()?, stock)
             .polling_fired_every(plan.trigger.fired_poll_every)
             .corrupting_arms(plan.trigger.corrupt_arms);
+        if plan.strategy.symbols.is_some() {
+            io = io.on_book(prog.take_book_trigger()?);
+        }
         let what = "the AF_XDP socket or the trigger's ring";
         let (end, session) = trade_with_orders(plan, &mut io, trader, rx_to_tx, stop, what)?;
         let mut summary = io.summary();
@@ -574,6 +577,8 @@ fn attach(
                     .route(plan.orders.transport)
                     .is_some_and(|r| r.sent_by == paths::SentBy::Program),
             filter: filters(plan, port_b, action),
+            // On a full-depth feed the trigger fires on the book's prints.
+            trigger_book: action == Action::Trigger && plan.strategy.symbols.is_some(),
         },
     )?;
     if plan.xdp.log {

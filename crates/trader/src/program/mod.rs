@@ -71,6 +71,10 @@ pub fn run(mut o: Options) -> anyhow::Result<()> {
         .with_feed_rules(plan.feed.rules);
     if let Some(symbols) = &plan.strategy.symbols {
         trader = trader.with_symbols(symbols)?;
+        if plan.path.spec().io == Io::Trigger {
+            // The book trigger: the firing set follows the traded stock's book.
+            trader = trader.tracking_firing_set();
+        }
     }
     if plan.feed.recovery {
         trader = trader.with_recovery();

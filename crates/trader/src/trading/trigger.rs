@@ -30,9 +30,12 @@ use xdp_common::{Arm, Fired};
 use super::{FeedSource, OrderSink, PacketHandler, Sender, TraderIo, XdpIo};
 use afxdp::{
     clock::now_ns,
-    xdp::{ArmMap, FiredRing},
+    xdp::{ArmMap, BookTrigger, FiredRing},
 };
-use trader_core::{Line, NotArmed, Trader, arm::fired_order, stats::Latency};
+use trader_core::{Line, NotArmed, Trader, arm::fired_order, desk::Resting, stats::Latency};
+
+/// A UDP header's length: the fired packet's copy is its whole datagram.
+const UDP_HEADER_LEN: usize = 8;
 
 /// How long a blocking turn sleeps in `poll()` at most, so the stop flag and the idle timeout
 /// are still seen.
@@ -107,6 +110,11 @@ pub struct TriggerIo<const BLOCK: bool, const BUSY_POLL: bool> {
     /// When a spinning turn starts with a read of the record's line
     /// ([`TriggerIo::polling_fired_every`]); before each packet it is read always.
     poll: Every,
+    /// On a full-depth feed: the firing set, the traded stock's locate (written once named),
+    /// and the copies of the fired packets ([`TriggerIo::on_book`]).
+    book: Option<BookTrigger>,
+    /// Whether the traded stock's locate was written to the program.
+    book_locate: bool,
 }
 
 impl<const BLOCK: bool, const BUSY_POLL: bool> TriggerIo<BLOCK, BUSY_POLL> {
@@ -131,7 +139,43 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TriggerIo<BLOCK, BUSY_POLL> {
             wait_cap: None,
             report: TriggerReport::default(),
             arm_cost: Latency::new(),
+            book: None,
+            book_locate: false,
         }
+    }
+
+    /// The trigger on a full-depth feed (`--symbols`): it fires on the traded stock's prints,
+    /// an Order Executed through the firing set (`book`'s map, kept in step with the book
+    /// before each arm), and each fired packet comes back as the copy the program made of it.
+    #[must_use]
+    pub fn on_book(mut self, book: BookTrigger) -> Self {
+        self.book = Some(book);
+        self
+    }
+
+    /// The firing set brought in step with the trader's book, and the stock's locate written
+    /// once the Stock Directory named it: before the arm, so an arm never fires through a set
+    /// older than the book it was decided on. A map that refuses an update is counted (the
+    /// order it would have fired on goes to the trader).
+    fn keep_firing_set(&mut self, trader: &mut Trader) {
+        let Some(book) = &mut self.book else {
+            return;
+        };
+        if !self.book_locate
+            && let Some(locate) = trader.traded_locate()
+        {
+            self.book_locate = book.set_locate(locate).is_ok();
+        }
+        let failed = &mut self.report.firing_set_failed;
+        trader.take_firing(|change| {
+            let ok = match change {
+                Resting::Rests { order_ref, price } => book.rest(order_ref, price),
+                Resting::Gone { order_ref } => book.gone(order_ref),
+            };
+            if ok.is_err() {
+                *failed += 1;
+            }
+        });
     }
 
     /// A spinning trader reads the record of what fired at the start of one turn in `turns`
@@ -211,9 +255,11 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TriggerIo<BLOCK, BUSY_POLL> {
             decided,
             history,
             seen_fired,
+            book,
             ..
         } = self;
         let fire = Fire {
+            book: book.as_ref(),
             arm,
             ring,
             history,
@@ -252,6 +298,8 @@ struct Fire<'a> {
     report: &'a mut TriggerReport,
     session: [u8; 10],
     decided: Option<(u64, bool)>,
+    /// On a full-depth feed, where the fired packets' copies are.
+    book: Option<&'a BookTrigger>,
 }
 
 impl Fire<'_> {
@@ -286,7 +334,42 @@ impl Fire<'_> {
             self.report.mismatch += 1;
             return;
         };
-        self.on_fired(&Fired::of(&a, price), handler);
+        match self.book {
+            None => self.on_fired(&Fired::of(&a, price), handler),
+            Some(book) => {
+                let f = Fired::at(&a, self.arm.last_fired_seq(), price);
+                self.on_fired_packet(&f, book.fired_packet(generation), handler);
+            }
+        }
+    }
+
+    /// A fire on a full-depth feed: the packet it fired on is the program's copy of its
+    /// datagram, handed on whole (the print, and the book's other changes in it); `None` if
+    /// the copy is not that fire's (never: the program copies before it records).
+    #[cold]
+    fn on_fired_packet<H: PacketHandler>(
+        &mut self,
+        f: &Fired,
+        datagram: Option<&[u8]>,
+        handler: &mut H,
+    ) {
+        let t_rx = now_ns();
+        self.report.fired += 1;
+        if self.live.is_some_and(|a| a.token == f.token) {
+            *self.live = None;
+        }
+        let Some(payload) = datagram.and_then(|d| d.get(UDP_HEADER_LEN..)) else {
+            self.report.mismatch += 1;
+            return;
+        };
+        let mut sink = CheckSink {
+            fired: fired_order(f, self.stock),
+            matched: false,
+        };
+        handler.on_packet(payload, Line::A, None, Sender::Program, t_rx, &mut sink);
+        if !sink.matched {
+            self.report.mismatch += 1;
+        }
     }
 
     #[cold]
@@ -475,6 +558,7 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for TriggerIo<BLOCK, BUS
     fn after_turn(&mut self, trader: &mut Trader) {
         self.xdp.after_turn(trader);
         let t0 = now_ns();
+        self.keep_firing_set(trader);
         let next = trader.next_arm();
         let before = self.decided;
         self.decided = Some((trader.next_seq(), next.is_ok()));
