@@ -28,9 +28,10 @@
 //!   The opening and closing crosses print a Cross Trade (`'Q'`) per symbol at 09:30 and 16:00.
 //! - **The lab symbol, `SYNTH`**: its prints are exactly the engine's `gbm:SEED:BARS` series,
 //!   one print per tick, the same `Price4` as the ticker feed, spread evenly over the regular
-//!   session. As [`SynthPrints::Executions`] (the default) each is an Add Order resting the
-//!   tick's size at the tick's price and the Order Executed that takes it, so a reader learns
-//!   the price only from the book; as [`SynthPrints::Trades`] each is the ticker's Trade (`'P'`)
+//!   session. As [`SynthPrints::Executions`] (the default) each is the Order Executed of an
+//!   order resting at the tick's price since the print before (the first print's added just
+//!   before it), so a reader learns the price only from the book, and a book-driven trigger
+//!   has the order in its firing set a print ahead; as [`SynthPrints::Trades`] each is the ticker's Trade (`'P'`)
 //!   message, for a trader that reads no book.
 //! - **The end of the day**: `'M'` at 16:00, `'E'` at 20:00, `'C'` after it.
 //!
@@ -326,6 +327,8 @@ pub struct Generator {
     bg_ns: u64,
     bg_next: Option<u64>,
     next_ref: u64,
+    /// The SYNTH order the next print executes, resting since the print before.
+    synth_resting: Option<u64>,
     next_match: u64,
     /// Messages generated so far.
     sent: u64,
@@ -481,6 +484,7 @@ impl Generator {
             bg_ns: profile::START_S * profile::NS,
             bg_next: None,
             next_ref: 0,
+            synth_resting: None,
             next_match: 0,
             sent: 0,
             stats: Stats::default(),
@@ -679,18 +683,13 @@ impl Generator {
                 match_number: self.next_match,
             })),
             SynthPrints::Executions => {
-                self.next_ref += 1;
-                let order_ref = self.next_ref;
-                self.push(Message::AddOrder(AddOrderRepr {
-                    stock_locate: locate,
-                    tracking_number: 0,
-                    timestamp: ts(t),
-                    order_ref,
-                    side: Side::Sell,
-                    shares: SYNTH_SHARES,
-                    stock,
-                    price,
-                }));
+                // The order this print executes rests since the print before (the first
+                // print's is added just before it): a book-driven trigger has it in its firing
+                // set a tick ahead, as it would a resting order on a real book.
+                let order_ref = match self.synth_resting.take() {
+                    Some(r) => r,
+                    None => self.rest_synth(t, price),
+                };
                 self.push(Message::OrderExecuted(OrderExecutedRepr {
                     stock_locate: locate,
                     tracking_number: 0,
@@ -699,8 +698,28 @@ impl Generator {
                     executed_shares: SYNTH_SHARES,
                     match_number: self.next_match,
                 }));
+                if let Some(&next) = self.closes.get(self.next_tick) {
+                    self.synth_resting = Some(self.rest_synth(t, next));
+                }
             }
         }
+    }
+
+    /// Rests a SYNTH sell order of the print's size at `price`, at `t`: its reference.
+    fn rest_synth(&mut self, t: u64, price: Price4) -> u64 {
+        self.next_ref += 1;
+        let order_ref = self.next_ref;
+        self.push(Message::AddOrder(AddOrderRepr {
+            stock_locate: self.synth.locate,
+            tracking_number: 0,
+            timestamp: ts(t),
+            order_ref,
+            side: Side::Sell,
+            shares: SYNTH_SHARES,
+            stock: self.synth.stock,
+            price,
+        }));
+        order_ref
     }
 
     fn crosses(&mut self, t: u64, cross_type: u8) {

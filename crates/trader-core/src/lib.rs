@@ -406,6 +406,8 @@ pub fn trade_message(seq: u64, stock: Stock, price: Price4, timestamp_ns: u64) -
 #[cfg(test)]
 mod filter_tests;
 #[cfg(test)]
+mod firing_tests;
+#[cfg(test)]
 mod gate_tests;
 
 #[cfg(test)]

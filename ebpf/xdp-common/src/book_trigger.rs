@@ -5,15 +5,16 @@
 //! through the firing price. A printable Order Executed With Price and a Trade carry their
 //! price, and the rule applies to it as on the ticker.
 //!
-//! The arm names the first number the trader has not taken: it fires on the first print of
-//! the traded stock at or after it that the program sees, and on no later one (the trader's
-//! next decision depends on that print). So the program keeps, in `TRIGGER_NEXT`, the number
-//! after the last packet in which it saw a print of the stock, fired or not; an arm below that
-//! is stale and never fires. It fires only when the print is the packet's first message of the
-//! stock and its only print (a book change before it may be the order it executes, which the
-//! firing set may not have yet; a second print is the trader's next decision), on a packet
-//! that continues the numbers it has seen; every other packet goes to the trader, which
-//! trades it itself: an arm late, never a wrong order.
+//! The arm names the first number the trader has not taken: it fires only on the packet that
+//! starts there (the trader has taken every packet before it, so the fired packet, which it
+//! takes from the program's copy, comes to it in order), on that packet's print of the traded
+//! stock. The program keeps, in `TRIGGER_NEXT`, the number after the last packet in which it
+//! saw a message of the stock, fired or not: an arm below that is stale (the trader decides
+//! again after such a packet, its firing set brought in step) and never fires. It fires only
+//! when the print is the packet's first message of the stock and no other print of it follows
+//! (a book change before it may be the order it executes, which the firing set may not have
+//! yet; a second print is the trader's next decision). Every other packet goes to the trader,
+//! which trades it itself: an arm late, never a wrong order.
 //!
 //! A fired packet is also the trader's market data: its other messages (the stock's book
 //! changes after the print, other stocks') are copied into [`MAP_FIRED_PACKET`] before the
@@ -87,7 +88,9 @@ pub mod at {
 pub const fn print_shape(kind: u8, len: usize) -> bool {
     matches!(
         (kind, len),
-        (kind::EXECUTED, at::E_LEN) | (kind::EXECUTED_WITH_PRICE, at::C_LEN) | (kind::TRADE, at::P_LEN)
+        (kind::EXECUTED, at::E_LEN)
+            | (kind::EXECUTED_WITH_PRICE, at::C_LEN)
+            | (kind::TRADE, at::P_LEN)
     )
 }
 
@@ -101,6 +104,6 @@ mod tests {
         assert!(print_shape(b'E', 31) && print_shape(b'C', 36) && print_shape(b'P', 44));
         assert!(!print_shape(b'E', 36) && !print_shape(b'A', 36) && !print_shape(b'U', 35));
         // A frame of the copy fits an Ethernet MTU's datagram.
-        assert!(FIRED_PACKET_MAX >= 1500 - 20);
+        const { assert!(FIRED_PACKET_MAX >= 1500 - 20 && FIRED_PACKET_MAX <= FIRED_PACKET_BUF) };
     }
 }

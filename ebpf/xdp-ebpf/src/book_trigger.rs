@@ -151,10 +151,7 @@ pub(crate) fn book_trigger<T: Timing>(ctx: &XdpContext, st: &mut Stamps<T>) -> S
     let seq = u64::from_be_bytes([h[10], h[11], h[12], h[13], h[14], h[15], h[16], h[17]]);
     let count = u16::from_be_bytes([h[18], h[19]]);
     st.mark(Mark::ArmRead);
-    if !source_pinned()
-        || count == 0
-        || count == moldudp64::END_OF_SESSION
-        || !headers_intact(ctx)
+    if !source_pinned() || count == 0 || count == moldudp64::END_OF_SESSION || !headers_intact(ctx)
     {
         return Shot::Miss;
     }
@@ -181,7 +178,7 @@ pub(crate) fn book_trigger<T: Timing>(ctx: &XdpContext, st: &mut Stamps<T>) -> S
         || !found.whole
         || found.later_print
         || !print_shape(kind, msg_len)
-        || s < a.seq
+        || seq != a.seq
         || seen > a.seq
     {
         return Shot::Miss;
@@ -332,13 +329,7 @@ fn copy_piece<const N: usize>(ctx: &XdpContext, bytes: *mut u8, len: usize) -> R
     }
     let off = len & !(2 * N - 1) & 0x7ff;
     // SAFETY: off + N <= 2048 - N: inside the buffer; the helper checks the frame's end.
-    let r = unsafe {
-        bpf_xdp_load_bytes(
-            ctx.ctx,
-            (UDP + off) as u32,
-            bytes.add(off).cast(),
-            N as u32,
-        )
-    };
+    let r =
+        unsafe { bpf_xdp_load_bytes(ctx.ctx, (UDP + off) as u32, bytes.add(off).cast(), N as u32) };
     if r == 0 { Ok(()) } else { Err(()) }
 }

@@ -6,8 +6,8 @@ use aya_ebpf::{
     maps::{Array, HashMap, PerCpuArray, RingBuf, XskMap},
 };
 use xdp_common::{
-    ArmSlot,
-    book_trigger::{FIRING_ENTRIES, FiredPacket}, BPF_F_MMAPABLE, Counter, MAX_QUEUES, Mark, Outcome, SOURCES, STAGE_WORDS, Source,
+    ArmSlot, BPF_F_MMAPABLE, Counter, MAX_QUEUES, Mark, Outcome, SOURCES, STAGE_WORDS, Source,
+    book_trigger::{FIRING_ENTRIES, FiredPacket},
     filter::{ClaimSlots, FILTER_ENTRIES, LOCATE_WORDS, Run},
     segment::SegmentSlot,
 };

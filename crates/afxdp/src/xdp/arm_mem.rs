@@ -467,7 +467,7 @@ impl FiredPacketMap {
                 return None;
             }
             let len = (*(&raw const (*p).len).cast::<AtomicU32>()).load(Ordering::Relaxed) as usize;
-            let bytes = &*(&raw const (*p).bytes);
+            let bytes = &(*p).bytes;
             bytes.get(..len.min(FIRED_PACKET_MAX))
         }
     }
