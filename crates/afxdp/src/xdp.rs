@@ -509,7 +509,7 @@ impl XdpProgram {
         let stock = take(MAP_FIRING_STOCK)?;
         let packet = take(MAP_FIRED_PACKET)?;
         let firing = aya::maps::HashMap::try_from(firing).map_err(|source| XdpError::Map {
-            what: format!("map {MAP_FIRING} is not a hash map of u64 to u32"),
+            what: format!("map {MAP_FIRING} is not a hash map of u64 to u64"),
             source,
         })?;
         let stock = Array::try_from(stock).map_err(|source| XdpError::Map {
@@ -774,9 +774,10 @@ impl SourcesMap {
     }
 }
 
-/// The driver filter's locate map and arming (`xdp_common::filter`).
+/// The book trigger's maps ([`XdpProgram::take_book_trigger`], `xdp_common::book_trigger`): the
+/// firing set, the traded stock's locate, and the copy of each fired datagram.
 pub struct BookTrigger {
-    firing: aya::maps::HashMap<MapData, u64, u32>,
+    firing: aya::maps::HashMap<MapData, u64, u64>,
     stock: Array<MapData, u64>,
     packet: arm_mem::FiredPacketMap,
 }
@@ -798,10 +799,15 @@ impl BookTrigger {
             })
     }
 
-    /// A resting order of the traded stock, at `price` (Price(4)), now in the firing set.
-    pub fn rest(&mut self, order_ref: u64, price: u32) -> Result<(), XdpError> {
+    /// A resting order of the traded stock, at `price` (Price(4)) with `shares` open, now in
+    /// the firing set (added, or its open shares changed).
+    pub fn rest(&mut self, order_ref: u64, price: u32, shares: u32) -> Result<(), XdpError> {
         self.firing
-            .insert(order_ref, price, 0)
+            .insert(
+                order_ref,
+                xdp_common::book_trigger::firing_value(price, shares),
+                0,
+            )
             .map_err(|source| XdpError::Map {
                 what: format!("failed to put order {order_ref} into FIRING"),
                 source,
@@ -827,7 +833,7 @@ impl BookTrigger {
     }
 }
 
-/// The driver filter's maps ([`XdpProgram::take_filter`]).
+/// The driver filter's locate map and arming (`xdp_common::filter`).
 pub struct FilterMap {
     locates: Array<MapData, u64>,
     filter: Array<MapData, u64>,

@@ -195,9 +195,10 @@ pub struct TriggerReport {
     /// is woken on fire, none otherwise.
     #[serde(default)]
     pub wakeups: u64,
-    /// The book trigger (`--symbols`): updates of the firing set the program's map refused
-    /// (full, or an error); each costs at most the fire of that order, which the trader then
-    /// sends itself.
+    /// The book trigger (`--symbols`): updates of the firing set (or of the stock's locate) the
+    /// program's maps refused (full, or an error). After the first, nothing is armed again in
+    /// the run (the set may hold an order the book doesn't): the trader sends every order
+    /// itself.
     #[serde(default)]
     pub firing_set_failed: u64,
 }

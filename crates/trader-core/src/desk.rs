@@ -80,12 +80,15 @@ pub struct Desk {
 /// arm's set).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Resting {
-    /// The order rests in the book now, at `price` (Price(4)).
+    /// The order rests in the book now, at `price` (Price(4)) with `shares` open (added, or
+    /// its open shares changed).
     Rests {
         /// Its reference.
         order_ref: u64,
         /// Its price.
         price: u32,
+        /// Its open shares.
+        shares: u32,
     },
     /// The order is gone from the book (executed in full, cancelled in full, deleted, or
     /// replaced).
@@ -140,9 +143,9 @@ impl Desk {
         Ok(self)
     }
 
-    /// The watched symbols' book, on a full-depth feed.
     /// Keeps the firing set's changes for the trader to take ([`Desk::take_firing`]): every
-    /// order of the traded stock that comes to rest or leaves its book. For the book trigger.
+    /// order of the traded stock that comes to rest, changes its open shares, or leaves its
+    /// book. For the book trigger.
     pub fn track_firing_set(&mut self) {
         self.firing = Some(Vec::with_capacity(64));
     }
@@ -156,6 +159,7 @@ impl Desk {
         }
     }
 
+    /// The watched symbols' book, on a full-depth feed.
     pub fn watch(&self) -> Option<&Watch> {
         self.watch.as_deref()
     }
@@ -242,11 +246,12 @@ impl Desk {
         };
         let event = watch.apply(&msg);
         c.book_messages += 1;
+        // Refused messages too: an overfill deletes the order it names.
         if let Some(changes) = &mut self.firing
-            && !matches!(event, Event::Refused(_))
-            && self.stock.and_then(|s| watch.locate(s)) == Some(msg.stock_locate())
+            && let Some(locate) = self.stock.and_then(|s| watch.locate(s))
+            && locate == msg.stock_locate()
         {
-            firing_changes(watch, &msg, changes);
+            firing_changes(watch, locate, &msg, changes);
         }
         match event {
             Event::Print(p) => {
@@ -385,31 +390,30 @@ impl Desk {
     }
 }
 
-/// What `msg` (of the traded stock, applied to `watch`'s book) did to its resting orders.
+/// What `msg` (of the traded stock, at `locate`, applied to `watch`'s book, or refused by it) did
+/// to the orders it names: each still resting of the stock is set with its open shares, each
+/// gone (or another stock's) is out.
 #[cold]
-fn firing_changes(watch: &Watch, msg: &Message, changes: &mut Vec<Resting>) {
-    let (added, touched) = match msg {
-        Message::AddOrder(a) => (Some(a.order_ref), None),
-        Message::AddOrderMpid(a) => (Some(a.order_ref), None),
-        Message::OrderReplace(u) => (Some(u.new_ref), Some(u.original_ref)),
-        Message::OrderExecuted(e) => (None, Some(e.order_ref)),
-        Message::OrderExecutedWithPrice(e) => (None, Some(e.order_ref)),
-        Message::OrderCancel(x) => (None, Some(x.order_ref)),
-        Message::OrderDelete(d) => (None, Some(d.order_ref)),
-        _ => (None, None),
+fn firing_changes(watch: &Watch, locate: u16, msg: &Message, changes: &mut Vec<Resting>) {
+    let refs = match msg {
+        Message::AddOrder(a) => [Some(a.order_ref), None],
+        Message::AddOrderMpid(a) => [Some(a.order_ref), None],
+        Message::OrderReplace(u) => [Some(u.original_ref), Some(u.new_ref)],
+        Message::OrderExecuted(e) => [Some(e.order_ref), None],
+        Message::OrderExecutedWithPrice(e) => [Some(e.order_ref), None],
+        Message::OrderCancel(x) => [Some(x.order_ref), None],
+        Message::OrderDelete(d) => [Some(d.order_ref), None],
+        _ => [None, None],
     };
     let book = watch.book();
-    if let Some(order_ref) = touched
-        && book.order(order_ref).is_none()
-    {
-        changes.push(Resting::Gone { order_ref });
-    }
-    if let Some(order_ref) = added
-        && let Some(o) = book.order(order_ref)
-    {
-        changes.push(Resting::Rests {
-            order_ref,
-            price: o.price,
+    for order_ref in refs.into_iter().flatten() {
+        changes.push(match book.order(order_ref).filter(|o| o.locate == locate) {
+            Some(o) => Resting::Rests {
+                order_ref,
+                price: o.price,
+                shares: o.shares,
+            },
+            None => Resting::Gone { order_ref },
         });
     }
 }

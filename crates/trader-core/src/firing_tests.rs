@@ -1,7 +1,7 @@
 //! The book trigger's firing set: the traded stock's resting orders, by reference with their
 //! prices, as the trader hands them to the XDP program ([`Trader::take_firing`]). Kept in step
-//! with the book across every message that adds, changes or removes an order; never touched
-//! by another stock's messages or by a message the book refuses.
+//! with the book across every message that adds, changes or removes an order, a refused one
+//! too (an overfill deletes its order); never touched by another stock's messages.
 use std::collections::HashMap;
 
 use wire::{
@@ -16,7 +16,7 @@ use crate::{Trader, desk::Resting, tests::trader};
 
 /// The firing set as the program's map would hold it, after the trader's changes.
 #[derive(Default)]
-struct Model(HashMap<u64, u32>);
+struct Model(HashMap<u64, (u32, u32)>);
 
 impl Model {
     fn take(&mut self, t: &mut Trader) -> usize {
@@ -24,8 +24,12 @@ impl Model {
         t.take_firing(|c| {
             n += 1;
             match c {
-                Resting::Rests { order_ref, price } => {
-                    self.0.insert(order_ref, price);
+                Resting::Rests {
+                    order_ref,
+                    price,
+                    shares,
+                } => {
+                    self.0.insert(order_ref, (price, shares));
                 }
                 Resting::Gone { order_ref } => {
                     self.0.remove(&order_ref);
@@ -98,12 +102,13 @@ fn the_firing_set_follows_adds_replaces_cancels_and_executions() {
             cancelled_shares: shares,
         })
     };
-    // Each step: the message, and how many changes it must make to the set.
+    // Each step: the message, and how many changes it hands the map (one an order it names
+    // of the traded stock: set with its open shares, or out).
     let steps: Vec<(Message, usize)> = vec![
         (add(l, 1, 1_000_000), 1),
         (add(l, 2, 1_010_000), 1),
-        // Partly cancelled: still resting, no change.
-        (cancel(1, 50), 0),
+        // Partly cancelled: still resting, 50 open.
+        (cancel(1, 50), 1),
         // Replaced: the old order gone, the new one resting at its price.
         (
             Message::OrderReplace(OrderReplaceRepr {
@@ -120,7 +125,7 @@ fn the_firing_set_follows_adds_replaces_cancels_and_executions() {
         // Executed in full (the 50 left): gone.
         (exec(1, 50), 1),
         (add(l, 4, 990_000), 1),
-        // Executed in part at its own price: still resting.
+        // Executed in part at its own price: still resting, 60 open.
         (
             Message::OrderExecutedWithPrice(OrderExecutedWithPriceRepr {
                 stock_locate: l,
@@ -132,7 +137,7 @@ fn the_firing_set_follows_adds_replaces_cancels_and_executions() {
                 printable: true,
                 price: Price4(991_000),
             }),
-            0,
+            1,
         ),
         (
             Message::OrderDelete(OrderDeleteRepr {
@@ -145,13 +150,16 @@ fn the_firing_set_follows_adds_replaces_cancels_and_executions() {
         ),
         // Cancelled in full: gone.
         (cancel(3, 100), 1),
-        // A lie the book refuses (no such order): the set is untouched.
-        (exec(5, 100), 0),
+        // A lie the book refuses (no such order): out of the set, where it never was.
+        (exec(5, 100), 1),
         // Another stock's order: not the traded stock's, never in the set.
         (add(other, 6, 500_000), 0),
         (add(l, 7, 1_000_000), 1),
-        // Executed in part: stays.
-        (exec(7, 30), 0),
+        // Executed in part: stays, 70 open.
+        (exec(7, 30), 1),
+        // An overfill, refused, deletes the order: out.
+        (add(l, 8, 1_000_100), 1),
+        (cancel(8, 500), 1),
     ];
     let mut t = trader().with_symbols(&[]).unwrap().tracking_firing_set();
     let mut model = Model::default();
@@ -166,15 +174,18 @@ fn the_firing_set_follows_adds_replaces_cancels_and_executions() {
         t.on_packet(&packet(seq, m), || 0, |_| true);
         seq += 1;
         assert_eq!(model.take(&mut t), *changes, "step {i}: {m:?}");
-        // The set is the book's resting SYNTH orders, each at its price.
+        // The set is the book's resting SYNTH orders, each at its price with its open shares.
         let book = t.desk().watch().unwrap().book();
-        for r in 1..=7 {
-            let resting = book.order(r).filter(|o| o.locate == l).map(|o| o.price);
+        for r in 1..=8 {
+            let resting = book
+                .order(r)
+                .filter(|o| o.locate == l)
+                .map(|o| (o.price, o.shares));
             assert_eq!(model.0.get(&r).copied(), resting, "step {i}, order {r}");
         }
     }
     assert_eq!(model.0.len(), 1);
-    assert_eq!(model.0.get(&7), Some(&1_000_000));
+    assert_eq!(model.0.get(&7), Some(&(1_000_000, 70)));
 }
 
 /// On a generated day the set holds exactly the order the next print executes (each rests
@@ -200,7 +211,7 @@ fn on_a_generated_day_the_next_print_rests_in_the_set_a_print_ahead() {
         // (none where the packet ended between a print and the next order's add).
         assert!(model.0.len() <= 1, "{:?}", model.0);
         if ticks > before
-            && let Some(&price) = model.0.values().next()
+            && let Some(&(price, _)) = model.0.values().next()
         {
             assert_eq!(price, closes[ticks as usize].0, "after print {ticks}");
             checked += 1;

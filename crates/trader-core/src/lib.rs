@@ -257,9 +257,6 @@ impl Trader {
         self.sequencer.next_seq()
     }
 
-    /// What the driver filter is armed with, once it may be: the confirmed session and the
-    /// book's locate map (`--symbols`, every symbol resolved). `None` before (nothing is
-    /// filtered), and always on the ticker.
     /// Keeps the firing set's changes for the book trigger ([`Trader::take_firing`]).
     #[must_use]
     pub fn tracking_firing_set(mut self) -> Self {
@@ -278,6 +275,9 @@ impl Trader {
         self.desk.watch()?.locate(self.desk.stock()?)
     }
 
+    /// What the driver filter is armed with, once it may be: the confirmed session and the
+    /// book's locate map (`--symbols`, every symbol resolved). `None` before (nothing is
+    /// filtered), and always on the ticker.
     pub fn filter_locates(
         &self,
     ) -> Option<(moldudp64::Session, &[u64; book::watch::LOCATE_WORDS])> {

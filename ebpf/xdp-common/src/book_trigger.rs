@@ -22,8 +22,10 @@
 
 /// The load-time global that selects the book trigger for [`crate::Action::Trigger`].
 pub const GLOBAL_TRIGGER_BOOK: &str = "TRIGGER_BOOK";
-/// The firing set: resting order reference (u64) → its price, Price(4) (u32), for the traded
-/// stock only. A hash map the trader updates as its book changes.
+/// The firing set: resting order reference (u64) → its price, Price(4), and open shares
+/// ([`firing_value`]), for the traded stock only. A hash map the trader updates as its book
+/// changes: the program fires on an execution only of an order the trader's book holds, for no
+/// more than its open shares (what the book would refuse never fires).
 pub const MAP_FIRING: &str = "FIRING";
 /// Entries of [`MAP_FIRING`]: resting orders of the one stock, with room to spare.
 pub const FIRING_ENTRIES: u32 = 1 << 16;
@@ -54,6 +56,24 @@ pub struct FiredPacket {
     pub bytes: [u8; FIRED_PACKET_BUF],
 }
 
+/// A firing-set value: the price in the low word, the open shares in the high one.
+#[inline]
+pub const fn firing_value(price: u32, shares: u32) -> u64 {
+    price as u64 | (shares as u64) << 32
+}
+
+/// Whether an execution of `executed` shares against an order of firing-set value `v` is one
+/// the book takes (not zero shares, not more than are open), and the order's price if so.
+#[inline]
+pub const fn executes(v: u64, executed: u32) -> Option<u32> {
+    let open = (v >> 32) as u32;
+    if executed == 0 || executed > open {
+        None
+    } else {
+        Some(v as u32)
+    }
+}
+
 /// ITCH messages the book trigger reads, by their type byte.
 pub mod kind {
     /// Order Executed: at the resting order's price.
@@ -68,6 +88,10 @@ pub mod kind {
 pub mod at {
     /// Order Executed's and Order Executed With Price's order reference.
     pub const ORDER_REF: usize = 11;
+    /// Their executed shares.
+    pub const EXECUTED_SHARES: usize = 19;
+    /// Trade's Buy/Sell indicator.
+    pub const P_SIDE: usize = 19;
     /// Order Executed With Price's printable flag (`b'Y'`) and price.
     pub const C_PRINTABLE: usize = 31;
     /// See [`C_PRINTABLE`].
@@ -103,6 +127,11 @@ mod tests {
     fn the_print_shapes_are_the_specs() {
         assert!(print_shape(b'E', 31) && print_shape(b'C', 36) && print_shape(b'P', 44));
         assert!(!print_shape(b'E', 36) && !print_shape(b'A', 36) && !print_shape(b'U', 35));
+        // Zero shares, an overfill: what the book refuses never fires.
+        let v = firing_value(1_234_500, 100);
+        assert_eq!(executes(v, 100), Some(1_234_500));
+        assert_eq!(executes(v, 1), Some(1_234_500));
+        assert_eq!((executes(v, 0), executes(v, 101)), (None, None));
         // A frame of the copy fits an Ethernet MTU's datagram.
         const { assert!(FIRED_PACKET_MAX >= 1500 - 20 && FIRED_PACKET_MAX <= FIRED_PACKET_BUF) };
     }

@@ -452,8 +452,8 @@ pub struct ArmSlot {
     /// Written by the program only: the price of the tick it fired that arm on, Price(4).
     pub fired_price: u32,
     /// Written by the program only, before `fired_generation`: the number of the message it
-    /// fired on (the arm's own on the ticker; on a full-depth feed the print's, which the arm
-    /// only bounds from below: [`book_trigger`]).
+    /// fired on (the arm's own on the ticker; on a full-depth feed the print's, in the packet
+    /// that starts at the arm's number: [`book_trigger`]).
     pub fired_seq: u64,
     /// Zero: the rest of the record's line.
     pub fired_pad: [u64; 6],
@@ -524,7 +524,7 @@ impl Fired {
     }
 
     /// What firing `arm` on the message numbered `seq` at `price` sent (a full-depth feed's
-    /// print, at or after the arm's number).
+    /// print, in the packet that starts at the arm's number).
     #[must_use]
     pub const fn at(arm: &Arm, seq: u64, price: u32) -> Self {
         Self {

@@ -1,6 +1,6 @@
 //! The trigger on a full-depth feed (`Action::Trigger` with `TRIGGER_BOOK`): the armed order
-//! fired on the first print of the traded stock at or after the arm's number, its price from
-//! the firing set for an Order Executed (xdp_common::book_trigger has the rules).
+//! fired on the traded stock's print in the packet that starts at the arm's number, its price
+//! from the firing set for an Order Executed (xdp_common::book_trigger has the rules).
 
 use crate::{
     Timing,
@@ -18,7 +18,7 @@ use aya_ebpf::{
 };
 use xdp_common::{
     Fired, Mark,
-    book_trigger::{BOOK_TRIGGER_CAP, FIRED_PACKET_MAX, at, kind, print_shape},
+    book_trigger::{BOOK_TRIGGER_CAP, FIRED_PACKET_MAX, at, executes, kind, print_shape},
     checksum,
     layout::{ipv4, moldudp64, udp},
 };
@@ -91,31 +91,42 @@ fn walk(ctx: &XdpContext, count: u16, locate: u16) -> Found {
     found
 }
 
-/// The print's price: the firing set's for an Order Executed (none: an order the trader's book
-/// doesn't hold yet, or not at all), its own for a printable Order Executed With Price or a
-/// Trade.
+/// The print's price, if the trader's book would take it as a print: an Order Executed or a
+/// printable Order Executed With Price of an order in the firing set, for no more than its
+/// open shares (the set's price for the first, the message's own for the second); a Trade
+/// with a side the parser takes. `None`: the packet goes to the trader.
 #[inline(always)]
 fn print_price(ctx: &XdpContext, msg: usize, kind: u8) -> Option<u32> {
     let msg = msg & (FRAME_MAX - 1);
     match kind {
-        kind::EXECUTED => {
-            let r = read::<[u8; 8]>(ctx, msg + at::ORDER_REF).ok()?;
+        kind::EXECUTED | kind::EXECUTED_WITH_PRICE => {
+            let r = read::<[u8; 12]>(ctx, msg + at::ORDER_REF).ok()?;
+            let order_ref = u64::from_be_bytes([r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]]);
+            let executed = u32::from_be_bytes([r[8], r[9], r[10], r[11]]);
             // SAFETY: a hash map lookup; the value is copied out at once.
-            unsafe { FIRING.get(u64::from_be_bytes(r)) }.copied()
-        }
-        kind::EXECUTED_WITH_PRICE => {
+            let v = unsafe { FIRING.get(order_ref) }.copied()?;
+            let resting = executes(v, executed)?;
+            if kind == kind::EXECUTED {
+                return Some(resting);
+            }
             let t = read::<[u8; 5]>(ctx, msg + at::C_PRINTABLE).ok()?;
             (t[0] == b'Y').then(|| u32::from_be_bytes([t[1], t[2], t[3], t[4]]))
         }
-        kind::TRADE => read::<[u8; 4]>(ctx, msg + at::P_PRICE)
-            .ok()
-            .map(u32::from_be_bytes),
+        kind::TRADE => {
+            let side = read::<u8>(ctx, msg + at::P_SIDE).ok()?;
+            if side != b'B' && side != b'S' {
+                return None;
+            }
+            read::<[u8; 4]>(ctx, msg + at::P_PRICE)
+                .ok()
+                .map(u32::from_be_bytes)
+        }
         _ => None,
     }
 }
 
 /// The book trigger: see the module's rules. The arm is consumed when it fires; the mark moves
-/// past every packet that holds a print of the stock.
+/// past every packet that holds a message of the stock, or that the walk can't read whole.
 #[inline(always)]
 pub(crate) fn book_trigger<T: Timing>(ctx: &XdpContext, st: &mut Stamps<T>) -> Shot {
     if ctx.rx_queue_index() != 0 || read_global(&TRIGGER_TCP) != 0 {

@@ -139,9 +139,10 @@ pub(crate) static CLAIMS: Array<ClaimSlots> = Array::with_max_entries(1, BPF_F_M
 #[unsafe(no_mangle)]
 pub(crate) static TRIGGER_BOOK: u8 = 0;
 
-/// Resting orders of the traded stock: reference → price (xdp_common::book_trigger).
+/// Resting orders of the traded stock: reference → price and open shares
+/// (xdp_common::book_trigger::firing_value).
 #[map(name = "FIRING")]
-pub(crate) static FIRING: HashMap<u64, u32> = HashMap::with_max_entries(FIRING_ENTRIES, 0);
+pub(crate) static FIRING: HashMap<u64, u64> = HashMap::with_max_entries(FIRING_ENTRIES, 0);
 
 /// The traded stock's locate plus one (0: not resolved).
 #[map(name = "FIRING_STOCK")]

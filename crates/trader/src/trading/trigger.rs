@@ -113,8 +113,9 @@ pub struct TriggerIo<const BLOCK: bool, const BUSY_POLL: bool> {
     /// On a full-depth feed: the firing set, the traded stock's locate (written once named),
     /// and the copies of the fired packets ([`TriggerIo::on_book`]).
     book: Option<BookTrigger>,
-    /// Whether the traded stock's locate was written to the program.
-    book_locate: bool,
+    /// The traded stock's locate last written to the program (a corrected Stock Directory
+    /// may name another).
+    book_locate: Option<u16>,
 }
 
 impl<const BLOCK: bool, const BUSY_POLL: bool> TriggerIo<BLOCK, BUSY_POLL> {
@@ -140,7 +141,7 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TriggerIo<BLOCK, BUSY_POLL> {
             report: TriggerReport::default(),
             arm_cost: Latency::new(),
             book: None,
-            book_locate: false,
+            book_locate: None,
         }
     }
 
@@ -154,28 +155,36 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TriggerIo<BLOCK, BUSY_POLL> {
     }
 
     /// The firing set brought in step with the trader's book, and the stock's locate written
-    /// once the Stock Directory named it: before the arm, so an arm never fires through a set
-    /// older than the book it was decided on. A map that refuses an update is counted (the
-    /// order it would have fired on goes to the trader).
-    fn keep_firing_set(&mut self, trader: &mut Trader) {
+    /// whenever the Stock Directory names it (again): before the arm, so an arm never fires
+    /// through a set older than the book it was decided on. Whether the book trigger may still
+    /// arm: once the map has refused an update (counted), the set may hold an order the book
+    /// doesn't, so nothing is armed again in this run and the trader sends every order itself.
+    fn keep_firing_set(&mut self, trader: &mut Trader) -> bool {
         let Some(book) = &mut self.book else {
-            return;
+            return true;
         };
-        if !self.book_locate
-            && let Some(locate) = trader.traded_locate()
-        {
-            self.book_locate = book.set_locate(locate).is_ok();
-        }
         let failed = &mut self.report.firing_set_failed;
+        let locate = trader.traded_locate();
+        if locate.is_some() && locate != self.book_locate {
+            match locate.map(|l| book.set_locate(l)) {
+                Some(Ok(())) => self.book_locate = locate,
+                _ => *failed += 1,
+            }
+        }
         trader.take_firing(|change| {
             let ok = match change {
-                Resting::Rests { order_ref, price } => book.rest(order_ref, price),
+                Resting::Rests {
+                    order_ref,
+                    price,
+                    shares,
+                } => book.rest(order_ref, price, shares),
                 Resting::Gone { order_ref } => book.gone(order_ref),
             };
             if ok.is_err() {
                 *failed += 1;
             }
         });
+        *failed == 0
     }
 
     /// A spinning trader reads the record of what fired at the start of one turn in `turns`
@@ -558,8 +567,12 @@ impl<const BLOCK: bool, const BUSY_POLL: bool> TraderIo for TriggerIo<BLOCK, BUS
     fn after_turn(&mut self, trader: &mut Trader) {
         self.xdp.after_turn(trader);
         let t0 = now_ns();
-        self.keep_firing_set(trader);
-        let next = trader.next_arm();
+        let sound = self.keep_firing_set(trader);
+        let next = if sound {
+            trader.next_arm()
+        } else {
+            Err(NotArmed::FeedUnknown)
+        };
         let before = self.decided;
         self.decided = Some((trader.next_seq(), next.is_ok()));
         // The TCP trigger's segment still goes with the arm written last (always true without
