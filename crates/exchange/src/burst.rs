@@ -8,6 +8,8 @@
 //! sends, never as a slower burst.
 use std::{fmt, str::FromStr};
 
+use crate::pacing::{span_ns, span_text};
+
 /// A burst pattern: `factor` times the rate for `len_ns`, at the start of every `every_ns`
 /// after the first.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -96,23 +98,6 @@ impl Burst {
     }
 }
 
-/// A span with its unit (`100ms`, `1s`, `500us`, `250ns`), ns.
-pub(crate) fn span_ns(s: &str) -> Option<u64> {
-    let (num, unit) = match s.find(|c: char| !c.is_ascii_digit()) {
-        Some(i) => s.split_at(i),
-        None => (s, ""),
-    };
-    let scale = match unit {
-        "ns" => 1,
-        "us" | "µs" => 1_000,
-        "ms" => 1_000_000,
-        "s" => 1_000_000_000,
-        "" if num == "0" => 1,
-        _ => return None,
-    };
-    num.parse::<u64>().ok()?.checked_mul(scale)
-}
-
 impl FromStr for Burst {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
@@ -148,15 +133,6 @@ impl FromStr for Burst {
             len_ns,
             every_ns,
         })
-    }
-}
-
-fn span_text(n: u64) -> String {
-    match n {
-        n if n % 1_000_000_000 == 0 => format!("{}s", n / 1_000_000_000),
-        n if n % 1_000_000 == 0 => format!("{}ms", n / 1_000_000),
-        n if n % 1_000 == 0 => format!("{}us", n / 1_000),
-        n => format!("{n}ns"),
     }
 }
 

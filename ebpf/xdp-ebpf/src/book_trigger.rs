@@ -10,7 +10,7 @@ use crate::{
     read_global,
     reflect::{OrderFields, frame_len, write_order_for},
     timing::Stamps,
-    trigger::{Shot, headers_intact, read_arm},
+    trigger::{Shot, headers_intact, read_arm, record_fire},
 };
 use aya_ebpf::{
     helpers::{bpf_csum_diff, bpf_xdp_load_bytes},
@@ -229,17 +229,9 @@ pub(crate) fn book_trigger<T: Timing>(ctx: &XdpContext, st: &mut Stamps<T>) -> S
     if written.is_err() {
         return Shot::Failed;
     }
-    // The record, as the ticker trigger's (price, number, then the generation), the arm
-    // consumed if it is still the one read.
-    // SAFETY: as above; aligned stores of the fields only the program writes.
-    unsafe {
-        core::ptr::write_volatile(core::ptr::addr_of_mut!((*arm).fired_price), price);
-        core::ptr::write_volatile(core::ptr::addr_of_mut!((*arm).fired_seq), s);
-        core::ptr::write_volatile(core::ptr::addr_of_mut!((*arm).fired_generation), g1);
-        if core::ptr::read_volatile(core::ptr::addr_of!((*arm).arm.generation)) == g1 {
-            core::ptr::write_volatile(core::ptr::addr_of_mut!((*arm).arm.armed), 0);
-        }
-    }
+    // The record, as the ticker trigger's, with the print's number.
+    // SAFETY: the map's one entry, valid for this run.
+    unsafe { record_fire(arm, price, Some(s), g1) };
     Shot::Fired(Fired::at(&a, s, price))
 }
 

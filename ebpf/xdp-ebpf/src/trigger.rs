@@ -13,7 +13,7 @@ use crate::{
 };
 use aya_ebpf::{helpers::bpf_csum_diff, programs::XdpContext};
 use xdp_common::{
-    Arm, Fired, Mark, checksum,
+    Arm, ArmSlot, Fired, Mark, checksum,
     layout::itch::trade,
     layout::{UDP_PAYLOAD_OFFSET, at, ethernet, ipv4, moldudp64, udp},
 };
@@ -173,16 +173,33 @@ pub(crate) fn trigger<T: Timing>(ctx: &XdpContext, st: &mut Stamps<T>) -> Shot {
     // generation that names the arm: the order the reader reads them back in reverse), so a
     // reader that sees the arm consumed also sees its record: across the two lines, by x86's
     // ordering of stores (the trigger is built for it; the trader reads the record alone).
-    // SAFETY: as above; aligned stores of the fields only the program writes, then one byte
-    // after one aligned read.
+    // SAFETY: the map's one entry, valid for this run.
+    unsafe { record_fire(arm, price, None, g1) };
+    Shot::Fired(Fired::of(&a, price))
+}
+
+/// Records a fire of the arm read under generation `g1` at `price` (on a full-depth feed, on
+/// the message numbered `seq`), then consumes that arm if it is still the one written: the
+/// record's fields first, the generation that names the arm last (the reader reads them back
+/// in reverse).
+///
+/// # Safety
+/// `arm` is the [`ARM`] map's entry, valid for this run.
+#[inline(always)]
+pub(crate) unsafe fn record_fire(arm: *mut ArmSlot, price: u32, seq: Option<u64>, g1: u32) {
+    use core::ptr::{addr_of, addr_of_mut, read_volatile, write_volatile};
+    // SAFETY: the caller's `arm`; aligned stores of the fields only the program writes, then
+    // one byte after one aligned read.
     unsafe {
-        core::ptr::write_volatile(core::ptr::addr_of_mut!((*arm).fired_price), price);
-        core::ptr::write_volatile(core::ptr::addr_of_mut!((*arm).fired_generation), g1);
-        if core::ptr::read_volatile(core::ptr::addr_of!((*arm).arm.generation)) == g1 {
-            core::ptr::write_volatile(core::ptr::addr_of_mut!((*arm).arm.armed), 0);
+        write_volatile(addr_of_mut!((*arm).fired_price), price);
+        if let Some(seq) = seq {
+            write_volatile(addr_of_mut!((*arm).fired_seq), seq);
+        }
+        write_volatile(addr_of_mut!((*arm).fired_generation), g1);
+        if read_volatile(addr_of!((*arm).arm.generation)) == g1 {
+            write_volatile(addr_of_mut!((*arm).arm.armed), 0);
         }
     }
-    Shot::Fired(Fired::of(&a, price))
 }
 
 /// The arm's fields, each read once (volatile: between the sequence lock's two reads of the

@@ -92,23 +92,7 @@ impl FromStr for PackWindow {
                  500ns, 1ms, 0 (each packet only the messages of one timestamp), at most 1s"
             )
         };
-        let (num, unit) = match s.find(|c: char| !c.is_ascii_digit()) {
-            Some(i) => s.split_at(i),
-            None => (s, ""),
-        };
-        let scale = match unit {
-            "ns" => 1,
-            "us" | "µs" => 1_000,
-            "ms" => 1_000_000,
-            "s" => 1_000_000_000,
-            "" if num == "0" => 1,
-            _ => return Err(bad()),
-        };
-        let ns = num
-            .parse::<u64>()
-            .ok()
-            .and_then(|n| n.checked_mul(scale))
-            .ok_or_else(bad)?;
+        let ns = crate::pacing::span_ns(s).ok_or_else(bad)?;
         if ns > Self::MAX.0 {
             return Err(bad());
         }
@@ -119,13 +103,7 @@ impl FromStr for PackWindow {
 /// The largest unit that writes the window exactly (what [`FromStr`] reads back).
 impl fmt::Display for PackWindow {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            0 => f.write_str("0"),
-            n if n % 1_000_000_000 == 0 => write!(f, "{}s", n / 1_000_000_000),
-            n if n % 1_000_000 == 0 => write!(f, "{}ms", n / 1_000_000),
-            n if n % 1_000 == 0 => write!(f, "{}us", n / 1_000),
-            n => write!(f, "{n}ns"),
-        }
+        f.write_str(&crate::pacing::span_text(self.0))
     }
 }
 
