@@ -8,7 +8,7 @@
 //! sends, never as a slower burst.
 use std::{fmt, str::FromStr};
 
-use crate::pacing::{span_ns, span_text};
+use crate::span::{span_ns, span_text};
 
 /// A burst pattern: `factor` times the rate for `len_ns`, at the start of every `every_ns`
 /// after the first.

@@ -32,6 +32,7 @@ mod parity;
 pub mod replay;
 pub mod retransmit;
 mod schedule;
+mod span;
 pub mod stream;
 #[cfg(test)]
 mod tests;

@@ -92,7 +92,7 @@ impl FromStr for PackWindow {
                  500ns, 1ms, 0 (each packet only the messages of one timestamp), at most 1s"
             )
         };
-        let ns = crate::pacing::span_ns(s).ok_or_else(bad)?;
+        let ns = crate::span::span_ns(s).ok_or_else(bad)?;
         if ns > Self::MAX.0 {
             return Err(bad());
         }
@@ -103,7 +103,7 @@ impl FromStr for PackWindow {
 /// The largest unit that writes the window exactly (what [`FromStr`] reads back).
 impl fmt::Display for PackWindow {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&crate::pacing::span_text(self.0))
+        f.write_str(&crate::span::span_text(self.0))
     }
 }
 
