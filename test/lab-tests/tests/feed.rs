@@ -192,7 +192,12 @@ fn the_generated_market_trades_as_the_ticker_of_its_seed() {
                 "market:42:150000:per-print=8:symbols=300",
                 &["--symbols", "SYNTH"][..],
             ),
-        ] {
+        ]
+        .into_iter()
+        // The trigger is here for its book: on the ticker's Trade messages packed 16 a packet
+        // it never fires (that case is the xdp path's, which the trigger's socket path is).
+        .filter(|(_, _, extra)| path != "trigger" || !extra.is_empty())
+        {
             let (r, t) = run_with(
                 &c,
                 path,
