@@ -431,9 +431,10 @@ pub struct TraderCounters {
     /// Messages those requests asked for (a gap asked again counts again).
     #[serde(default)]
     pub retransmit_requested: u64,
-    /// Of `late_messages`, those that came from the re-request server (its address is
-    /// `--retransmit-to`) in a range the trader asked for: recovered, accounted, not traded
-    /// (the strategy had decided later ticks without them).
+    /// Messages that came from the re-request server (its address is `--retransmit-to`) in a
+    /// range the trader asked for. Without a book they are of `late_messages`: recovered,
+    /// accounted, not traded (the strategy had decided later ticks without them). With a book
+    /// that holds the feed behind a gap (`repair_held_packets`), they are handed on in order.
     #[serde(default)]
     pub recovered_messages: u64,
     /// Messages of gaps given up unrecovered: asked three times without an answer, older than
@@ -443,6 +444,16 @@ pub struct TraderCounters {
     /// Re-requests the socket refused to send.
     #[serde(default)]
     pub retransmit_send_failed: u64,
+    /// With a book and a re-request server (book repair, `--repair-wait-ms`): packets held
+    /// behind a gap until the server's answer filled it, the answers it had to hold included.
+    /// What the answers brought is handed on in order (`messages`, and `recovered_messages`),
+    /// not late.
+    #[serde(default)]
+    pub repair_held_packets: u64,
+    /// Of those holds, packets that went on past a gap the answers had not filled (the wait
+    /// ran out, the hold was full, or the session ended): the book went on knowingly short.
+    #[serde(default)]
+    pub repair_gave_up: u64,
     /// Orders sent.
     pub orders: u64,
     /// Orders that could not be sent (no TX frame, socket error, an order that doesn't encode).

@@ -47,7 +47,7 @@ fn classify(p: &[u8], watched: u16) -> (u64, u64, bool) {
 }
 
 /// The packets the filter passes, each with its claim, and the messages it dropped.
-fn filter(packets: &[Vec<u8>], watched: u16) -> (Vec<(Vec<u8>, Claim)>, u64) {
+pub(crate) fn filter(packets: &[Vec<u8>], watched: u16) -> (Vec<(Vec<u8>, Claim)>, u64) {
     let mut run = Run::default();
     let (mut passed, mut dropped) = (Vec::new(), 0);
     for p in packets {

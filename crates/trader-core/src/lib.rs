@@ -27,6 +27,7 @@ pub mod desk;
 pub mod gate;
 pub mod lines;
 pub mod recovery;
+pub mod repair;
 pub mod sequencer;
 pub mod stats;
 pub mod time;
@@ -141,6 +142,15 @@ impl Trader {
         self
     }
 
+    /// Holds the feed at a gap for the re-request server's answer, up to `wait_ns`, so a book
+    /// sees every message in order (see [`repair`]); with [`Trader::with_recovery`], on a
+    /// one-line feed.
+    #[must_use]
+    pub fn with_repair(mut self, wait_ns: u64) -> Self {
+        self.sequencer = self.sequencer.with_repair(wait_ns);
+        self
+    }
+
     /// Takes the feed on two lines, A and B (see [`lines`]): [`Trader::on_packet_from`] says
     /// which line each packet came on, and the report counts per line. A packet past a gap
     /// waits up to `wait_ns` for the other line to fill it ([`lines::DEFAULT_WAIT_NS`]).
@@ -216,6 +226,7 @@ impl Trader {
             .wrapping_add(c.duplicate_messages)
             .wrapping_add(c.late_messages)
             .wrapping_add(c.before_join_messages)
+            .wrapping_add(c.repair_held_packets)
     }
 
     /// Per line of an A/B feed (A, then B) and the numbers neither delivered; settled by
@@ -409,6 +420,8 @@ mod filter_tests;
 mod firing_tests;
 #[cfg(test)]
 mod gate_tests;
+#[cfg(test)]
+mod repair_tests;
 
 #[cfg(test)]
 mod tests {

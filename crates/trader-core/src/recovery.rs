@@ -77,9 +77,14 @@ impl Recovery {
         }
     }
 
-    /// Queues the gap `first..end`; returns the messages of a gap given up to make room.
+    /// Queues the gap `first..end`; returns the messages of a gap given up to make room. A gap
+    /// inside one queued already (a book's hold queues it when it is seen, the sequencer
+    /// again if it gives up and passes it) is not queued twice.
     pub(crate) fn push(&mut self, first: u64, end: u64) -> GaveUp {
         let mut gave_up = GaveUp(0);
+        if self.gaps.iter().any(|g| g.start <= first && end <= g.end) {
+            return gave_up;
+        }
         if self.gaps.len() == MAX_GAPS
             && let Some(old) = self.gaps.pop_front()
         {

@@ -20,6 +20,7 @@ use crate::{
     gate::{FeedRules, ForeignSessions, HELD, Holding},
     lines::{self, Line, Lines},
     recovery::Recovery,
+    repair::{Held, Repair, What},
     time::Nanos,
 };
 
@@ -82,6 +83,9 @@ pub struct Sequencer {
     recovery: Option<Recovery>,
     /// Per-line accounting of an A/B feed (`None`: one line).
     lines: Option<Box<Lines>>,
+    /// Packets held behind a gap for a book (`None`: gaps are traded through; see
+    /// [`repair`](crate::repair)).
+    repair: Option<Box<Repair>>,
     /// The line the packet being processed came on.
     line: Line,
     /// An end of session past the feed's next number, not believed yet.
@@ -115,6 +119,7 @@ impl Sequencer {
             foreign: ForeignSessions::default(),
             recovery: None,
             lines: None,
+            repair: None,
             line: Line::A,
             end_claim: None,
             rx: Nanos::ZERO,
@@ -143,12 +148,30 @@ impl Sequencer {
     }
 
     /// Takes the feed on two lines, A and B (see [`lines`]); a packet past a gap waits up to
-    /// `wait_ns` for the other line to fill it.
+    /// `wait_ns` for the other line to fill it (and no longer for the re-request server:
+    /// [`Sequencer::with_repair`] is for a one-line feed).
     pub fn with_lines(mut self, wait_ns: u64) -> Self {
         let mut l = Lines::new();
         l.wait_ns = wait_ns;
         self.lines = Some(Box::new(l));
+        self.repair = None;
         self
+    }
+
+    /// Keeps the feed in order through its gaps, for a book (see [`repair`](crate::repair)):
+    /// a packet past a gap waits up to `wait_ns` for the re-request server's answer. It takes
+    /// [`Sequencer::with_recovery`] (asked first or after) and a one-line feed: on an A/B feed
+    /// ([`Sequencer::with_lines`], asked first or after) the lines' own wait stands alone.
+    pub fn with_repair(mut self, wait_ns: u64) -> Self {
+        if self.lines.is_none() {
+            self.repair = Some(Box::new(Repair::new(wait_ns)));
+        }
+        self
+    }
+
+    /// Whether gaps are held for the re-request server's answer.
+    pub fn is_repairing(&self) -> bool {
+        self.repair.is_some() && self.recovery.is_some()
     }
 
     /// Whether the feed comes on two lines.
@@ -156,16 +179,21 @@ impl Sequencer {
         self.lines.is_some()
     }
 
-    /// When the first packet waiting for the other line of an A/B feed stops waiting; `None`
-    /// when nothing waits.
+    /// When the first packet waiting for the other line of an A/B feed, or behind a gap for
+    /// the re-request server ([`Sequencer::with_repair`]), stops waiting; `None` when nothing
+    /// waits.
     #[inline]
     pub fn waiting_due(&self) -> Option<Nanos> {
-        self.lines.as_ref().and_then(|l| l.head()).map(|w| w.due)
+        let line = self.lines.as_ref().and_then(|l| l.head()).map(|w| w.due);
+        let gap = self.repair.as_ref().and_then(|r| r.head()).map(|h| h.due);
+        line.into_iter().chain(gap).min()
     }
 
-    /// Hands on the packets whose wait for the other line is over by `cx`'s clock.
+    /// Hands on the packets whose wait for the other line, or for the re-request server, is
+    /// over by `cx`'s clock.
     pub fn release_due(&mut self, cx: &mut Cx<'_, impl Fn() -> u64, impl Sink>) {
         self.release(cx, false);
+        self.release_repaired(cx, false);
     }
 
     /// Per line of an A/B feed (A, then B) and the numbers neither delivered; settled by
@@ -179,9 +207,11 @@ impl Sequencer {
     pub fn next_request(&mut self, now: Nanos, c: &mut Counters) -> Option<moldudp64::Request> {
         let session = self.session()?;
         let rec = self.recovery.as_mut()?;
-        let seen = &self.seen;
-        let oldest = self.next_seq.saturating_sub(SEEN_WINDOW - 1);
-        let (ask, gave_up) = rec.next_request(now.ns(), oldest, |s| marked(seen, s));
+        let (seen, next) = (&self.seen, self.next_seq);
+        let oldest = next.saturating_sub(SEEN_WINDOW - 1);
+        // A gap held for a book is at or past the next number, where the window's bits are
+        // the numbers a window before: nothing there has come.
+        let (ask, gave_up) = rec.next_request(now.ns(), oldest, |s| s < next && marked(seen, s));
         c.retransmit_gave_up = c.retransmit_gave_up.saturating_add(gave_up.0);
         let ask = ask?;
         c.retransmit_requests += 1;
@@ -231,6 +261,10 @@ impl Sequencer {
         match self.base {
             None => self.holding.clear(|_| c.unconfirmed_packets += 1),
             Some(base) => {
+                if let Some(r) = &mut self.repair {
+                    // Still held behind a gap when the run ended: never handed on.
+                    c.unconfirmed_packets += r.drop_held();
+                }
                 if let Some(l) = &mut self.lines {
                     // Still waiting for the other line when the run ended: never handed on.
                     c.unconfirmed_packets += l.drop_waiting();
@@ -300,7 +334,7 @@ impl Sequencer {
             return PacketOutcome::Data;
         }
         if self.line == Line::Recovery {
-            return self.on_answer(payload, cx.counters);
+            return self.on_answer(payload, cx);
         }
         if (packet.is_end_of_session() || packet.is_heartbeat())
             && let Some(claim) = claim
@@ -330,6 +364,23 @@ impl Sequencer {
         };
         let max_jump = self.rules.max_jump;
         if self.base.is_some() {
+            if let Some(r) = &self.repair {
+                // While a book's gap is held, a jump is measured from what is held, and from
+                // where the filter's run before the packet began.
+                let ahead = r.end().map_or(self.next_seq, |e| e.max(self.next_seq));
+                let start = claim
+                    .filter(|c| c.to <= first)
+                    .map_or(first, |c| c.from.min(first));
+                if start <= ahead.saturating_add(max_jump)
+                    && self.must_hold(first, claim)
+                    && self.hold_behind_gap(payload, first, next, claim, false, cx)
+                {
+                    // Its claim may be due at once.
+                    self.release_repaired(cx, false);
+                    self.holding.drop_passed(self.next_seq);
+                    return PacketOutcome::Data;
+                }
+            }
             if let Some(claim) = claim {
                 self.try_claim(claim, first, cx.counters);
             }
@@ -337,6 +388,9 @@ impl Sequencer {
                 self.arbitrate(payload, first, next, cx);
             } else {
                 self.on_jump(session, first, next, payload, cx);
+            }
+            if self.repair.as_ref().is_some_and(|r| r.holding()) {
+                self.release_repaired(cx, false);
             }
             // A held jump the feed has reached was never confirmed: it stays a suspect.
             self.holding.drop_passed(self.next_seq);
@@ -482,10 +536,18 @@ impl Sequencer {
     /// range the trader asked for (still queued, and behind the feed) count as late and
     /// recovered (or duplicates); nothing of it is traded or moves the feed's next number.
     /// Every other message, and a heartbeat or end of session, counts in `recovery_unasked`.
+    /// With a book ([`Sequencer::with_repair`]) the feed waits at a gap instead: an answer
+    /// that was asked for, every message of it, and reaches past the next number is handed on
+    /// in order now, or held for its turn if an earlier gap is still open.
     #[inline(never)]
     #[cold]
-    fn on_answer(&mut self, payload: &[u8], c: &mut Counters) -> PacketOutcome {
+    fn on_answer(
+        &mut self,
+        payload: &[u8],
+        cx: &mut Cx<'_, impl Fn() -> u64, impl Sink>,
+    ) -> PacketOutcome {
         let packet = moldudp64::Packet::new_unchecked(payload);
+        let c = &mut *cx.counters;
         if packet.is_end_of_session() || packet.is_heartbeat() {
             c.recovery_unasked += 1;
             return PacketOutcome::Data;
@@ -495,6 +557,21 @@ impl Sequencer {
             return PacketOutcome::Data;
         }
         let first = packet.sequence();
+        let next = first.saturating_add(u64::from(packet.block_count()));
+        if self.is_repairing() && self.base.is_some() && next > self.next_seq {
+            let asked = |seq| self.recovery.as_ref().is_some_and(|r| r.asked(seq));
+            if (first.max(self.next_seq)..next).all(asked) {
+                if first > self.next_seq
+                    && self.hold_behind_gap(payload, first, next, None, true, cx)
+                {
+                    return PacketOutcome::Data;
+                }
+                self.deliver_recovered(payload, cx);
+                self.release_repaired(cx, false);
+                return PacketOutcome::Data;
+            }
+        }
+        let c = &mut *cx.counters;
         for i in 0..u64::from(packet.block_count()) {
             let asked = first.checked_add(i).filter(|&seq| {
                 self.base.is_some()
@@ -527,6 +604,11 @@ impl Sequencer {
                 return PacketOutcome::Data;
             };
             self.confirm_feed(session, i, cx);
+        }
+        if self.repair.as_ref().and_then(|r| r.end()) == Some(end) {
+            // A book's gap is held and the end continues what is held: nothing more will
+            // come on the feed, and the run ends now. The gaps are given up.
+            self.release_repaired(cx, true);
         }
         if end < self.next_seq {
             // Behind what was traded: not this feed's end.
@@ -570,6 +652,7 @@ impl Sequencer {
         }
         // Nothing more will come to fill a gap the waiting packets sit behind.
         self.release(cx, true);
+        self.release_repaired(cx, true);
         let end = end.max(self.next_seq);
         cx.counters.gap_messages = cx.counters.gap_messages.saturating_add(end - self.next_seq);
         if let (Some(l), Some(base)) = (&mut self.lines, self.base) {
@@ -629,6 +712,140 @@ impl Sequencer {
                 l.recycle(w.bytes);
             }
         }
+    }
+
+    /// Whether a packet of the feed numbered `first..` (in range, with `claim`) waits behind a
+    /// gap for a book ([`repair`](crate::repair)): it starts past the next number and the
+    /// filter's claim doesn't vouch for the numbers between, or packets wait already.
+    #[inline]
+    fn must_hold(&self, first: u64, claim: Option<Claim>) -> bool {
+        // The claim vouches for every number between: its run reaches the packet.
+        let covered = || {
+            claim.is_some_and(|c| {
+                self.claim_applies(c, first) && c.from <= self.next_seq && c.to == first
+            })
+        };
+        first > self.next_seq
+            && self.is_repairing()
+            && (self.repair.as_ref().is_some_and(|r| r.holding()) || !covered())
+    }
+
+    /// Holds a packet (`recovered`: an answer of the re-request server) behind a gap until its
+    /// turn, queueing what is missing before it for recovery; false when it can't be held
+    /// (the hold is full, or the packet too large): what was held goes on at once, the gaps
+    /// given up, and the caller takes the packet as usual.
+    #[inline(never)]
+    #[cold]
+    fn hold_behind_gap(
+        &mut self,
+        payload: &[u8],
+        first: u64,
+        next: u64,
+        claim: Option<Claim>,
+        recovered: bool,
+        cx: &mut Cx<'_, impl Fn() -> u64, impl Sink>,
+    ) -> bool {
+        let Some(r) = self.repair.as_mut() else {
+            return false;
+        };
+        if r.has(first) {
+            cx.counters.duplicate_messages += next - first;
+            return true;
+        }
+        let due = self.rx.after(r.wait_ns);
+        let what = if recovered {
+            What::Answer
+        } else {
+            What::Packet
+        };
+        // The claim's run, held beside the packet when it reaches past what is held before it.
+        let run = claim.filter(|c| {
+            c.from < c.to
+                && c.to <= first
+                && c.to > r.end_before(c.from).unwrap_or(0).max(self.next_seq)
+        });
+        let mut spans = [(first, next, what), (0, 0, What::Packet)];
+        if let Some(c) = run {
+            spans = [(c.from, c.to, What::Claim(c)), (first, next, what)];
+        }
+        for (first, next, what) in spans.into_iter().filter(|s| s.1 > s.0) {
+            let Some(r) = self.repair.as_mut() else {
+                return false;
+            };
+            // What is missing before it: from the end of what is held before it (or the
+            // next number) to its first number, queued for recovery.
+            let expected = r.end_before(first).unwrap_or(0).max(self.next_seq);
+            let bytes = if matches!(what, What::Claim(_)) {
+                &[][..]
+            } else {
+                payload
+            };
+            let h = Held {
+                first,
+                next,
+                what,
+                due,
+                bytes: Vec::new(),
+            };
+            if !r.hold(bytes, h) {
+                self.release_repaired(cx, true);
+                return false;
+            }
+            if first > expected
+                && let Some(rec) = &mut self.recovery
+            {
+                let gave_up = rec.push(expected, first).0;
+                let c = &mut cx.counters;
+                c.retransmit_gave_up = c.retransmit_gave_up.saturating_add(gave_up);
+            }
+        }
+        cx.counters.repair_held_packets += 1;
+        true
+    }
+
+    /// Hands on the packets held behind gaps whose turn has come: the numbers before each
+    /// came (from the feed or the server), its wait ran out by `cx`'s clock, or `force`. One
+    /// handed on past numbers that never came counts in `repair_gave_up`, its gap as usual.
+    #[inline(never)]
+    #[cold]
+    fn release_repaired(&mut self, cx: &mut Cx<'_, impl Fn() -> u64, impl Sink>, force: bool) {
+        loop {
+            let Some(head) = self.repair.as_ref().and_then(|r| r.head()) else {
+                return;
+            };
+            let filled = head.first <= self.next_seq;
+            if !(filled || force || Nanos((cx.clock)()) >= head.due) {
+                return;
+            }
+            let Some(h) = self.repair.as_mut().and_then(|r| r.take_head()) else {
+                return;
+            };
+            if !filled && h.next > self.next_seq {
+                cx.counters.repair_gave_up += 1;
+            }
+            let line = std::mem::replace(&mut self.line, Line::A);
+            match h.what {
+                What::Packet => self.deliver_cold(&h.bytes, cx),
+                What::Answer => self.deliver_recovered(&h.bytes, cx),
+                // Its run, taken as the packet that carried it would have (a run the feed
+                // has passed already is no longer taken).
+                What::Claim(c) => self.try_claim(c, c.to, cx.counters),
+            }
+            self.line = line;
+            if let Some(r) = &mut self.repair {
+                r.recycle(h.bytes);
+            }
+        }
+    }
+
+    /// Hands on an answer of the re-request server in order (with a book: see
+    /// [`Sequencer::on_answer`]): what it brings past the next number is recovered and new.
+    fn deliver_recovered(&mut self, payload: &[u8], cx: &mut Cx<'_, impl Fn() -> u64, impl Sink>) {
+        let line = std::mem::replace(&mut self.line, Line::Recovery);
+        let before = cx.counters.messages;
+        self.deliver_cold(payload, cx);
+        cx.counters.recovered_messages += cx.counters.messages - before;
+        self.line = line;
     }
 
     /// Held packet `i` of `session` is confirmed as the start of the feed: the trader locks on
@@ -809,14 +1026,19 @@ impl Sequencer {
     /// [`Sequencer::on_packet_claimed`]).
     #[inline]
     fn try_claim(&mut self, claim: Claim, first: u64, c: &mut Counters) {
-        if claim.to > self.next_seq
+        if self.claim_applies(claim, first) && self.line == Line::A {
+            self.take_claim(claim, c);
+        }
+    }
+
+    /// Whether `claim`, carried by a packet numbered from `first`, may be taken now (the
+    /// packet's line aside: see [`Sequencer::on_packet_claimed`]).
+    #[inline]
+    fn claim_applies(&self, claim: Claim, first: u64) -> bool {
+        claim.to > self.next_seq
             && claim.to <= first
             && claim.from <= self.next_seq.saturating_add(self.rules.max_jump)
             && self.lines.is_none()
-            && self.line == Line::A
-        {
-            self.take_claim(claim, c);
-        }
     }
 
     /// A driver filter's claim ([`Sequencer::on_packet_claimed`]) whose run ends past the

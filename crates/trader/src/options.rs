@@ -113,9 +113,17 @@ pub struct Options {
     pub max_rate: u64,
     /// Ask the exchange's MoldUDP64 re-request server at this address for every gap (e.g.
     /// 198.18.0.1:26402, `replay --retransmit`): paced, at most 3 tries a gap. What comes back
-    /// is counted (`recovered_messages`), not traded: the strategy has moved past it.
+    /// is counted (`recovered_messages`), not traded: the strategy has moved past it. With
+    /// --symbols the feed waits at a gap for the answer instead (--repair-wait-ms).
     #[arg(long, help_heading = "Feed and its trust")]
     pub retransmit_to: Option<SocketAddrV4>,
+    /// With --symbols and --retransmit-to (one line): a packet past a gap waits up to this long
+    /// (ms) for the re-request server's answer, so the book sees every message in order; the
+    /// ticks behind the gap wait with it. A gap not filled by then is given up
+    /// (`repair_gave_up`), the book going on short of it. 0: trade through gaps as the ticker
+    /// does.
+    #[arg(long, default_value_t = trader_core::repair::DEFAULT_WAIT_NS / 1_000_000, requires = "retransmit_to", help_heading = "Feed and its trust")]
+    pub repair_wait_ms: u64,
     /// Spin or block while waiting for data.
     #[arg(long, value_enum, default_value_t = Wait::Spin, help_heading = "CPU and memory")]
     pub wait: Wait,
@@ -376,6 +384,7 @@ impl Options {
             quiet_us,
             max_rate,
             retransmit_to,
+            repair_wait_ms,
             wait,
             xdp_mode,
             xdp_log,
@@ -437,6 +446,9 @@ impl Options {
         a.changed("--quiet-us", quiet_us, &d.quiet_us);
         a.changed("--max-rate", max_rate, &d.max_rate);
         a.some("--retransmit-to", retransmit_to.as_ref());
+        if retransmit_to.is_some() {
+            a.changed("--repair-wait-ms", repair_wait_ms, &d.repair_wait_ms);
+        }
         a.changed("--wait", wait, &d.wait);
         a.changed("--xdp-mode", xdp_mode, &d.xdp_mode);
         a.flag("--xdp-log", *xdp_log);

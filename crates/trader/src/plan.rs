@@ -115,6 +115,9 @@ pub struct Feed {
     pub line_wait_ns: Option<u64>,
     /// Gaps are asked of a re-request server (`--retransmit-to`).
     pub recovery: bool,
+    /// With a book and recovery on one line: how long a packet past a gap waits for the
+    /// server's answer, ns (`--repair-wait-ms`; `None`: gaps are traded through).
+    pub repair_wait_ns: Option<u64>,
 }
 
 /// The order transport and session: `--orders`, `--order-to`, `--addr`, the session's password
@@ -211,6 +214,11 @@ impl Options {
                 },
                 line_wait_ns: self.port_b.map(|_| self.ab_wait_us.saturating_mul(1_000)),
                 recovery: self.retransmit_to.is_some(),
+                repair_wait_ns: (self.retransmit_to.is_some()
+                    && self.symbols.is_some()
+                    && self.port_b.is_none()
+                    && self.repair_wait_ms > 0)
+                    .then(|| self.repair_wait_ms.saturating_mul(1_000_000)),
             },
             orders: OrderPlan {
                 transport: self.orders,

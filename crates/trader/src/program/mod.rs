@@ -79,6 +79,9 @@ pub fn run(mut o: Options) -> anyhow::Result<()> {
     if plan.feed.recovery {
         trader = trader.with_recovery();
     }
+    if let Some(wait_ns) = plan.feed.repair_wait_ns {
+        trader = trader.with_repair(wait_ns);
+    }
     if let Some(wait_ns) = plan.feed.line_wait_ns {
         trader = trader.with_lines(wait_ns);
     }

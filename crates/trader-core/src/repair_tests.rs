@@ -1,0 +1,305 @@
+//! Book repair ([`crate::repair`]) on a generated full-depth day: packets lost on the wire,
+//! the trader asking the re-request server for them, the server answering some packets
+//! later. With a book held at each gap the day trades exactly as the whole day; without the
+//! hold, the same losses leave the book short; unanswered, a gap is given up within the wait
+//! and the book goes on; and an answer nobody asked for never reaches the book.
+use std::collections::VecDeque;
+
+use wire::{
+    itch::Side,
+    moldudp64::{Packet, PacketBuilder, Session},
+};
+
+use crate::{
+    Claim, Line, Nanos, Trader,
+    filter_tests::filter,
+    tests::{market_packets, orders_of, trader},
+};
+
+/// A packet's arrival every 10 µs.
+const STEP_NS: u64 = 10_000;
+
+/// A generated day (SYNTH in about 1 % of its messages, 16 a packet) and SYNTH's locate.
+fn day(seed: u64, bars: usize) -> (Vec<Vec<u8>>, u16) {
+    let config = market::Config {
+        per_print: 100,
+        symbols: 500,
+        ..market::Config::new(seed, bars)
+    };
+    let locate = market::Generator::new(config).unwrap().synth_locate();
+    (market_packets(config, 16), locate)
+}
+
+fn book_trader() -> Trader {
+    trader().with_symbols(&[]).unwrap()
+}
+
+/// Every message of the day, in order (message `seq` at `seq - 1`).
+fn messages(packets: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    packets
+        .iter()
+        .flat_map(|p| {
+            let p = Packet::new_checked(p.as_slice()).unwrap();
+            p.messages()
+                .map(|m| m.unwrap().to_vec())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The server's answer to a request: as many of the messages asked for as fit one packet.
+fn answer(day: &[Vec<u8>], sequence: u64, count: u16) -> Vec<u8> {
+    let mut buf = [0u8; 1400];
+    let session = Session::new(paths::market::SESSION).unwrap();
+    let mut b = PacketBuilder::new(&mut buf, session, sequence).unwrap();
+    for seq in sequence..sequence + u64::from(count) {
+        let Some(m) = day.get(seq as usize - 1) else {
+            break;
+        };
+        if b.remaining() < m.len() + 2 {
+            break;
+        }
+        b.push(m).unwrap();
+    }
+    b.finish().to_vec()
+}
+
+/// Packets whose messages include SYNTH's (the ones whose loss a book can't skip), from the
+/// 20th on.
+fn synth_packets(packets: &[Vec<u8>], locate: u16) -> Vec<usize> {
+    (20..packets.len())
+        .filter(|&i| {
+            let p = Packet::new_checked(packets[i].as_slice()).unwrap();
+            p.messages()
+                .any(|m| m.unwrap()[1..3] == locate.to_be_bytes())
+        })
+        .collect()
+}
+
+/// Runs the day on `t` with the packets at `lost` lost on the wire; the server answers each
+/// request `answer_after` packets later (`None`: never).
+fn run(
+    t: Trader,
+    packets: &[Vec<u8>],
+    lost: &[usize],
+    answer_after: Option<usize>,
+) -> (Vec<(u64, Side, u32)>, Trader) {
+    let fed = (0..packets.len())
+        .filter(|i| !lost.contains(i))
+        .map(|i| (packets[i].as_slice(), None));
+    run_fed(t, &messages(packets), fed, answer_after)
+}
+
+/// Runs `t` on the packets that reach it (`fed`, each with the driver filter's claim if it
+/// has one), one every [`STEP_NS`], the server answering from the whole `day` each request
+/// `answer_after` packets later (`None`: never). Between packets the loop does what the I/O
+/// loop does: the answers that came, the holds whose wait ran out, a request if one is due.
+fn run_fed<'a>(
+    mut t: Trader,
+    day: &[Vec<u8>],
+    fed: impl IntoIterator<Item = (&'a [u8], Option<Claim>)>,
+    answer_after: Option<usize>,
+) -> (Vec<(u64, Side, u32)>, Trader) {
+    let mut orders = Vec::new();
+    let mut answers: VecDeque<(usize, Vec<u8>)> = VecDeque::new();
+    for (i, (p, claim)) in fed.into_iter().enumerate() {
+        let now = i as u64 * STEP_NS;
+        let mut emit = |o: &wire::order::OrderRepr| {
+            orders.push((o.token, o.side, o.price.0));
+            true
+        };
+        while answers.front().is_some_and(|(at, _)| *at <= i) {
+            let (_, a) = answers.pop_front().unwrap();
+            t.arrived(Nanos(now));
+            t.on_packet_from(Line::Recovery, &a, || now, &mut emit);
+        }
+        t.arrived(Nanos(now));
+        t.on_packet_claimed(Line::A, p, claim, || now, &mut emit);
+        if t.waiting_due().is_some_and(|d| d.ns() <= now) {
+            t.release_due(|| now, &mut emit);
+        }
+        t.settle();
+        if let Some(req) = t.next_request(Nanos(now))
+            && let Some(k) = answer_after
+        {
+            answers.push_back((i + k, answer(day, req.sequence, req.count)));
+        }
+    }
+    t.finish();
+    (orders, t)
+}
+
+#[test]
+fn a_book_held_at_its_gaps_trades_the_day_as_if_nothing_was_lost() {
+    let (packets, locate) = day(42, 600);
+    let synth = synth_packets(&packets, locate);
+    // Four packets with SYNTH's messages, far apart, and one without.
+    let plain = (100..packets.len()).find(|i| !synth.contains(i)).unwrap();
+    let lost = [synth[3], synth[40], synth[41], synth[200], plain];
+    let lost_messages: u64 = lost
+        .iter()
+        .map(|&i| {
+            u64::from(
+                Packet::new_checked(packets[i].as_slice())
+                    .unwrap()
+                    .block_count(),
+            )
+        })
+        .sum();
+    let (want, whole) = orders_of(book_trader(), &packets);
+    assert!(want.len() > 50, "the strategy trades: {}", want.len());
+
+    let repaired = book_trader().with_recovery().with_repair(50_000_000);
+    let (got, t) = run(repaired, &packets, &lost, Some(12));
+    assert_eq!(got, want, "the orders of the whole day, in order");
+    let (c, w) = (t.counters, whole.counters);
+    assert_eq!(
+        (c.messages, c.ticks, c.book_messages, c.book_refused),
+        (w.messages, w.ticks, w.book_messages, w.book_refused),
+        "{c:?}"
+    );
+    assert_eq!(c.recovered_messages, lost_messages, "{c:?}");
+    assert_eq!(
+        (c.gap_messages, c.late_messages, c.repair_gave_up),
+        (0, 0, 0),
+        "{c:?}"
+    );
+    assert!(c.repair_held_packets >= 12, "{c:?}");
+    assert_eq!(t.account(), whole.account());
+
+    // The same losses and answers without the hold: the answers come late, the book is short.
+    let (got, t) = run(book_trader().with_recovery(), &packets, &lost, Some(12));
+    let c = t.counters;
+    assert_eq!(
+        (c.late_messages, c.recovered_messages),
+        (lost_messages, lost_messages)
+    );
+    assert!(
+        got != want || c.book_refused > w.book_refused || c.ticks < w.ticks,
+        "a lost SYNTH packet costs a book that trades through: {c:?}"
+    );
+}
+
+/// A gap the server never answers is given up when the wait runs out: the held packets go on
+/// past it, the book knowingly short, and the trader keeps trading the day.
+#[test]
+fn an_unanswered_gap_is_given_up_within_the_wait_and_trading_goes_on() {
+    let (packets, locate) = day(7, 600);
+    let synth = synth_packets(&packets, locate);
+    let lost = [synth[10]];
+    let lost_messages = u64::from(
+        Packet::new_checked(packets[lost[0]].as_slice())
+            .unwrap()
+            .block_count(),
+    );
+    let wait_ns = 1_000_000;
+    let repaired = book_trader().with_recovery().with_repair(wait_ns);
+    let (got, t) = run(repaired, &packets, &lost, None);
+    let c = t.counters;
+    assert_eq!(c.gap_messages, lost_messages, "{c:?}");
+    let held = wait_ns / STEP_NS;
+    assert!(
+        (held - 2..=held + 2).contains(&c.repair_held_packets),
+        "held for the wait, no longer: {c:?}"
+    );
+    assert!(c.repair_gave_up >= 1 && c.recovered_messages == 0, "{c:?}");
+    let (want, _) = orders_of(book_trader(), &packets);
+    assert!(
+        got.len() * 10 > want.len() * 9,
+        "it trades on: {} of {} orders",
+        got.len(),
+        want.len()
+    );
+}
+
+/// What the server sends that was never asked for (numbers past the gap, a packet at the
+/// feed's next number before any gap) is counted and never reaches the book.
+#[test]
+fn an_answer_nobody_asked_for_never_reaches_the_book() {
+    let (packets, _) = day(11, 200);
+    let day = messages(&packets);
+    let mut t = book_trader().with_recovery().with_repair(50_000_000);
+    for p in &packets[..40] {
+        t.on_packet_from(Line::A, p, || 0, |_| true);
+    }
+    let before = t.counters;
+    let next = t.sequencer().next_seq();
+    // The feed's next sixteen messages, posing as an answer: nothing was asked.
+    t.on_packet_from(Line::Recovery, &answer(&day, next, 16), || 0, |_| true);
+    let c = t.counters;
+    assert_eq!(c.messages, before.messages, "{c:?}");
+    assert_eq!(c.book_messages, before.book_messages, "{c:?}");
+    assert_eq!(c.recovery_unasked, 16, "{c:?}");
+    assert_eq!(t.sequencer().next_seq(), next);
+}
+
+/// Behind the driver filter: a packet of SYNTH lost inside a run of dropped packets is a gap
+/// of exactly its numbers (the claims vouch for the rest), held for, recovered, and the day
+/// trades as the whole day.
+#[test]
+fn behind_the_driver_filter_a_lost_packet_is_recovered_in_order() {
+    let (packets, locate) = day(5, 600);
+    let synth = synth_packets(&packets, locate);
+    let lost = [synth[5], synth[60], synth[61]];
+    let lossy: Vec<Vec<u8>> = (0..packets.len())
+        .filter(|i| !lost.contains(i))
+        .map(|i| packets[i].clone())
+        .collect();
+    let (passed, dropped) = filter(&lossy, locate);
+    let (want, whole) = orders_of(book_trader(), &packets);
+    let repaired = book_trader().with_recovery().with_repair(50_000_000);
+    let fed = passed.iter().map(|(p, c)| (p.as_slice(), Some(*c)));
+    let (got, t) = run_fed(repaired, &messages(&packets), fed, Some(3));
+    assert_eq!(got.len(), want.len(), "{:?}", t.counters);
+    assert_eq!(got, want);
+    let (c, w) = (t.counters, whole.counters);
+    assert_eq!(c.filtered_skipped, dropped, "{c:?}");
+    assert_eq!(
+        (c.gap_messages, c.late_messages, c.repair_gave_up),
+        (0, 0, 0),
+        "{c:?}"
+    );
+    assert_eq!(c.messages + c.filtered_skipped, w.messages, "{c:?}");
+    assert_eq!(
+        (c.ticks, c.book_refused),
+        (w.ticks, w.book_refused),
+        "{c:?}"
+    );
+    assert!(
+        c.recovered_messages >= 3 && c.repair_held_packets >= 3,
+        "{c:?}"
+    );
+}
+
+/// The feed's end of session right behind a held gap ends the run at once: the held packets
+/// go on past the gap (given up, its numbers a gap) rather than leave the end unbelieved.
+#[test]
+fn an_end_of_session_behind_a_held_gap_ends_the_run_and_gives_the_gap_up() {
+    let (packets, _) = day(3, 100);
+    let mut t = book_trader().with_recovery().with_repair(50_000_000);
+    let lost = packets.len() - 3;
+    for (i, p) in packets.iter().enumerate() {
+        if i != lost {
+            t.on_packet_from(Line::A, p, || 0, |_| true);
+        }
+    }
+    assert!(t.counters.repair_held_packets == 2, "{:?}", t.counters);
+    let end = messages(&packets).len() as u64 + 1;
+    let mut eos = answer(&[], end, 0);
+    eos[18..20].copy_from_slice(&wire::moldudp64::END_OF_SESSION.to_be_bytes());
+    let outcome = t.on_packet_from(Line::A, &eos, || 0, |_| true);
+    assert_eq!(outcome, crate::PacketOutcome::EndOfSession);
+    let c = t.counters;
+    let lost_messages = u64::from(
+        Packet::new_checked(packets[lost].as_slice())
+            .unwrap()
+            .block_count(),
+    );
+    assert_eq!(
+        (c.gap_messages, c.repair_gave_up),
+        (lost_messages, 1),
+        "{c:?}"
+    );
+    assert_eq!(c.suspect_sequence, 0, "{c:?}");
+    assert_eq!(t.sequencer().next_seq(), end);
+}
