@@ -135,7 +135,8 @@ impl Trader {
     }
 
     /// Queues every gap for a MoldUDP64 re-request ([`Trader::next_request`]); what comes back
-    /// is counted (`recovered_messages`), not traded (see [`recovery`]).
+    /// is counted (`recovered_messages`), not traded (see [`recovery`]), unless the feed is
+    /// held at its gaps for a book ([`Trader::with_repair`]).
     #[must_use]
     pub fn with_recovery(mut self) -> Self {
         self.sequencer = self.sequencer.with_recovery();

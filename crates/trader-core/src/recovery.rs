@@ -8,7 +8,9 @@
 //! what it has seen. What comes back arrives as ordinary packets, behind the feed: counted
 //! late, and as recovered, but **not traded**: the strategy has already decided later ticks
 //! without them, and feeding it an old price now would make it decide on a tape that never
-//! was. A recovered tick completes the trader's account of the tape, not its trading.
+//! was. A recovered tick completes the trader's account of the tape, not its trading. A book
+//! is another matter: it can't skip a lost Add or Cancel, so a trader that keeps one holds the
+//! feed at the gap and takes the answer in order ([`repair`](crate::repair)).
 //!
 //! Each queued gap remembers what of it was asked for (`Recovery::asked`): the server's
 //! answers are taken only for those numbers, while the gap is queued (not yet filled or given
