@@ -149,6 +149,10 @@ struct Extra<'a> {
     /// An A/B feed: line B on [`LINE_B_PORT`] from the replay's line B port, and the lies
     /// at line B (its source named exactly when the run names line A's).
     ab: bool,
+    /// The feed instead of the ticker `gbm:42:TICKS` at 20k msg/s: its source and rate.
+    feed: Option<(&'a str, &'a str)>,
+    /// More replay options.
+    replay: &'a [&'a str],
 }
 
 /// Line B's port on the trader, in the A/B runs.
@@ -224,13 +228,10 @@ fn run_with(
         Via::Spoofed => lies.args(["--via", "raw", "--spoof", &feed_arg]),
     };
     let mut liar = ChildGuard::new(lies.stdout(Stdio::null()).spawn().expect("inject starts"));
-    let mut replay = common::replay(
-        &c,
-        &format!("gbm:42:{TICKS}"),
-        &common::trader_md(&c),
-        &replay_json,
-    );
-    replay.args(["--rate", "20k"]);
+    let ticker = format!("gbm:42:{TICKS}");
+    let (feed_source, rate) = extra.feed.unwrap_or((&ticker, "20k"));
+    let mut replay = common::replay(&c, feed_source, &common::trader_md(&c), &replay_json);
+    replay.args(["--rate", rate]).args(extra.replay);
     if extra.ab {
         replay.args(["--target-b", &line_b]);
     }
@@ -367,15 +368,65 @@ fn check_no_lie_read(tag: &str, k: &results::TraderCounters) {
 }
 
 fn stranger(tag: &str, path: &str, via: Via, source: Source) {
-    let Some(run) = run(tag, path, via, source, ALL_KINDS) else {
-        return;
-    };
+    let _ = stranger_with(tag, path, via, source, &Extra::default());
+}
+
+/// [`stranger`] with more options; the run, for more checks (`None`: skipped).
+fn stranger_with(
+    tag: &str,
+    path: &str,
+    via: Via,
+    source: Source,
+    extra: &Extra<'_>,
+) -> Option<Run> {
+    let run = run_with(tag, path, via, source, ALL_KINDS, extra)?;
     check_stranger(tag, path, via, source, &run);
     assert_eq!(
         check_orders(tag, &run),
         0,
         "{tag}: an order for a forged tick"
     );
+    Some(run)
+}
+
+/// The full-depth day (SYNTH a tenth of its messages, packed 16 a packet) read through
+/// SYNTH's book, at 100k msg/s: its `TICKS` prints in about a second, the lies inside it.
+const MARKET: Extra<'static> = Extra {
+    trader: &["--symbols", "SYNTH"],
+    lies: &[],
+    ab: false,
+    feed: Some(("market:42:150000:per-print=8:symbols=300", "100k")),
+    replay: &["--count", "10000", "--batch", "16"],
+};
+
+/// On a full-depth feed, behind the driver filter: a stranger's datagrams are dropped by
+/// source before the filter looks at them, so none starts, breaks or ends a run the
+/// sequencer takes as a claim, and every print reaches the book.
+#[test]
+fn a_stranger_on_a_full_depth_feed_never_reaches_the_driver_filter() {
+    let tag = "marketxdp";
+    let Some(run) = stranger_with(tag, "xdp", Via::OtherAddr, Source::Named, &MARKET) else {
+        return;
+    };
+    let (k, x) = (&run.trader.counters, run.trader.xdp_counters.as_ref());
+    let x = x.expect("the program's counters");
+    // At 8 other messages a print, about one packet in six has nothing for SYNTH.
+    assert!(x.filtered_packets > 500, "{tag}: the filter worked: {x:?}");
+    assert_eq!(x.filter_unclaimed, 0, "{tag}: {x:?}");
+    assert_eq!(k.filtered_skipped, x.filtered_messages, "{tag}: {k:?}");
+}
+
+/// On a full-depth feed, the book trigger: a stranger's forged prints and numbers never fire
+/// it, never move its mark (it goes on firing) and never reach the firing set.
+#[test]
+fn a_stranger_on_a_full_depth_feed_never_fires_the_book_trigger() {
+    let tag = "markettrig";
+    let Some(run) = stranger_with(tag, "trigger", Via::OtherPort, Source::Named, &MARKET) else {
+        return;
+    };
+    let g = run.trader.trigger.as_ref().expect("the trigger's report");
+    assert!(g.fired > TICKS / 20, "{tag}: the book trigger fired: {g:?}");
+    assert_eq!((g.mismatch, g.firing_set_failed), (0, 0), "{tag}: {g:?}");
 }
 
 #[test]
@@ -523,7 +574,7 @@ fn unasked_answers(tag: &str, path: &str) {
         &Extra {
             trader: &["--retransmit-to", &server],
             lies: &["--answer-from", &server],
-            ab: false,
+            ..Extra::default()
         },
     ) else {
         return;
