@@ -148,6 +148,7 @@ pub fn trader(path: TraderPath) -> TraderReport {
         rx_queue_frames: Vec::new(),
         rx_to_tx: summary(40, 0.5),
         engine: summary(1000, 0.01),
+        book_work: Summary::default(),
         xdp_counters: None,
         xdp_program: None,
         xsk_stats: None,

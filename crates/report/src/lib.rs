@@ -421,4 +421,49 @@ mod tests {
         assert_eq!(back, bench.report());
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    /// On a full-depth feed the report says per path where the packets went and what the
+    /// book did, the driver's drops on the path that has them; on the ticker feed, nothing.
+    #[test]
+    fn a_book_run_gets_a_table_of_where_its_packets_went() {
+        let (c, m) = (fixtures::conditions(), fixtures::machine());
+        let plain = fixtures::measured(Path::new("/r"));
+        let md = bench_of(&c, &m, &plain, None, None).markdown();
+        assert!(!md.contains("dropped in the driver"), "{md}");
+        let mut measured = fixtures::measured(Path::new("/r"));
+        let x = measured
+            .iter_mut()
+            .find(|m| m.trader.path == TraderPath::Xdp)
+            .unwrap();
+        let k = &mut x.trader.counters;
+        (k.book_messages, k.unwatched_messages, k.gap_messages) = (250, 9_000, 0);
+        (k.repair_held_packets, k.repair_gave_up) = (7, 1);
+        x.trader.xdp_counters = Some(results::XdpCounters {
+            filtered_packets: 321,
+            filtered_messages: 5_136,
+            ..results::XdpCounters::default()
+        });
+        x.trader.book_work = Summary {
+            count: 40,
+            p50_us: 0.031,
+            p99_us: 0.090,
+            max_us: 0.250,
+            ..Summary::default()
+        };
+        let md = bench_of(&c, &m, &measured, None, None).markdown();
+        let row = md
+            .lines()
+            .find(|l| l.contains("| 321 / 5136 |"))
+            .unwrap_or_else(|| panic!("the driver's drops in a row: {md}"));
+        assert!(
+            row.contains("| 7, 1 |") && row.contains("| 250 (0) | 9000 |"),
+            "{row}"
+        );
+        assert!(row.ends_with("| 31 / 90 / 250 (40) |"), "{row}");
+        assert_eq!(
+            md.matches("dropped in the driver").count(),
+            1,
+            "one table, one row"
+        );
+    }
 }

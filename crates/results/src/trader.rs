@@ -32,6 +32,11 @@ pub struct TraderReport {
     pub rx_to_tx: Summary,
     /// `on_tick` alone: price in, decision out.
     pub engine: Summary,
+    /// With `--symbols`: the book's work on one message (parse and apply), sampled on one
+    /// watched message in the engine's rate, of the types that can't print (a print's is
+    /// inside its tick-to-trade). Empty on the ticker feed.
+    #[serde(default)]
+    pub book_work: Summary,
     /// The XDP program's counters, summed over CPUs (XDP and reflect paths).
     pub xdp_counters: Option<XdpCounters>,
     /// The loaded XDP program: its size, whether it logs, and (with `--xdp-stats`) the

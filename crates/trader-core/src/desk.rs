@@ -60,6 +60,13 @@ pub struct Desk {
     engine_every: u32,
     /// Ticks until the next sample.
     engine_countdown: u32,
+    /// The book's work on one message (its parse and apply), sampled on one watched message
+    /// in `engine_every` that can't print (see [`Desk::book_work`]).
+    book_work: Latency,
+    /// Watched messages until the next book sample.
+    book_countdown: u32,
+    /// A book sample of the packet being processed, recorded at [`Desk::settle`].
+    book_pending: Option<u64>,
     /// The desk's own book of the orders it sent, at the tick prices it saw.
     ledger: Ledger,
     /// Orders booked in `ledger`.
@@ -118,6 +125,9 @@ impl Desk {
             engine: Latency::new(),
             engine_every: DEFAULT_ENGINE_SAMPLE_EVERY,
             engine_countdown: 0,
+            book_work: Latency::new(),
+            book_countdown: 0,
+            book_pending: None,
             ledger: Ledger::new(),
             booked: 0,
             last_price: None,
@@ -168,6 +178,7 @@ impl Desk {
     pub fn set_engine_sampling(&mut self, every: u32) {
         self.engine_every = every;
         self.engine_countdown = 0;
+        self.book_countdown = 0;
     }
 
     /// The stock traded, if one.
@@ -188,6 +199,15 @@ impl Desk {
     /// The engine's sampled times.
     pub fn engine(&self) -> &Latency {
         &self.engine
+    }
+
+    /// The book's sampled work per message, with `--symbols`: the parse and apply of one
+    /// watched message in the engine's sampling rate, of the types that can't print (adds,
+    /// cancels, deletes, replaces, the directory and the rest), two clock reads around it.
+    /// A print's own book work is inside its tick-to-trade, which the clock reads would
+    /// enter; unwatched messages cost a locate check, too short to time this way.
+    pub fn book_work(&self) -> &Latency {
+        &self.book_work
     }
 
     /// Message `seq` of the feed, new and in order: a tick if it prints the stock traded, and
@@ -237,6 +257,17 @@ impl Desk {
             c.unwatched_messages += 1;
             return;
         }
+        // One watched message in `engine_every` is timed, never one that can print.
+        let sample = self.book_countdown == 0
+            && self.engine_every > 0
+            && !matches!(message.first(), Some(b'E' | b'C' | b'P'));
+        let t0 = if sample {
+            self.book_countdown = self.engine_every - 1;
+            clock()
+        } else {
+            self.book_countdown = self.book_countdown.saturating_sub(1);
+            0
+        };
         let msg = match itch::parse(message) {
             Ok(m) => m,
             Err(_) => {
@@ -245,6 +276,12 @@ impl Desk {
             }
         };
         let event = watch.apply(&msg);
+        if sample {
+            let ns = clock().saturating_sub(t0);
+            if let Some(earlier) = self.book_pending.replace(ns) {
+                self.book_work.record(earlier);
+            }
+        }
         c.book_messages += 1;
         // Refused messages too: an overfill deletes the order it names.
         if let Some(changes) = &mut self.firing
@@ -356,6 +393,9 @@ impl Desk {
         }
         p.engine_len = 0;
         p.fills_len = 0;
+        if let Some(ns) = self.book_pending.take() {
+            self.book_work.record(ns);
+        }
     }
 
     /// Work for the next tick that doesn't depend on its price. Cheap when already done.

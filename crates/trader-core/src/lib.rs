@@ -188,6 +188,11 @@ impl Trader {
         self.desk.engine()
     }
 
+    /// The book's sampled work per message, with `--symbols` ([`Desk::book_work`]).
+    pub fn book_work(&self) -> &Latency {
+        self.desk.book_work()
+    }
+
     /// When the first packet waiting for the other line of an A/B feed stops waiting; `None`
     /// when nothing waits. The loop calls [`Trader::release_due`] then, if no packet came to
     /// do it.
@@ -522,6 +527,48 @@ mod tests {
     /// The full-depth day's SYNTH prints as Add Order + Order Executed (no price on the print:
     /// only a book knows it) trade exactly as the ticker of the same seed: the same orders, in
     /// order, at the same prices, and the same account to the bit.
+    #[test]
+    fn the_books_work_is_sampled_at_the_engines_rate_on_messages_that_cant_print() {
+        let config = market::Config {
+            per_print: 8,
+            symbols: 200,
+            ..market::Config::new(9, 500)
+        };
+        let day = market_packets(config, 16);
+        let tick = std::cell::Cell::new(0u64);
+        // Each clock read 10 ns after the last: every sample is exactly one read apart.
+        let clock = || {
+            tick.set(tick.get() + 10);
+            tick.get()
+        };
+        let mut t = trader().with_symbols(&[]).unwrap().with_engine_sampling(4);
+        for p in &day {
+            t.on_packet(p, clock, |_| true);
+            t.settle();
+        }
+        let (w, c) = (t.book_work(), t.counters);
+        // One in four of the watched messages, the first the first (fewer: a print whose
+        // turn it is passes it to the next that can't print).
+        let prints = c.ticks;
+        assert!(
+            (w.len() - 1) * 4 < c.book_messages
+                && w.len() * 4 + 4 >= (c.book_messages - prints) / 2,
+            "{} samples of {} book messages",
+            w.len(),
+            c.book_messages
+        );
+        assert_eq!(
+            w.summary().max_us,
+            0.01,
+            "two reads around each, nothing else"
+        );
+        let mut none = trader().with_symbols(&[]).unwrap().with_engine_sampling(0);
+        for p in &day {
+            none.on_packet(p, || 0, |_| true);
+        }
+        assert_eq!(none.book_work().len(), 0, "sampling 0 never times the book");
+    }
+
     #[test]
     fn a_book_desk_on_the_full_depth_day_trades_as_the_ticker_of_its_seed() {
         const BARS: usize = 3_000;

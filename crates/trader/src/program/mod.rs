@@ -105,6 +105,7 @@ pub fn run(mut o: Options) -> anyhow::Result<()> {
         rx_queue_frames: run.rx_queue_frames,
         rx_to_tx: rx_to_tx.summary(),
         engine: trader.engine().summary(),
+        book_work: trader.book_work().summary(),
         xdp_counters: run.xdp_counters,
         xdp_program: run.xdp_program,
         xsk_stats: run.xsk_stats,
