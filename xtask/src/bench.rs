@@ -62,6 +62,13 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
             if let PathChoice::Path(p) | PathChoice::Row(p, _) = *choice
                 && !rows.iter().any(|(r, _)| *r == Row::Tcp(p, orders))
             {
+                if o.skips(Row::Tcp(p, orders)) && o.reads_a_book() {
+                    eprintln!(
+                        "note: no {p}+{orders} row: the TCP trigger's segment is armed for the \
+                         ticker's one-trade packets, not a book's prints (--symbols)"
+                    );
+                    continue;
+                }
                 let on: Vec<String> = rows_over(orders).iter().map(|p| p.to_string()).collect();
                 eprintln!(
                     "note: no {p}+{orders} row: --orders {orders} runs on the paths with a row \

@@ -406,6 +406,10 @@ pub struct TraderCounters {
     /// a feed joined mid-session, or a lie; see the `book` crate).
     #[serde(default)]
     pub book_refused: u64,
+    /// With `--symbols`: allocations the book made after start, its order table's growths
+    /// and sides that outgrew their room (0: the day fit `--book-orders`).
+    #[serde(default)]
+    pub book_allocations: u64,
     /// Valid ITCH messages of other types.
     pub other_messages: u64,
     /// Message blocks that were not valid ITCH (unknown type, wrong length, a side other than

@@ -105,7 +105,9 @@ pub enum Resting {
     },
 }
 
-/// Resting orders of the watched symbols a desk's book holds before it grows.
+/// Resting orders of the watched symbols a desk's book holds before it grows, by default
+/// (`trader --book-orders`): its order table is 32 bytes a slot at most half full, so this is
+/// 4 MiB, out of a small guest's cache for a book of one or two symbols.
 pub const WATCH_LIVE_ORDERS: usize = 1 << 16;
 
 /// Books `fill` into `ledger`.
@@ -143,13 +145,26 @@ impl Desk {
     ///
     /// # Errors
     /// The desk trades every stock (a book names its symbols), or the watch refuses the list.
-    pub fn with_symbols(mut self, symbols: &[Stock]) -> Result<Self, WatchError> {
+    pub fn with_symbols(self, symbols: &[Stock]) -> Result<Self, WatchError> {
+        self.with_symbols_sized(symbols, WATCH_LIVE_ORDERS)
+    }
+
+    /// [`Desk::with_symbols`], the book sized for `live_orders` resting orders before it
+    /// grows.
+    ///
+    /// # Errors
+    /// As [`Desk::with_symbols`].
+    pub fn with_symbols_sized(
+        mut self,
+        symbols: &[Stock],
+        live_orders: usize,
+    ) -> Result<Self, WatchError> {
         let Some(stock) = self.stock else {
             return Err(WatchError::NoSymbols);
         };
         let mut all = vec![stock];
         all.extend_from_slice(symbols);
-        self.watch = Some(Box::new(Watch::new(&all, WATCH_LIVE_ORDERS)?));
+        self.watch = Some(Box::new(Watch::new(&all, live_orders)?));
         Ok(self)
     }
 

@@ -168,8 +168,21 @@ impl Trader {
     ///
     /// # Errors
     /// The trader trades every stock, or more than [`book::watch::MAX_SYMBOLS`] are named.
-    pub fn with_symbols(mut self, symbols: &[Stock]) -> Result<Self, book::WatchError> {
-        self.desk = self.desk.with_symbols(symbols)?;
+    pub fn with_symbols(self, symbols: &[Stock]) -> Result<Self, book::WatchError> {
+        self.with_symbols_sized(symbols, desk::WATCH_LIVE_ORDERS)
+    }
+
+    /// [`Trader::with_symbols`], the book sized for `live_orders` resting orders of the
+    /// watched symbols before it grows (`book_allocations` counts what it grew).
+    ///
+    /// # Errors
+    /// As [`Trader::with_symbols`].
+    pub fn with_symbols_sized(
+        mut self,
+        symbols: &[Stock],
+        live_orders: usize,
+    ) -> Result<Self, book::WatchError> {
+        self.desk = self.desk.with_symbols_sized(symbols, live_orders)?;
         Ok(self)
     }
 
@@ -321,6 +334,9 @@ impl Trader {
     /// `suspect_sequence`). Call once, after the loop.
     pub fn finish(&mut self) {
         self.sequencer.finish(&mut self.counters);
+        if let Some(w) = self.desk.watch() {
+            self.counters.book_allocations = w.book().allocations_after_start();
+        }
     }
 
     /// Records what [`Trader::on_packet`] kept aside: the engine samples of its ticks and the

@@ -87,6 +87,12 @@ pub struct Options {
     /// messages of `--stock`.
     #[arg(long, value_name = "SYM,...", value_delimiter = ',', num_args = 1.., help_heading = "Strategy")]
     pub symbols: Option<Vec<String>>,
+    /// With --symbols: the resting orders of the kept symbols the book holds before it grows
+    /// (a growth is an allocation mid-run, counted in `book_allocations`). Its order table is
+    /// 64 bytes an order: the default's 4 MiB is out of a small machine's cache for one
+    /// symbol's book; a few thousand keeps it in L2.
+    #[arg(long, default_value_t = trader_core::desk::WATCH_LIVE_ORDERS, requires = "symbols", value_parser = parse_book_orders, help_heading = "Strategy")]
+    pub book_orders: usize,
     /// Take only this MoldUDP64 session (up to 10 characters). Without it the session is
     /// learned: the first packet is held until a packet of the same session continues its
     /// sequence, so one stray datagram can't capture the trader.
@@ -347,6 +353,18 @@ fn parse_queues(s: &str) -> Result<Queues, String> {
     }
 }
 
+/// The most resting orders `--book-orders` may size the book for (a 1 GiB table).
+const BOOK_ORDERS_MAX: usize = 1 << 24;
+
+fn parse_book_orders(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=BOOK_ORDERS_MAX).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "bad --book-orders {s:?}: 1 to {BOOK_ORDERS_MAX} resting orders"
+        )),
+    }
+}
+
 fn parse_batch(s: &str) -> Result<usize, String> {
     match s.parse::<usize>() {
         Ok(n) if (1..=MAX_BATCH).contains(&n) => Ok(n),
@@ -378,6 +396,7 @@ impl Options {
             n,
             stock,
             symbols,
+            book_orders,
             session,
             first_seq,
             max_jump,
@@ -437,6 +456,7 @@ impl Options {
         a.changed("--stock", stock, &d.stock);
         if let Some(s) = symbols {
             a.value("--symbols", s.join(","));
+            a.changed("--book-orders", book_orders, &d.book_orders);
         }
         if let Some(s) = session {
             a.value("--session", String::from_utf8_lossy(s.trimmed()));

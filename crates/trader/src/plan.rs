@@ -103,6 +103,8 @@ pub struct Strategy {
     pub stock: Stock,
     /// `Some`: a full-depth feed, the book of these symbols (and of `stock`) kept.
     pub symbols: Option<Vec<Stock>>,
+    /// The resting orders that book holds before it grows (`--book-orders`).
+    pub book_orders: usize,
 }
 
 /// The feed: its trust rules and how its lines and gaps are handled.
@@ -203,6 +205,7 @@ impl Options {
                 params,
                 stock,
                 symbols,
+                book_orders: self.book_orders,
             },
             feed: Feed {
                 rules: FeedRules {

@@ -161,6 +161,42 @@ pub(crate) struct Cpus {
 }
 
 #[cfg(test)]
+mod row_tests {
+    use paths::{Orders, TraderPath};
+
+    use super::{Options, PathChoice, Row};
+
+    /// On a book (`--symbols`) the TCP trigger has no row, and every other row stays.
+    #[test]
+    fn a_book_drops_the_tcp_trigger_row_only() {
+        let mut o = Options::trial(1000, "t", None, true);
+        o.paths = vec![
+            PathChoice::Path(TraderPath::Trigger),
+            PathChoice::Path(TraderPath::Xdp),
+        ];
+        o.orders = vec![Orders::Udp, Orders::TcpXdp];
+        let rows = |o: &Options| o.lab_rows().into_iter().map(|(r, _)| r).collect::<Vec<_>>();
+        let ticker = rows(&o);
+        assert!(
+            ticker.contains(&Row::Tcp(TraderPath::Trigger, Orders::TcpXdp)),
+            "{ticker:?}"
+        );
+        o.trader_args = vec!["--symbols=SYNTH".into()];
+        let book = rows(&o);
+        let kept: Vec<Row> = ticker
+            .iter()
+            .copied()
+            .filter(|&r| r != Row::Tcp(TraderPath::Trigger, Orders::TcpXdp))
+            .collect();
+        assert_eq!(book, kept);
+        assert!(
+            book.contains(&Row::Tcp(TraderPath::Xdp, Orders::TcpXdp)),
+            "{book:?}"
+        );
+    }
+}
+
+#[cfg(test)]
 mod cpu_tests {
     #[test]
     fn cpus_must_be_allowed_and_distinct() {
@@ -267,15 +303,28 @@ impl Options {
     }
 
     /// Whether `row` can't run under these options: its path's program doesn't run in this
-    /// XDP mode (the trigger needs native XDP).
+    /// XDP mode (the trigger needs native XDP), or it is the TCP trigger on a book
+    /// ([`Options::reads_a_book`]), whose armed segment is for the ticker's packets only.
     pub(crate) fn skips(&self, row: Row) -> bool {
         match row {
+            Row::Tcp(p, Orders::TcpXdp)
+                if p.spec().io == paths::Io::Trigger && self.reads_a_book() =>
+            {
+                true
+            }
             Row::Path(p, _) | Row::Tcp(p, _) => {
                 let spec = p.spec();
                 spec.action.is_some() && !spec.modes.contains(&self.xdp_mode)
             }
             _ => false,
         }
+    }
+
+    /// Whether the trader reads a full-depth feed through a book: `--trader-arg=--symbols=...`.
+    pub(crate) fn reads_a_book(&self) -> bool {
+        self.trader_args
+            .iter()
+            .any(|a| a == "--symbols" || a.starts_with("--symbols="))
     }
 
     /// The lab runs, in order: the paths asked for, then the floors that need the lab.

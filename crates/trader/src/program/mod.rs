@@ -70,7 +70,7 @@ pub fn run(mut o: Options) -> anyhow::Result<()> {
         .with_engine_sampling(o.engine_sample_every)
         .with_feed_rules(plan.feed.rules);
     if let Some(symbols) = &plan.strategy.symbols {
-        trader = trader.with_symbols(symbols)?;
+        trader = trader.with_symbols_sized(symbols, plan.strategy.book_orders)?;
         if plan.path.spec().io == Io::Trigger {
             // The book trigger: the firing set follows the traded stock's book.
             trader = trader.tracking_firing_set();
