@@ -57,6 +57,13 @@ pub(crate) fn run(o: Options) -> anyhow::Result<()> {
             );
         }
     }
+    if o.floors && o.reads_a_book() {
+        eprintln!(
+            "note: no reflect rows: the reflector answers a packet whose first message is a \
+             Trade (the ticker's), and a book's prints (--symbols) are Order Executed \
+             messages it doesn't read"
+        );
+    }
     for &orders in o.orders.iter().filter(|x| x.is_tcp()) {
         for choice in &o.paths {
             if let PathChoice::Path(p) | PathChoice::Row(p, _) = *choice

@@ -88,9 +88,9 @@ pub struct Options {
     #[arg(long, value_name = "SYM,...", value_delimiter = ',', num_args = 1.., help_heading = "Strategy")]
     pub symbols: Option<Vec<String>>,
     /// With --symbols: the resting orders of the kept symbols the book holds before it grows
-    /// (a growth is an allocation mid-run, counted in `book_allocations`). Its order table is
-    /// 64 bytes an order: the default's 4 MiB is out of a small machine's cache for one
-    /// symbol's book; a few thousand keeps it in L2.
+    /// (a growth is an allocation mid-run, counted in `book_allocations`); its order table is
+    /// 64 bytes an order. On the 2-vCPU lab machine 4,096 and the default measured the same
+    /// book work per message (0.23 µs p50; docs/results/2026-12-07-book-repair-amd-2vcpu).
     #[arg(long, default_value_t = trader_core::desk::WATCH_LIVE_ORDERS, requires = "symbols", value_parser = parse_book_orders, help_heading = "Strategy")]
     pub book_orders: usize,
     /// Take only this MoldUDP64 session (up to 10 characters). Without it the session is

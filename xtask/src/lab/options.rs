@@ -193,6 +193,11 @@ mod row_tests {
             book.contains(&Row::Tcp(TraderPath::Xdp, Orders::TcpXdp)),
             "{book:?}"
         );
+        // With --floors, the reflectors are for the ticker only.
+        o.floors = true;
+        let floors = rows(&o);
+        assert!(floors.contains(&Row::XdpBypass), "{floors:?}");
+        assert!(!floors.contains(&Row::Reflect) && !floors.contains(&Row::ReflectBypass));
     }
 }
 
@@ -303,8 +308,8 @@ impl Options {
     }
 
     /// Whether `row` can't run under these options: its path's program doesn't run in this
-    /// XDP mode (the trigger needs native XDP), or it is the TCP trigger on a book
-    /// ([`Options::reads_a_book`]), whose armed segment is for the ticker's packets only.
+    /// XDP mode (the trigger needs native XDP), or on a book ([`Options::reads_a_book`]) it is
+    /// the TCP trigger, whose armed segment is for the ticker's packets only, or a reflector.
     pub(crate) fn skips(&self, row: Row) -> bool {
         match row {
             Row::Tcp(p, Orders::TcpXdp)
@@ -312,6 +317,9 @@ impl Options {
             {
                 true
             }
+            // The reflector answers a packet whose first message is a Trade; a book's prints
+            // are Order Executed messages it doesn't read: on a full-depth feed, no floor.
+            Row::Reflect | Row::ReflectBypass if self.reads_a_book() => true,
             Row::Path(p, _) | Row::Tcp(p, _) => {
                 let spec = p.spec();
                 spec.action.is_some() && !spec.modes.contains(&self.xdp_mode)
@@ -351,7 +359,7 @@ impl Options {
             }
         }
         rows.iter()
-            .chain(floors)
+            .chain(floors.iter().filter(|&&r| !self.skips(r)))
             .filter_map(|&row| Some((row, row.ends()?)))
             .collect()
     }
