@@ -20,7 +20,9 @@
 //! Nothing here allocates after start-up.
 use std::collections::VecDeque;
 
-use crate::{HOLD_MAX, sequencer::Claim, time::Nanos};
+use xdp_common::filter::Claim;
+
+use crate::{HOLD_MAX, time::Nanos};
 
 /// Packets held behind a gap at most: 8 MiB of buffers, ~33 ms of a 2M message/s feed at 16
 /// messages a packet (the driver filter passes far fewer).
