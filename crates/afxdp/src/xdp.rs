@@ -422,6 +422,26 @@ impl XdpProgram {
         })
     }
 
+    /// The userspace TCP's live local port ([`xdp_common::MAP_ORDER_PORT`]), for the session to
+    /// write at each connect (once: the map moves to the caller).
+    pub fn take_order_port(&mut self) -> Result<OrderPortMap, XdpError> {
+        use xdp_common::MAP_ORDER_PORT;
+        let map = self
+            .ebpf
+            .take_map(MAP_ORDER_PORT)
+            .ok_or_else(|| XdpError::Map {
+                what: format!("map {MAP_ORDER_PORT} missing (or already taken)"),
+                source: aya::maps::MapError::InvalidName {
+                    name: MAP_ORDER_PORT.into(),
+                },
+            })?;
+        let map = Array::try_from(map).map_err(|source| XdpError::Map {
+            what: format!("map {MAP_ORDER_PORT} is not an array of 4-byte values"),
+            source,
+        })?;
+        Ok(OrderPortMap { map })
+    }
+
     /// The trigger's record of what it fired (once: the ring moves to the caller).
     pub fn take_fired(&mut self) -> Result<FiredRing, XdpError> {
         let map = self.ebpf.take_map(MAP_FIRED).ok_or_else(|| XdpError::Map {
@@ -774,6 +794,31 @@ impl SourcesMap {
     }
 }
 
+/// The userspace TCP's live local port in the program ([`XdpProgram::take_order_port`]): only
+/// segments to it from the gateway are steered to the stack; every other from the gateway's
+/// address and port is dropped.
+pub struct OrderPortMap {
+    map: Array<MapData, u32>,
+}
+
+impl std::fmt::Debug for OrderPortMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OrderPortMap")
+    }
+}
+
+impl OrderPortMap {
+    /// The connection now being made is from local `port` (0: none; nothing is steered).
+    pub fn set(&mut self, port: u16) -> Result<(), XdpError> {
+        self.map
+            .set(0, u32::from(port), 0)
+            .map_err(|source| XdpError::Map {
+                what: format!("failed to write {}", xdp_common::MAP_ORDER_PORT),
+                source,
+            })
+    }
+}
+
 /// The book trigger's maps ([`XdpProgram::take_book_trigger`], `xdp_common::book_trigger`): the
 /// firing set, the traded stock's locate, and the copy of each fired datagram.
 pub struct BookTrigger {
@@ -914,6 +959,7 @@ impl Counters {
                 Counter::FilteredPackets => &mut r.filtered_packets,
                 Counter::FilteredMessages => &mut r.filtered_messages,
                 Counter::FilterUnclaimed => &mut r.filter_unclaimed,
+                Counter::OrderSegmentsDropped => &mut r.order_segments_dropped,
             };
             *slot = self.get(c);
         }

@@ -20,6 +20,10 @@
 //!   answer), from another port or address (`--via udp`) or with the feed's exact source
 //!   spoofed (`--via raw`), and writes exactly what it sent.
 //!
+//! * `inject segments`: an adversary beside the order session: watches it on the interface
+//!   and forges TCP segments from the gateway (an RST in the window, an exact RST to another
+//!   MAC, an ACK with IP options, a SYN, a blind RST sweep), and writes what it sent.
+//!
 //! Everything goes to the addresses given, which the tests take from the lab (198.18.0.0/15);
 //! the defaults are the lab's (`netns::lab`).
 
@@ -37,10 +41,12 @@ mod raw;
 #[cfg(feature = "io")]
 pub mod relay;
 pub mod report;
+#[cfg(feature = "io")]
+pub mod segments;
 
 pub use options::{
-    Cmd, FeedSource, FramesOptions, LieKind, LiesOptions, MAX_RATE, Options, RelayOptions, Via,
-    parse_price, parse_rate,
+    Cmd, FeedSource, FramesOptions, LieKind, LiesOptions, MAX_RATE, Options, RelayOptions,
+    SegmentsOptions, Via, parse_price, parse_rate,
 };
 
 /// Runs the subcommand `o` names.
@@ -50,5 +56,6 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         Cmd::Frames(o) => frames::run(o),
         Cmd::Relay(o) => relay::run(o),
         Cmd::Lies(o) => lies::run(o),
+        Cmd::Segments(o) => segments::run(o),
     }
 }

@@ -42,6 +42,61 @@ pub enum Cmd {
     /// --max-seconds in all. Every address must lie in 198.18.0.0/15. Needs CAP_NET_RAW (it
     /// watches the feed on an AF_PACKET socket).
     Lies(LiesOptions),
+    /// Forge TCP segments against the order session, from the gateway's address, port and MAC:
+    /// an RST in the window, an exact RST to another MAC, an ACK with IP options, a SYN on the
+    /// established connection (each once a round) and, in the first round, a blind RST sweep
+    /// (65,536 RSTs, 64 KiB apart). It watches the session on --iface to learn the live
+    /// connection and the next byte the trader expects, waits for it, then sends --rounds
+    /// rounds --interval-us apart. Needs CAP_NET_RAW.
+    Segments(SegmentsOptions),
+}
+
+/// `inject segments`: see [`Cmd::Segments`].
+#[derive(Debug, clap::Args)]
+pub struct SegmentsOptions {
+    /// Interface to watch the session and send the frames on (the exchange's).
+    #[arg(long, default_value = lab::EXCHANGE_IF)]
+    pub iface: String,
+    /// The order gateway: the session's far end, whose address, port and MAC the lies carry.
+    #[arg(long)]
+    pub gateway: SocketAddrV4,
+    /// Send only these kinds (comma-separated: rst_in_window, rst_other_mac, ack_ip_options,
+    /// syn, rst_sweep; default: every kind).
+    #[arg(long, value_delimiter = ',')]
+    pub kinds: Vec<String>,
+    /// Rounds of the kinds.
+    #[arg(long, default_value_t = 10)]
+    pub rounds: u32,
+    /// Pause between rounds, in microseconds.
+    #[arg(long, default_value_t = 20_000)]
+    pub interval_us: u64,
+    /// Give up after this many seconds in all (waiting for the connection included).
+    #[arg(long, default_value_t = 20)]
+    pub max_seconds: u64,
+    /// Write what was sent here as JSON.
+    #[arg(long)]
+    pub json_out: PathBuf,
+}
+
+impl SegmentsOptions {
+    fn write(&self, a: &mut Args) {
+        let SegmentsOptions {
+            iface,
+            gateway,
+            kinds,
+            rounds,
+            interval_us,
+            max_seconds,
+            json_out,
+        } = self;
+        a.value("--iface", iface);
+        a.value("--gateway", gateway);
+        a.list("--kinds", kinds);
+        a.value("--rounds", rounds);
+        a.value("--interval-us", interval_us);
+        a.value("--max-seconds", max_seconds);
+        a.value("--json-out", json_out.display());
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -331,6 +386,10 @@ impl Options {
             }
             Cmd::Lies(o) => {
                 a.word("lies");
+                o.write(&mut a);
+            }
+            Cmd::Segments(o) => {
+                a.word("segments");
                 o.write(&mut a);
             }
         }

@@ -68,17 +68,23 @@ fn ifindex(iface: &str) -> anyhow::Result<i32> {
         .with_context(|| format!("bad ifindex in {path}"))
 }
 
+// Classic BPF's instructions the two filters use.
+const LD_H_ABS: u16 = (libc::BPF_LD | libc::BPF_H | libc::BPF_ABS) as u16;
+const LD_B_ABS: u16 = (libc::BPF_LD | libc::BPF_B | libc::BPF_ABS) as u16;
+const LD_H_IND: u16 = (libc::BPF_LD | libc::BPF_H | libc::BPF_IND) as u16;
+const LDX_B_MSH: u16 = (libc::BPF_LDX | libc::BPF_B | libc::BPF_MSH) as u16;
+const JEQ: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
+const JSET: u16 = (libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K) as u16;
+const RET: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
+
+/// One classic BPF instruction.
+const fn op(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
+    libc::sock_filter { code, jt, jf, k }
+}
+
 /// A classic BPF program that keeps untagged IPv4/UDP frames to `port` (not fragments) and
 /// drops the rest in the kernel: what `tcpdump -dd 'ip and udp dst port PORT'` gives.
 fn udp_port_filter(port: u16) -> [libc::sock_filter; 11] {
-    const LD_H_ABS: u16 = (libc::BPF_LD | libc::BPF_H | libc::BPF_ABS) as u16;
-    const LD_B_ABS: u16 = (libc::BPF_LD | libc::BPF_B | libc::BPF_ABS) as u16;
-    const LD_H_IND: u16 = (libc::BPF_LD | libc::BPF_H | libc::BPF_IND) as u16;
-    const LDX_B_MSH: u16 = (libc::BPF_LDX | libc::BPF_B | libc::BPF_MSH) as u16;
-    const JEQ: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
-    const JSET: u16 = (libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K) as u16;
-    const RET: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
-    let op = |code, jt, jf, k| libc::sock_filter { code, jt, jf, k };
     [
         op(LD_H_ABS, 0, 0, 12),         // EtherType
         op(JEQ, 0, 8, 0x0800),          // IPv4, else drop
@@ -94,6 +100,27 @@ fn udp_port_filter(port: u16) -> [libc::sock_filter; 11] {
     ]
 }
 
+/// A classic BPF program that keeps untagged IPv4/TCP frames from or to `port` (not later
+/// fragments) and drops the rest in the kernel: `tcpdump -dd 'ip and tcp port PORT'`.
+fn tcp_port_filter(port: u16) -> [libc::sock_filter; 13] {
+    let port = u32::from(port);
+    [
+        op(LD_H_ABS, 0, 0, 12),     // EtherType
+        op(JEQ, 0, 10, 0x0800),     // IPv4, else drop
+        op(LD_B_ABS, 0, 0, 23),     // IPv4 protocol
+        op(JEQ, 0, 8, 6),           // TCP, else drop
+        op(LD_H_ABS, 0, 0, 20),     // flags and fragment offset
+        op(JSET, 6, 0, 0x1fff),     // a later fragment: drop
+        op(LDX_B_MSH, 0, 0, 14),    // X = IPv4 header length
+        op(LD_H_IND, 0, 0, 14),     // TCP source port
+        op(JEQ, 2, 0, port),        // ours: keep
+        op(LD_H_IND, 0, 0, 16),     // TCP destination port
+        op(JEQ, 0, 1, port),        // ours, else drop
+        op(RET, 0, 0, 0x0004_0000), // keep the whole frame
+        op(RET, 0, 0, 0),           // drop
+    ]
+}
+
 /// A raw packet socket that receives the frames seen on one interface, both directions (a
 /// sender's own outgoing frames included), UDP to one port only, without ever blocking.
 #[derive(Debug)]
@@ -105,6 +132,15 @@ impl Sniffer {
     /// Opens the socket on `iface` for UDP to `port` (needs CAP_NET_RAW). The filter is in
     /// place before the socket is bound, so nothing else is ever queued.
     pub(crate) fn open(iface: &str, port: u16) -> anyhow::Result<Self> {
+        Self::open_with(iface, &mut udp_port_filter(port))
+    }
+
+    /// [`Sniffer::open`] for TCP from or to `port` (the order session's).
+    pub(crate) fn open_tcp(iface: &str, port: u16) -> anyhow::Result<Self> {
+        Self::open_with(iface, &mut tcp_port_filter(port))
+    }
+
+    fn open_with(iface: &str, filter: &mut [libc::sock_filter]) -> anyhow::Result<Self> {
         let ifindex = ifindex(iface)?;
         // Protocol 0: the socket receives nothing until `bind` names the protocol below.
         // SAFETY: socket() takes no pointers; the result is checked before use.
@@ -122,7 +158,6 @@ impl Sniffer {
         }
         // SAFETY: `fd` is a fresh, valid descriptor that nothing else owns.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        let mut filter = udp_port_filter(port);
         let prog = libc::sock_fprog {
             len: filter.len() as u16,
             filter: filter.as_mut_ptr(),

@@ -18,6 +18,17 @@ pub struct KindReport {
     pub error: Option<String>,
 }
 
+/// `inject segments`: per kind of forged segment, what was sent, and to whom.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SegmentsReport {
+    /// Per kind, over all rounds.
+    pub kinds: BTreeMap<String, KindReport>,
+    /// Rounds sent.
+    pub rounds: u32,
+    /// The trader's end of the connection the lies went to (the last one learned).
+    pub trader: Option<SocketAddrV4>,
+}
+
 /// `inject relay`: exactly what the relay did.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RelayReport {

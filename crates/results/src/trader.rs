@@ -127,6 +127,20 @@ pub struct OrderSessionReport {
     pub unknown_answers: u64,
     /// TCP connections made.
     pub connects: u64,
+    /// Connections tried (a SYN each), paced by the backoff (1 ms doubling to 1 s, jittered,
+    /// reset by a login).
+    #[serde(default)]
+    pub connect_tries: u64,
+    /// Userspace TCP: RSTs refused by RFC 5961 (not at exactly RCV.NXT; in the window they got
+    /// a challenge ACK, outside it nothing).
+    #[serde(default)]
+    pub rst_refused: u64,
+    /// Userspace TCP: SYNs on a synchronized connection, refused (RFC 5961 §4).
+    #[serde(default)]
+    pub syn_refused: u64,
+    /// Userspace TCP: challenge ACKs sent for those (at most 100 a second).
+    #[serde(default)]
+    pub challenge_acks: u64,
     /// Logins accepted.
     pub logins: u64,
     /// Logins refused, with the last reason.
@@ -556,6 +570,11 @@ pub struct XdpCounters {
     /// TCP segments of the order session steered into the AF_XDP socket (`--orders tcp-xdp`).
     #[serde(default)]
     pub order_segments: u64,
+    /// `--orders tcp-xdp`: TCP from the gateway's address and port that was not the live
+    /// connection's (another local port or source MAC, no connection), or from its address
+    /// with IP options or fragmented: dropped in the driver.
+    #[serde(default)]
+    pub order_segments_dropped: u64,
     /// TCP trigger: armed ticks that met no segment for their arm, or a withdrawn one
     /// (redirected to the trader).
     #[serde(default)]

@@ -60,7 +60,10 @@ pub struct Options {
     pub order_password: String,
     /// The order session's dead-peer timeout, ms: a connection the exchange has sent nothing
     /// on (not even a heartbeat) for this long is given up and made again (SoupBinTCP's
-    /// "typically 15 seconds").
+    /// "typically 15 seconds"). A lost connection is tried again as a venue expects, on both
+    /// transports: after 1 ms, the wait doubling with each try that doesn't log in up to 1 s,
+    /// its second half drawn at random; a login starts it over (`connect_tries` counts the
+    /// SYNs). The userspace TCP draws its local port at random each time (61000-65535).
     #[arg(long, default_value_t = 15_000, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Orders")]
     pub order_timeout_ms: u64,
     /// The feed's source on line A: IP or IP:PORT. Datagrams to the feed port from anywhere

@@ -56,10 +56,16 @@ pub const GLOBAL_ORDER_DST_PORT: &str = "ORDER_DST_PORT";
 /// above Linux's default ephemeral range (32768-60999), so the XDP program steers to the
 /// userspace TCP no segment of a connection the kernel made to the same gateway.
 pub const ORDER_TCP_LOCAL_PORTS: u16 = 61_000;
-/// Global (u8): 1 steers TCP from the order gateway (`ORDER_DST_IP`, `ORDER_DST_PORT`) to us
-/// (`ORDER_SRC_IP`) at a port from [`ORDER_TCP_LOCAL_PORTS`] up into the AF_XDP socket: the
-/// order session of a userspace TCP stack.
+/// Global (u8): 1 steers TCP from the order gateway (`ORDER_DST_IP`, `ORDER_DST_PORT`, from
+/// its MAC `ORDER_DST_MAC`) to us (`ORDER_SRC_IP`) at the live connection's local port
+/// ([`MAP_ORDER_PORT`]) into the AF_XDP socket: the order session of a userspace TCP stack.
+/// Every other segment from the gateway's address and port, and any from its address with IP
+/// options or fragmented, is dropped and counted ([`Counter::OrderSegmentsDropped`]): the
+/// trader's kernel has no socket for it and would answer it with an RST of its own.
 pub const GLOBAL_ORDER_TCP: &str = "ORDER_TCP";
+/// Array map (1 entry, u32): the userspace TCP's live local port, written by the trader at each
+/// connect before its SYN leaves (0: no connection, nothing steered).
+pub const MAP_ORDER_PORT: &str = "ORDER_PORT";
 
 /// The configured order gateway, as the program writes it into the headers of every order it
 /// sends: never taken from the tick it answers.
@@ -668,11 +674,16 @@ pub enum Counter {
     /// Driver filter: feed packets whose claim could not be filed (the claims map missing):
     /// dropped, for the trader to see as a gap and ask again.
     FilterUnclaimed,
+    /// With [`GLOBAL_ORDER_TCP`] on: TCP from the order gateway's address and port that is not
+    /// the live connection (another local port, another source MAC, no connection), or from its
+    /// address with IP options or fragmented: dropped, never passed to a kernel without a
+    /// socket for it.
+    OrderSegmentsDropped,
 }
 
 impl Counter {
     /// Number of counters; the map's `max_entries`.
-    pub const COUNT: u32 = 23;
+    pub const COUNT: u32 = 24;
 
     /// Every counter, in index order.
     pub const ALL: [Counter; Self::COUNT as usize] = [
@@ -699,6 +710,7 @@ impl Counter {
         Counter::FilteredPackets,
         Counter::FilteredMessages,
         Counter::FilterUnclaimed,
+        Counter::OrderSegmentsDropped,
     ];
 
     /// The counter's slot in the map.
@@ -732,6 +744,7 @@ impl Counter {
             Counter::FilteredPackets => "filtered_packets",
             Counter::FilteredMessages => "filtered_messages",
             Counter::FilterUnclaimed => "filter_unclaimed",
+            Counter::OrderSegmentsDropped => "order_segments_dropped",
         }
     }
 }

@@ -4,14 +4,15 @@
 use crate::{
     log::{Malformed, Reason},
     maps::{
-        MD_PORT, MD_PORT_B, ORDER_DST_IP, ORDER_DST_PORT, ORDER_SRC_IP, ORDER_TCP, SOURCES_MAP,
+        MD_PORT, MD_PORT_B, ORDER_DST_IP, ORDER_DST_MAC, ORDER_DST_PORT, ORDER_PORT, ORDER_SRC_IP,
+        ORDER_SRC_MAC, ORDER_TCP, SOURCES_MAP,
     },
     packet::{IP, UDP, read, read_field},
     read_global,
 };
 use aya_ebpf::programs::XdpContext;
 use xdp_common::{
-    Counter, Foreign, ORDER_TCP_LOCAL_PORTS, SOURCE_LINE_A, SOURCE_LINE_B, SOURCE_RECOVERY,
+    Counter, Foreign, SOURCE_LINE_A, SOURCE_LINE_B, SOURCE_RECOVERY,
     layout::{Field, at, ethernet, ipv4, tcp, udp},
 };
 
@@ -50,8 +51,12 @@ pub(crate) fn classify(ctx: &XdpContext) -> Result<Verdict, Malformed> {
     }
     let protocol = read::<u8>(ctx, IP + ipv4::PROTOCOL).map_err(|()| Malformed::TRUNCATED)?;
     if protocol != ipv4::PROTOCOL_UDP {
-        if protocol == ipv4::PROTOCOL_TCP && order_session(ctx, ihl)? {
-            return Ok(Verdict::OrderSession);
+        if protocol == ipv4::PROTOCOL_TCP {
+            match order_session(ctx, ihl)? {
+                OrderPort::Session => return Ok(Verdict::OrderSession),
+                OrderPort::Stray => return Ok(Verdict::Foreign(Counter::OrderSegmentsDropped)),
+                OrderPort::Other => {}
+            }
         }
         return Ok(Verdict::Pass(Counter::PassedNotUdp));
     }
@@ -88,26 +93,53 @@ pub(crate) fn classify(ctx: &XdpContext) -> Result<Verdict, Malformed> {
     }
 }
 
-/// Whether a TCP segment is the order session's, to steer to the userspace TCP: the steering
-/// on, no IP options or fragment, from the order gateway's address and port, to our address at
-/// one of the userspace TCP's ports (above the kernel's ephemeral range). Anything else TCP
-/// goes to the kernel as before.
+/// What a TCP segment is to the order session ([`order_session`]).
+pub(crate) enum OrderPort {
+    /// The live connection's: to the userspace TCP.
+    Session,
+    /// From the gateway's address and port (or its address, with IP options or fragmented) but
+    /// not the live connection's: dropped.
+    Stray,
+    /// Not the gateway's (or the steering off): the kernel's.
+    Other,
+}
+
+/// What a TCP segment is to the order session: with the steering on, one from the order
+/// gateway's address and port to ours is the session's only if it is the live connection's
+/// exactly (our local port as the trader wrote it at its connect, from the gateway's next hop's
+/// MAC to ours, no IP options, not a fragment); any other from there is a stray, dropped, never the trader's
+/// kernel's to answer (it has no socket for it). A segment from the gateway's address with IP
+/// options or fragmented is a stray whatever its port: the gateway's TCP sends neither, and
+/// its port can't be read at a fixed place. Anything else TCP goes to the kernel as before.
 #[inline(always)]
-pub(crate) fn order_session(ctx: &XdpContext, ihl: usize) -> Result<bool, Malformed> {
-    if read_global(&ORDER_TCP) == 0 || ihl != ipv4::HEADER_LEN {
-        return Ok(false);
-    }
-    if ipv4::is_fragment(u16::from_be_bytes(header(ctx, at(IP, ipv4::FLAGS_FRAG))?)) {
-        return Ok(false);
+pub(crate) fn order_session(ctx: &XdpContext, ihl: usize) -> Result<OrderPort, Malformed> {
+    if read_global(&ORDER_TCP) == 0 {
+        return Ok(OrderPort::Other);
     }
     let src = header::<4>(ctx, at(IP, ipv4::SRC))?;
     let dst = header::<4>(ctx, at(IP, ipv4::DST))?;
-    let port = header::<2>(ctx, at(UDP, tcp::SRC_PORT))?;
+    if src != read_global(&ORDER_DST_IP) || dst != read_global(&ORDER_SRC_IP) {
+        return Ok(OrderPort::Other);
+    }
+    let fragment = ipv4::is_fragment(u16::from_be_bytes(header(ctx, at(IP, ipv4::FLAGS_FRAG))?));
+    if ihl != ipv4::HEADER_LEN || fragment {
+        return Ok(OrderPort::Stray);
+    }
+    if header::<2>(ctx, at(UDP, tcp::SRC_PORT))? != read_global(&ORDER_DST_PORT) {
+        return Ok(OrderPort::Other);
+    }
     let local = u16::from_be_bytes(header::<2>(ctx, at(UDP, tcp::DST_PORT))?);
-    Ok(src == read_global(&ORDER_DST_IP)
-        && dst == read_global(&ORDER_SRC_IP)
-        && port == read_global(&ORDER_DST_PORT)
-        && local >= ORDER_TCP_LOCAL_PORTS)
+    let live = ORDER_PORT.get(0).copied().unwrap_or(0);
+    let from = header::<6>(ctx, ethernet::SRC)?;
+    let to = header::<6>(ctx, ethernet::DST)?;
+    if live == 0
+        || u32::from(local) != live
+        || from != read_global(&ORDER_DST_MAC)
+        || to != read_global(&ORDER_SRC_MAC)
+    {
+        return Ok(OrderPort::Stray);
+    }
+    Ok(OrderPort::Session)
 }
 
 /// Whether a datagram to `line`'s port from `addr`:`port` comes from that line's pinned source

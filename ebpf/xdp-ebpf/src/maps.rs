@@ -60,6 +60,10 @@ pub(crate) static TRIGGER_TCP: u8 = 0;
 /// The TCP trigger's armed segment, written in place by the trader's userspace TCP between
 /// ticks (it maps the array), with the claim words that keep the program and the stack from
 /// sending at the same sequence number (`xdp_common::segment`).
+/// The userspace TCP's live local port (`xdp_common::MAP_ORDER_PORT`; 0: none).
+#[map(name = "ORDER_PORT")]
+pub(crate) static ORDER_PORT: Array<u32> = Array::with_max_entries(1, 0);
+
 #[map(name = "SEGMENT")]
 pub(crate) static SEGMENT: Array<SegmentSlot> = Array::with_max_entries(1, BPF_F_MMAPABLE);
 

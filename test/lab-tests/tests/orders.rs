@@ -24,7 +24,10 @@ use wire::{
 
 mod common;
 
-use common::{lab_or_skip, read_report, replay, start_trader, tmp, trader_md, wait_exit};
+use common::{
+    in_ns, inject_report::SegmentsReport, lab_or_skip, read_report, replay, start_trader, tmp,
+    trader_md, wait_exit,
+};
 
 const TICKS: u64 = 20_000;
 
@@ -493,6 +496,109 @@ fn the_tcp_trigger_fires_20k_ticks_and_the_stack_stays_exact() {
         "{o:?} {s:?}"
     );
     assert_eq!(o.unacked_at_end, 0, "{o:?}");
+}
+
+/// A stranger on the segment forges segments against the live session (`inject segments`:
+/// the gateway's address, port and MAC, numbered from what it watched): an RST in the window,
+/// an exact RST to another host's MAC, an ACK with IP options, a SYN, a blind RST sweep. The
+/// session stays up (one connection, one login), every order is taken and answered once,
+/// parity exact; on the userspace TCP each lie is refused where the report says.
+fn forged_segments(
+    path: &str,
+    orders: &str,
+    tag: &str,
+) -> Option<(ReplayReport, TraderReport, SegmentsReport)> {
+    let lab = lab_or_skip(&format!("seg{tag}"))?;
+    let c = lab.config().clone();
+    let (trader_json, replay_json, lies_json) = (
+        tmp(&format!("seg{tag}-trader.json")),
+        tmp(&format!("seg{tag}.json")),
+        tmp(&format!("seg{tag}-lies.json")),
+    );
+    let mut trader = start_trader(&c, path, &trader_json, &["--orders", orders]);
+    let mut liar = netns::ChildGuard::new(
+        in_ns(&c.exchange_ns(), &lab_tests::bin("inject"))
+            .args(["segments", "--iface", &c.exchange_if])
+            .args(["--gateway", &gateway(&c).to_string()])
+            .args([
+                "--rounds",
+                "10",
+                "--interval-us",
+                "50000",
+                "--max-seconds",
+                "20",
+            ])
+            .arg("--json-out")
+            .arg(&lies_json)
+            .spawn()
+            .expect("inject starts"),
+    );
+    let mut r = replay(&c, "gbm:42:150000", &trader_md(&c), &replay_json);
+    r.args(["--count", &TICKS.to_string(), "--rate", "10k"])
+        .args(["--label", path, "--orders", orders]);
+    let status = r.status().expect("replay runs");
+    assert!(status.success(), "replay exit: {status}");
+    let status = wait_exit(&mut liar, Duration::from_secs(20), "inject segments");
+    assert!(status.success(), "inject segments: {status}");
+    let status = wait_exit(&mut trader, Duration::from_secs(20), "trader");
+    assert!(status.success(), "trader exit: {status}");
+    let run: (ReplayReport, TraderReport, SegmentsReport) = (
+        read_report(&replay_json),
+        read_report(&trader_json),
+        read_report(&lies_json),
+    );
+    eprintln!(
+        "{tag}: lies {:?}\nsession {:?}\nprogram {:?}\nnot ours {:?}",
+        run.2, run.1.order_session, run.1.xdp_counters, run.1.frames_not_ours
+    );
+    Some(run)
+}
+
+/// What every forged-segment run shows: every lie went out, inside the feed; the session
+/// stayed up and traded everything exactly.
+fn check_forged(what: &str, rep: &ReplayReport, tr: &TraderReport, lies: &SegmentsReport) {
+    assert_eq!(lies.rounds, 10, "{what}: {lies:?}");
+    for (kind, k) in &lies.kinds {
+        assert!(k.sent > 0 && k.refused == 0, "{what}: {kind} {k:?}");
+    }
+    assert_eq!(lies.kinds["rst_sweep"].sent, 65_536, "{what}");
+    check_exact(what, rep, tr);
+    let s = rep.session.expect("the exchange's session report");
+    assert_eq!(
+        (s.connections, s.logins, s.logouts),
+        (1, 1, 1),
+        "{what}: the session stayed up"
+    );
+    let o = tr
+        .order_session
+        .as_ref()
+        .expect("the trader's session report");
+    assert_eq!((o.connects, o.disconnects), (1, 0), "{what}: {o:?}");
+}
+
+#[test]
+fn forged_segments_never_reset_the_userspace_tcp() {
+    let Some((rep, tr, lies)) = forged_segments("xdp", "tcp-xdp", "uxdp") else {
+        return;
+    };
+    check_forged("xdp+tcp-xdp", &rep, &tr, &lies);
+    let o = tr.order_session.as_ref().unwrap();
+    // RFC 5961 in front of smoltcp: the in-window RSTs (ten) and the sweep's (those that
+    // reached the stack) refused, the SYNs too, challenge ACKs rate-limited.
+    assert!(o.rst_refused >= 10, "{o:?}");
+    assert_eq!(o.syn_refused, 10, "{o:?}");
+    assert!((1..=60).contains(&o.challenge_acks), "{o:?}");
+    // The exact RSTs to another MAC and the ACKs with IP options never got past the program.
+    let x = tr.xdp_counters.as_ref().expect("the program's counters");
+    assert!(x.order_segments_dropped >= 20, "{x:?}");
+}
+
+#[test]
+fn forged_segments_never_reset_the_kernels_tcp() {
+    let Some((rep, tr, lies)) = forged_segments("udp", "tcp-kernel", "kern") else {
+        return;
+    };
+    check_forged("udp+tcp-kernel", &rep, &tr, &lies);
 }
 
 #[test]

@@ -1420,10 +1420,14 @@ fn with_the_driver_filter_a_lost_packet_is_recovered_in_order_for_the_book() {
         k.recovered_messages > 0 && k.repair_held_packets > 0,
         "{tag}: {k:?}"
     );
-    // Only a loss in the last packets before the end of session can be left: the run ends
-    // there, and the hold gives it up.
+    // Only a loss in the last packets before the end of session (the run ends there) or one
+    // whose answer took longer than the 50 ms wait (a loaded machine) can be given up; its
+    // answer then comes late, as without a book.
     assert!(k.repair_gave_up <= 1, "{tag}: {k:?}");
-    assert_eq!(k.late_messages, 0, "{tag}: nothing recovered late: {k:?}");
+    assert!(k.late_messages <= k.gap_messages, "{tag}: {k:?}");
+    if k.repair_gave_up == 0 {
+        assert_eq!((k.gap_messages, k.late_messages), (0, 0), "{tag}: {k:?}");
+    }
     assert_eq!(
         (k.retransmit_gave_up, k.retransmit_send_failed),
         (0, 0),

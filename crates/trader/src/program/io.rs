@@ -226,7 +226,9 @@ fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
         let mut xdp = xdp_io::<false, BUSY_POLL>(plan, prog, xsks, g)?;
         if plan.orders.transport == paths::Orders::TcpXdp {
             // The TCP trigger: the userspace TCP arms its next segment for the program.
-            let session = order_session(plan, g)?.with_segment(prog.take_segment()?);
+            let session = order_session(plan, g)?
+                .with_port_map(prog.take_order_port()?)
+                .with_segment(prog.take_segment()?);
             xdp = xdp.with_order_session(session);
         }
         let mut arm = prog.take_arm()?;
@@ -251,7 +253,7 @@ fn run_xsk<const BLOCK: bool, const BUSY_POLL: bool>(
     }
     if plan.orders.transport == paths::Orders::TcpXdp {
         // The userspace TCP on this socket: logged in before the feed, as the kernel's is.
-        io = io.with_order_session(order_session(plan, g)?);
+        io = io.with_order_session(order_session(plan, g)?.with_port_map(prog.take_order_port()?));
     }
     let what = "the AF_XDP socket";
     let (end, session) = trade_with_orders(plan, &mut io, trader, rx_to_tx, stop, what)?;

@@ -25,6 +25,8 @@ use afxdp::{clock::now_ns, host::SpanAccounting};
 use trader_core::{Line, Nanos, PacketOutcome, Trader, stats::Latency};
 use xdp_common::filter::Claim;
 
+pub mod backoff;
+mod rfc5961;
 mod tcp;
 mod tcp_xdp;
 mod trigger;

@@ -29,14 +29,12 @@ use wire::{
     soupbin::{HEADER_LEN, Repr},
 };
 
-use super::{FeedSource, OrderSink, PacketHandler, Sender, TraderIo};
+use super::{FeedSource, OrderSink, PacketHandler, Sender, TraderIo, backoff::Backoff};
 use afxdp::clock::{RealToMono, now_ns};
 use trader_core::{Line, Trader, stats::Latency};
 
 /// The answers and timers are looked at no more often than this (a `recvmsg` each time).
 const SERVICE_EVERY_NS: u64 = 50_000;
-/// A lost connection is tried again this often.
-const RECONNECT_EVERY_NS: u64 = 1_000_000;
 /// How long one connection attempt may take (it runs without blocking the loop).
 const CONNECT_TIMEOUT_NS: u64 = 100_000_000;
 /// Orders whose answer is awaited, kept for the ack latency (older ones are dropped).
@@ -67,6 +65,8 @@ pub struct TcpOrders {
     clock: RealToMono,
     last_service: u64,
     next_connect: u64,
+    /// When to try connecting again ([`super::backoff`]).
+    backoff: Backoff,
 }
 
 impl TcpOrders {
@@ -93,6 +93,7 @@ impl TcpOrders {
             clock: RealToMono::default(),
             last_service: 0,
             next_connect: 0,
+            backoff: Backoff::new(now_ns() ^ u64::from(std::process::id())),
         })
     }
 
@@ -168,7 +169,7 @@ impl TcpOrders {
         self.last_service = now;
         if self.sock.is_none() {
             if self.connecting.is_none() && now >= self.next_connect {
-                self.next_connect = now + RECONNECT_EVERY_NS;
+                self.next_connect = now + self.backoff.next_wait();
                 self.start_connect(now);
             }
             self.finish_connect(now);
@@ -177,6 +178,9 @@ impl TcpOrders {
             }
         }
         self.read(now);
+        if self.s.client.state() == soup::ClientState::LoggedIn {
+            self.backoff.logged_in();
+        }
         if let Some(soup::ClientEvent::ServerSilent) = self.s.client.tick(now, &mut self.pending) {
             self.s.report.server_silent += 1;
             self.lost();
@@ -205,6 +209,7 @@ impl TcpOrders {
         {
             return;
         }
+        self.s.report.connect_tries += 1;
         match connect(fd.as_raw_fd(), &SockaddrIn::from(self.gateway)) {
             Ok(()) | Err(nix::errno::Errno::EINPROGRESS) => {
                 self.connecting = Some((TcpStream::from(fd), now));
@@ -289,8 +294,8 @@ impl TcpOrders {
         self.s.unsent(self.pending_orders);
         self.pending.clear();
         self.pending_orders = 0;
-        // Made again at the next service, not a reconnect interval later.
-        self.next_connect = 0;
+        // Made again after the backoff's wait: the first try after a login 0.5-1 ms on.
+        self.next_connect = now_ns() + self.backoff.next_wait();
     }
 
     /// The test's fault: the connection reset (SO_LINGER 0, then close: an RST), and made

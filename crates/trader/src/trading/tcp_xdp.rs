@@ -31,18 +31,20 @@ use wire::order::OrderRepr;
 
 use afxdp::{
     clock::now_ns,
-    xdp::{SegmentMap, Withdrawn},
+    xdp::{OrderPortMap, SegmentMap, Withdrawn},
     xsk::XskTx,
 };
 
-use super::tcp::{ORDER_PACKET, Session, order_packet};
+use super::{
+    backoff::Backoff,
+    rfc5961::{self, Guard},
+    tcp::{ORDER_PACKET, Session, order_packet},
+};
 
 /// Ethernet header length.
 const ETH: usize = xdp_common::layout::ethernet::HEADER_LEN;
 /// The frames smoltcp may build: the lab's MTU.
 const MTU: usize = 1500;
-/// A lost connection is tried again this often.
-const RECONNECT_EVERY_NS: u64 = 1_000_000;
 /// A SYN unanswered this long is given up (the kernel session's connect timeout).
 const CONNECT_TIMEOUT_NS: u64 = 100_000_000;
 /// The answers and timers are looked at no more often than this.
@@ -84,6 +86,11 @@ pub struct XdpTcp {
     last_frame_rx: u64,
     last_service: u64,
     next_connect: u64,
+    /// When to try connecting again ([`super::backoff`]), and the local ports' draws.
+    backoff: Backoff,
+    /// Where the XDP program reads the live connection's local port: only its segments are
+    /// steered to us (`None`: a test's stack, no program).
+    port_map: Option<OrderPortMap>,
     /// The TCP trigger's segment (`--path trigger`): `None` on the xdp path.
     trigger: Option<Trigger>,
     /// Bytes given to the socket on this connection (the stream's length in the stack).
@@ -157,6 +164,24 @@ struct Seen {
     queued: u64,
     /// Segments smoltcp built with no TX frame free: dropped (TCP sends them again).
     ring_full: u64,
+    /// The gateway's next byte as far as smoltcp has taken it (RCV.NXT): the highest it
+    /// acknowledged, moved on by each in-order segment handed to it since ([`rfc5961`]).
+    rcv_nxt: Option<u32>,
+    /// When the last challenge ACK went (ns; [`rfc5961::CHALLENGE_EVERY_NS`] apart at least).
+    last_challenge: u64,
+    /// What [`rfc5961`] refused, kept across connections for the report.
+    guarded: Guarded,
+}
+
+/// What the RFC 5961 guard refused and sent.
+#[derive(Debug, Default, Clone, Copy)]
+struct Guarded {
+    /// RSTs not at RCV.NXT: challenged or dropped, never taken.
+    rst: u64,
+    /// SYNs on a synchronized connection.
+    syn: u64,
+    /// Challenge ACKs sent.
+    challenges: u64,
 }
 
 impl Seen {
@@ -167,6 +192,8 @@ impl Seen {
         *self = Seen {
             queued: self.queued,
             ring_full: self.ring_full,
+            guarded: self.guarded,
+            last_challenge: self.last_challenge,
             ..Seen::default()
         };
     }
@@ -230,6 +257,7 @@ fn repeat_of_fast(fast: Option<(u32, u32)>, seq: u32, end: u32) -> (Option<(u32,
 struct Segment {
     header_end: usize,
     seq: u32,
+    ack: u32,
     flags: u8,
     payload: usize,
 }
@@ -251,6 +279,7 @@ fn segment(packet: &[u8]) -> Option<Segment> {
     Some(Segment {
         header_end: ihl + data_offset,
         seq: word(l4::SEQ)?,
+        ack: word(l4::ACK)?,
         flags: *tcp.get(l4::FLAGS)?,
         payload: tcp.len() - data_offset,
     })
@@ -293,6 +322,10 @@ struct Dev<'a> {
     tx: &'a mut XskTx,
     eth: [u8; ETH],
     seen: &'a mut Seen,
+    /// The connection past its handshake when the poll began ([`rfc5961::guard`]).
+    synchronized: bool,
+    /// smoltcp's receive window when the poll began.
+    window: u32,
 }
 
 /// A received packet; its buffer goes back to the pool once read.
@@ -332,6 +365,10 @@ impl phy::TxToken for Tx<'_> {
             let Some(seg) = segment(packet) else {
                 return Some(whole);
             };
+            if seg.flags & ACK != 0 && seen.rcv_nxt.is_none_or(|n| after(seg.ack, n)) {
+                // smoltcp took the gateway's bytes up to here.
+                seen.rcv_nxt = Some(seg.ack);
+            }
             if seg.flags & (SYN | FIN | RST) != 0 {
                 seen.fast = None;
                 seen.template = None;
@@ -388,8 +425,14 @@ impl Device for Dev<'_> {
     where
         Self: 'b;
 
-    fn receive(&mut self, _: Instant) -> Option<(Rx<'_>, Tx<'_>)> {
-        let packet = self.rx.pop_front()?;
+    fn receive(&mut self, now: Instant) -> Option<(Rx<'_>, Tx<'_>)> {
+        let packet = loop {
+            let packet = self.rx.pop_front()?;
+            if self.admit(&packet, now) {
+                break packet;
+            }
+            self.pool.push(packet);
+        };
         Some((
             Rx {
                 packet,
@@ -416,6 +459,83 @@ impl Device for Dev<'_> {
         caps.medium = Medium::Ip;
         caps.max_transmission_unit = MTU;
         caps
+    }
+}
+
+impl Dev<'_> {
+    /// Whether smoltcp gets `packet` ([`rfc5961`]); an in-order segment it gets moves RCV.NXT
+    /// on, a refused one may be answered with a challenge ACK.
+    fn admit(&mut self, packet: &[u8], now: Instant) -> bool {
+        let Some(seg) = segment(packet) else {
+            // Not a segment the device can read: smoltcp's to drop.
+            return true;
+        };
+        let seen = &mut *self.seen;
+        match rfc5961::guard(
+            self.synchronized,
+            seen.rcv_nxt,
+            self.window,
+            seg.seq,
+            seg.flags,
+        ) {
+            Guard::Pass => {
+                if seen.rcv_nxt == Some(seg.seq) {
+                    let fin = u32::from(seg.flags & FIN != 0);
+                    seen.rcv_nxt = Some(seg.seq.wrapping_add(seg.payload as u32 + fin));
+                }
+                true
+            }
+            Guard::Drop => {
+                seen.guarded.rst += 1;
+                false
+            }
+            Guard::Challenge => {
+                if seg.flags & RST != 0 {
+                    seen.guarded.rst += 1;
+                } else {
+                    seen.guarded.syn += 1;
+                }
+                let now_ns = u64::try_from(now.total_micros()).unwrap_or(0) * 1_000;
+                if now_ns.saturating_sub(seen.last_challenge) >= rfc5961::CHALLENGE_EVERY_NS
+                    && self.challenge_ack()
+                {
+                    self.seen.last_challenge = now_ns;
+                    self.seen.guarded.challenges += 1;
+                }
+                false
+            }
+        }
+    }
+
+    /// A challenge ACK: smoltcp's last plain segment again, at the stream's end, no payload
+    /// (its acknowledgement is smoltcp's own). False if there is no template or no TX frame.
+    fn challenge_ack(&mut self) -> bool {
+        use xdp_common::layout::{ipv4, tcp as l4};
+        let Some((template, hlen)) = self.seen.template else {
+            return false;
+        };
+        let (eth, seq, ip_id) = (self.eth, self.seen.wire_end, self.seen.ip_id);
+        let Ok(total16) = u16::try_from(hlen) else {
+            return false;
+        };
+        let sent = self.tx.send(|frame| {
+            let buf = frame.get_mut(..ETH + hlen)?;
+            buf[..ETH].copy_from_slice(&eth);
+            let ip = &mut buf[ETH..];
+            ip.copy_from_slice(&template[..hlen]);
+            ip[ipv4::TOTAL_LEN].copy_from_slice(&total16.to_be_bytes());
+            headers(ip, seq, ip_id);
+            ip[ipv4::HEADER_LEN + l4::FLAGS] = ACK;
+            let tcp_sum = !xdp_common::checksum::fold(xdp_common::checksum::tcp_sum(ip));
+            ip[ipv4::HEADER_LEN..][l4::CHECKSUM].copy_from_slice(&tcp_sum.to_be_bytes());
+            Some(ETH + hlen)
+        });
+        if sent.is_err() {
+            return false;
+        }
+        self.seen.ip_id = ip_id.wrapping_add(1);
+        self.seen.queued += 1;
+        true
     }
 }
 
@@ -480,10 +600,8 @@ impl XdpTcp {
             eth,
             gateway,
             ours,
-            // An ephemeral-range port of this process's own, moved on at each reconnect.
-            local_port: xdp_common::ORDER_TCP_LOCAL_PORTS
-                + (std::process::id() % u32::from(u16::MAX - xdp_common::ORDER_TCP_LOCAL_PORTS))
-                    as u16,
+            // Drawn again at each connect ([`XdpTcp::connect`]).
+            local_port: 0,
             s: Session::new(paths::Orders::TcpXdp, password, timeout)?,
             out: super::tcp::prefaulted(64 * 1024),
             out_orders: 0,
@@ -492,6 +610,8 @@ impl XdpTcp {
             last_frame_rx: 0,
             last_service: 0,
             next_connect: 0,
+            backoff: Backoff::new(now_ns() ^ u64::from(std::process::id()).rotate_left(32)),
+            port_map: None,
             trigger: None,
             given: 0,
             reset_after: None,
@@ -525,10 +645,29 @@ impl XdpTcp {
         self.lost();
         // And the next connection is under way at once (its SYN behind the RST): orders made
         // meanwhile are held for its login, as the kernel session's reset makes its own.
-        self.next_connect = now + RECONNECT_EVERY_NS;
+        self.next_connect = now + self.backoff.next_wait();
         self.connect_started = now;
         self.connect();
         self.egress(now, tx);
+    }
+
+    /// Writes each connection's local port into `map` before its SYN leaves: the XDP program
+    /// steers to the stack only the live connection's segments, and drops every other from
+    /// the gateway's address and port.
+    #[must_use]
+    pub fn with_port_map(mut self, map: OrderPortMap) -> XdpTcp {
+        self.port_map = Some(map);
+        self
+    }
+
+    /// Tells the XDP program which local port is live (0: none).
+    fn steer(&mut self, port: u16) {
+        if let Some(m) = &mut self.port_map
+            && let Err(e) = m.set(port)
+        {
+            // Rare (a connect or a loss), off the orders' path: the session can't come up.
+            eprintln!("warning: {e}: the program steers no segment of this connection");
+        }
     }
 
     /// The TCP trigger: arms its segments in `map`, which the XDP program sends from.
@@ -843,12 +982,20 @@ impl XdpTcp {
         tx: &mut XskTx,
         f: impl FnOnce(&mut Interface, &mut Dev<'_>, &mut SocketSet<'static>) -> R,
     ) -> R {
+        let socket = self.sockets.get::<tcp::Socket>(self.handle);
+        let synchronized = !matches!(
+            socket.state(),
+            tcp::State::Closed | tcp::State::Listen | tcp::State::SynSent | tcp::State::SynReceived
+        );
+        let window = u32::try_from(socket.recv_capacity() - socket.recv_queue()).unwrap_or(0);
         let mut dev = Dev {
             rx: &mut self.rx,
             pool: &mut self.pool,
             tx,
             eth: self.eth,
             seen: &mut self.seen,
+            synchronized,
+            window,
         };
         f(&mut self.iface, &mut dev, &mut self.sockets)
     }
@@ -921,7 +1068,7 @@ impl XdpTcp {
                     self.lost();
                 }
                 if now >= self.next_connect {
-                    self.next_connect = now + RECONNECT_EVERY_NS;
+                    self.next_connect = now + self.backoff.next_wait();
                     self.connect_started = now;
                     self.connect();
                     self.poll(now, tx);
@@ -937,6 +1084,9 @@ impl XdpTcp {
             _ => {}
         }
         self.read(now);
+        if self.s.client.state() == soup::ClientState::LoggedIn {
+            self.backoff.logged_in();
+        }
         if let Some(soup::ClientEvent::ServerSilent) = self.s.client.tick(now, &mut self.out) {
             self.s.report.server_silent += 1;
             self.lost();
@@ -959,13 +1109,18 @@ impl XdpTcp {
     }
 
     fn connect(&mut self) {
-        // Ports the kernel never picks for its own connections (above its ephemeral range),
-        // and the only ones the XDP program steers to us.
-        self.local_port = if self.local_port >= u16::MAX - 1 {
-            xdp_common::ORDER_TCP_LOCAL_PORTS
-        } else {
-            self.local_port + 1
-        };
+        // A port drawn at random, as a kernel draws its ephemeral ports (RFC 6056), from those
+        // the kernel never picks for its own connections (above its ephemeral range), never
+        // the last connection's: a stranger can't guess the next connection's 4-tuple.
+        let ports = u64::from(u16::MAX - xdp_common::ORDER_TCP_LOCAL_PORTS) + 1;
+        let last = self.local_port;
+        while self.local_port == last {
+            self.local_port =
+                xdp_common::ORDER_TCP_LOCAL_PORTS + (self.backoff.random() % ports) as u16;
+        }
+        self.s.report.connect_tries += 1;
+        // Before the SYN: the gateway's answer must find the port live.
+        self.steer(self.local_port);
         let remote = (IpAddress::Ipv4(*self.gateway.ip()), self.gateway.port());
         let socket = self.sockets.get_mut::<tcp::Socket>(self.handle);
         socket.abort();
@@ -1027,6 +1182,8 @@ impl XdpTcp {
     /// The connection is gone: aborted (an RST), made again at the next service.
     fn lost(&mut self) {
         self.withdraw_segment();
+        // Nothing of the old connection reaches the stack (nor the kernel) any more.
+        self.steer(0);
         self.s.report.disconnects += 1;
         self.s.client.disconnected();
         self.sockets.get_mut::<tcp::Socket>(self.handle).abort();
@@ -1038,8 +1195,8 @@ impl XdpTcp {
         // smoltcp never had them.
         self.s.digest.add(&self.shadow);
         self.shadow.clear();
-        // Made again at the next service, not a reconnect interval later.
-        self.next_connect = 0;
+        // Made again after the backoff's wait: the first try after a login 0.5-1 ms on.
+        self.next_connect = now_ns() + self.backoff.next_wait();
     }
 
     /// Whether the answers to every order sent and the session's end have come.
@@ -1063,6 +1220,10 @@ impl XdpTcp {
             self.poll(now, tx);
         }
         self.s.report.dropped_segments = self.seen.ring_full;
+        let g = self.seen.guarded;
+        self.s.report.rst_refused = g.rst;
+        self.s.report.syn_refused = g.syn;
+        self.s.report.challenge_acks = g.challenges;
 
         self.s.final_report()
     }
