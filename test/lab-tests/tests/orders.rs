@@ -601,6 +601,45 @@ fn forged_segments_never_reset_the_kernels_tcp() {
     check_forged("udp+tcp-kernel", &rep, &tr, &lies);
 }
 
+/// A gateway that is down when the trader starts: the trader tries again as a venue expects
+/// (1 ms doubling to 1 s, jittered), about a dozen SYNs in two seconds where a fixed 1 ms retry
+/// made ~2,000 (1,726 counted in a capture before the backoff), then logs in once it is up and
+/// trades the feed.
+#[test]
+fn a_gateway_down_at_start_is_tried_again_with_backoff() {
+    for (path, orders) in [("udp", "tcp-kernel"), ("xdp", "tcp-xdp")] {
+        let tag = format!("down{}", &orders[4..]);
+        let Some(lab) = lab_or_skip(&tag) else {
+            return;
+        };
+        let c = lab.config().clone();
+        let (trader_json, replay_json) = (
+            tmp(&format!("{tag}-trader.json")),
+            tmp(&format!("{tag}.json")),
+        );
+        let mut trader = start_trader(&c, path, &trader_json, &["--orders", orders]);
+        // Nothing listens on the order port yet: each SYN is answered with an RST.
+        std::thread::sleep(Duration::from_secs(2));
+        let mut r = replay(&c, "gbm:42:150000", &trader_md(&c), &replay_json);
+        r.args(["--count", "2000", "--rate", "10k"])
+            .args(["--label", path, "--orders", orders]);
+        let status = r.status().expect("replay runs");
+        assert!(status.success(), "{tag}: replay exit: {status}");
+        let status = wait_exit(&mut trader, Duration::from_secs(20), "trader");
+        assert!(status.success(), "{tag}: trader exit: {status}");
+        let (rep, tr): (ReplayReport, TraderReport) =
+            (read_report(&replay_json), read_report(&trader_json));
+        let o = tr.order_session.expect("the trader's session report");
+        eprintln!("{tag}: {} connection tries", o.connect_tries);
+        assert!(
+            (8..=20).contains(&o.connect_tries),
+            "{tag}: a dozen tries in two seconds, not thousands: {o:?}"
+        );
+        assert_eq!((o.connects, o.logins), (1, 1), "{tag}: {o:?}");
+        assert!(rep.parity.ok(), "{tag}: {:?}", rep.parity);
+    }
+}
+
 #[test]
 fn a_reset_connection_is_made_again_and_nothing_is_lost_or_doubled() {
     // The trader resets its own connection (an RST) after 1,000 orders, on the kernel's TCP,
