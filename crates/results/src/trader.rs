@@ -141,6 +141,24 @@ pub struct OrderSessionReport {
     /// Userspace TCP: challenge ACKs sent for those (at most 100 a second).
     #[serde(default)]
     pub challenge_acks: u64,
+    /// Sequenced messages that matched no order sent, or said something else than the order
+    /// did (side, shares, symbol, price; executions past the open shares), or were no OUCH
+    /// answer: never booked.
+    #[serde(default)]
+    pub mismatched_answers: u64,
+    /// Connections ended for such a message, the next login asking for it again (a message
+    /// the exchange repeats after that login is its word: counted above, not booked).
+    #[serde(default)]
+    pub refused_streams: u64,
+    /// Orders whose Order Accepted or Rejected never came: passed by a later order's answer,
+    /// awaited for a second (the answer deadline), or still awaited at the end. 0 on a healthy
+    /// session.
+    #[serde(default)]
+    pub unanswered: u64,
+    /// Userspace TCP: orders that found the gateway's receive window without room for them,
+    /// sent through the stack (which waits for the window) instead of at once.
+    #[serde(default)]
+    pub window_closed: u64,
     /// Logins accepted.
     pub logins: u64,
     /// Logins refused, with the last reason.

@@ -168,6 +168,16 @@ impl Client {
         self.state = ClientState::Disconnected;
     }
 
+    /// The sequenced message `seq` (the last one [`Client::poll`] gave) made no sense to the
+    /// application (an answer that matches no order it sent): the stream can't be trusted past
+    /// it, so the connection is over, and the next login asks for `seq` again, from the last
+    /// good number. What the connection still held unread is dropped with it.
+    pub fn refuse(&mut self, seq: u64) {
+        self.next_seq = self.next_seq.min(seq);
+        self.framer.clear();
+        self.state = ClientState::Disconnected;
+    }
+
     /// Space to read the server's bytes into.
     pub fn read_into(&mut self) -> &mut [u8] {
         self.framer.read_into()

@@ -130,6 +130,47 @@ fn a_login_again_is_replayed_from_the_number_it_asks_for() {
     );
 }
 
+/// A message the application refuses (a forgery in the stream) ends the connection, and the
+/// next login asks for it again: the server's own message at that number comes in its place.
+#[test]
+fn a_refused_message_is_asked_for_again_on_the_next_login() {
+    let stream = stream_of(5);
+    let mut server = Server::new(server_config(), 0);
+    let mut client = Client::new(client_config());
+    let mut out = Vec::new();
+    client.connect(0, &mut out);
+    let (_, down) = to_server(&mut server, &stream, &out, 4096, 0);
+    // The client reads 1 and 2, refuses 3 (as if its bytes were a forger's), and reads no more.
+    let space = client.read_into();
+    space[..down.len()].copy_from_slice(&down);
+    client.filled(down.len(), 0);
+    assert!(matches!(client.poll(), Some(ClientEvent::LoggedIn { .. })));
+    for want in 1..=3 {
+        let Some(ClientEvent::Sequenced { seq, .. }) = client.poll() else {
+            panic!("message {want}")
+        };
+        assert_eq!(seq, want);
+    }
+    client.refuse(3);
+    assert_eq!(client.state(), ClientState::Disconnected);
+    assert!(
+        client.poll().is_none(),
+        "nothing more from the refused connection"
+    );
+    assert_eq!(client.next_seq(), 3);
+    let mut server = Server::new(server_config(), 10);
+    let mut out = Vec::new();
+    client.connect(10, &mut out);
+    let (events, down) = to_server(&mut server, &stream, &out, 4096, 10);
+    assert_eq!(events, ["LoggedIn { from: 3 }"]);
+    let events = to_client(&mut client, &down, 4096, 10);
+    assert!(
+        events[1].contains("seq: 3") && events[1].contains(&format!("{:?}", b"m3")),
+        "{events:?}"
+    );
+    assert_eq!(client.next_seq(), 6);
+}
+
 #[test]
 fn asking_for_0_or_beyond_the_end_starts_at_the_end() {
     let stream = stream_of(4);

@@ -524,7 +524,7 @@ fn forged_segments(
                 "--rounds",
                 "10",
                 "--interval-us",
-                "50000",
+                "20000",
                 "--max-seconds",
                 "20",
             ])
@@ -534,6 +534,9 @@ fn forged_segments(
             .expect("inject starts"),
     );
     let mut r = replay(&c, "gbm:42:150000", &trader_md(&c), &replay_json);
+    // 20,000 ticks at 10k/s: two seconds of feed, the lies (the sweep's second included)
+    // inside it. At 20k/s the sweep's 64 frames a millisecond beside the feed overran the
+    // AF_XDP path's receive: 3 of 7,573 ticks lost, which is the flood's cost, not a reset's.
     r.args(["--count", &TICKS.to_string(), "--rate", "10k"])
         .args(["--label", path, "--orders", orders]);
     let status = r.status().expect("replay runs");
@@ -602,9 +605,9 @@ fn forged_segments_never_reset_the_kernels_tcp() {
 }
 
 /// A gateway that is down when the trader starts: the trader tries again as a venue expects
-/// (1 ms doubling to 1 s, jittered), about a dozen SYNs in two seconds where a fixed 1 ms retry
-/// made ~2,000 (1,726 counted in a capture before the backoff), then logs in once it is up and
-/// trades the feed.
+/// (1 ms doubling to 1 s, jittered), about ten SYNs in a second where a fixed 1 ms retry made
+/// ~1,000 (1,726 in 1.98 s counted in a capture before the backoff), then logs in once it is
+/// up and trades the feed.
 #[test]
 fn a_gateway_down_at_start_is_tried_again_with_backoff() {
     for (path, orders) in [("udp", "tcp-kernel"), ("xdp", "tcp-xdp")] {
@@ -619,7 +622,7 @@ fn a_gateway_down_at_start_is_tried_again_with_backoff() {
         );
         let mut trader = start_trader(&c, path, &trader_json, &["--orders", orders]);
         // Nothing listens on the order port yet: each SYN is answered with an RST.
-        std::thread::sleep(Duration::from_secs(2));
+        std::thread::sleep(Duration::from_secs(1));
         let mut r = replay(&c, "gbm:42:150000", &trader_md(&c), &replay_json);
         r.args(["--count", "2000", "--rate", "10k"])
             .args(["--label", path, "--orders", orders]);
@@ -632,8 +635,8 @@ fn a_gateway_down_at_start_is_tried_again_with_backoff() {
         let o = tr.order_session.expect("the trader's session report");
         eprintln!("{tag}: {} connection tries", o.connect_tries);
         assert!(
-            (8..=20).contains(&o.connect_tries),
-            "{tag}: a dozen tries in two seconds, not thousands: {o:?}"
+            (6..=16).contains(&o.connect_tries),
+            "{tag}: about ten tries in a second, not a thousand: {o:?}"
         );
         assert_eq!((o.connects, o.logins), (1, 1), "{tag}: {o:?}");
         assert!(rep.parity.ok(), "{tag}: {:?}", rep.parity);

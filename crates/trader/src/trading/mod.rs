@@ -25,6 +25,7 @@ use afxdp::{clock::now_ns, host::SpanAccounting};
 use trader_core::{Line, Nanos, PacketOutcome, Trader, stats::Latency};
 use xdp_common::filter::Claim;
 
+mod answers;
 pub mod backoff;
 mod rfc5961;
 mod tcp;

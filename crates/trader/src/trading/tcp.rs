@@ -14,7 +14,6 @@
 //! [`WithOrders`] puts the session under any [`TraderIo`]: the feed still comes from the
 //! wrapped I/O (AF_XDP or kernel UDP), the orders go here instead of the I/O's own sink.
 use std::{
-    collections::VecDeque,
     io::{self, ErrorKind, Write as _},
     net::{Ipv4Addr, SocketAddrV4, TcpStream},
     os::fd::{AsFd as _, AsRawFd as _},
@@ -29,16 +28,18 @@ use wire::{
     soupbin::{HEADER_LEN, Repr},
 };
 
-use super::{FeedSource, OrderSink, PacketHandler, Sender, TraderIo, backoff::Backoff};
+use super::{
+    FeedSource, OrderSink, PacketHandler, Sender, TraderIo,
+    answers::{Answers, Terms, Verdict},
+    backoff::Backoff,
+};
 use afxdp::clock::{RealToMono, now_ns};
-use trader_core::{Line, Trader, stats::Latency};
+use trader_core::{Line, Trader};
 
 /// The answers and timers are looked at no more often than this (a `recvmsg` each time).
 const SERVICE_EVERY_NS: u64 = 50_000;
 /// How long one connection attempt may take (it runs without blocking the loop).
 const CONNECT_TIMEOUT_NS: u64 = 100_000_000;
-/// Orders whose answer is awaited, kept for the ack latency (older ones are dropped).
-const AWAITED: usize = 1 << 16;
 /// The largest Enter Order packet: header, the fixed message, no appendage.
 pub(super) const ORDER_PACKET: usize = HEADER_LEN + wire::ouch::enter_order::LEN;
 
@@ -167,6 +168,7 @@ impl TcpOrders {
 
     fn service_now(&mut self, now: u64) {
         self.last_service = now;
+        self.s.expire(now);
         if self.sock.is_none() {
             if self.connecting.is_none() && now >= self.next_connect {
                 self.next_connect = now + self.backoff.next_wait();
@@ -367,9 +369,16 @@ pub(super) struct Session {
     pub(super) held: Vec<u8>,
     /// The RX time of the packet whose orders are being sent.
     pub(super) tick_rx: u64,
-    /// Each order sent, with its tick's RX time, until its Order Accepted comes.
-    awaited: VecDeque<(u32, u64)>,
-    rx_to_ack: Latency,
+    /// Each order sent until its answers come, matched to what it said ([`super::answers`]).
+    answers: Answers,
+    /// The sequenced message last refused as a mismatch: said again after a new login, it is
+    /// the exchange's own word (counted, not booked), not a forger's.
+    refused: Option<u64>,
+    /// The time the last service saw: when an order with no tick time went, near enough.
+    now_hint: u64,
+    /// The exchange ended the session on this login (an End of Session): nothing more is
+    /// sent on it. A new login clears it (the report's `end_of_session` stays).
+    pub(super) ended: bool,
     /// Every byte given to the TCP, in order (the report's `stream_*`).
     pub(super) digest: soup::Digest,
     pub(super) report: OrderSessionReport,
@@ -394,15 +403,14 @@ impl Session {
                 alpha(password.as_bytes()).map_err(|e| bad("password", e))?,
             )
         };
-        let mut awaited = VecDeque::with_capacity(AWAITED);
-        awaited.extend(std::iter::repeat_n((0, 0), AWAITED));
-        awaited.clear();
         Ok(Session {
             client: soup::Client::new(config),
             held: prefaulted(64 * 1024),
             tick_rx: 0,
-            awaited,
-            rx_to_ack: Latency::new(),
+            answers: Answers::new(),
+            refused: None,
+            now_hint: 0,
+            ended: false,
             digest: soup::Digest::default(),
             report: OrderSessionReport {
                 orders,
@@ -434,21 +442,35 @@ impl Session {
         self.held.extend_from_slice(packet);
     }
 
-    /// An order went (or was held for the login): counted, its answer awaited.
+    /// An order went (or was held for the login), its SoupBinTCP `packet` as sent: counted,
+    /// its answers awaited and matched to what it said.
     #[inline]
-    pub(super) fn sent(&mut self, user_ref_num: u32) {
+    pub(super) fn sent(&mut self, packet: &[u8]) {
         self.report.sent += 1;
-        if self.awaited.len() == AWAITED {
-            self.awaited.pop_front();
+        let at = if self.tick_rx != 0 {
+            self.tick_rx
+        } else {
+            self.now_hint
+        };
+        if let Some(terms) = Terms::of(packet) {
+            self.answers.sent(terms, self.tick_rx, at);
         }
-        self.awaited.push_back((user_ref_num, self.tick_rx));
     }
 
-    /// An order the XDP program sent (the TCP trigger): counted, its answer awaited, untimed
-    /// (no clock here saw its tick arrive).
-    pub(super) fn fired(&mut self, user_ref_num: u32) {
+    /// The orders unanswered for [`super::answers::DEADLINE_NS`] at `now` given up
+    /// (`unanswered`). Called by each service.
+    pub(super) fn expire(&mut self, now: u64) {
+        self.now_hint = now;
+        self.answers.expire(now, &mut self.report);
+    }
+
+    /// An order the XDP program sent (the TCP trigger), its `packet` with the tick's price:
+    /// counted, its answer awaited, untimed (no clock here saw its tick arrive).
+    pub(super) fn fired(&mut self, packet: &[u8]) {
         let tick_rx = std::mem::replace(&mut self.tick_rx, 0);
-        self.sent(user_ref_num);
+        // Learned after the program sent it: its clock read is off every order's path.
+        self.now_hint = now_ns();
+        self.sent(packet);
         self.tick_rx = tick_rx;
         self.report.fired += 1;
     }
@@ -458,27 +480,39 @@ impl Session {
     pub(super) fn take_events(&mut self, arrived: u64, out: &mut Vec<u8>, out_orders: &mut u64) {
         while let Some(event) = self.client.poll() {
             match event {
-                soup::ClientEvent::Sequenced { message, .. } => take_answer(
-                    &mut self.report,
-                    &mut self.awaited,
-                    &mut self.rx_to_ack,
-                    Outbound::parse(message).ok(),
-                    arrived,
-                ),
-                soup::ClientEvent::LoggedIn { .. } => {
-                    self.report.logins += 1;
-                    out.extend_from_slice(&self.held);
-                    *out_orders += (self.held.len() / ORDER_PACKET) as u64;
-                    self.held.clear();
+                soup::ClientEvent::Sequenced { seq, message } => {
+                    let answer = Outbound::parse(message).ok();
+                    if self.answers.take(answer, arrived, &mut self.report) == Verdict::Booked {
+                        continue;
+                    }
+                    self.report.mismatched_answers += 1;
+                    if self.refused == Some(seq) {
+                        // The exchange says it again from a new login: its word, not booked.
+                        continue;
+                    }
+                    // The stream stops making sense here: this connection is over, and the
+                    // next login asks from this number again.
+                    self.refused = Some(seq);
+                    self.report.refused_streams += 1;
+                    self.client.refuse(seq);
+                    return;
                 }
-                soup::ClientEvent::Rejected(_) => self.report.login_rejects += 1,
-                soup::ClientEvent::EndOfSession => self.report.end_of_session = true,
-                soup::ClientEvent::Malformed(_)
-                | soup::ClientEvent::Unexpected { .. }
-                | soup::ClientEvent::Rewound { .. } => self.report.protocol_errors += 1,
-                soup::ClientEvent::ServerSilent => {}
+                other => take_event(
+                    &mut self.report,
+                    &mut self.ended,
+                    &mut self.held,
+                    other,
+                    out,
+                    out_orders,
+                ),
             }
         }
+    }
+
+    /// Whether orders may go: logged in, and the exchange hasn't ended the session on this
+    /// login. The TCP trigger arms only while it holds.
+    pub(super) fn up(&self) -> bool {
+        self.client.state() == soup::ClientState::LoggedIn && !self.ended
     }
 
     /// The connection went with orders it never wholly took (`queued` behind other bytes, and
@@ -498,8 +532,10 @@ impl Session {
 
     /// The report, with where the session stands and the round trip's percentiles.
     pub(super) fn final_report(&mut self) -> OrderSessionReport {
+        // Still awaited at the end: never answered.
+        self.answers.finish(&mut self.report);
         self.report.next_seq = self.client.next_seq();
-        self.report.rx_to_ack = self.rx_to_ack.summary();
+        self.report.rx_to_ack = self.answers.rx_to_ack.summary();
         self.report.stream_bytes = self.digest.bytes;
         self.report.stream_hash = self.digest.hash;
         self.report.clone()
@@ -513,37 +549,33 @@ pub(super) fn prefaulted(capacity: usize) -> Vec<u8> {
     v
 }
 
-/// One sequenced answer, at `arrived` (both order sessions').
-pub(super) fn take_answer(
+/// A session event other than a sequenced answer: a login sends what was held for it and
+/// clears an earlier end of session; an End of Session stops sends on this login.
+fn take_event(
     r: &mut OrderSessionReport,
-    awaited: &mut VecDeque<(u32, u64)>,
-    rx_to_ack: &mut Latency,
-    answer: Option<Outbound>,
-    arrived: u64,
+    ended: &mut bool,
+    held: &mut Vec<u8>,
+    event: soup::ClientEvent<'_>,
+    out: &mut Vec<u8>,
+    out_orders: &mut u64,
 ) {
-    match answer {
-        Some(Outbound::Accepted(a)) => {
-            r.accepted += 1;
-            // Answers come in the order the orders went; anything older was never answered.
-            while let Some(&(user_ref, tick_rx)) = awaited.front() {
-                if user_ref > a.user_ref_num {
-                    break;
-                }
-                awaited.pop_front();
-                if user_ref == a.user_ref_num {
-                    // 0: an order the XDP program sent (the TCP trigger), whose tick no clock
-                    // here saw arrive: not timed.
-                    if tick_rx != 0 {
-                        rx_to_ack.record(arrived.saturating_sub(tick_rx));
-                    }
-                    break;
-                }
-            }
+    match event {
+        soup::ClientEvent::LoggedIn { .. } => {
+            r.logins += 1;
+            *ended = false;
+            out.extend_from_slice(held);
+            *out_orders += (held.len() / ORDER_PACKET) as u64;
+            held.clear();
         }
-        Some(Outbound::Executed(_)) => r.executed += 1,
-        Some(Outbound::Canceled(_)) => r.canceled += 1,
-        Some(Outbound::Rejected(_)) => r.rejected += 1,
-        Some(Outbound::SystemEvent(_)) | None => r.unknown_answers += 1,
+        soup::ClientEvent::Rejected(_) => r.login_rejects += 1,
+        soup::ClientEvent::EndOfSession => {
+            r.end_of_session = true;
+            *ended = true;
+        }
+        soup::ClientEvent::Malformed(_)
+        | soup::ClientEvent::Unexpected { .. }
+        | soup::ClientEvent::Rewound { .. } => r.protocol_errors += 1,
+        soup::ClientEvent::ServerSilent | soup::ClientEvent::Sequenced { .. } => {}
     }
 }
 
@@ -556,13 +588,13 @@ impl OrderSink for TcpOrders {
         // No session, or one the exchange has ended: nothing can be taken.
         let (Some(sock), false) = (
             &mut self.sock,
-            state == soup::ClientState::Disconnected || self.s.report.end_of_session,
+            state == soup::ClientState::Disconnected || self.s.ended,
         ) else {
             self.s.report.not_sent += 1;
             return false;
         };
         let mut packet = [0u8; ORDER_PACKET];
-        let Some((user_ref_num, packet)) = self.s.encode(order, &mut packet) else {
+        let Some((_, packet)) = self.s.encode(order, &mut packet) else {
             return false;
         };
         if state == soup::ClientState::LoggingIn {
@@ -592,7 +624,7 @@ impl OrderSink for TcpOrders {
                 self.pending_orders += 1;
             }
         }
-        self.s.sent(user_ref_num);
+        self.s.sent(packet);
         if self.reset_after == Some(self.s.report.sent) {
             self.reset_after = None;
             self.reset_now();
@@ -731,14 +763,41 @@ mod tests {
 
     use super::*;
 
-    fn accepted(user_ref_num: u32) -> Option<Outbound> {
-        Some(Outbound::Accepted(OrderAccepted {
+    /// The server's bytes: a Login Accepted from `from`, then each message sequenced.
+    fn down(from: u64, messages: &[Vec<u8>]) -> Vec<u8> {
+        let mut out = vec![0u8; 4096];
+        let session = soup::Session::new(paths::market::ORDER_SESSION).unwrap();
+        let mut n = Repr::LoginAccepted {
+            session,
+            sequence: from,
+        }
+        .emit_into(&mut out)
+        .unwrap();
+        for m in messages {
+            n += Repr::SequencedData(m).emit_into(&mut out[n..]).unwrap();
+        }
+        out.truncate(n);
+        out
+    }
+
+    fn take(s: &mut Session, bytes: &[u8]) {
+        let space = s.client.read_into();
+        space[..bytes.len()].copy_from_slice(bytes);
+        s.client.filled(bytes.len(), 0);
+        let (mut out, mut n) = (Vec::new(), 0);
+        s.take_events(0, &mut out, &mut n);
+    }
+
+    /// An Order Accepted for `order`'s `user_ref` at `price`, as OUCH bytes.
+    fn accepted_bytes(order: &OrderRepr, user_ref: u32, price: u32) -> Vec<u8> {
+        let mut m = vec![0u8; wire::ouch::order_accepted::LEN];
+        OrderAccepted {
             timestamp: 0,
-            user_ref_num,
-            side: Side::Buy,
-            quantity: 100,
-            symbol: Stock::new("LAB").unwrap(),
-            price: Price4(1),
+            user_ref_num: user_ref,
+            side: order.side,
+            quantity: order.shares,
+            symbol: order.stock,
+            price: Price4(price),
             time_in_force: wire::ouch::time_in_force::IOC,
             display: wire::ouch::display::VISIBLE,
             order_reference_number: 1,
@@ -747,33 +806,102 @@ mod tests {
             cross_type: wire::ouch::cross_type::CONTINUOUS,
             order_state: wire::ouch::order_state::LIVE,
             cl_ord_id: [b'0'; 14],
-        }))
+        }
+        .emit(&mut wire::ouch::order_accepted::Packet::new_unchecked(
+            &mut m[..],
+        ));
+        m
     }
 
+    /// A forged answer in the stream (another price) is never booked: the connection ends
+    /// and the next login asks for its number again, where the exchange's own answer comes
+    /// and is booked. The same thing said again after a new login is the exchange's word:
+    /// counted, not booked, and the session goes on.
     #[test]
-    fn an_ack_is_timed_from_its_own_orders_tick_and_skips_the_unanswered() {
-        let mut r = TcpOrders::new(
+    fn a_forged_answer_ends_the_connection_and_is_asked_for_again() {
+        let mut s = TcpOrders::new(
             Ipv4Addr::LOCALHOST,
             SocketAddrV4::new([127, 0, 0, 1].into(), 9),
             "pw",
             Duration::from_secs(1),
         )
         .unwrap()
-        .s
-        .report;
-        let mut awaited: VecDeque<(u32, u64)> = [(1, 100), (2, 200), (3, 300)].into();
-        let mut lat = Latency::new();
-        // Order 1 never answered (a reconnect lost it); 2's answer comes at 1,200.
-        take_answer(&mut r, &mut awaited, &mut lat, accepted(2), 1_200);
-        assert_eq!(awaited, VecDeque::from([(3, 300)]));
-        assert_eq!(lat.summary().count, 1);
-        assert_eq!(lat.summary().max_us, 1.0, "1,200 - 200 ns = 1 us");
-        // An answer for an order already timed (a replay after a reconnect) times nothing.
-        take_answer(&mut r, &mut awaited, &mut lat, accepted(2), 9_000);
-        assert_eq!(lat.summary().count, 1);
-        assert_eq!(r.accepted, 2);
-        take_answer(&mut r, &mut awaited, &mut lat, None, 0);
-        assert_eq!(r.unknown_answers, 1);
+        .s;
+        let order = OrderRepr {
+            side: Side::Buy,
+            reverse: false,
+            shares: 100,
+            token: 1,
+            tick_seq: 1,
+            price: Price4(10_000),
+            stock: Stock::new("SYNTH").unwrap(),
+        };
+        let mut packet = [0u8; ORDER_PACKET];
+        let (user_ref, n) = order_packet(&order, &mut packet).unwrap();
+        let mut out = Vec::new();
+        s.client.connect(0, &mut out);
+        s.sent(&packet[..n]);
+        take(&mut s, &down(1, &[accepted_bytes(&order, user_ref, 9_999)]));
+        let r = &s.report;
+        assert_eq!(
+            (r.accepted, r.mismatched_answers, r.refused_streams),
+            (0, 1, 1)
+        );
+        assert_eq!(s.client.state(), soup::ClientState::Disconnected);
+        assert_eq!(s.client.next_seq(), 1, "asked for again");
+        // The new login: the exchange's own answer at 1.
+        s.client.connect(1, &mut out);
+        take(
+            &mut s,
+            &down(1, &[accepted_bytes(&order, user_ref, 10_000)]),
+        );
+        assert_eq!((s.report.accepted, s.client.next_seq()), (1, 2));
+        assert_eq!(s.client.state(), soup::ClientState::LoggedIn);
+        // An exchange that says something that matches nothing twice, across a login.
+        let stray = accepted_bytes(&order, user_ref + 5, 10_000);
+        take(&mut s, &stray_at(&stray));
+        assert_eq!(s.client.state(), soup::ClientState::Disconnected);
+        s.client.connect(2, &mut out);
+        take(&mut s, &down(2, std::slice::from_ref(&stray)));
+        assert_eq!(
+            s.client.state(),
+            soup::ClientState::LoggedIn,
+            "its word: goes on"
+        );
+        let r = &s.report;
+        assert_eq!(
+            (r.accepted, r.mismatched_answers, r.refused_streams),
+            (1, 3, 2)
+        );
+    }
+
+    /// One sequenced message on a logged-in connection.
+    fn stray_at(m: &[u8]) -> Vec<u8> {
+        let mut out = vec![0u8; 256];
+        let n = Repr::SequencedData(m).emit_into(&mut out).unwrap();
+        out.truncate(n);
+        out
+    }
+
+    /// An End of Session stops sends on its login, and only on it: a new login (a reconnect,
+    /// or a forged end's connection ended and made again) sends again.
+    #[test]
+    fn an_end_of_session_is_not_sticky_across_a_new_login() {
+        let mut r = OrderSessionReport::default();
+        let (mut ended, mut held, mut out, mut n) = (false, Vec::new(), Vec::new(), 0);
+        let login = soup::ClientEvent::LoggedIn {
+            session: soup::Session::new(paths::market::ORDER_SESSION).unwrap(),
+            sequence: 1,
+        };
+        take_event(&mut r, &mut ended, &mut held, login, &mut out, &mut n);
+        assert!(!ended);
+        let end = soup::ClientEvent::EndOfSession;
+        take_event(&mut r, &mut ended, &mut held, end, &mut out, &mut n);
+        assert!(ended && r.end_of_session);
+        take_event(&mut r, &mut ended, &mut held, login, &mut out, &mut n);
+        assert!(!ended, "a new login sends again");
+        assert!(r.end_of_session, "the report keeps that an end came");
+        assert_eq!(r.logins, 2);
     }
 
     #[test]

@@ -115,7 +115,6 @@ struct Armed {
     seq: u32,
     /// The SoupBinTCP packet it carries, the price zero.
     packet: [u8; ORDER_PACKET],
-    user_ref_num: u32,
 }
 
 /// Why no segment could be armed: the tick is then the trader's to send, if it trades it.
@@ -126,6 +125,8 @@ pub enum NoSegment {
     /// The stack has bytes of its own to send first, or its next sequence number is not
     /// certain (bytes of its own unacknowledged), or its last segment carried options.
     Busy,
+    /// The gateway's receive window has no room for the segment.
+    Window,
     /// The order doesn't encode as an Enter Order.
     Order,
 }
@@ -171,6 +172,49 @@ struct Seen {
     last_challenge: u64,
     /// What [`rfc5961`] refused, kept across connections for the report.
     guarded: Guarded,
+    /// The gateway's receive window as its segments advertise it ([`PeerWindow`]).
+    peer: PeerWindow,
+}
+
+/// The gateway's receive window, learned from its segments as they go to smoltcp: what a
+/// segment sent without smoltcp (a fast send, the TCP trigger's armed one) must fit, as
+/// smoltcp's own sends do. smoltcp keeps the window to itself, so the device reads it.
+#[derive(Debug, Default, Clone, Copy)]
+struct PeerWindow {
+    /// The highest acknowledgement the gateway sent (SND.UNA), once it has.
+    una: Option<u32>,
+    /// Its last window, scaled (bytes past `una` it takes).
+    wnd: u32,
+    /// Window scale shifts offered in our SYN and in the gateway's SYN-ACK (RFC 7323: used
+    /// only if both offered one).
+    ours: Option<u8>,
+    theirs: Option<u8>,
+}
+
+impl PeerWindow {
+    /// A segment from the gateway, as smoltcp gets it.
+    fn saw(&mut self, seg: &Segment) {
+        if seg.flags & SYN != 0 {
+            self.theirs = seg.window_scale;
+        }
+        if seg.flags & ACK == 0 || self.una.is_some_and(|u| after(u, seg.ack)) {
+            return;
+        }
+        // A SYN's window is never scaled.
+        let shift = match (self.ours, self.theirs, seg.flags & SYN != 0) {
+            (Some(_), Some(s), false) => u32::from(s.min(14)),
+            _ => 0,
+        };
+        self.una = Some(seg.ack);
+        self.wnd = u32::from(seg.window) << shift;
+    }
+
+    /// Bytes the gateway takes past `wire_end` (the stream's end on the wire); `None` before
+    /// it has acknowledged anything.
+    fn room(&self, wire_end: u32) -> Option<u32> {
+        let edge = self.una?.wrapping_add(self.wnd);
+        Some(u32::try_from(edge.wrapping_sub(wire_end) as i32).unwrap_or(0))
+    }
 }
 
 /// What the RFC 5961 guard refused and sent.
@@ -260,6 +304,31 @@ struct Segment {
     ack: u32,
     flags: u8,
     payload: usize,
+    /// The advertised window, unscaled.
+    window: u16,
+    /// A SYN's window scale option (RFC 7323), if it has one.
+    window_scale: Option<u8>,
+}
+
+/// The window scale option's shift among a SYN's TCP `options` (kind 3, length 3).
+fn window_scale(mut options: &[u8]) -> Option<u8> {
+    while let [kind, rest @ ..] = options {
+        match kind {
+            0 => return None,
+            1 => options = rest,
+            _ => {
+                let len = usize::from(*rest.first()?);
+                if len < 2 || len > options.len() {
+                    return None;
+                }
+                if *kind == 3 && len == 3 {
+                    return options.get(2).copied();
+                }
+                options = &options[len..];
+            }
+        }
+    }
+    None
 }
 
 fn segment(packet: &[u8]) -> Option<Segment> {
@@ -276,12 +345,19 @@ fn segment(packet: &[u8]) -> Option<Segment> {
     if data_offset < l4::HEADER_LEN || data_offset > tcp.len() {
         return None;
     }
+    let flags = *tcp.get(l4::FLAGS)?;
     Some(Segment {
         header_end: ihl + data_offset,
         seq: word(l4::SEQ)?,
         ack: word(l4::ACK)?,
-        flags: *tcp.get(l4::FLAGS)?,
+        flags,
         payload: tcp.len() - data_offset,
+        window: u16::from_be_bytes(tcp.get(l4::WINDOW)?.try_into().ok()?),
+        window_scale: if flags & SYN != 0 {
+            window_scale(tcp.get(l4::HEADER_LEN..data_offset)?)
+        } else {
+            None
+        },
     })
 }
 
@@ -374,6 +450,7 @@ impl phy::TxToken for Tx<'_> {
                 seen.template = None;
                 if seg.flags & (SYN | ACK) == SYN {
                     // Our SYN: the stream starts one past it.
+                    seen.peer.ours = seg.window_scale;
                     let start = seg.seq.wrapping_add(1);
                     seen.stream_start = Some(start);
                     seen.wire_end = start;
@@ -479,6 +556,7 @@ impl Dev<'_> {
             seg.flags,
         ) {
             Guard::Pass => {
+                seen.peer.saw(&seg);
                 if seen.rcv_nxt == Some(seg.seq) {
                     let fin = u32::from(seg.flags & FIN != 0);
                     seen.rcv_nxt = Some(seg.seq.wrapping_add(seg.payload as u32 + fin));
@@ -702,8 +780,17 @@ impl XdpTcp {
         if *hlen != hlen_plain || !self.out.is_empty() || room < self.shadow.len() + ORDER_PACKET {
             return Err(NoSegment::Busy);
         }
+        if self
+            .seen
+            .peer
+            .room(seq)
+            .is_none_or(|r| (r as usize) < ORDER_PACKET)
+        {
+            // No fire into a closed window: the tick's order goes by the stack instead.
+            return Err(NoSegment::Window);
+        }
         let mut packet = [0u8; ORDER_PACKET];
-        let Some((user_ref_num, ORDER_PACKET)) = order_packet(order, &mut packet) else {
+        let Some((_, ORDER_PACKET)) = order_packet(order, &mut packet) else {
             return Err(NoSegment::Order);
         };
         let mut frame = [0u8; segment::FRAME_LEN];
@@ -727,7 +814,6 @@ impl XdpTcp {
             generation,
             seq,
             packet,
-            user_ref_num,
         });
         self.seen.ip_id = self.seen.ip_id.wrapping_add(1);
         Ok(())
@@ -781,12 +867,12 @@ impl XdpTcp {
         self.shadow.extend_from_slice(&packet);
         let end = a.seq.wrapping_add(ORDER_PACKET as u32);
         self.seen.merge_fast(a.seq, end);
-        self.s.fired(a.user_ref_num);
+        self.s.fired(&packet);
     }
 
-    /// Logged in: orders go out.
+    /// Logged in, the session not ended by the exchange: orders go out, the trigger arms.
     pub fn logged_in(&self) -> bool {
-        self.s.client.state() == soup::ClientState::LoggedIn
+        self.s.up()
     }
 
     /// Logins refused so far.
@@ -855,13 +941,12 @@ impl XdpTcp {
                 self.sockets.get::<tcp::Socket>(self.handle).state(),
                 tcp::State::SynSent | tcp::State::SynReceived | tcp::State::Established
             );
-        if (state == soup::ClientState::Disconnected && !connecting) || self.s.report.end_of_session
-        {
+        if (state == soup::ClientState::Disconnected && !connecting) || self.s.ended {
             self.s.report.not_sent += 1;
             return false;
         }
         let mut packet = [0u8; ORDER_PACKET];
-        let Some((user_ref_num, packet)) = self.s.encode(order, &mut packet) else {
+        let Some((_, packet)) = self.s.encode(order, &mut packet) else {
             return false;
         };
         let n = packet.len();
@@ -894,7 +979,7 @@ impl XdpTcp {
             }
             self.egress(self.s.tick_rx, tx);
         }
-        self.s.sent(user_ref_num);
+        self.s.sent(packet);
         self.maybe_reset(tx);
         true
     }
@@ -921,6 +1006,16 @@ impl XdpTcp {
             return false;
         };
         if socket.send_capacity() - socket.send_queue() < self.shadow.len() + packet.len() {
+            return false;
+        }
+        // The gateway's window: a closed one sends the order through smoltcp, which waits.
+        if self
+            .seen
+            .peer
+            .room(seq)
+            .is_none_or(|r| (r as usize) < packet.len())
+        {
+            self.s.report.window_closed += 1;
             return false;
         }
         let (hlen, eth, ip_id) = (*hlen, self.eth, self.seen.ip_id);
@@ -1048,6 +1143,7 @@ impl XdpTcp {
     /// [`XdpTcp::service`] now.
     pub fn service_now(&mut self, now: u64, tx: &mut XskTx) {
         self.last_service = now;
+        self.s.expire(now);
         self.hand_shadow();
         self.poll(now, tx);
         let state = self.sockets.get::<tcp::Socket>(self.handle).state();
@@ -1153,6 +1249,10 @@ impl XdpTcp {
                 self.lost();
                 return;
             }
+            if self.s.ended {
+                // The exchange ended the session: the trigger fires nothing more on it.
+                self.withdraw_segment();
+            }
         }
     }
 
@@ -1212,7 +1312,8 @@ impl XdpTcp {
         // Before the logout's own bytes: what the exchange never acknowledged of the orders.
         self.s.report.unacked_at_end =
             self.sockets.get::<tcp::Socket>(self.handle).send_queue() as u64;
-        if self.logged_in() {
+        // Logged in, even after the exchange's End of Session: the logout is owed either way.
+        if self.s.client.state() == soup::ClientState::LoggedIn {
             self.s.client.logout(now, &mut self.out);
             self.write_out();
             self.poll(now, tx);
@@ -1280,7 +1381,7 @@ mod tests {
         wire::{HardwareAddress, IpAddress, IpCidr, Ipv4Packet, TcpPacket},
     };
 
-    use super::repeat_of_fast;
+    use super::{ACK, PeerWindow, SYN, Segment, repeat_of_fast, window_scale};
 
     /// The client's port in [`Loop`].
     const CLIENT_PORT: u16 = 49_152;
@@ -1345,6 +1446,85 @@ mod tests {
             caps.max_transmission_unit = super::MTU;
             caps
         }
+    }
+
+    fn seg(ack: u32, window: u16, flags: u8, window_scale: Option<u8>) -> Segment {
+        Segment {
+            header_end: 40,
+            seq: 0,
+            ack,
+            flags,
+            payload: 0,
+            window,
+            window_scale,
+        }
+    }
+
+    /// A fast send or an armed segment must fit the gateway's window as smoltcp's own sends
+    /// do: the room is the window past its last acknowledgement, less what is on the wire.
+    #[test]
+    fn the_gateways_window_bounds_what_goes_without_the_stack() {
+        let mut p = PeerWindow::default();
+        assert_eq!(
+            p.room(1_000),
+            None,
+            "nothing acknowledged yet: no room known"
+        );
+        // Both SYNs offered a scale of 7: the SYN-ACK's own window unscaled, later ones << 7.
+        p.ours = Some(7);
+        p.saw(&seg(1_000, 512, SYN | ACK, Some(7)));
+        assert_eq!(p.room(1_000), Some(512));
+        p.saw(&seg(1_000, 512, ACK, None));
+        assert_eq!(p.room(1_000), Some(512 << 7));
+        assert_eq!(p.room(1_000 + (512 << 7) - 10), Some(10));
+        // A zero window: no room at all, and bytes past the edge are no room either.
+        p.saw(&seg(2_000, 0, ACK, None));
+        assert_eq!((p.room(2_000), p.room(2_050)), (Some(0), Some(0)));
+        // An older acknowledgement than the last changes nothing.
+        p.saw(&seg(1_500, 65_535, ACK, None));
+        assert_eq!(p.room(2_000), Some(0));
+        // Across the wrap of sequence space: forward past it is newer, back behind it older.
+        let mut w = PeerWindow {
+            ours: Some(0),
+            theirs: Some(0),
+            ..PeerWindow::default()
+        };
+        w.saw(&seg(u32::MAX - 5, 100, ACK, None));
+        w.saw(&seg(10, 300, ACK, None));
+        assert_eq!(w.room(10), Some(300));
+        assert_eq!(
+            w.room(u32::MAX - 5),
+            Some(316),
+            "the edge is 310, past the wrap"
+        );
+        w.saw(&seg(u32::MAX - 5, 65_535, ACK, None));
+        assert_eq!(w.room(10), Some(300), "behind the last: ignored");
+        // Only one side offered a scale: none is used.
+        let mut q = PeerWindow::default();
+        q.saw(&seg(10, 600, SYN | ACK, Some(7)));
+        q.saw(&seg(10, 600, ACK, None));
+        assert_eq!(q.room(10), Some(600));
+    }
+
+    #[test]
+    fn a_syns_window_scale_is_read_among_its_options() {
+        // MSS 1460, NOP, window scale 7, SACK permitted, timestamps.
+        let opts = [
+            2, 4, 5, 180, 1, 3, 3, 7, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0,
+        ];
+        assert_eq!(window_scale(&opts), Some(7));
+        assert_eq!(window_scale(&[2, 4, 5, 180]), None);
+        assert_eq!(window_scale(&[3, 3]), None, "cut short");
+        assert_eq!(
+            window_scale(&[0, 3, 3, 7]),
+            None,
+            "after the end of the list"
+        );
+        assert_eq!(
+            window_scale(&[5, 0, 3, 3, 7]),
+            None,
+            "a length under 2 stops the walk"
+        );
     }
 
     /// How long after its first transmission smoltcp sends a lost order segment again, on a
