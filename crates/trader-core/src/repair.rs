@@ -24,8 +24,9 @@ use xdp_common::filter::Claim;
 
 use crate::{HOLD_MAX, time::Nanos};
 
-/// Packets held behind a gap at most: 8 MiB of buffers, ~33 ms of a 2M message/s feed at 16
-/// messages a packet (the driver filter passes far fewer).
+/// Entries held behind a gap at most (packets, answers, and the driver filter's claims, each
+/// a buffer): 8 MiB of buffers, ~33 ms of a 2M message/s feed at 16 messages a packet (the
+/// driver filter passes far fewer, each with a claim beside it).
 pub const HELD_MAX: usize = 4_096;
 /// How long a packet waits behind a gap for the server's answer by default (ns): more than
 /// two of [`recovery`](crate::recovery)'s tries.
@@ -118,11 +119,18 @@ impl Repair {
         self.held.iter().map(|h| h.next).max()
     }
 
-    /// Whether a packet (or answer) numbered from `first` is held already.
-    pub(crate) fn has(&self, first: u64) -> bool {
+    /// Whether a packet (or answer) holding every number of `first..next` is held already (a
+    /// shorter one at the same first number is not: the longer is held beside it, and what it
+    /// repeats counts as duplicates when its turn comes).
+    pub(crate) fn has(&self, first: u64, next: u64) -> bool {
         self.held
             .iter()
-            .any(|h| h.first == first && !matches!(h.what, What::Claim(_)))
+            .any(|h| h.first == first && h.next >= next && !matches!(h.what, What::Claim(_)))
+    }
+
+    /// The earliest wait's end among what is held.
+    pub(crate) fn earliest_due(&self) -> Option<Nanos> {
+        self.held.iter().map(|h| h.due).min()
     }
 
     /// Holds `bytes` (numbers `first..next`, with its claim) until `due`, in order of first
@@ -177,7 +185,7 @@ mod tests {
         assert_eq!(r.end_before(30), Some(30));
         assert_eq!(r.end_before(10), None);
         assert_eq!(r.end(), Some(40));
-        assert!(r.has(20) && !r.has(25));
+        assert!(r.has(20, 30) && r.has(20, 25) && !r.has(20, 31) && !r.has(25, 30));
         let mut order = Vec::new();
         while let Some(h) = r.take_head() {
             order.push((h.first, h.bytes[0]));

@@ -303,3 +303,140 @@ fn an_end_of_session_behind_a_held_gap_ends_the_run_and_gives_the_gap_up() {
     assert_eq!(c.suspect_sequence, 0, "{c:?}");
     assert_eq!(t.sequencer().next_seq(), end);
 }
+
+/// A hand-made feed for the hold's edge cases: one trade a packet (SYNTH's, so nothing is
+/// filtered), numbered as given; and an end of session.
+mod edges {
+    use super::*;
+    use crate::Nanos;
+
+    fn trade(seq: u64) -> Vec<u8> {
+        let mut buf = [0u8; 1500];
+        let session = Session::new(paths::market::SESSION).unwrap();
+        let mut b = PacketBuilder::new(&mut buf, session, seq).unwrap();
+        let mut m = [0u8; wire::itch::trade::LEN];
+        crate::trade_message(
+            seq,
+            wire::itch::Stock::new("SYNTH").unwrap(),
+            wire::itch::Price4::from_f64_quantised(100.0).unwrap(),
+            seq,
+        )
+        .emit_into(&mut m)
+        .unwrap();
+        b.push(&m).unwrap();
+        b.finish().to_vec()
+    }
+
+    fn ticker_repairing() -> Trader {
+        trader().with_recovery().with_repair(50_000_000)
+    }
+
+    fn feed(t: &mut Trader, at: u64, p: &[u8], claim: Option<Claim>) {
+        t.arrived(Nanos(at));
+        t.on_packet_claimed(Line::A, p, claim, || at, |_| true);
+    }
+
+    /// A forged packet far ahead carrying the run it broke (as the program passes one) is the
+    /// gate's, never the hold's: refused while the feed flows, and never moves the feed.
+    #[test]
+    fn a_forged_packet_far_ahead_with_a_claim_is_the_gates_not_the_holds() {
+        let mut t = ticker_repairing();
+        for s in 1..=10 {
+            feed(&mut t, s, &trade(s), None);
+        }
+        // 11 lost: 12 is held behind it.
+        feed(&mut t, 12, &trade(12), None);
+        assert_eq!(t.counters.repair_held_packets, 1);
+        // The program passes it with the run it broke, empty here (12 was passed).
+        let forged = trade(12 + 10_000_000);
+        feed(&mut t, 13, &forged, Some(Claim { from: 13, to: 13 }));
+        assert_eq!(t.counters.suspect_sequence, 1, "{:?}", t.counters);
+        // The real 11 comes: 11 and 12 trade, nothing jumped.
+        feed(&mut t, 14, &trade(11), None);
+        assert_eq!(t.sequencer().next_seq(), 13);
+        assert_eq!((t.counters.gap_messages, t.counters.late_messages), (0, 0));
+        assert_eq!(t.counters.ticks, 12);
+    }
+
+    /// While a gap is held the feed is flowing: a forged jump in sequence is never believed
+    /// on the feed's seeming silence.
+    #[test]
+    fn a_held_gap_is_no_silence_for_the_gate() {
+        let mut t = ticker_repairing();
+        for s in 1..=10 {
+            feed(&mut t, s, &trade(s), None);
+        }
+        feed(&mut t, 20, &trade(12), None);
+        // 10 ms later (past the 1 ms quiet window), two forged packets far ahead in sequence.
+        let far = 12 + 5_000;
+        feed(&mut t, 10_000_020, &trade(far), None);
+        feed(&mut t, 10_000_030, &trade(far + 1), None);
+        assert_eq!(t.counters.jumps_confirmed, 0, "{:?}", t.counters);
+        assert!(t.sequencer().next_seq() < far);
+    }
+
+    /// A longer packet at a held one's first number is held beside it: nothing it carries
+    /// that the shorter lacked is lost as a duplicate.
+    #[test]
+    fn a_longer_packet_at_a_held_first_number_is_not_a_duplicate() {
+        let mut t = ticker_repairing();
+        for s in 1..=10 {
+            feed(&mut t, s, &trade(s), None);
+        }
+        let two = |first: u64| {
+            let mut buf = [0u8; 1500];
+            let session = Session::new(paths::market::SESSION).unwrap();
+            let mut b = PacketBuilder::new(&mut buf, session, first).unwrap();
+            for s in first..first + 2 {
+                let p = trade(s);
+                b.push(&p[22..]).unwrap();
+            }
+            b.finish().to_vec()
+        };
+        feed(&mut t, 12, &trade(12), None);
+        feed(&mut t, 13, &two(12), None);
+        assert_eq!(t.counters.duplicate_messages, 0, "held beside it");
+        feed(&mut t, 14, &trade(11), None);
+        assert_eq!(t.sequencer().next_seq(), 14, "12 and 13 both in");
+        assert_eq!((t.counters.duplicate_messages, t.counters.ticks), (1, 13));
+    }
+
+    /// The hold's wait is the earliest held packet's: a packet that comes to its head later
+    /// (a lower number) doesn't extend it.
+    #[test]
+    fn the_holds_wait_is_bounded_by_its_first_packet() {
+        let mut t = ticker_repairing();
+        for s in 1..=10 {
+            feed(&mut t, s, &trade(s), None);
+        }
+        feed(&mut t, 0, &trade(20), None);
+        feed(&mut t, 40_000_000, &trade(15), None);
+        assert_eq!(t.waiting_due(), Some(Nanos(50_000_000)));
+    }
+
+    /// A heartbeat's claim while a gap is held waits in the hold: the held packets are not
+    /// passed as a gap, and come in order once the gap is filled.
+    #[test]
+    fn a_heartbeats_claim_waits_in_the_hold() {
+        let mut t = ticker_repairing();
+        for s in 1..=10 {
+            feed(&mut t, s, &trade(s), None);
+        }
+        feed(&mut t, 12, &trade(12), None);
+        // The program dropped 13..20 and says so on a heartbeat numbered 20.
+        let mut hb = trade(20);
+        hb.truncate(20);
+        hb[18..20].copy_from_slice(&0u16.to_be_bytes());
+        feed(&mut t, 13, &hb, Some(Claim { from: 13, to: 20 }));
+        assert_eq!(t.sequencer().next_seq(), 11, "still at the gap");
+        feed(&mut t, 14, &trade(11), None);
+        let c = t.counters;
+        assert_eq!(t.sequencer().next_seq(), 20, "{c:?}");
+        assert_eq!(
+            (c.gap_messages, c.late_messages, c.filtered_skipped),
+            (0, 0, 7),
+            "{c:?}"
+        );
+        assert_eq!(c.ticks, 12);
+    }
+}

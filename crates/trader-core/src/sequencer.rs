@@ -341,8 +341,13 @@ impl Sequencer {
             && self.base.is_some()
         {
             // The filter's run before an end or a heartbeat (which the program passes without
-            // ending the run): the numbers up to it were dropped whole and in order.
-            self.try_claim(claim, packet.sequence(), cx.counters);
+            // ending the run): the numbers up to it were dropped whole and in order. Behind a
+            // book's held gap (or past one) it waits in the hold, taken in its turn.
+            if self.must_hold_claim(claim) {
+                self.hold_claim(claim, cx);
+            } else {
+                self.try_claim(claim, packet.sequence(), cx.counters);
+            }
         }
         if packet.is_end_of_session() {
             return self.on_end_of_session(session, packet.sequence(), cx);
@@ -365,13 +370,15 @@ impl Sequencer {
         let max_jump = self.rules.max_jump;
         if self.base.is_some() {
             if let Some(r) = &self.repair {
-                // While a book's gap is held, a jump is measured from what is held, and from
-                // where the filter's run before the packet began.
+                // While a book's gap is held, a jump is measured from what is held, or from
+                // the end of the filter's run before the packet if that run begins in reach:
+                // always from the packet's own first number (a forged packet far ahead
+                // carries the run it broke, and is the gate's business, never a hold's).
                 let ahead = r.end().map_or(self.next_seq, |e| e.max(self.next_seq));
-                let start = claim
-                    .filter(|c| c.to <= first)
-                    .map_or(first, |c| c.from.min(first));
-                if start <= ahead.saturating_add(max_jump)
+                let reach = claim
+                    .filter(|c| c.to <= first && c.from <= ahead.saturating_add(max_jump))
+                    .map_or(ahead, |c| c.to.max(ahead));
+                if first <= reach.saturating_add(max_jump)
                     && self.must_hold(first, claim)
                     && self.hold_behind_gap(payload, first, next, claim, false, cx)
                 {
@@ -381,7 +388,11 @@ impl Sequencer {
                     return PacketOutcome::Data;
                 }
             }
-            if let Some(claim) = claim {
+            // While a book's gap is held, claims are taken in the hold only: a packet that
+            // goes past it (in order, or to the gate) carries none that applies.
+            if let Some(claim) = claim
+                && !self.repair.as_ref().is_some_and(|r| r.holding())
+            {
                 self.try_claim(claim, first, cx.counters);
             }
             if first <= self.next_seq.saturating_add(max_jump) {
@@ -488,7 +499,11 @@ impl Sequencer {
     /// the feed has been silent [`FeedRules::quiet_ns`] at the current packet's receive time,
     /// and `at` is within what the feed could have produced in that silence.
     fn stream_stopped(&mut self, feed_next: u64, at: u64) -> bool {
-        if feed_next != self.next_seq || self.lines.as_ref().is_some_and(|l| l.any_waiting()) {
+        // Packets waiting (for the other line, or behind a book's gap) are the feed flowing.
+        if feed_next != self.next_seq
+            || self.lines.as_ref().is_some_and(|l| l.any_waiting())
+            || self.repair.as_ref().is_some_and(|r| r.holding())
+        {
             return false;
         }
         let since = match self.last_feed {
@@ -557,10 +572,14 @@ impl Sequencer {
             return PacketOutcome::Data;
         }
         let first = packet.sequence();
-        let next = first.saturating_add(u64::from(packet.block_count()));
-        if self.is_repairing() && self.base.is_some() && next > self.next_seq {
+        let next = first.checked_add(u64::from(packet.block_count()));
+        if self.is_repairing()
+            && self.base.is_some()
+            && let Some(next) = next.filter(|&n| n > self.next_seq)
+        {
+            // Every number of it asked for, the ones behind the next number too.
             let asked = |seq| self.recovery.as_ref().is_some_and(|r| r.asked(seq));
-            if (first.max(self.next_seq)..next).all(asked) {
+            if (first..next).all(asked) {
                 if first > self.next_seq
                     && self.hold_behind_gap(payload, first, next, None, true, cx)
                 {
@@ -748,11 +767,15 @@ impl Sequencer {
         let Some(r) = self.repair.as_mut() else {
             return false;
         };
-        if r.has(first) {
+        if r.has(first, next) {
             cx.counters.duplicate_messages += next - first;
             return true;
         }
-        let due = self.rx.after(r.wait_ns);
+        // No later than the earliest held packet's wait: a packet that comes to the head of
+        // the hold never extends it.
+        let due = r.earliest_due().map_or(self.rx.after(r.wait_ns), |d| {
+            d.min(self.rx.after(r.wait_ns))
+        });
         let what = if recovered {
             What::Answer
         } else {
@@ -799,8 +822,53 @@ impl Sequencer {
                 c.retransmit_gave_up = c.retransmit_gave_up.saturating_add(gave_up);
             }
         }
-        cx.counters.repair_held_packets += 1;
+        if !recovered {
+            cx.counters.repair_held_packets += 1;
+        }
         true
+    }
+
+    /// Whether a claim that came on a heartbeat or an end of session waits in the book's
+    /// hold: something is held, or the run begins past the next number (a gap before it).
+    fn must_hold_claim(&self, claim: Claim) -> bool {
+        self.is_repairing()
+            && claim.to > self.next_seq
+            && (self.repair.as_ref().is_some_and(|r| r.holding()) || claim.from > self.next_seq)
+    }
+
+    /// Holds `claim` (from a heartbeat or an end of session) as an entry of its own, what is
+    /// missing before it queued for recovery; taken at once if nothing is missing. A full
+    /// hold goes on at once and takes the claim as without a book.
+    #[inline(never)]
+    #[cold]
+    fn hold_claim(&mut self, claim: Claim, cx: &mut Cx<'_, impl Fn() -> u64, impl Sink>) {
+        let Some(r) = self.repair.as_mut() else {
+            return;
+        };
+        let expected = r.end_before(claim.from).unwrap_or(0).max(self.next_seq);
+        let due = r.earliest_due().map_or(self.rx.after(r.wait_ns), |d| {
+            d.min(self.rx.after(r.wait_ns))
+        });
+        let h = Held {
+            first: claim.from,
+            next: claim.to,
+            what: What::Claim(claim),
+            due,
+            bytes: Vec::new(),
+        };
+        if !r.hold(&[], h) {
+            self.release_repaired(cx, true);
+            self.try_claim(claim, claim.to, cx.counters);
+            return;
+        }
+        if claim.from > expected
+            && let Some(rec) = &mut self.recovery
+        {
+            let gave_up = rec.push(expected, claim.from).0;
+            let c = &mut cx.counters;
+            c.retransmit_gave_up = c.retransmit_gave_up.saturating_add(gave_up);
+        }
+        self.release_repaired(cx, false);
     }
 
     /// Hands on the packets held behind gaps whose turn has come: the numbers before each

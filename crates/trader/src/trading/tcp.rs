@@ -234,6 +234,8 @@ impl TcpOrders {
         if !ready {
             if now.saturating_sub(*started) > CONNECT_TIMEOUT_NS {
                 self.connecting = None;
+                // Orders held for it were never taken: not sent.
+                self.s.unsent(0);
             }
             return;
         }
@@ -248,6 +250,7 @@ impl TcpOrders {
             &true,
         );
         if refused || sock.set_nodelay(true).is_err() || stamped.is_err() {
+            self.s.unsent(0);
             return;
         }
         if let Some((us, prefer, budget)) = self.busy_poll
@@ -585,6 +588,18 @@ impl OrderSink for TcpOrders {
     #[inline]
     fn send(&mut self, order: &OrderRepr) -> bool {
         let state = self.s.client.state();
+        if self.sock.is_none() && self.connecting.is_some() && !self.s.ended {
+            // A connection under way: held for its login, as the userspace TCP holds an order
+            // made while its SYN is out (one rule for both transports: held while a connection
+            // or a login is being made, not sent when none is).
+            let mut packet = [0u8; ORDER_PACKET];
+            let Some((_, packet)) = self.s.encode(order, &mut packet) else {
+                return false;
+            };
+            self.s.hold(packet);
+            self.s.sent(packet);
+            return true;
+        }
         // No session, or one the exchange has ended: nothing can be taken.
         let (Some(sock), false) = (
             &mut self.sock,
