@@ -151,7 +151,7 @@ pub struct OrderSessionReport {
     #[serde(default)]
     pub refused_streams: u64,
     /// Orders whose Order Accepted or Rejected never came: passed by a later order's answer,
-    /// awaited for a second (the answer deadline), or still awaited at the end. 0 on a healthy
+    /// awaited for 10 s (the answer deadline), or still awaited at the end. 0 on a healthy
     /// session.
     #[serde(default)]
     pub unanswered: u64,

@@ -25,8 +25,9 @@ use wire::{
 /// Orders awaited, and accepted orders open, kept at most (the oldest dropped past it).
 const KEPT: usize = 1 << 16;
 /// An order whose Order Accepted (or Rejected) hasn't come this long after it went is given
-/// up as unanswered.
-pub(super) const DEADLINE_NS: u64 = 1_000_000_000;
+/// up as unanswered: well past a TCP retransmission's (smoltcp's floor is 1 s) and a slow
+/// login's, short of SoupBinTCP's 15 s dead-peer timeout.
+pub(super) const DEADLINE_NS: u64 = 10_000_000_000;
 
 /// What an order said that its answers must repeat.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,6 +127,14 @@ impl Answers {
         {
             self.awaited.pop_front();
             r.unanswered += 1;
+        }
+    }
+
+    /// The last `n` orders sent never left (held for a login that never came, or queued
+    /// behind a write when the connection went): no longer awaited.
+    pub(super) fn forget_last(&mut self, n: u64) {
+        for _ in 0..n {
+            self.awaited.pop_back();
         }
     }
 
@@ -344,10 +353,13 @@ mod tests {
         let mut r = OrderSessionReport::default();
         a.sent(terms(1, 100, 5), 1_000, 1_000);
         a.sent(terms(2, 100, 5), 0, 500_000_000);
+        a.sent(terms(3, 100, 5), 0, 600_000_000);
         a.expire(1_000 + DEADLINE_NS - 1, &mut r);
         assert_eq!(r.unanswered, 0, "not yet");
         a.expire(1_000 + DEADLINE_NS, &mut r);
         assert_eq!(r.unanswered, 1, "order 1");
+        // Order 3 never left (its connection went first): not awaited, not unanswered.
+        a.forget_last(1);
         a.finish(&mut r);
         assert_eq!(r.unanswered, 2, "order 2, awaited at the end");
     }

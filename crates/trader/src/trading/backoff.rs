@@ -2,18 +2,23 @@
 //! client, not as fast as the loop can. The first try after a connection is lost comes after
 //! [`FIRST_NS`]; each try that doesn't log in doubles the wait, up to [`MAX_NS`]; each wait is
 //! jittered (half of it fixed, the other half drawn), so many clients cut off together don't
-//! come back in step; a login starts the count again. A gateway that is down for two seconds
+//! come back in step; a login that holds for [`STABLE_NS`] starts the count again (one that
+//! drops at once, a gateway that takes logins and then closes, keeps it growing). A gateway that is down for two seconds
 //! sees about a dozen SYNs, not the thousands a 1 ms retry would send.
 
 /// The wait before the first try after a loss (ns).
 pub const FIRST_NS: u64 = 1_000_000;
 /// The longest wait between two tries (ns).
 pub const MAX_NS: u64 = 1_000_000_000;
+/// How long a login must hold before the waits start over (ns).
+pub const STABLE_NS: u64 = 1_000_000_000;
 
 /// The tries since the last login, and the jitter's generator.
 #[derive(Debug, Clone)]
 pub struct Backoff {
     tries: u32,
+    /// Since when the session has been logged in (`None`: it isn't).
+    up_since: Option<u64>,
     /// xorshift64* state (never 0).
     state: u64,
 }
@@ -23,6 +28,7 @@ impl Backoff {
     pub fn new(seed: u64) -> Backoff {
         Backoff {
             tries: 0,
+            up_since: None,
             state: seed | 1,
         }
     }
@@ -39,8 +45,23 @@ impl Backoff {
         half + self.draw() % (half + 1)
     }
 
-    /// A login: the next loss starts from [`FIRST_NS`] again.
-    pub fn logged_in(&mut self) {
+    /// The session is logged in at `now` (called by each service while it is): once it has
+    /// held for [`STABLE_NS`], the next loss starts from [`FIRST_NS`] again.
+    pub fn up(&mut self, now: u64) {
+        let since = *self.up_since.get_or_insert(now);
+        if now.saturating_sub(since) >= STABLE_NS {
+            self.tries = 0;
+        }
+    }
+
+    /// The session is gone.
+    pub fn down(&mut self) {
+        self.up_since = None;
+    }
+
+    /// A login that held (a test's shortcut for [`Backoff::up`] over [`STABLE_NS`]).
+    #[cfg(test)]
+    fn logged_in(&mut self) {
         self.tries = 0;
     }
 
@@ -94,6 +115,23 @@ mod tests {
             tries += 1;
         }
         assert!((10..=14).contains(&tries), "{tries}");
+    }
+
+    /// A login that drops at once (a gateway that takes logins, then closes) keeps the waits
+    /// growing; one that holds a second starts them over.
+    #[test]
+    fn only_a_login_that_holds_starts_the_waits_over() {
+        let mut b = Backoff::new(3);
+        for _ in 0..5 {
+            b.next_wait();
+        }
+        b.up(0);
+        b.up(STABLE_NS - 1);
+        b.down();
+        assert_eq!(b.tries(), 5, "a login of under a second");
+        b.up(10);
+        b.up(10 + STABLE_NS);
+        assert_eq!(b.tries(), 0);
     }
 
     /// Two clients seeded apart don't retry in step.

@@ -8,8 +8,9 @@
 //! the window is dropped silently. A SYN on a synchronized connection gets a challenge ACK
 //! and is dropped, whatever its number (§4). The checks sit in the device, between the RX
 //! ring and smoltcp, not in smoltcp: no fork to keep, and the device already reads every
-//! segment both ways (it learns RCV.NXT from what smoltcp acknowledges and from the in-order
-//! segments it hands on).
+//! segment both ways (it learns RCV.NXT from what smoltcp acknowledges: behind smoltcp's own
+//! between a segment and its ACK at worst, never ahead, so the exchange's exact RST is at
+//! worst challenged, and its answer to the challenge taken).
 //!
 //! Challenge ACKs are rate-limited ([`CHALLENGE_EVERY_NS`]): a flood of forged RSTs can't
 //! become a flood of ACKs to the gateway. §5's check of the ACK field of data segments is not

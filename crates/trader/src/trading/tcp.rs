@@ -181,7 +181,7 @@ impl TcpOrders {
         }
         self.read(now);
         if self.s.client.state() == soup::ClientState::LoggedIn {
-            self.backoff.logged_in();
+            self.backoff.up(now);
         }
         if let Some(soup::ClientEvent::ServerSilent) = self.s.client.tick(now, &mut self.pending) {
             self.s.report.server_silent += 1;
@@ -296,6 +296,7 @@ impl TcpOrders {
             self.s.report.disconnects += 1;
         }
         self.s.client.disconnected();
+        self.backoff.down();
         self.s.unsent(self.pending_orders);
         self.pending.clear();
         self.pending_orders = 0;
@@ -524,6 +525,8 @@ impl Session {
         let n = (self.held.len() / ORDER_PACKET) as u64 + queued;
         self.report.not_sent += n;
         self.report.sent -= n.min(self.report.sent);
+        // The latest orders sent: no answer will come for them.
+        self.answers.forget_last(n);
         self.held.clear();
     }
 

@@ -166,7 +166,8 @@ struct Seen {
     /// Segments smoltcp built with no TX frame free: dropped (TCP sends them again).
     ring_full: u64,
     /// The gateway's next byte as far as smoltcp has taken it (RCV.NXT): the highest it
-    /// acknowledged, moved on by each in-order segment handed to it since ([`rfc5961`]).
+    /// acknowledged ([`rfc5961`]); behind smoltcp's own between a segment and its ACK, never
+    /// ahead.
     rcv_nxt: Option<u32>,
     /// When the last challenge ACK went (ns; [`rfc5961::CHALLENGE_EVERY_NS`] apart at least).
     last_challenge: u64,
@@ -192,12 +193,16 @@ struct PeerWindow {
 }
 
 impl PeerWindow {
-    /// A segment from the gateway, as smoltcp gets it.
-    fn saw(&mut self, seg: &Segment) {
+    /// A segment from the gateway, as smoltcp gets it, the stream's end on the wire being
+    /// `wire_end`: an acknowledgement behind the last, or of bytes never sent, is no news.
+    fn saw(&mut self, seg: &Segment, wire_end: u32) {
         if seg.flags & SYN != 0 {
             self.theirs = seg.window_scale;
         }
-        if seg.flags & ACK == 0 || self.una.is_some_and(|u| after(u, seg.ack)) {
+        if seg.flags & ACK == 0
+            || self.una.is_some_and(|u| after(u, seg.ack))
+            || (self.una.is_some() && after(seg.ack, wire_end))
+        {
             return;
         }
         // A SYN's window is never scaled.
@@ -556,11 +561,11 @@ impl Dev<'_> {
             seg.flags,
         ) {
             Guard::Pass => {
-                seen.peer.saw(&seg);
-                if seen.rcv_nxt == Some(seg.seq) {
-                    let fin = u32::from(seg.flags & FIN != 0);
-                    seen.rcv_nxt = Some(seg.seq.wrapping_add(seg.payload as u32 + fin));
-                }
+                let wire_end = seen.wire_end;
+                seen.peer.saw(&seg, wire_end);
+                // RCV.NXT moves only with smoltcp's own acknowledgements: behind it at worst,
+                // which makes the exchange's exact RST a challenge its answer settles; never
+                // ahead, which would drop it.
                 true
             }
             Guard::Drop => {
@@ -588,33 +593,41 @@ impl Dev<'_> {
     /// A challenge ACK: smoltcp's last plain segment again, at the stream's end, no payload
     /// (its acknowledgement is smoltcp's own). False if there is no template or no TX frame.
     fn challenge_ack(&mut self) -> bool {
-        use xdp_common::layout::{ipv4, tcp as l4};
-        let Some((template, hlen)) = self.seen.template else {
-            return false;
-        };
-        let (eth, seq, ip_id) = (self.eth, self.seen.wire_end, self.seen.ip_id);
-        let Ok(total16) = u16::try_from(hlen) else {
-            return false;
-        };
-        let sent = self.tx.send(|frame| {
-            let buf = frame.get_mut(..ETH + hlen)?;
-            buf[..ETH].copy_from_slice(&eth);
-            let ip = &mut buf[ETH..];
-            ip.copy_from_slice(&template[..hlen]);
-            ip[ipv4::TOTAL_LEN].copy_from_slice(&total16.to_be_bytes());
-            headers(ip, seq, ip_id);
-            ip[ipv4::HEADER_LEN + l4::FLAGS] = ACK;
-            let tcp_sum = !xdp_common::checksum::fold(xdp_common::checksum::tcp_sum(ip));
-            ip[ipv4::HEADER_LEN..][l4::CHECKSUM].copy_from_slice(&tcp_sum.to_be_bytes());
-            Some(ETH + hlen)
-        });
-        if sent.is_err() {
-            return false;
-        }
-        self.seen.ip_id = ip_id.wrapping_add(1);
-        self.seen.queued += 1;
-        true
+        bare_segment(self.tx, self.eth, self.seen, ACK)
     }
+}
+
+/// A segment without payload from smoltcp's last plain one (its acknowledgement and window
+/// smoltcp's own), at the stream's end on the wire, with `flags`, onto `tx`: a challenge ACK,
+/// or the RST that ends a connection at exactly the number the gateway expects next. False
+/// if there is no template or no TX frame.
+fn bare_segment(tx: &mut XskTx, eth: [u8; ETH], seen: &mut Seen, flags: u8) -> bool {
+    use xdp_common::layout::{ipv4, tcp as l4};
+    let Some((template, hlen)) = seen.template else {
+        return false;
+    };
+    let (seq, ip_id) = (seen.wire_end, seen.ip_id);
+    let Ok(total16) = u16::try_from(hlen) else {
+        return false;
+    };
+    let sent = tx.send(|frame| {
+        let buf = frame.get_mut(..ETH + hlen)?;
+        buf[..ETH].copy_from_slice(&eth);
+        let ip = &mut buf[ETH..];
+        ip.copy_from_slice(&template[..hlen]);
+        ip[ipv4::TOTAL_LEN].copy_from_slice(&total16.to_be_bytes());
+        headers(ip, seq, ip_id);
+        ip[ipv4::HEADER_LEN + l4::FLAGS] = flags;
+        let tcp_sum = !xdp_common::checksum::fold(xdp_common::checksum::tcp_sum(ip));
+        ip[ipv4::HEADER_LEN..][l4::CHECKSUM].copy_from_slice(&tcp_sum.to_be_bytes());
+        Some(ETH + hlen)
+    });
+    if sent.is_err() {
+        return false;
+    }
+    seen.ip_id = ip_id.wrapping_add(1);
+    seen.queued += 1;
+    true
 }
 
 fn instant(ns: u64) -> Instant {
@@ -713,12 +726,14 @@ impl XdpTcp {
         self.reset_after = None;
         self.withdraw_segment();
         self.s.report.resets_injected += 1;
-        // smoltcp has every byte sent fast first, so its RST carries the next sequence number
-        // (one below what the exchange took would be refused, RFC 5961).
+        // The RST at exactly the stream's end on the wire, fast-sent bytes included: the number
+        // the exchange expects next (one below would be refused, RFC 5961; smoltcp's own RST
+        // carries the last number it put out, behind bytes its window held back).
         self.shadow_out(tx);
+        bare_segment(tx, self.eth, &mut self.seen, RST | ACK);
         self.sockets.get_mut::<tcp::Socket>(self.handle).abort();
         let now = now_ns();
-        // The RST goes out now (behind the turn's orders on the ring).
+        // smoltcp's RST goes too (behind ours, refused as a repeat or challenged).
         self.egress(now, tx);
         self.lost();
         // And the next connection is under way at once (its SYN behind the RST): orders made
@@ -902,7 +917,8 @@ impl XdpTcp {
             && field(ipv4::SRC) == Some(&self.gateway.ip().octets())
             && field(ipv4::DST) == Some(&self.ours.octets())
             && field(at(ipv4::HEADER_LEN, l4::SRC_PORT))
-                == Some(&self.gateway.port().to_be_bytes());
+                == Some(&self.gateway.port().to_be_bytes())
+            && field(at(ipv4::HEADER_LEN, l4::DST_PORT)) == Some(&self.local_port.to_be_bytes());
         if !session {
             return false;
         }
@@ -1150,18 +1166,28 @@ impl XdpTcp {
         let gone = match state {
             // The exchange closed its side (a FIN): nothing more will be answered.
             tcp::State::CloseWait | tcp::State::LastAck => true,
-            // A SYN unanswered for long: given up, as the kernel session's connect is.
-            tcp::State::SynSent => now.saturating_sub(self.connect_started) > CONNECT_TIMEOUT_NS,
             _ => false,
         };
         if gone {
             self.lost();
+        }
+        if state == tcp::State::SynSent
+            && now.saturating_sub(self.connect_started) > CONNECT_TIMEOUT_NS
+        {
+            // A SYN unanswered for long: given up, as the kernel session's connect is; the
+            // next try is the backoff's (below), no connection having been lost.
+            self.sockets.get_mut::<tcp::Socket>(self.handle).abort();
+            self.steer(0);
         }
         let state = self.sockets.get::<tcp::Socket>(self.handle).state();
         match (state, self.s.client.state()) {
             (tcp::State::Closed | tcp::State::TimeWait, _) => {
                 if self.s.client.state() != soup::ClientState::Disconnected {
                     self.lost();
+                } else if !self.s.held.is_empty() {
+                    // The connection they were held for never came (a refused or unanswered
+                    // SYN): never sent late into a later one.
+                    self.s.unsent(0);
                 }
                 if now >= self.next_connect {
                     self.next_connect = now + self.backoff.next_wait();
@@ -1181,7 +1207,7 @@ impl XdpTcp {
         }
         self.read(now);
         if self.s.client.state() == soup::ClientState::LoggedIn {
-            self.backoff.logged_in();
+            self.backoff.up(now);
         }
         if let Some(soup::ClientEvent::ServerSilent) = self.s.client.tick(now, &mut self.out) {
             self.s.report.server_silent += 1;
@@ -1218,6 +1244,10 @@ impl XdpTcp {
         // Before the SYN: the gateway's answer must find the port live.
         self.steer(self.local_port);
         let remote = (IpAddress::Ipv4(*self.gateway.ip()), self.gateway.port());
+        // What the old connection left queued is not the new one's.
+        while let Some(b) = self.rx.pop_front() {
+            self.pool.push(b);
+        }
         let socket = self.sockets.get_mut::<tcp::Socket>(self.handle);
         socket.abort();
         if let Err(e) = socket.connect(self.iface.context(), remote, self.local_port) {
@@ -1284,6 +1314,7 @@ impl XdpTcp {
         self.withdraw_segment();
         // Nothing of the old connection reaches the stack (nor the kernel) any more.
         self.steer(0);
+        self.backoff.down();
         self.s.report.disconnects += 1;
         self.s.client.disconnected();
         self.sockets.get_mut::<tcp::Socket>(self.handle).abort();
@@ -1472,16 +1503,16 @@ mod tests {
         );
         // Both SYNs offered a scale of 7: the SYN-ACK's own window unscaled, later ones << 7.
         p.ours = Some(7);
-        p.saw(&seg(1_000, 512, SYN | ACK, Some(7)));
+        p.saw(&seg(1_000, 512, SYN | ACK, Some(7)), 1_000);
         assert_eq!(p.room(1_000), Some(512));
-        p.saw(&seg(1_000, 512, ACK, None));
+        p.saw(&seg(1_000, 512, ACK, None), 1_000);
         assert_eq!(p.room(1_000), Some(512 << 7));
         assert_eq!(p.room(1_000 + (512 << 7) - 10), Some(10));
         // A zero window: no room at all, and bytes past the edge are no room either.
-        p.saw(&seg(2_000, 0, ACK, None));
+        p.saw(&seg(2_000, 0, ACK, None), 2_000);
         assert_eq!((p.room(2_000), p.room(2_050)), (Some(0), Some(0)));
         // An older acknowledgement than the last changes nothing.
-        p.saw(&seg(1_500, 65_535, ACK, None));
+        p.saw(&seg(1_500, 65_535, ACK, None), 1_500);
         assert_eq!(p.room(2_000), Some(0));
         // Across the wrap of sequence space: forward past it is newer, back behind it older.
         let mut w = PeerWindow {
@@ -1489,20 +1520,20 @@ mod tests {
             theirs: Some(0),
             ..PeerWindow::default()
         };
-        w.saw(&seg(u32::MAX - 5, 100, ACK, None));
-        w.saw(&seg(10, 300, ACK, None));
+        w.saw(&seg(u32::MAX - 5, 100, ACK, None), u32::MAX - 5);
+        w.saw(&seg(10, 300, ACK, None), 10);
         assert_eq!(w.room(10), Some(300));
         assert_eq!(
             w.room(u32::MAX - 5),
             Some(316),
             "the edge is 310, past the wrap"
         );
-        w.saw(&seg(u32::MAX - 5, 65_535, ACK, None));
+        w.saw(&seg(u32::MAX - 5, 65_535, ACK, None), u32::MAX - 5);
         assert_eq!(w.room(10), Some(300), "behind the last: ignored");
         // Only one side offered a scale: none is used.
         let mut q = PeerWindow::default();
-        q.saw(&seg(10, 600, SYN | ACK, Some(7)));
-        q.saw(&seg(10, 600, ACK, None));
+        q.saw(&seg(10, 600, SYN | ACK, Some(7)), 10);
+        q.saw(&seg(10, 600, ACK, None), 10);
         assert_eq!(q.room(10), Some(600));
     }
 
