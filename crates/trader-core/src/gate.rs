@@ -52,7 +52,10 @@
 //!   silent for `s` ≥ `quiet_ns` (a quiet market), two forged packets in sequence can move the
 //!   trader up to `max_rate` × `s` + `max_jump` ahead, or end the run with an end of session
 //!   sent twice that far ahead. A forger on both lines of an A/B feed confirms a jump with its
-//!   copy. An end of session at the feed's next number ends the run at once.
+//!   copy. An end of session at the feed's next number is believed on its repeat after the
+//!   feed stopped, or on the feed's silence for `quiet_ns` after it: one forged while the feed
+//!   flows costs nothing (the next real packet passes it); in a quiet market it ends the run
+//!   `quiet_ns` later.
 //! - **Heartbeats** say nothing the trader acts on: whatever their sequence number, they count
 //!   in `heartbeats` (the feed is alive) and never move the expected number, confirm a jump or
 //!   count as the feed advancing.

@@ -128,8 +128,20 @@ fn run_at(t: &mut Trader, arrivals: &[(u64, Line, Vec<u8>)]) -> (Vec<(u64, bool)
         t.settle();
         ended |= out == PacketOutcome::EndOfSession;
     }
+    ended |= !ended && after_the_feed(t);
     t.finish();
     (orders, ended)
+}
+
+/// The feed's silence after its last packet: an end of session at the feed's next number
+/// (not repeated) is taken once the feed stays silent after it. Whether it ended the run.
+fn after_the_feed(t: &mut Trader) -> bool {
+    let Some(due) = t.waiting_due() else {
+        return false;
+    };
+    let out = t.release_due(due, || 0, |_| true);
+    t.settle();
+    out == PacketOutcome::EndOfSession
 }
 
 /// Feeds `packets`; returns the orders' (tick sequence number, buy?) and whether a packet
@@ -149,6 +161,7 @@ fn run(t: &mut Trader, packets: &[Vec<u8>]) -> (Vec<(u64, bool)>, bool) {
         t.settle();
         ended |= out == PacketOutcome::EndOfSession;
     }
+    ended |= !ended && after_the_feed(t);
     t.finish();
     (orders, ended)
 }

@@ -206,21 +206,26 @@ impl Trader {
         self.desk.book_work()
     }
 
-    /// When the first packet waiting for the other line of an A/B feed stops waiting; `None`
-    /// when nothing waits. The loop calls [`Trader::release_due`] then, if no packet came to
-    /// do it.
+    /// When the first packet waiting for the other line of an A/B feed (or behind a book's
+    /// gap) stops waiting, or an end of session at the feed's next number is believed on the
+    /// feed's silence; `None` when nothing waits. The loop calls [`Trader::release_due`] then,
+    /// if no packet came to do it.
     #[inline]
     pub fn waiting_due(&self) -> Option<Nanos> {
         self.sequencer.waiting_due()
     }
 
-    /// Trades the packets whose wait for the other line is over by `clock`, sending their
-    /// orders through `emit`. Call [`Trader::settle`] after the orders are out.
+    /// Trades the packets whose wait for the other line (or a book's for the re-request
+    /// server) is over by `clock`, sending their orders through `emit`; then takes an end of
+    /// session at the feed's next number that the feed stayed silent after
+    /// ([`PacketOutcome::EndOfSession`]: the run is over). Call [`Trader::settle`] after the
+    /// orders are out.
     pub fn release_due(
         &mut self,
+        now: Nanos,
         clock: impl Fn() -> u64,
         mut emit: impl FnMut(&OrderRepr) -> bool,
-    ) {
+    ) -> PacketOutcome {
         let mut sink = ToDesk {
             desk: &mut self.desk,
             clock: &clock,
@@ -231,7 +236,7 @@ impl Trader {
             clock: &clock,
             sink: &mut sink,
         };
-        self.sequencer.release_due(&mut cx);
+        self.sequencer.release_due(now, &mut cx)
     }
 
     /// Packets of the feed so far (messages taken in sequence, late or duplicate, or from
@@ -801,25 +806,64 @@ mod tests {
         assert_eq!(t.counters.suspect_sequence, 0, "confirmed");
     }
 
+    /// An end of session at the feed's next number is believed on its repeat after the feed
+    /// stopped, or on the feed's silence after it (`release_due`), never while the feed flows
+    /// (a forger's end between two real packets costs nothing); one behind the feed or past
+    /// it, never on its own.
     #[test]
-    fn an_end_of_session_at_the_next_number_ends_at_once_and_one_elsewhere_never() {
-        let mut t = trader();
-        feed(&mut t, &packet(1, &[&trade(1)]));
+    fn an_end_of_session_at_the_next_number_ends_on_its_repeat_or_silence_and_one_elsewhere_never()
+    {
+        const MS: u64 = 1_000_000;
         let eos = |n: u64| {
             let mut e = packet(n, &[]);
             e[18..20].copy_from_slice(&moldudp64::END_OF_SESSION.to_be_bytes());
             e
         };
-        for lie in [1, 7, 1 << 40] {
-            assert_eq!(t.on_packet(&eos(lie), || 0, |_| true), PacketOutcome::Data);
+        for repeat in [true, false] {
+            let mut t = trader();
+            t.arrived(Nanos(10 * MS));
+            feed(&mut t, &packet(1, &[&trade(1)]));
+            for lie in [1, 7, 1 << 40] {
+                assert_eq!(t.on_packet(&eos(lie), || 0, |_| true), PacketOutcome::Data);
+            }
+            assert_eq!(t.counters.suspect_sequence, 3);
+            // A forged end at the next number while the feed flows: the feed's next packet
+            // goes past it, and nothing ends on the silence the forger hoped for.
+            t.arrived(Nanos(10 * MS + 100));
+            assert_eq!(t.on_packet(&eos(2), || 0, |_| true), PacketOutcome::Data);
+            assert_eq!(t.counters.suspect_sequence, 4);
+            t.arrived(Nanos(10 * MS + 200));
+            feed(&mut t, &packet(2, &[&trade(2)]));
+            assert_eq!(t.counters.ticks, 2, "the feed goes on");
+            assert!(t.waiting_due().is_none(), "the feed passed the forged end");
+            assert_eq!(
+                t.release_due(Nanos(20 * MS), || 0, |_| true),
+                PacketOutcome::Data
+            );
+            // The real end: once, then (repeated 2 ms on, or) silence.
+            t.arrived(Nanos(10 * MS + 300));
+            assert_eq!(t.on_packet(&eos(3), || 0, |_| true), PacketOutcome::Data);
+            let due = t
+                .waiting_due()
+                .expect("an end the feed's silence may confirm");
+            assert_eq!(due, Nanos(11 * MS + 300));
+            assert_eq!(
+                t.release_due(Nanos(due.ns() - 1), || 0, |_| true),
+                PacketOutcome::Data,
+                "not before the feed was silent a full quiet_ns"
+            );
+            let out = if repeat {
+                t.arrived(Nanos(12 * MS + 300));
+                t.on_packet(&eos(3), || 0, |_| true)
+            } else {
+                t.release_due(due, || 0, |_| true)
+            };
+            assert_eq!(out, PacketOutcome::EndOfSession, "repeat: {repeat}");
+            assert_eq!(t.counters.gap_messages, 0);
+            assert_eq!(
+                t.counters.suspect_sequence, 4,
+                "the real end's claim taken back"
+            );
         }
-        assert_eq!(t.counters.suspect_sequence, 3);
-        feed(&mut t, &packet(2, &[&trade(2)]));
-        assert_eq!(t.counters.ticks, 2, "the feed goes on");
-        assert_eq!(
-            t.on_packet(&eos(3), || 0, |_| true),
-            PacketOutcome::EndOfSession
-        );
-        assert_eq!(t.counters.gap_messages, 0);
     }
 }

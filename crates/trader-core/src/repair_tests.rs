@@ -116,7 +116,7 @@ fn run_fed<'a>(
         t.arrived(Nanos(now));
         t.on_packet_claimed(Line::A, p, claim, || now, &mut emit);
         if t.waiting_due().is_some_and(|d| d.ns() <= now) {
-            t.release_due(|| now, &mut emit);
+            t.release_due(Nanos(now), || now, &mut emit);
         }
         t.settle();
         if let Some(req) = t.next_request(Nanos(now))
@@ -271,8 +271,9 @@ fn behind_the_driver_filter_a_lost_packet_is_recovered_in_order() {
     );
 }
 
-/// The feed's end of session right behind a held gap ends the run at once: the held packets
-/// go on past the gap (given up, its numbers a gap) rather than leave the end unbelieved.
+/// The feed's end of session right behind a held gap gives the gap up at once: the held
+/// packets go on past the gap (its numbers a gap) rather than leave the end unbelieved; the end
+/// itself is then believed on the feed's silence after it, as any end at the next number.
 #[test]
 fn an_end_of_session_behind_a_held_gap_ends_the_run_and_gives_the_gap_up() {
     let (packets, _) = day(3, 100);
@@ -288,7 +289,16 @@ fn an_end_of_session_behind_a_held_gap_ends_the_run_and_gives_the_gap_up() {
     let mut eos = answer(&[], end, 0);
     eos[18..20].copy_from_slice(&wire::moldudp64::END_OF_SESSION.to_be_bytes());
     let outcome = t.on_packet_from(Line::A, &eos, || 0, |_| true);
-    assert_eq!(outcome, crate::PacketOutcome::EndOfSession);
+    assert_eq!(
+        outcome,
+        crate::PacketOutcome::Data,
+        "not on one datagram's word"
+    );
+    let due = t.waiting_due().expect("believed on the feed's silence");
+    assert_eq!(
+        t.release_due(due, || 0, |_| true),
+        crate::PacketOutcome::EndOfSession
+    );
     let c = t.counters;
     let lost_messages = u64::from(
         Packet::new_checked(packets[lost].as_slice())

@@ -51,8 +51,9 @@ impl<C, S> std::fmt::Debug for Cx<'_, C, S> {
     }
 }
 
-/// An end of session past the feed's next number: believed when the exchange repeats it after
-/// the feed stopped (see [`Sequencer::on_packet`]).
+/// An end of session not believed yet: believed when the exchange repeats it after the feed
+/// stopped, or (at the feed's next number) when the feed stays silent after it (see
+/// [`Sequencer::on_packet`]).
 #[derive(Debug, Clone, Copy)]
 struct EndClaim {
     /// The number it claims comes after the feed's last message.
@@ -61,6 +62,9 @@ struct EndClaim {
     feed_next: u64,
     /// The datagrams that claimed it, each counted in `suspect_sequence` until believed.
     count: u64,
+    /// When it was first claimed at this `feed_next`: the feed's silence after it counts from
+    /// here.
+    at: Nanos,
 }
 
 /// The sequencer's state (see the [module](self)).
@@ -186,14 +190,35 @@ impl Sequencer {
     pub fn waiting_due(&self) -> Option<Nanos> {
         let line = self.lines.as_ref().and_then(|l| l.head()).map(|w| w.due);
         let gap = self.repair.as_ref().and_then(|r| r.head()).map(|h| h.due);
-        line.into_iter().chain(gap).min()
+        line.into_iter().chain(gap).chain(self.end_due()).min()
     }
 
     /// Hands on the packets whose wait for the other line, or for the re-request server, is
-    /// over by `cx`'s clock.
-    pub fn release_due(&mut self, cx: &mut Cx<'_, impl Fn() -> u64, impl Sink>) {
+    /// over by `cx`'s clock; then takes an end of session at the feed's next number that the
+    /// feed has stayed silent after for [`FeedRules::quiet_ns`] by `now` (returning
+    /// [`PacketOutcome::EndOfSession`]).
+    pub fn release_due(
+        &mut self,
+        now: Nanos,
+        cx: &mut Cx<'_, impl Fn() -> u64, impl Sink>,
+    ) -> PacketOutcome {
         self.release(cx, false);
         self.release_repaired(cx, false);
+        match self.end_due() {
+            Some(due) if now >= due => self.take_end(self.next_seq, cx),
+            _ => PacketOutcome::Data,
+        }
+    }
+
+    /// When an end of session at the feed's next number is believed on the feed's silence:
+    /// [`FeedRules::quiet_ns`] after it was claimed, if no packet advanced the feed since and
+    /// none waits (for the other line, or behind a book's gap).
+    fn end_due(&self) -> Option<Nanos> {
+        let c = self.end_claim?;
+        let waiting = self.lines.as_ref().is_some_and(|l| l.any_waiting())
+            || self.repair.as_ref().is_some_and(|r| r.holding());
+        (c.end == self.next_seq && c.feed_next == self.next_seq && !waiting)
+            .then(|| c.at.after(self.rules.quiet_ns))
     }
 
     /// Per line of an A/B feed (A, then B) and the numbers neither delivered; settled by
@@ -281,13 +306,14 @@ impl Sequencer {
     /// An answer of the re-request server ([`Line::Recovery`]) is taken only for numbers the
     /// trader asked for, counted and never handed on (see [`recovery`](crate::recovery)).
     ///
-    /// An end of session carries the number after the feed's last message. At the feed's next
-    /// number it ends the run at once. Past it (a lost tail, or a lie) it ends the run only
-    /// when the exchange repeats it after the feed stopped: no packet advanced the feed between
-    /// the claim and the repeat (and none waits for the other line), the feed has been silent
-    /// for [`FeedRules::quiet_ns`] when the repeat arrives, and the tail it claims is at most
-    /// [`FeedRules::max_rate`] × that silence + `max_jump`; the tail then counts as a gap.
-    /// Behind the next number, never. Each one not believed counts in `suspect_sequence` (a
+    /// An end of session carries the number after the feed's last message. It ends the run
+    /// only when the exchange repeats it after the feed stopped: no packet advanced the feed
+    /// between the claim and the repeat (and none waits for the other line), the feed has been
+    /// silent for [`FeedRules::quiet_ns`] when the repeat arrives, and the tail it claims is at
+    /// most [`FeedRules::max_rate`] × that silence + `max_jump`; the tail then counts as a gap.
+    /// At the feed's next number the feed's silence for `quiet_ns` after it ends the run too,
+    /// with no repeat ([`Sequencer::release_due`]: the loop calls it when
+    /// [`Sequencer::waiting_due`] says). Behind the next number, never. Each one not believed counts in `suspect_sequence` (a
     /// believed claim takes its earlier datagrams back out). A held jump it continues is
     /// believed, and traded first, under the same rules as a packet continuing it ([`gate`]).
     #[inline]
@@ -641,24 +667,37 @@ impl Sequencer {
         {
             self.believe(i, cx);
         }
-        if end > self.next_seq {
-            // A lost tail, or a lie: believed when the exchange says it again after the feed
-            // stopped, never on one datagram's word nor while the feed flows.
-            let repeat = self.end_claim.filter(|c| c.end == end);
-            if !repeat.is_some_and(|c| self.stream_stopped(c.feed_next, end)) {
-                let count = repeat.map_or(0, |c| c.count) + 1;
-                self.end_claim = Some(EndClaim {
-                    end,
-                    feed_next: self.next_seq,
-                    count,
-                });
-                if self.last_feed.is_none() {
-                    self.quiet_from.get_or_insert(self.rx);
-                }
-                cx.counters.suspect_sequence += 1;
-                return PacketOutcome::Data;
+        // At the next number, the end of the feed; past it, a lost tail; either may be a lie.
+        // Believed when the exchange says it again after the feed stopped (or, at the next
+        // number, when the feed stays silent after it: `release_due`), never on one
+        // datagram's word nor while the feed flows.
+        let repeat = self.end_claim.filter(|c| c.end == end);
+        if !repeat.is_some_and(|c| self.stream_stopped(c.feed_next, end)) {
+            let count = repeat.map_or(0, |c| c.count) + 1;
+            let at = repeat
+                .filter(|c| c.feed_next == self.next_seq)
+                .map_or(self.rx, |c| c.at);
+            self.end_claim = Some(EndClaim {
+                end,
+                feed_next: self.next_seq,
+                count,
+                at,
+            });
+            if self.last_feed.is_none() {
+                self.quiet_from.get_or_insert(self.rx);
             }
+            cx.counters.suspect_sequence += 1;
+            return PacketOutcome::Data;
         }
+        self.take_end(end, cx)
+    }
+
+    /// Takes the end of session at `end` (at or past the next number): the run is over.
+    fn take_end(
+        &mut self,
+        end: u64,
+        cx: &mut Cx<'_, impl Fn() -> u64, impl Sink>,
+    ) -> PacketOutcome {
         if let Some(claim) = self.end_claim
             && claim.end == end
         {

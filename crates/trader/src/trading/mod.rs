@@ -417,13 +417,15 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
                 break Ok(EndReason::IdleTimeout);
             }
         }
-        // An A/B wait that ran out with no packet to end it: its packets go now.
+        // An A/B wait (or a book's) that ran out with no packet to end it: its packets go
+        // now. Or the feed stayed silent after an end of session at its next number: over.
         if let Some(due) = trader.waiting_due() {
             let now = now_ns();
             if now >= due.ns() {
+                let mut outcome = PacketOutcome::Data;
                 io.with_sink(&mut |sink| {
                     let mut sent_any = false;
-                    trader.release_due(clock, |order| {
+                    outcome = trader.release_due(Nanos(now), clock, |order| {
                         let sent = sink.send(order);
                         sent_any |= sent;
                         sent
@@ -433,6 +435,9 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
                     }
                 });
                 trader.settle();
+                if outcome == PacketOutcome::EndOfSession {
+                    break Ok(EndReason::EndOfSession);
+                }
             }
         }
         // Between turns, after the orders: at most one re-request a turn, paced by the trader.
