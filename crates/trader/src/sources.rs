@@ -86,12 +86,20 @@ pub enum Sender {
     Program,
 }
 
+/// Senders a learning line remembers at once (the newest; a new one takes the oldest's place).
+pub const CANDIDATES: usize = 4;
+
 /// Each line's source: pinned, or still to learn.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Sources {
     pinned: [Option<FeedSource>; LINES],
     /// A source pinned by the last packet, for the I/O to pass on (the XDP program).
     fresh: Option<(Line, FeedSource)>,
+    /// Per learning line, the senders of its latest packets, each with the number after its
+    /// last packet's messages: a sender whose next packet starts there continues itself.
+    candidates: [[Option<(SocketAddrV4, u64)>; CANDIDATES]; LINES],
+    /// Per line, the slot the next new sender takes.
+    oldest: [usize; LINES],
 }
 
 impl Sources {
@@ -99,7 +107,7 @@ impl Sources {
     pub fn new(named: [Option<FeedSource>; LINES]) -> Self {
         Sources {
             pinned: named,
-            fresh: None,
+            ..Sources::default()
         }
     }
 
@@ -125,8 +133,42 @@ impl Sources {
         matches!(self.slot(line), Some(None))
     }
 
+    /// A packet of the feed's numbering (`first`, and `next` after its messages) on a line
+    /// still learning its source, from `from`; `feed`: it carried messages of the confirmed
+    /// feed (new ones, or copies of numbers the feed brought). The line is pinned to `from`
+    /// when such a packet continues `from`'s own previous packet exactly: one stranger's
+    /// datagram before the feed (even at its next number, with `--session` and `--first-seq`
+    /// given) never takes a line, it takes two of one sender in sequence. Returns whether it
+    /// pinned the line.
+    pub fn seen(
+        &mut self,
+        line: Line,
+        from: SocketAddrV4,
+        first: u64,
+        next: u64,
+        feed: bool,
+    ) -> bool {
+        let Some(i) = line.index().filter(|&i| i < LINES) else {
+            return false;
+        };
+        let slots = &mut self.candidates[i];
+        let known = slots.iter().position(|c| c.is_some_and(|(a, _)| a == from));
+        let continues = known.is_some_and(|k| slots[k].is_some_and(|(_, n)| n == first));
+        let k = known.unwrap_or_else(|| {
+            let k = self.oldest[i];
+            self.oldest[i] = (k + 1) % CANDIDATES;
+            k
+        });
+        slots[k] = Some((from, next));
+        if continues && feed && self.learning(line) {
+            self.learn(line, from);
+            return !self.learning(line);
+        }
+        false
+    }
+
     /// Pins line `line` to exactly `from` (the datagram that showed the feed).
-    pub fn learn(&mut self, line: Line, from: SocketAddrV4) {
+    fn learn(&mut self, line: Line, from: SocketAddrV4) {
         // Port 0 would mean "any port" to the XDP program: never learned.
         if from.port() == 0 {
             return;
@@ -194,6 +236,39 @@ mod tests {
         }
     }
 
+    /// What takes a learning line: two packets of one sender in sequence, the second carrying
+    /// the confirmed feed's messages. A stranger's single datagram at the feed's next number
+    /// (the one a forger sends first when `--session` and `--first-seq` pin where the feed
+    /// starts) never does, nor do two strangers' packets that continue each other, nor a
+    /// sender's packets out of sequence, nor a sender whose continuing packet carried nothing
+    /// of the feed; a stranger who sends between the feed's packets does not stop it.
+    #[test]
+    fn a_learning_line_is_taken_only_by_a_sender_continuing_itself() {
+        let feed = at([198, 18, 0, 1], 26404);
+        let (s1, s2) = (at([198, 18, 0, 9], 1), at([198, 18, 0, 9], 2));
+        let mut s = Sources::new([None, None]);
+        assert!(!s.seen(Line::A, s1, 1, 2, true), "one stranger's packet");
+        assert!(!s.seen(Line::A, s2, 2, 3, true), "another's continuing it");
+        assert!(!s.seen(Line::A, feed, 1, 2, true));
+        assert!(!s.seen(Line::A, s1, 5, 6, true), "its own, out of sequence");
+        assert!(
+            !s.seen(Line::A, s2, 3, 4, false),
+            "its own, nothing of the feed"
+        );
+        assert!(s.learning(Line::A));
+        assert!(
+            s.seen(Line::A, feed, 2, 3, true),
+            "the feed, continuing itself"
+        );
+        assert_eq!(s.pinned(Line::A), Some(FeedSource::exactly(feed)));
+        assert!(!s.seen(Line::A, feed, 3, 4, true), "pinned once");
+        // A named line never learns.
+        let mut named = Sources::new([Some(FeedSource::exactly(feed)), None]);
+        named.seen(Line::A, s1, 1, 2, true);
+        assert!(!named.seen(Line::A, s1, 2, 3, true));
+        assert_eq!(named.pinned(Line::A), Some(FeedSource::exactly(feed)));
+    }
+
     #[test]
     fn a_learned_source_is_pinned_once_and_then_checked() {
         let mut s = Sources::new([None, None]);
@@ -203,10 +278,16 @@ mod tests {
             Ok(())
         );
         assert!(s.learning(Line::A));
-        s.learn(Line::A, feed);
+        assert!(
+            !s.seen(Line::A, feed, 1, 3, true),
+            "one packet pins nothing"
+        );
+        assert!(s.seen(Line::A, feed, 3, 4, true));
         assert_eq!(s.take_fresh(), Some((Line::A, FeedSource::exactly(feed))));
         assert_eq!(s.take_fresh(), None);
-        s.learn(Line::A, at([198, 18, 0, 9], 1));
+        let stranger = at([198, 18, 0, 9], 1);
+        s.seen(Line::A, stranger, 4, 5, true);
+        assert!(!s.seen(Line::A, stranger, 5, 6, true));
         assert_eq!(s.take_fresh(), None, "pinned once");
         assert_eq!(s.check(Line::A, Sender::Datagram(feed)), Ok(()));
         assert_eq!(

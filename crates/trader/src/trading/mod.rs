@@ -279,7 +279,7 @@ impl<C: Fn() -> u64> PacketHandler for Turn<'_, C> {
         // The next tick's price-independent work, before the next packet.
         self.trader.prepare();
         if learning {
-            self.learn(line, sender, taken);
+            self.learn(line, payload, sender, taken);
         }
         self.last_rx = t_rx;
         if self.first_rx == 0 {
@@ -300,18 +300,27 @@ fn feed_messages(trader: &Trader) -> u64 {
 }
 
 impl<C> Turn<'_, C> {
-    /// A line whose source is still to learn: once the trader has confirmed its feed, the
-    /// first packet on that line that carries the feed's messages (new ones, or copies of
-    /// numbers the feed already brought: line B of an A/B feed is mostly those) names the
-    /// source, pinned from then on.
+    /// A line whose source is still to learn: once the trader has confirmed its feed, a
+    /// packet on that line that carries the feed's messages (new ones, or copies of numbers
+    /// the feed already brought: line B of an A/B feed is mostly those) and continues its
+    /// sender's previous packet in sequence names the source, pinned from then on
+    /// ([`Sources::seen`]).
     #[cold]
-    fn learn(&mut self, line: Line, sender: Sender, taken_before: u64) {
-        if let Sender::Datagram(from) = sender
-            && self.trader.session().is_some()
-            && feed_messages(self.trader) > taken_before
-        {
-            self.sources.learn(line, from);
+    fn learn(&mut self, line: Line, payload: &[u8], sender: Sender, taken_before: u64) {
+        let Sender::Datagram(from) = sender else {
+            return;
+        };
+        let Ok(packet) = wire::moldudp64::Packet::new_checked(payload) else {
+            return;
+        };
+        if packet.is_heartbeat() || packet.is_end_of_session() {
+            return;
         }
+        let first = packet.sequence();
+        let next = first.saturating_add(u64::from(packet.block_count()));
+        let feed = self.trader.session() == Some(packet.session())
+            && feed_messages(self.trader) > taken_before;
+        self.sources.seen(line, from, first, next, feed);
     }
 }
 

@@ -903,6 +903,45 @@ fn datagrams_from_a_source_nobody_named_are_counted_and_never_read() {
     }
 }
 
+/// With the session and start pinned (`--session`, `--first-seq`) and the source learned, a
+/// stranger who sends the feed's next packet first is traded once (the gate can't tell it
+/// from the feed's), but does not take the line: the feed's own second packet in sequence
+/// does, and the stranger's next datagram is counted and never read.
+#[test]
+fn one_strangers_packet_before_the_feed_never_takes_a_learning_line() {
+    let (packets, _) = feed(10);
+    let stranger = SocketAddrV4::new(Ipv4Addr::new(198, 18, 0, 5), 26404);
+    let mut incoming: VecDeque<_> = packets.iter().cloned().collect();
+    let mut senders: VecDeque<_> = std::iter::repeat_n(FEED, packets.len()).collect();
+    incoming.push_front(forged(&packets[0]));
+    senders.push_front(stranger);
+    // The stranger again, continuing its own first packet, once the feed flows.
+    incoming.insert(4, forged(&packets[1]));
+    senders.insert(4, stranger);
+    let mut io = FakeIo::<false> {
+        incoming,
+        senders,
+        ..FakeIo::default()
+    };
+    let mut t = trader();
+    let cfg = LoopConfig {
+        sources: [None, None],
+        ..config(1)
+    };
+    let end = run(
+        &mut io,
+        &mut t,
+        &mut Latency::new(),
+        cfg,
+        &AtomicBool::new(false),
+    )
+    .unwrap();
+    assert_eq!(end.reason, EndReason::EndOfSession);
+    assert_eq!(io.pins, vec![(Line::A, FeedSource::exactly(FEED))]);
+    let c = t.counters;
+    assert_eq!((c.foreign_source_addr, c.ticks), (1, 10), "{c:?}");
+}
+
 /// Line B of an A/B feed, learning its source: its copies come after line A's (every message
 /// a duplicate by then), and still name line B's source: pinned, told to the I/O, and from
 /// then on a stranger on line B is counted and never read.
