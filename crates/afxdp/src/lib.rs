@@ -16,7 +16,7 @@ pub mod host;
 pub mod process;
 #[expect(
     unsafe_code,
-    reason = "busy-poll socket options, SO_RCVBUFFORCE and recvmmsg have no safe wrapper"
+    reason = "busy-poll socket options, SO_RCVBUFFORCE, SO_ATTACH_FILTER, SO_MEMINFO and recvmmsg have no safe wrapper"
 )]
 pub mod sockopt;
 pub mod xdp;

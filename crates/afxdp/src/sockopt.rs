@@ -1,5 +1,5 @@
 //! Socket calls that std and nix have no safe form for: busy-poll options, a forced receive
-//! buffer, `recvmmsg`.
+//! buffer, `recvmmsg`, a classic BPF socket filter and the socket's drop count.
 use anyhow::Context as _;
 
 /// Busy polling on a socket (UDP or AF_XDP): `SO_BUSY_POLL` for `usecs`, optionally
@@ -175,4 +175,59 @@ pub fn recv_stamped(
         })
     });
     Ok((msg.bytes, stamp))
+}
+
+/// Attaches the classic BPF program `code` to socket `fd` as its filter (`SO_ATTACH_FILTER`),
+/// replacing any it had. The kernel checks the program and copies it.
+pub fn attach_filter(fd: std::os::fd::RawFd, code: &[libc::sock_filter]) -> std::io::Result<()> {
+    let len = u16::try_from(code.len()).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "a filter of over 65,535 instructions",
+        )
+    })?;
+    let prog = libc::sock_fprog {
+        len,
+        // The kernel only reads through it.
+        filter: code.as_ptr().cast_mut(),
+    };
+    // SAFETY: `prog` and the `code` it points at are alive for the call and their sizes exact;
+    // the kernel copies the program.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_ATTACH_FILTER,
+            (&raw const prog).cast(),
+            std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The datagrams the kernel dropped at socket `fd` so far (`SO_MEMINFO`'s `SK_MEMINFO_DROPS`:
+/// its filter's drops, and a full receive buffer's).
+pub fn socket_drops(fd: std::os::fd::RawFd) -> std::io::Result<u32> {
+    /// linux/sock_diag.h: the `SO_MEMINFO` array, and where its drops are.
+    const SK_MEMINFO_VARS: usize = 9;
+    const SK_MEMINFO_DROPS: usize = 8;
+    let mut info = [0u32; SK_MEMINFO_VARS];
+    let mut len = std::mem::size_of_val(&info) as libc::socklen_t;
+    // SAFETY: `info` is writable for `len` bytes, and the kernel writes at most that.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_MEMINFO,
+            info.as_mut_ptr().cast(),
+            &raw mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(info[SK_MEMINFO_DROPS])
 }

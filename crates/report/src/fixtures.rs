@@ -152,6 +152,7 @@ pub fn trader(path: TraderPath) -> TraderReport {
         xdp_counters: None,
         xdp_program: None,
         xsk_stats: None,
+        socket_drops: None,
         end: EndReason::EndOfSession,
         rss_start_kib: 4000,
         rss_end_kib: 4000,

@@ -45,6 +45,13 @@ pub struct TraderReport {
     pub xdp_program: Option<XdpProgramStats>,
     /// The AF_XDP socket's own statistics (XDP path).
     pub xsk_stats: Option<XskStats>,
+    /// The kernel UDP paths: datagrams the kernel dropped at the feed's sockets
+    /// (`SO_MEMINFO`): those of a source the socket's filter does not keep (the pinned
+    /// sources' and the re-request server's, kept from the start when named, from the pin
+    /// when learned) and those a full receive buffer had no room for. Absent on the AF_XDP
+    /// paths and from reports made before it.
+    #[serde(default)]
+    pub socket_drops: Option<u64>,
     /// Why the loop ended.
     pub end: EndReason,
     /// Resident memory when the loop started (KiB).

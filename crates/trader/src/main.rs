@@ -10,8 +10,8 @@
 // What the package's other targets use (`unused_crate_dependencies` sees each target alone).
 use clap::Parser as _;
 use {
-    affinity as _, afxdp as _, anyhow as _, engine as _, env_logger as _, netns as _, nix as _,
-    results as _, smoltcp as _, soup as _, trader_core as _, wire as _, xdp_common as _,
+    affinity as _, afxdp as _, anyhow as _, engine as _, env_logger as _, libc as _, netns as _,
+    nix as _, results as _, smoltcp as _, soup as _, trader_core as _, wire as _, xdp_common as _,
 };
 
 fn main() -> std::process::ExitCode {

@@ -105,6 +105,7 @@ pub(crate) fn run_xdp(
         xdp_counters: x.xdp_counters,
         xdp_program: prog.program_stats(x.xdp_stages),
         xsk_stats: x.xsk_stats,
+        socket_drops: None,
         rss_start_kib,
         trigger: x.trigger,
         order_session: x.order_session,
@@ -423,13 +424,17 @@ pub(crate) fn run_udp(
         process::lock_memory()?;
     }
     let rss_start_kib = ready(plan);
-    let (end, order_session) = if plan.receive.recvmmsg > 1 {
+    let (end, order_session, socket_drops) = if plan.receive.recvmmsg > 1 {
         let mut io = MmsgIo::new(sock, plan.orders.to, usize::from(plan.receive.recvmmsg))?;
         if let Some(server) = plan.run.retransmit_to {
             io = io.with_retransmit_source(server);
         }
+        if let Some(source) = plan.run.sources[0] {
+            io.keep_only(trader_core::Line::A, source)?;
+        }
         let what = "recvmmsg on the market-data socket";
-        trade_with_orders(plan, &mut io, trader, rx_to_tx, stop, what)?
+        let (end, session) = trade_with_orders(plan, &mut io, trader, rx_to_tx, stop, what)?;
+        (end, session, io.socket_drops())
     } else {
         let mut io = UdpIo::new(sock, plan.orders.to)?;
         if let Some(b) = plan.receive.port_b {
@@ -448,14 +453,18 @@ pub(crate) fn run_udp(
         if let Some(server) = plan.run.retransmit_to {
             io = io.with_retransmit_source(server);
         }
-        trade_with_orders(
-            plan,
-            &mut io,
-            trader,
-            rx_to_tx,
-            stop,
-            "recv on the market-data socket",
-        )?
+        // The named sources kept in the kernel from the start; a learned one once pinned.
+        for (line, source) in [trader_core::Line::A, trader_core::Line::B]
+            .into_iter()
+            .zip(plan.run.sources)
+        {
+            if let Some(source) = source {
+                io.keep_only(line, source)?;
+            }
+        }
+        let what = "recv on the market-data socket";
+        let (end, session) = trade_with_orders(plan, &mut io, trader, rx_to_tx, stop, what)?;
+        (end, session, io.socket_drops())
     };
     Ok(PathEnd {
         end,
@@ -465,6 +474,7 @@ pub(crate) fn run_udp(
         xdp_counters: None,
         xdp_program: None,
         xsk_stats: None,
+        socket_drops,
         rss_start_kib,
         trigger: None,
     })
@@ -523,6 +533,7 @@ pub(crate) fn run_reflect(plan: &Plan, stop: &AtomicBool) -> anyhow::Result<Path
         xdp_counters,
         xdp_program: prog.program_stats(xdp_stages),
         xsk_stats: None,
+        socket_drops: None,
         rss_start_kib,
         trigger: None,
         order_session: None,

@@ -34,6 +34,8 @@ pub(crate) struct PathEnd {
     pub(crate) xdp_counters: Option<XdpCounters>,
     pub(crate) xdp_program: Option<XdpProgramStats>,
     pub(crate) xsk_stats: Option<XskStats>,
+    /// The kernel UDP paths: the kernel's drops at the feed's sockets.
+    pub(crate) socket_drops: Option<u64>,
     pub(crate) rss_start_kib: u64,
     /// The trigger path's arms and checks.
     pub(crate) trigger: Option<TriggerReport>,
@@ -109,6 +111,7 @@ pub fn run(mut o: Options) -> anyhow::Result<()> {
         xdp_counters: run.xdp_counters,
         xdp_program: run.xdp_program,
         xsk_stats: run.xsk_stats,
+        socket_drops: run.socket_drops,
         end: run.end.reason,
         rss_start_kib: run.rss_start_kib,
         rss_end_kib: host::rss_kib(),

@@ -28,6 +28,7 @@ use xdp_common::filter::Claim;
 mod answers;
 pub mod backoff;
 mod rfc5961;
+pub mod sock_filter;
 mod tcp;
 mod tcp_xdp;
 mod trigger;

@@ -9,7 +9,7 @@ use wire::order::OrderRepr;
 
 use trader_core::Line;
 
-use super::{OrderSink, PacketHandler, Sender, TraderIo};
+use super::{FeedSource, OrderSink, PacketHandler, Sender, TraderIo, sock_filter};
 use afxdp::{clock::now_ns, sockopt::MultiRecv};
 
 /// Orders of one datagram, each sent at once on the socket connected to the order gateway.
@@ -88,6 +88,28 @@ impl UdpIo {
     pub fn with_retransmit_source(mut self, server: SocketAddrV4) -> Self {
         self.retransmit_source = Some(server);
         self
+    }
+
+    /// Keeps only `source`'s datagrams (and the re-request server's, set before this) on
+    /// line `line`'s socket, in the kernel ([`sock_filter`]): a stranger's flood no longer
+    /// fills the buffer the feed needs.
+    pub fn keep_only(&mut self, line: Line, source: FeedSource) -> io::Result<()> {
+        let keep = sock_filter::keep(source, self.retransmit_source);
+        match (line, &self.line_b) {
+            (Line::A, _) => sock_filter::attach(&self.sock, &keep),
+            (Line::B, Some((b, _))) => sock_filter::attach(b, &keep),
+            _ => Ok(()),
+        }
+    }
+
+    /// Datagrams the kernel dropped at the feed's sockets: the source filter's, and a full
+    /// buffer's (`None` if the kernel wouldn't say).
+    pub fn socket_drops(&self) -> Option<u64> {
+        let b = self.line_b.as_ref().map(|(b, _)| b);
+        std::iter::once(&self.sock)
+            .chain(b)
+            .map(|s| sock_filter::drops(s).ok().map(u64::from))
+            .sum()
     }
 
     /// Takes line B of an A/B feed from `sock_b` too. Both sockets are made non-blocking; with
@@ -202,6 +224,13 @@ impl TraderIo for UdpIo {
     fn cap_wait(&mut self, ms: i32) {
         self.wait_cap = Some(ms);
     }
+
+    fn pin_source(&mut self, line: Line, source: FeedSource) {
+        if let Err(e) = self.keep_only(line, source) {
+            // The loop still checks every datagram: the filter only keeps the buffer clear.
+            eprintln!("warning: line {line:?}'s learned source {source}: {e}");
+        }
+    }
 }
 
 /// A trader's I/O over a non-blocking kernel UDP socket, up to a batch of datagrams per
@@ -233,6 +262,22 @@ impl MmsgIo {
     pub fn with_retransmit_source(mut self, server: SocketAddrV4) -> Self {
         self.retransmit_source = Some(server);
         self
+    }
+
+    /// As [`UdpIo::keep_only`] (one line).
+    pub fn keep_only(&mut self, line: Line, source: FeedSource) -> io::Result<()> {
+        if line != Line::A {
+            return Ok(());
+        }
+        sock_filter::attach(
+            &self.sock,
+            &sock_filter::keep(source, self.retransmit_source),
+        )
+    }
+
+    /// As [`UdpIo::socket_drops`].
+    pub fn socket_drops(&self) -> Option<u64> {
+        sock_filter::drops(&self.sock).ok().map(u64::from)
     }
 }
 
@@ -267,5 +312,11 @@ impl TraderIo for MmsgIo {
 
     fn with_sink(&mut self, f: &mut dyn FnMut(&mut dyn OrderSink)) {
         f(&mut UdpSink { sock: &self.orders });
+    }
+
+    fn pin_source(&mut self, line: Line, source: FeedSource) {
+        if let Err(e) = self.keep_only(line, source) {
+            eprintln!("warning: line {line:?}'s learned source {source}: {e}");
+        }
     }
 }
