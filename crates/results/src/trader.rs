@@ -403,6 +403,12 @@ pub struct TraderCounters {
     /// expected sequence number stayed with the feed.
     #[serde(default)]
     pub suspect_sequence: u64,
+    /// Feed packets that don't fit the feed's profile: a message that is not an ITCH 5.0
+    /// message of a known type at its exact length, or a datagram larger than one 1,500-byte
+    /// frame carries. Held as a jump is (in `suspect_sequence` too), never traded on their own
+    /// word: a lie of hundreds of one-byte messages moves nothing.
+    #[serde(default)]
+    pub off_profile: u64,
     /// Forward jumps past `--max-jump` that were believed (an outage or a burst of loss): a
     /// later packet continued them after the old stream had been silent for the quiet window,
     /// the jump within the feed's maximum rate over that silence, or the other line of an A/B

@@ -47,8 +47,14 @@
 //!   the jump is then dropped (counted as a suspect). A jump larger than `max_rate` × the
 //!   silence the old stream keeps is never believed; nor is anything, without an A/B copy, if
 //!   the loop passes no receive times.
-//! - **What a forger can still do.** Packets within `max_jump` of the feed are traded at once
-//!   (a forged one costs at most `max_jump` real ticks, counted late). While the real feed is
+//! - **The feed's profile.** A packet whose messages are not all ITCH 5.0 messages of a known
+//!   type at their exact length, or larger than one frame ([`PROFILE_MAX_BYTES`]), is not
+//!   what the feed sends: whatever its number it is held as a jump is, never traded on its
+//!   own word (`off_profile`). A datagram of hundreds of one-byte messages can't move the
+//!   trader hundreds of numbers.
+//! - **What a forger can still do.** Packets within `max_jump` of the feed that fit the
+//!   profile are traded at once: a forged one costs at most `max_jump` +
+//!   [`PROFILE_MAX_MESSAGES`] real messages (359 with the defaults), counted as duplicates. While the real feed is
 //!   silent for `s` ≥ `quiet_ns` (a quiet market), two forged packets in sequence can move the
 //!   trader up to `max_rate` × `s` + `max_jump` ahead, or end the run with an end of session
 //!   sent twice that far ahead. A forger on both lines of an A/B feed confirms a jump with its
@@ -88,6 +94,16 @@ pub const DEFAULT_QUIET_NS: u64 = 1_000_000;
 /// `max_jump`). 1,000,000/s is far above the lab's replay and about the peak rate of a busy
 /// exchange's whole ITCH feed; a faster feed wants it raised (a forger gains in proportion).
 pub const DEFAULT_MAX_RATE: u64 = 1_000_000;
+
+/// The largest feed datagram the feed's profile takes (bytes of UDP payload): one Ethernet
+/// frame's at a 1,500-byte MTU, as the exchange sends (a real MoldUDP64 feed never fragments).
+/// With every message an ITCH 5.0 message at its type's length (the smallest, a System Event,
+/// is 12 bytes and its length prefix 2), a datagram that fits carries at most 103 messages:
+/// what a lie from the feed's exact source within `max_jump` can cost, on top of `max_jump`.
+pub const PROFILE_MAX_BYTES: usize = 1472;
+
+/// The most messages a datagram that fits the feed's profile carries: (1,472 − 20) / 14.
+pub const PROFILE_MAX_MESSAGES: u64 = ((PROFILE_MAX_BYTES - 20) / 14) as u64;
 
 /// Packets held at once, waiting for a packet that continues their sequence. With more
 /// unconfirmed packets than this, the oldest is dropped.

@@ -1078,3 +1078,60 @@ fn only_asked_for_answers_are_taken_and_none_is_traded() {
     run_at(&mut t, &[(30_000, Line::A, packet_of(lab(), 11, 11))]);
     assert_eq!(t.counters.ticks, 10);
 }
+
+/// A System Event message (the smallest ITCH 5.0 message, 12 bytes).
+fn system_event() -> [u8; 12] {
+    let mut m = [0u8; 12];
+    m[0] = b'S';
+    m[11] = b'Q';
+    m
+}
+
+/// What a lie from the feed's exact source inside `max_jump` costs, bounded by the profile:
+/// one of 480 one-byte messages at the next number (before: 480 real ticks gone) costs
+/// nothing; the most a datagram that fits can carry (103 System Events in one 1,472-byte
+/// frame, at `max_jump` past the next number) costs exactly `max_jump` + 103 real ticks, and
+/// one more message no longer fits.
+#[test]
+fn an_exact_source_lie_in_range_costs_at_most_max_jump_and_what_a_frame_carries() {
+    let n = 1_000;
+    let reference_ticks = {
+        let mut t = pinned(1);
+        run(&mut t, &healthy(1, n));
+        t.counters.ticks
+    };
+    // Hundreds of one-byte messages: off the profile, held, passed by the real feed.
+    let mut buf = [0u8; 1500];
+    let mut b = PacketBuilder::new(&mut buf, lab(), 101).unwrap();
+    for _ in 0..480 {
+        b.push(&[b'P']).unwrap();
+    }
+    let tiny = b.finish().to_vec();
+    let mut feed = healthy(1, n);
+    feed.insert(100, tiny);
+    let mut t = pinned(1);
+    run(&mut t, &feed);
+    let c = t.counters;
+    assert_eq!((c.ticks, c.off_profile), (reference_ticks, 1), "{c:?}");
+    // The most the profile lets through.
+    let mut buf = [0u8; PROFILE_MAX_BYTES];
+    let mut b = PacketBuilder::new(&mut buf, lab(), 101 + DEFAULT_MAX_JUMP).unwrap();
+    let mut carried = 0;
+    while b.push(&system_event()).is_ok() {
+        carried += 1;
+    }
+    assert_eq!(carried, PROFILE_MAX_MESSAGES, "one frame's worth");
+    let widest = b.finish().to_vec();
+    let mut feed = healthy(1, n);
+    feed.insert(100, widest);
+    let mut t = pinned(1);
+    run(&mut t, &feed);
+    let c = t.counters;
+    assert_eq!(c.off_profile, 0, "{c:?}");
+    assert_eq!(
+        reference_ticks - c.ticks,
+        DEFAULT_MAX_JUMP + PROFILE_MAX_MESSAGES,
+        "{c:?}"
+    );
+    assert_eq!(DEFAULT_MAX_JUMP + PROFILE_MAX_MESSAGES, 359);
+}

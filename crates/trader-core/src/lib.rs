@@ -46,7 +46,10 @@ use wire::{
 use crate::stats::Latency;
 pub use crate::{
     desk::Desk,
-    gate::{DEFAULT_MAX_JUMP, DEFAULT_MAX_RATE, DEFAULT_QUIET_NS, FeedRules, ForeignSessions},
+    gate::{
+        DEFAULT_MAX_JUMP, DEFAULT_MAX_RATE, DEFAULT_QUIET_NS, FeedRules, ForeignSessions,
+        PROFILE_MAX_BYTES, PROFILE_MAX_MESSAGES,
+    },
     lines::Line,
     sequencer::{Claim, Cx, Sequencer, Sink},
     time::Nanos,
@@ -692,26 +695,35 @@ mod tests {
         assert_eq!(c.messages, 3);
     }
 
+    /// A packet framed soundly but not as the feed sends (an unknown type, a message cut
+    /// short) is off the feed's profile: held as a jump is, never traded on its own word, so
+    /// the feed's real packets at its numbers trade as if it never came.
     #[test]
-    fn itch_lies_consume_their_sequence_number() {
+    fn an_itch_lie_off_the_profile_is_held_and_moves_nothing() {
         let mut t = trader();
         let unknown = [b'z'; 44];
         let short = &trade(2)[..43];
         feed(&mut t, &packet(1, &[&unknown, short, &trade(3)]));
         let c = t.counters;
         assert_eq!(
-            (
-                c.malformed_messages,
-                c.ticks,
-                c.messages,
-                c.malformed_framing
-            ),
-            (2, 1, 3, 0),
+            (c.off_profile, c.suspect_sequence, c.ticks, c.messages),
+            (1, 1, 0, 0),
             "{c:?}"
         );
-        feed(&mut t, &packet(4, &[&trade(4)]));
-        assert_eq!(t.counters.gap_messages, 0);
-        assert_eq!(t.counters.ticks, 2);
+        for seq in 1..=4 {
+            feed(&mut t, &packet(seq, &[&trade(seq)]));
+        }
+        let c = t.counters;
+        assert_eq!(
+            (c.ticks, c.gap_messages, c.duplicate_messages),
+            (4, 0, 0),
+            "{c:?}"
+        );
+        // Larger than one frame: off the profile too, whatever it holds.
+        let five = trade(5);
+        let big: Vec<&[u8]> = std::iter::repeat_n(&five[..], 32).collect();
+        feed(&mut t, &packet(5, &big));
+        assert_eq!((t.counters.off_profile, t.counters.ticks), (2, 4));
     }
 
     /// `packet(seq, blocks)` with zero-length blocks after block `at` (the builder refuses

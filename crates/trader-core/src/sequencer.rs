@@ -17,7 +17,7 @@ pub use xdp_common::filter::Claim;
 
 use crate::{
     Counters, PacketOutcome, SEEN_WINDOW,
-    gate::{FeedRules, ForeignSessions, HELD, Holding},
+    gate::{FeedRules, ForeignSessions, HELD, Holding, PROFILE_MAX_BYTES},
     lines::{self, Line, Lines},
     recovery::Recovery,
     repair::{Held, Repair, What},
@@ -383,7 +383,8 @@ impl Sequencer {
             cx.counters.heartbeats += 1;
             return PacketOutcome::Data;
         }
-        if !framing_is_sound(&packet) {
+        let shape = shape(&packet, payload.len());
+        if shape == Shape::Malformed {
             cx.counters.malformed_framing += 1;
             return PacketOutcome::Data;
         }
@@ -393,6 +394,9 @@ impl Sequencer {
             cx.counters.suspect_sequence += 1;
             return PacketOutcome::Data;
         };
+        if shape == Shape::OffProfile {
+            return self.off_profile(session, first, next, payload, cx);
+        }
         let max_jump = self.rules.max_jump;
         if self.base.is_some() {
             if let Some(r) = &self.repair {
@@ -456,6 +460,35 @@ impl Sequencer {
         ) {
             cx.counters.unconfirmed_packets += 1;
         }
+        PacketOutcome::Data
+    }
+
+    /// A packet of the feed that doesn't fit its profile ([`Shape::OffProfile`]): never traded
+    /// on its own word, whatever its number. Once the feed is known it is held as a jump is
+    /// (counted in `off_profile` and `suspect_sequence`), so it is traded only if a packet
+    /// continues it after the feed's stream has stopped ([`gate`](crate::gate)); a real
+    /// packet at its numbers passes it. Before, it confirms nothing (`unconfirmed_packets`).
+    #[inline(never)]
+    #[cold]
+    fn off_profile(
+        &mut self,
+        session: moldudp64::Session,
+        first: u64,
+        next: u64,
+        payload: &[u8],
+        cx: &mut Cx<'_, impl Fn() -> u64, impl Sink>,
+    ) -> PacketOutcome {
+        cx.counters.off_profile += 1;
+        if self.base.is_none() {
+            cx.counters.unconfirmed_packets += 1;
+            return PacketOutcome::Data;
+        }
+        if first < self.next_seq {
+            // Behind the feed: nothing it could move, a copy or a late number's lie.
+            cx.counters.suspect_sequence += 1;
+            return PacketOutcome::Data;
+        }
+        self.on_jump(session, first, next, payload, cx);
         PacketOutcome::Data
     }
 
@@ -593,9 +626,17 @@ impl Sequencer {
             c.recovery_unasked += 1;
             return PacketOutcome::Data;
         }
-        if !framing_is_sound(&packet) {
-            c.malformed_framing += 1;
-            return PacketOutcome::Data;
+        match shape(&packet, payload.len()) {
+            Shape::Sound => {}
+            Shape::Malformed => {
+                c.malformed_framing += 1;
+                return PacketOutcome::Data;
+            }
+            Shape::OffProfile => {
+                // Not what the server of this feed sends: never taken, never asked again.
+                c.off_profile += 1;
+                return PacketOutcome::Data;
+            }
         }
         let first = packet.sequence();
         let next = first.checked_add(u64::from(packet.block_count()));
@@ -1213,11 +1254,34 @@ fn marked(seen: &[u64], seq: u64) -> bool {
     seen.get(w).is_some_and(|word| word & b != 0)
 }
 
-/// True when the packet's blocks tile its payload exactly as its message count says and none
-/// is empty. A zero-length block is malformed framing, not a malformed message: no ITCH
-/// message is empty, and taking one as a message would let a packet of nothing but length
-/// prefixes consume sequence numbers (the messages iterator's errors are exactly these).
+/// What a feed packet's messages look like.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// Framed soundly, and it fits the feed's profile ([`PROFILE_MAX_BYTES`]).
+    Sound,
+    /// The blocks don't tile the payload exactly as its message count says, or one is empty.
+    /// A zero-length block is malformed framing, not a malformed message: no ITCH message is
+    /// empty, and taking one as a message would let a packet of nothing but length prefixes
+    /// consume sequence numbers (the messages iterator's errors are exactly these).
+    Malformed,
+    /// Framed soundly, but not as the feed sends: a message that is not an ITCH 5.0 message
+    /// of a known type at its exact length, or a datagram larger than one frame carries.
+    OffProfile,
+}
+
+/// The packet's [`Shape`] (`len`: its payload's length). One pass over the blocks.
 #[inline]
-fn framing_is_sound(packet: &moldudp64::Packet<&[u8]>) -> bool {
-    packet.messages().all(|m| m.is_ok())
+fn shape(packet: &moldudp64::Packet<&[u8]>, len: usize) -> Shape {
+    let mut fits = len <= PROFILE_MAX_BYTES;
+    for m in packet.messages() {
+        let Ok(m) = m else {
+            return Shape::Malformed;
+        };
+        fits &= m.first().and_then(|&k| itch::message_len(k)) == Some(m.len());
+    }
+    if fits {
+        Shape::Sound
+    } else {
+        Shape::OffProfile
+    }
 }
