@@ -87,7 +87,7 @@ pub enum Sender {
 }
 
 /// Senders a learning line remembers at once (the newest; a new one takes the oldest's place).
-pub const CANDIDATES: usize = 4;
+pub(crate) const CANDIDATES: usize = 4;
 
 /// Each line's source: pinned, or still to learn.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
