@@ -1104,7 +1104,7 @@ fn an_exact_source_lie_in_range_costs_at_most_max_jump_and_what_a_frame_carries(
     let mut buf = [0u8; 1500];
     let mut b = PacketBuilder::new(&mut buf, lab(), 101).unwrap();
     for _ in 0..480 {
-        b.push(&[b'P']).unwrap();
+        b.push(b"P").unwrap();
     }
     let tiny = b.finish().to_vec();
     let mut feed = healthy(1, n);
