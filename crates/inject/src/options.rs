@@ -45,9 +45,13 @@ pub enum Cmd {
     /// Forge TCP segments against the order session, from the gateway's address, port and MAC:
     /// an RST in the window, an exact RST to another MAC, an ACK with IP options, a SYN on the
     /// established connection (each once a round) and, in the first round, a blind RST sweep
-    /// (65,536 RSTs, 64 KiB apart). It watches the session on --iface to learn the live
-    /// connection and the next byte the trader expects, waits for it, then sends --rounds
-    /// rounds --interval-us apart. Needs CAP_NET_RAW.
+    /// (65,536 RSTs, 64 KiB apart). Named in --kinds, the in-stream forgeries too: SoupBinTCP
+    /// written at exactly the next byte the trader expects, a forged Order Accepted
+    /// (forged_answer) or End of Session (forged_end), one a round, in turn, each once the
+    /// session is quiet and on a stream the last one didn't go into. It watches the session
+    /// on --iface to learn the live connection and the next byte the trader expects, waits for
+    /// it (and --start-after-us more), then sends --rounds rounds --interval-us apart. Needs
+    /// CAP_NET_RAW.
     Segments(SegmentsOptions),
 }
 
@@ -61,12 +65,17 @@ pub struct SegmentsOptions {
     #[arg(long)]
     pub gateway: SocketAddrV4,
     /// Send only these kinds (comma-separated: rst_in_window, rst_other_mac, ack_ip_options,
-    /// syn, rst_sweep; default: every kind).
+    /// syn, rst_sweep, and the in-stream forged_answer, forged_end; default: every kind but
+    /// the in-stream ones, which go only when named).
     #[arg(long, value_delimiter = ',')]
     pub kinds: Vec<String>,
     /// Rounds of the kinds.
     #[arg(long, default_value_t = 10)]
     pub rounds: u32,
+    /// Wait this long after the connection is first up before the first round, in
+    /// microseconds.
+    #[arg(long, default_value_t = 0)]
+    pub start_after_us: u64,
     /// Pause between rounds, in microseconds.
     #[arg(long, default_value_t = 20_000)]
     pub interval_us: u64,
@@ -85,6 +94,7 @@ impl SegmentsOptions {
             gateway,
             kinds,
             rounds,
+            start_after_us,
             interval_us,
             max_seconds,
             json_out,
@@ -93,6 +103,7 @@ impl SegmentsOptions {
         a.value("--gateway", gateway);
         a.list("--kinds", kinds);
         a.value("--rounds", rounds);
+        a.value("--start-after-us", start_after_us);
         a.value("--interval-us", interval_us);
         a.value("--max-seconds", max_seconds);
         a.value("--json-out", json_out.display());
@@ -683,6 +694,32 @@ mod tests {
             "--json-out",
             "/tmp/l.json",
             "--ready",
+        ]);
+        round_trip(&[
+            "segments",
+            "--gateway",
+            "198.18.0.1:26401",
+            "--json-out",
+            "/tmp/s.json",
+        ]);
+        round_trip(&[
+            "segments",
+            "--iface",
+            "ex9",
+            "--gateway",
+            "198.18.0.1:26401",
+            "--kinds",
+            "forged_answer,forged_end",
+            "--rounds",
+            "4",
+            "--start-after-us",
+            "1100000",
+            "--interval-us",
+            "1100000",
+            "--max-seconds",
+            "9",
+            "--json-out",
+            "/tmp/s.json",
         ]);
     }
 }

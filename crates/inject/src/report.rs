@@ -27,6 +27,31 @@ pub struct SegmentsReport {
     pub rounds: u32,
     /// The trader's end of the connection the lies went to (the last one learned).
     pub trader: Option<SocketAddrV4>,
+    /// The in-stream forgeries (`forged_answer`, `forged_end`), each send, in the order sent.
+    #[serde(default)]
+    pub in_stream: Vec<InStreamLie>,
+}
+
+/// One SoupBinTCP packet written into the trader's stream at its RCV.NXT.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InStreamLie {
+    /// `forged_answer` or `forged_end`.
+    pub kind: String,
+    /// The round it was due in (from 0).
+    pub round: u32,
+    /// The trader's end of the connection it went into.
+    pub trader: SocketAddrV4,
+    /// Its first byte's sequence number: the trader's RCV.NXT as watched.
+    pub seq: u32,
+    /// Its length in the stream: the whole SoupBinTCP packet.
+    pub len: u32,
+    /// The forged Order Accepted's UserRefNum (an order the trader never sent).
+    pub user_ref: Option<u32>,
+    /// Whether it went out ahead of the gateway's own bytes at its number, as the watcher saw
+    /// the interface (`false`: the gateway's went first, so the trader's TCP took those and
+    /// dropped the forgery as a repeat, or took only its tail; it was sent again). `None`:
+    /// not known (the run ended first).
+    pub ahead: Option<bool>,
 }
 
 /// `inject relay`: exactly what the relay did.

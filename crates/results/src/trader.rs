@@ -154,9 +154,15 @@ pub struct OrderSessionReport {
     #[serde(default)]
     pub mismatched_answers: u64,
     /// Connections ended for such a message, the next login asking for it again (a message
-    /// the exchange repeats after that login is its word: counted above, not booked).
+    /// the exchange repeats in that login's replay is its word: counted above, not booked).
     #[serde(default)]
     pub refused_streams: u64,
+    /// End of Session packets the trader's own next order found still standing (the feed
+    /// still trading, so the session can't be over): the connection ended and logged into
+    /// again, where an exchange that has ended the session says so again. A forged end costs
+    /// that login, never the rest of the run's orders.
+    #[serde(default)]
+    pub doubted_ends: u64,
     /// Orders whose Order Accepted or Rejected never came: passed by a later order's answer,
     /// awaited for 10 s (the answer deadline), or still awaited at the end. 0 on a healthy
     /// session.

@@ -7,8 +7,10 @@
 //! trader knows) is a [`Verdict::Mismatch`]: counted, never booked, and the session ends the
 //! connection and logs in again from that message's number ([`soup::Client::refuse`]), so a
 //! forgery in the stream costs a reconnect, and the exchange's own message comes in its
-//! place. If the exchange itself says the same thing again after the new login, it is the
-//! exchange's word: counted, not booked, and the session goes on.
+//! place. If the exchange itself says the same thing again in the new login's replay (the
+//! messages that come with its Login Accepted), it is the exchange's word: counted, not
+//! booked, and the session goes on; the same number in bytes of their own after the login is
+//! a forger's again.
 //!
 //! Orders whose answer never comes are counted too (`unanswered`): passed by a later order's
 //! answer (answers come in the order the orders went), unanswered for [`DEADLINE_NS`], or

@@ -325,6 +325,14 @@ impl TcpOrders {
         self.service_now(now);
     }
 
+    /// An End of Session an order finds standing is doubted ([`Session::doubts_end`]): the
+    /// connection ended, to be logged into again.
+    fn doubt_standing_end(&mut self) {
+        if self.s.doubts_end() {
+            self.lost();
+        }
+    }
+
     fn write_pending(&mut self) {
         let Some(sock) = &mut self.sock else { return };
         while !self.pending.is_empty() {
@@ -375,8 +383,8 @@ pub(super) struct Session {
     pub(super) tick_rx: u64,
     /// Each order sent until its answers come, matched to what it said ([`super::answers`]).
     answers: Answers,
-    /// The sequenced message last refused as a mismatch: said again after a new login, it is
-    /// the exchange's own word (counted, not booked), not a forger's.
+    /// The sequenced message last refused as a mismatch: said again in a new login's replay,
+    /// it is the exchange's own word (counted, not booked), not a forger's.
     refused: Option<u64>,
     /// The time the last service saw: when an order with no tick time went, near enough.
     now_hint: u64,
@@ -479,9 +487,13 @@ impl Session {
         self.report.fired += 1;
     }
 
-    /// What the client's bytes meant, the answers timed from `arrived`; orders held for the
-    /// login go to `out` behind it once it is accepted (`out_orders` counts them).
+    /// What the client's bytes (one read's) meant, the answers timed from `arrived`; orders
+    /// held for the login go to `out` behind it once it is accepted (`out_orders` counts
+    /// them).
     pub(super) fn take_events(&mut self, arrived: u64, out: &mut Vec<u8>, out_orders: &mut u64) {
+        // A Login Accepted among these bytes: the messages after it are its replay, written
+        // with it (one write, one segment), where no forger's bytes can come between.
+        let mut with_login = false;
         while let Some(event) = self.client.poll() {
             match event {
                 soup::ClientEvent::Sequenced { seq, message } => {
@@ -490,8 +502,10 @@ impl Session {
                         continue;
                     }
                     self.report.mismatched_answers += 1;
-                    if self.refused == Some(seq) {
-                        // The exchange says it again from a new login: its word, not booked.
+                    if self.refused == Some(seq) && with_login {
+                        // The exchange says it again in a new login's replay: its word, not
+                        // booked. The same number said after the replay, in bytes of their
+                        // own, is a forger's again (the exchange had nothing there to replay).
                         continue;
                     }
                     // The stream stops making sense here: this connection is over, and the
@@ -501,14 +515,17 @@ impl Session {
                     self.client.refuse(seq);
                     return;
                 }
-                other => take_event(
-                    &mut self.report,
-                    &mut self.ended,
-                    &mut self.held,
-                    other,
-                    out,
-                    out_orders,
-                ),
+                other => {
+                    with_login |= matches!(other, soup::ClientEvent::LoggedIn { .. });
+                    take_event(
+                        &mut self.report,
+                        &mut self.ended,
+                        &mut self.held,
+                        other,
+                        out,
+                        out_orders,
+                    );
+                }
             }
         }
     }
@@ -517,6 +534,23 @@ impl Session {
     /// login. The TCP trigger arms only while it holds.
     pub(super) fn up(&self) -> bool {
         self.client.state() == soup::ClientState::LoggedIn && !self.ended
+    }
+
+    /// An order is to go on a login the exchange has said End of Session on: the feed still
+    /// trades, so the end may be a forgery (bytes at exactly the next number, which a TCP
+    /// can't tell from the exchange's, and after which the exchange's own bytes at those
+    /// numbers are taken as a retransmission: the stream goes on as if nothing happened, and
+    /// no order would go again). True (counted) if so: the caller ends the connection, the
+    /// order is not sent, and the next login asks the exchange, which says so again if the
+    /// session is over.
+    pub(super) fn doubts_end(&mut self) -> bool {
+        if !self.ended || self.client.state() != soup::ClientState::LoggedIn {
+            return false;
+        }
+        self.report.doubted_ends += 1;
+        // The login it was said on is over with the connection.
+        self.ended = false;
+        true
     }
 
     /// The connection went with orders it never wholly took (`queued` behind other bytes, and
@@ -530,10 +564,10 @@ impl Session {
         self.held.clear();
     }
 
-    /// Whether every order sent has its answer, and the session its end.
+    /// Whether every order sent has its answer, and the session its end (on this login: an
+    /// end said on an earlier one was doubted, and the exchange's own is still to come).
     pub(super) fn answered(&self) -> bool {
-        self.report.accepted + self.report.rejected >= self.report.sent
-            && self.report.end_of_session
+        self.report.accepted + self.report.rejected >= self.report.sent && self.ended
     }
 
     /// The report, with where the session stands and the round trip's percentiles.
@@ -590,6 +624,7 @@ impl OrderSink for TcpOrders {
     /// or the order doesn't encode.
     #[inline]
     fn send(&mut self, order: &OrderRepr) -> bool {
+        self.doubt_standing_end();
         let state = self.s.client.state();
         if self.sock.is_none() && self.connecting.is_some() && !self.s.ended {
             // A connection under way: held for its login, as the userspace TCP holds an order
@@ -893,6 +928,53 @@ mod tests {
         );
     }
 
+    /// The exchange's word is a refused number said again in the new login's replay (with its
+    /// Login Accepted); the same number in bytes of their own after the login is a forger's
+    /// again (the exchange had nothing there to replay): refused again, asked for again.
+    #[test]
+    fn a_refused_number_said_again_after_the_login_is_refused_again() {
+        let mut s = TcpOrders::new(
+            Ipv4Addr::LOCALHOST,
+            SocketAddrV4::new([127, 0, 0, 1].into(), 9),
+            "pw",
+            Duration::from_secs(1),
+        )
+        .unwrap()
+        .s;
+        let order = OrderRepr {
+            side: Side::Buy,
+            reverse: false,
+            shares: 100,
+            token: 1,
+            tick_seq: 1,
+            price: Price4(10_000),
+            stock: Stock::new("SYNTH").unwrap(),
+        };
+        let forged = accepted_bytes(&order, 0xF0F0_0000, 10_000);
+        let mut out = Vec::new();
+        s.client.connect(0, &mut out);
+        take(&mut s, &down(1, &[]));
+        for login in 1..=2 {
+            take(&mut s, &stray_at(&forged));
+            assert_eq!(s.client.state(), soup::ClientState::Disconnected, "{login}");
+            assert_eq!(s.client.next_seq(), 1, "{login}: asked for again");
+            s.client.connect(login, &mut out);
+            take(&mut s, &down(1, &[]));
+        }
+        let r = &s.report;
+        assert_eq!((r.mismatched_answers, r.refused_streams), (2, 2));
+        // In the replay, with the Login Accepted: the exchange's word, and the session goes on.
+        take(&mut s, &stray_at(&forged));
+        s.client.connect(3, &mut out);
+        take(&mut s, &down(1, std::slice::from_ref(&forged)));
+        assert_eq!(s.client.state(), soup::ClientState::LoggedIn);
+        let r = &s.report;
+        assert_eq!(
+            (r.mismatched_answers, r.refused_streams, r.accepted),
+            (4, 3, 0)
+        );
+    }
+
     /// One sequenced message on a logged-in connection.
     fn stray_at(m: &[u8]) -> Vec<u8> {
         let mut out = vec![0u8; 256];
@@ -920,6 +1002,43 @@ mod tests {
         assert!(!ended, "a new login sends again");
         assert!(r.end_of_session, "the report keeps that an end came");
         assert_eq!(r.logins, 2);
+    }
+
+    /// An End of Session that an order of the trader's finds still standing is doubted once
+    /// on its login (counted, the login over): the next login is the exchange's to say it
+    /// again on; until then the session's end is not had.
+    #[test]
+    fn an_end_of_session_an_order_finds_standing_is_doubted_and_asked_again() {
+        let mut s = TcpOrders::new(
+            Ipv4Addr::LOCALHOST,
+            SocketAddrV4::new([127, 0, 0, 1].into(), 9),
+            "pw",
+            Duration::from_secs(1),
+        )
+        .unwrap()
+        .s;
+        let mut out = Vec::new();
+        s.client.connect(0, &mut out);
+        take(&mut s, &down(1, &[]));
+        assert!(!s.doubts_end(), "no end said: nothing to doubt");
+        let mut end = vec![0u8; 3];
+        Repr::EndOfSession.emit_into(&mut end).unwrap();
+        take(&mut s, &end);
+        assert!(
+            s.ended && !s.up() && s.answered(),
+            "the end stops orders on its login"
+        );
+        assert!(s.doubts_end());
+        assert_eq!(s.report.doubted_ends, 1);
+        assert!(!s.answered(), "the exchange's own end is still to come");
+        assert!(!s.doubts_end(), "once a login");
+        // The transport ends the connection; the new login's end is the exchange's to say.
+        s.client.disconnected();
+        s.client.connect(1, &mut out);
+        take(&mut s, &down(1, &[]));
+        take(&mut s, &end);
+        assert!(s.answered() && s.report.end_of_session);
+        assert_eq!(s.report.logins, 2);
     }
 
     #[test]

@@ -949,6 +949,9 @@ impl XdpTcp {
     pub fn send(&mut self, order: &OrderRepr, tx: &mut XskTx) -> bool {
         // The TCP trigger's segment holds the next sequence number: settled first.
         self.withdraw_segment();
+        if self.s.doubts_end() {
+            self.lost();
+        }
         let state = self.s.client.state();
         // A connection under way (its SYN out, no login yet): the order waits for the login,
         // as during one.
