@@ -411,8 +411,9 @@ pub struct TraderCounters {
     pub suspect_sequence: u64,
     /// Feed packets that don't fit the feed's profile: a message that is not an ITCH 5.0
     /// message of a known type at its exact length, or a datagram larger than one 1,500-byte
-    /// frame carries. Held as a jump is (in `suspect_sequence` too), never traded on their own
-    /// word: a lie of hundreds of one-byte messages moves nothing.
+    /// frame carries. Held as a jump is (in `suspect_sequence` too; before the feed is known,
+    /// in `unconfirmed_packets`), never traded on their own word: a lie of hundreds of
+    /// one-byte messages moves nothing.
     #[serde(default)]
     pub off_profile: u64,
     /// Forward jumps past `--max-jump` that were believed (an outage or a burst of loss): a

@@ -54,7 +54,8 @@
 //!   trader hundreds of numbers.
 //! - **What a forger can still do.** Packets within `max_jump` of the feed that fit the
 //!   profile are traded at once: a forged one costs at most `max_jump` +
-//!   [`PROFILE_MAX_MESSAGES`] real messages (359 with the defaults), counted as duplicates. While the real feed is
+//!   [`PROFILE_MAX_MESSAGES`] real messages (359 with the defaults): the numbers it jumped
+//!   count as a gap (the real ones late), the numbers it carried as duplicates. While the real feed is
 //!   silent for `s` ≥ `quiet_ns` (a quiet market), two forged packets in sequence can move the
 //!   trader up to `max_rate` × `s` + `max_jump` ahead, or end the run with an end of session
 //!   sent twice that far ahead. A forger on both lines of an A/B feed confirms a jump with its

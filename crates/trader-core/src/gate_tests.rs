@@ -139,7 +139,7 @@ fn after_the_feed(t: &mut Trader) -> bool {
     let Some(due) = t.waiting_due() else {
         return false;
     };
-    let out = t.release_due(due, || 0, |_| true);
+    let out = t.release_due(Some(due), || 0, |_| true);
     t.settle();
     out == PacketOutcome::EndOfSession
 }

@@ -225,7 +225,7 @@ impl Trader {
     /// orders are out.
     pub fn release_due(
         &mut self,
-        now: Nanos,
+        now: Option<Nanos>,
         clock: impl Fn() -> u64,
         mut emit: impl FnMut(&OrderRepr) -> bool,
     ) -> PacketOutcome {
@@ -831,6 +831,14 @@ mod tests {
             e[18..20].copy_from_slice(&moldudp64::END_OF_SESSION.to_be_bytes());
             e
         };
+        // Before the feed ever advanced: the wait for it to open is no silence after an end.
+        let mut t = trader();
+        t.arrived(Nanos(MS));
+        assert_eq!(t.on_packet(&eos(1), || 0, |_| true), PacketOutcome::Data);
+        assert!(
+            t.waiting_due().is_none(),
+            "one forged end before the feed: no timer"
+        );
         for repeat in [true, false] {
             let mut t = trader();
             t.arrived(Nanos(10 * MS));
@@ -849,7 +857,7 @@ mod tests {
             assert_eq!(t.counters.ticks, 2, "the feed goes on");
             assert!(t.waiting_due().is_none(), "the feed passed the forged end");
             assert_eq!(
-                t.release_due(Nanos(20 * MS), || 0, |_| true),
+                t.release_due(Some(Nanos(20 * MS)), || 0, |_| true),
                 PacketOutcome::Data
             );
             // The real end: once, then (repeated 2 ms on, or) silence.
@@ -859,8 +867,17 @@ mod tests {
                 .waiting_due()
                 .expect("an end the feed's silence may confirm");
             assert_eq!(due, Nanos(11 * MS + 300));
+            // A forger's end one past it doesn't displace it.
+            t.arrived(Nanos(10 * MS + 400));
+            assert_eq!(t.on_packet(&eos(4), || 0, |_| true), PacketOutcome::Data);
+            assert_eq!(t.waiting_due(), Some(due), "the real end's claim stands");
             assert_eq!(
-                t.release_due(Nanos(due.ns() - 1), || 0, |_| true),
+                t.release_due(None, || 0, |_| true),
+                PacketOutcome::Data,
+                "not on a turn that took packets"
+            );
+            assert_eq!(
+                t.release_due(Some(Nanos(due.ns() - 1)), || 0, |_| true),
                 PacketOutcome::Data,
                 "not before the feed was silent a full quiet_ns"
             );
@@ -868,12 +885,12 @@ mod tests {
                 t.arrived(Nanos(12 * MS + 300));
                 t.on_packet(&eos(3), || 0, |_| true)
             } else {
-                t.release_due(due, || 0, |_| true)
+                t.release_due(Some(due), || 0, |_| true)
             };
             assert_eq!(out, PacketOutcome::EndOfSession, "repeat: {repeat}");
             assert_eq!(t.counters.gap_messages, 0);
             assert_eq!(
-                t.counters.suspect_sequence, 4,
+                t.counters.suspect_sequence, 5,
                 "the real end's claim taken back"
             );
         }

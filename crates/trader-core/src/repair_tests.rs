@@ -116,7 +116,7 @@ fn run_fed<'a>(
         t.arrived(Nanos(now));
         t.on_packet_claimed(Line::A, p, claim, || now, &mut emit);
         if t.waiting_due().is_some_and(|d| d.ns() <= now) {
-            t.release_due(Nanos(now), || now, &mut emit);
+            t.release_due(Some(Nanos(now)), || now, &mut emit);
         }
         t.settle();
         if let Some(req) = t.next_request(Nanos(now))
@@ -296,7 +296,7 @@ fn an_end_of_session_behind_a_held_gap_ends_the_run_and_gives_the_gap_up() {
     );
     let due = t.waiting_due().expect("believed on the feed's silence");
     assert_eq!(
-        t.release_due(due, || 0, |_| true),
+        t.release_due(Some(due), || 0, |_| true),
         crate::PacketOutcome::EndOfSession
     );
     let c = t.counters;

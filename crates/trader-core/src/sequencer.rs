@@ -195,17 +195,18 @@ impl Sequencer {
 
     /// Hands on the packets whose wait for the other line, or for the re-request server, is
     /// over by `cx`'s clock; then takes an end of session at the feed's next number that the
-    /// feed has stayed silent after for [`FeedRules::quiet_ns`] by `now` (returning
+    /// feed has stayed silent after for [`FeedRules::quiet_ns`] by `now` (`None`: not now,
+    /// the receive that just ran took packets, so the feed may not be silent; returning
     /// [`PacketOutcome::EndOfSession`]).
     pub fn release_due(
         &mut self,
-        now: Nanos,
+        now: Option<Nanos>,
         cx: &mut Cx<'_, impl Fn() -> u64, impl Sink>,
     ) -> PacketOutcome {
         self.release(cx, false);
         self.release_repaired(cx, false);
-        match self.end_due() {
-            Some(due) if now >= due => self.take_end(self.next_seq, cx),
+        match (self.end_due(), now) {
+            (Some(due), Some(now)) if now >= due => self.take_end(self.next_seq, cx),
             _ => PacketOutcome::Data,
         }
     }
@@ -213,12 +214,26 @@ impl Sequencer {
     /// When an end of session at the feed's next number is believed on the feed's silence:
     /// [`FeedRules::quiet_ns`] after it was claimed, if no packet advanced the feed since and
     /// none waits (for the other line, or behind a book's gap).
+    ///
+    /// Never before the feed advanced once: the wait for the feed to open is the longest quiet
+    /// a trader sees, and one forged end then would end the run before it began (it takes the
+    /// repeat then).
     fn end_due(&self) -> Option<Nanos> {
         let c = self.end_claim?;
         let waiting = self.lines.as_ref().is_some_and(|l| l.any_waiting())
             || self.repair.as_ref().is_some_and(|r| r.holding());
-        (c.end == self.next_seq && c.feed_next == self.next_seq && !waiting)
+        (c.end == self.next_seq
+            && c.feed_next == self.next_seq
+            && self.last_feed.is_some()
+            && !waiting)
             .then(|| c.at.after(self.rules.quiet_ns))
+    }
+
+    /// Whether the end claim standing is one at the feed's next number, made since the feed
+    /// last moved: a claim elsewhere doesn't displace it.
+    fn end_at_next_stands(&self) -> bool {
+        self.end_claim
+            .is_some_and(|c| c.end == self.next_seq && c.feed_next == self.next_seq)
     }
 
     /// Per line of an A/B feed (A, then B) and the numbers neither delivered; settled by
@@ -395,7 +410,7 @@ impl Sequencer {
             return PacketOutcome::Data;
         };
         if shape == Shape::OffProfile {
-            return self.off_profile(session, first, next, payload, cx);
+            return self.off_profile(session, first, next, payload, claim, cx);
         }
         let max_jump = self.rules.max_jump;
         if self.base.is_some() {
@@ -467,7 +482,8 @@ impl Sequencer {
     /// on its own word, whatever its number. Once the feed is known it is held as a jump is
     /// (counted in `off_profile` and `suspect_sequence`), so it is traded only if a packet
     /// continues it after the feed's stream has stopped ([`gate`](crate::gate)); a real
-    /// packet at its numbers passes it. Before, it confirms nothing (`unconfirmed_packets`).
+    /// packet at its numbers passes it. Before, it confirms nothing (`unconfirmed_packets`). A
+    /// driver filter's claim it carries is taken as on any packet.
     #[inline(never)]
     #[cold]
     fn off_profile(
@@ -476,12 +492,22 @@ impl Sequencer {
         first: u64,
         next: u64,
         payload: &[u8],
+        claim: Option<Claim>,
         cx: &mut Cx<'_, impl Fn() -> u64, impl Sink>,
     ) -> PacketOutcome {
         cx.counters.off_profile += 1;
         if self.base.is_none() {
             cx.counters.unconfirmed_packets += 1;
             return PacketOutcome::Data;
+        }
+        if let Some(claim) = claim {
+            // The filter's run before it is the program's word, not the packet's: taken as
+            // a heartbeat's is, whatever the packet says.
+            if self.must_hold_claim(claim) {
+                self.hold_claim(claim, cx);
+            } else {
+                self.try_claim(claim, first, cx.counters);
+            }
         }
         if first < self.next_seq {
             // Behind the feed: nothing it could move, a copy or a late number's lie.
@@ -633,7 +659,8 @@ impl Sequencer {
                 return PacketOutcome::Data;
             }
             Shape::OffProfile => {
-                // Not what the server of this feed sends: never taken, never asked again.
+                // Not what the server of this feed sends: never taken (the request is
+                // retried as for any answer that didn't come).
                 c.off_profile += 1;
                 return PacketOutcome::Data;
             }
@@ -713,6 +740,12 @@ impl Sequencer {
         // number, when the feed stays silent after it: `release_due`), never on one
         // datagram's word nor while the feed flows.
         let repeat = self.end_claim.filter(|c| c.end == end);
+        if repeat.is_none() && end != self.next_seq && self.end_at_next_stands() {
+            // An end at the next number stands: one elsewhere (a forger's, one past it) is
+            // counted and never displaces it, so it can't keep the real end from its silence.
+            cx.counters.suspect_sequence += 1;
+            return PacketOutcome::Data;
+        }
         if !repeat.is_some_and(|c| self.stream_stopped(c.feed_next, end)) {
             let count = repeat.map_or(0, |c| c.count) + 1;
             let at = repeat

@@ -14,7 +14,8 @@ use crate::{FIRED_POLL_EVERY, FeedSource, MAX_BATCH};
 /// Tick-to-trade trader: reads MoldUDP64/ITCH market data, runs the HMA/HMA3 strategy on
 /// each trade, and sends an order to the configured order gateway (--order-to) for each
 /// signal. It reads market data only from the feed's source (--feed-source, or the one it
-/// learns when it confirms the feed), never answers whoever sent a datagram.
+/// learns once it has confirmed the feed: a sender whose packet continues its own previous
+/// one), never answers whoever sent a datagram.
 #[derive(Debug, Parser)]
 #[command(name = "trader", version)]
 pub struct Options {
@@ -67,9 +68,11 @@ pub struct Options {
     #[arg(long, default_value_t = 15_000, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Orders")]
     pub order_timeout_ms: u64,
     /// The feed's source on line A: IP or IP:PORT. Datagrams to the feed port from anywhere
-    /// else are counted (`foreign_source_addr`, `foreign_source_port`) and dropped, in the XDP
-    /// program on the XDP paths and in the loop on every path. Without it, the source is
-    /// learned with the session when the feed is confirmed, and pinned from then on.
+    /// else are dropped: in the XDP program on the XDP paths (counted `foreign_source_addr`,
+    /// `foreign_source_port`), at the socket by its source filter on the udp path (counted in
+    /// `socket_drops`), and in the loop on every path for what gets past those. Without it,
+    /// the source is learned once the feed is confirmed (the first sender whose packet
+    /// continues its own previous one), and pinned from then on.
     #[arg(long, help_heading = "Feed and its trust")]
     pub feed_source: Option<FeedSource>,
     /// Line B's source, as --feed-source is line A's (default, when --feed-source is given:
@@ -107,13 +110,15 @@ pub struct Options {
     pub first_seq: Option<u64>,
     /// A forward jump in sequence numbers larger than this is held until the next packet
     /// continues it (a forged or corrupted number is then never acted on); smaller jumps are
-    /// gaps, acted on at once. A forged jump below it can cost up to this many real ticks.
+    /// gaps, acted on at once. A forged packet below it can cost up to this many real ticks,
+    /// + the 103 messages one frame of the feed's profile carries.
     #[arg(long, default_value_t = trader_core::DEFAULT_MAX_JUMP, help_heading = "Feed and its trust")]
     pub max_jump: u64,
-    /// A jump past --max-jump, or an end of session past the next number, is believed only
-    /// when the stream it leaves has stopped: no packet of the feed in sequence for this long
-    /// (µs) before the packet that confirms it. While the feed flows, two forged packets in
-    /// sequence are never believed.
+    /// A jump past --max-jump, or an end of session, is believed only when the stream it
+    /// leaves has stopped: no packet of the feed in sequence for this long (µs) before the
+    /// packet that confirms it (an end's repeat); an end at the feed's next number also once
+    /// the feed stays silent this long after it (so a real session's end costs this wait).
+    /// While the feed flows, two forged packets in sequence are never believed.
     #[arg(long, default_value_t = trader_core::DEFAULT_QUIET_NS / 1_000, help_heading = "Feed and its trust")]
     pub quiet_us: u64,
     /// The most messages a second the feed can carry: a jump (or a lost tail) is believed only

@@ -98,8 +98,12 @@ pub struct Sources {
     /// Per learning line, the senders of its latest packets, each with the number after its
     /// last packet's messages: a sender whose next packet starts there continues itself.
     candidates: [[Option<(SocketAddrV4, u64)>; CANDIDATES]; LINES],
-    /// Per line, the slot the next new sender takes.
-    oldest: [usize; LINES],
+    /// Per line, each candidate's last use (a counter): a new sender takes the least recently
+    /// seen one's slot, so strangers between the feed's packets don't push the feed out
+    /// unless more of them than [`CANDIDATES`] come between two of its packets.
+    used: [[u64; CANDIDATES]; LINES],
+    /// The use counter.
+    uses: u64,
 }
 
 impl Sources {
@@ -154,11 +158,10 @@ impl Sources {
         let slots = &mut self.candidates[i];
         let known = slots.iter().position(|c| c.is_some_and(|(a, _)| a == from));
         let continues = known.is_some_and(|k| slots[k].is_some_and(|(_, n)| n == first));
-        let k = known.unwrap_or_else(|| {
-            let k = self.oldest[i];
-            self.oldest[i] = (k + 1) % CANDIDATES;
-            k
-        });
+        let used = &mut self.used[i];
+        let k = known.unwrap_or_else(|| (0..CANDIDATES).min_by_key(|&k| used[k]).unwrap_or(0));
+        self.uses += 1;
+        used[k] = self.uses;
         slots[k] = Some((from, next));
         if continues && feed && self.learning(line) {
             self.learn(line, from);

@@ -432,10 +432,12 @@ fn run_with_clock<I: TraderIo, C: Fn() -> u64>(
         if let Some(due) = trader.waiting_due() {
             let now = now_ns();
             if now >= due.ns() {
+                // An end's silence is taken only when this turn's receive found nothing.
+                let silent = n == 0;
                 let mut outcome = PacketOutcome::Data;
                 io.with_sink(&mut |sink| {
                     let mut sent_any = false;
-                    outcome = trader.release_due(Nanos(now), clock, |order| {
+                    outcome = trader.release_due(silent.then_some(Nanos(now)), clock, |order| {
                         let sent = sink.send(order);
                         sent_any |= sent;
                         sent
