@@ -92,7 +92,7 @@ impl Knob {
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Knob::Block => "block",
-            Knob::BusyPoll => "busy-poll",
+            Knob::BusyPoll => report::matrix::BUSY_POLL,
             Knob::Unpinned => "unpinned",
             Knob::Fifo => "fifo",
             Knob::Mlock => "mlock",

@@ -231,3 +231,47 @@ pub fn socket_drops(fd: std::os::fd::RawFd) -> std::io::Result<u32> {
     }
     Ok(info[SK_MEMINFO_DROPS])
 }
+
+/// The NAPI instance the kernel last delivered a packet to socket `fd` from
+/// (`SO_INCOMING_NAPI_ID`; UDP and AF_XDP sockets): 0 when none has, or the device has no
+/// NAPI the socket can busy-poll. What per-socket busy polling (`SO_BUSY_POLL`) polls.
+pub fn incoming_napi_id(fd: std::os::fd::RawFd) -> std::io::Result<u32> {
+    let mut id: libc::c_uint = 0;
+    let mut len = std::mem::size_of::<libc::c_uint>() as libc::socklen_t;
+    // SAFETY: `id` is writable for `len` bytes, and the kernel writes at most that.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_INCOMING_NAPI_ID,
+            (&raw mut id).cast(),
+            &raw mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::UdpSocket;
+    use std::os::fd::AsRawFd as _;
+
+    /// Loopback delivers through the per-CPU backlog, not a NAPI a socket can busy-poll: the id
+    /// reads 0 before a datagram and after one, and an fd that is no socket is an error.
+    #[test]
+    fn a_loopback_socket_has_no_napi_to_poll() {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        assert_eq!(incoming_napi_id(rx.as_raw_fd()).unwrap(), 0);
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        tx.send_to(b"tick", rx.local_addr().unwrap()).unwrap();
+        let mut buf = [0u8; 8];
+        assert_eq!(rx.recv(&mut buf).unwrap(), 4);
+        assert_eq!(incoming_napi_id(rx.as_raw_fd()).unwrap(), 0);
+        let file = std::fs::File::open("/proc/self/stat").unwrap();
+        assert!(incoming_napi_id(file.as_raw_fd()).is_err());
+    }
+}

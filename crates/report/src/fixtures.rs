@@ -153,6 +153,7 @@ pub fn trader(path: TraderPath) -> TraderReport {
         xdp_program: None,
         xsk_stats: None,
         socket_drops: None,
+        napi_id: None,
         end: EndReason::EndOfSession,
         rss_start_kib: 4000,
         rss_end_kib: 4000,

@@ -162,10 +162,10 @@ impl Matrix<'_> {
                 pct(d9999),
                 s.saturated,
                 parity_cell(&r.replay.parity.verdict),
-                if r.knob.is_some() {
-                    moves(d50, d999, d9999)
-                } else {
-                    String::new()
+                match r.knob {
+                    Some(k) if polls_nothing(k, std::iter::once(r)) => NO_NAPI.to_string(),
+                    Some(_) => moves(d50, d999, d9999),
+                    None => String::new(),
                 },
             );
         }
@@ -342,6 +342,15 @@ fn medians(t: &mut String, rows: &[Run]) {
         };
         let n = deltas[0].len();
         let [d50, d99, d999, d9999] = deltas.map(|mut v| med(&mut v));
+        let verdict = if polls_nothing(
+            k,
+            rows.iter()
+                .filter(|x| x.knob == Some(k) && x.path == r.path),
+        ) {
+            NO_NAPI.to_string()
+        } else {
+            moves(d50, d999, d9999)
+        };
         let _ = writeln!(
             t,
             "| {} | {} | {n} | {} | {} | {} | {} | {} |",
@@ -351,9 +360,22 @@ fn medians(t: &mut String, rows: &[Run]) {
             pct(d99),
             pct(d999),
             pct(d9999),
-            moves(d50, d999, d9999)
+            verdict
         );
     }
+}
+
+/// The busy-poll knob's name, as `--knobs` takes it.
+pub const BUSY_POLL: &str = "busy-poll";
+
+/// A busy-poll row's verdict where the socket had no NAPI to poll: whatever moved did not
+/// move for busy polling.
+pub const NO_NAPI: &str = "none: no NAPI to poll (napi_id 0), the Δ is the host's drift";
+
+/// Whether `knob` is busy polling on sockets that had no NAPI to poll (every run given read
+/// `SO_INCOMING_NAPI_ID` 0): then nothing it moved moved for it.
+fn polls_nothing<'a>(knob: Knob, mut runs: impl Iterator<Item = &'a Run>) -> bool {
+    knob.name == BUSY_POLL && runs.all(|r| r.trader.napi_id == Some(0))
 }
 
 /// Which way a knob moves the median and the tail, beyond the noise thresholds.
@@ -527,6 +549,56 @@ mod tests {
             median,
             "| isolate | xdp | 3 | +10% | +10% | +10% | +10% | p50 ↑ |"
         );
+    }
+
+    /// A busy-poll row reads "nothing to poll" exactly where the socket had no NAPI id, and
+    /// the usual moves where it had one.
+    #[test]
+    fn a_busy_poll_row_without_a_napi_says_nothing_moved_for_it() {
+        const BUSY: Knob = Knob {
+            name: BUSY_POLL,
+            what: "SO_BUSY_POLL 50 µs, prefer busy poll",
+        };
+        for (napi_id, want_no_napi) in [(Some(0), true), (Some(9), false), (None, false)] {
+            let mut trader = fixtures::trader(TraderPath::Udp);
+            trader.napi_id = napi_id;
+            let rows = [
+                Run {
+                    knob: None,
+                    path: TraderPath::Udp,
+                    round: 0,
+                    replay: fixtures::replay(10.0),
+                    trader: trader.clone(),
+                },
+                Run {
+                    knob: Some(BUSY),
+                    path: TraderPath::Udp,
+                    round: 0,
+                    replay: fixtures::replay(5.0),
+                    trader,
+                },
+            ];
+            let md = matrix(&rows, Rate::DEFAULT, 1).markdown();
+            let row = md.lines().find(|l| l.starts_with("| busy-poll")).unwrap();
+            assert_eq!(row.contains(NO_NAPI), want_no_napi, "{napi_id:?}: {row}");
+            assert_eq!(row.contains("p50 ↓"), !want_no_napi, "{napi_id:?}: {row}");
+            // The median over the rounds says the same.
+            let md = matrix(&rows, Rate::DEFAULT, 2).markdown();
+            let median = md
+                .lines()
+                .find(|l| l.starts_with("| busy-poll | udp | 1 |"))
+                .unwrap();
+            assert_eq!(
+                median.contains(NO_NAPI),
+                want_no_napi,
+                "{napi_id:?}: {median}"
+            );
+            assert_eq!(
+                median.contains("p50 ↓"),
+                !want_no_napi,
+                "{napi_id:?}: {median}"
+            );
+        }
     }
 
     #[test]

@@ -52,6 +52,12 @@ pub struct TraderReport {
     /// paths and from reports made before it.
     #[serde(default)]
     pub socket_drops: Option<u64>,
+    /// The NAPI instance the kernel last delivered the feed from (`SO_INCOMING_NAPI_ID` on the
+    /// feed's UDP or AF_XDP socket, read after the run). 0: none, so per-socket busy polling
+    /// (`--busy-poll`) has no NAPI to poll and changes nothing but the receive's own spin.
+    /// Absent from reports made before it.
+    #[serde(default)]
+    pub napi_id: Option<u32>,
     /// Why the loop ended.
     pub end: EndReason,
     /// Resident memory when the loop started (KiB).

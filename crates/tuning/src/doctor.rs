@@ -545,6 +545,32 @@ fn platform(m: &Machine, _cpu: usize, out: &mut Vec<Finding>) {
             String::new()
         },
     });
+    busy_polling(m, out);
+}
+
+/// The global busy-polling sysctls (not per namespace), which per-socket `SO_BUSY_POLL`
+/// overrides for its socket. Busy polling polls a NAPI instance; on veth a socket's feed
+/// comes from none (`SO_INCOMING_NAPI_ID` reads 0: the trader's report says it per run), so
+/// there it polls nothing.
+fn busy_polling(m: &Machine, out: &mut Vec<Finding>) {
+    let poll = m.read("proc/sys/net/core/busy_poll");
+    let read = m.read("proc/sys/net/core/busy_read");
+    if poll.is_none() && read.is_none() {
+        return;
+    }
+    let show = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".into());
+    out.push(Finding {
+        topic: "busy polling",
+        status: Status::Info,
+        found: format!(
+            "net.core.busy_poll = {} µs, net.core.busy_read = {} µs (global, not per namespace)",
+            show(&poll),
+            show(&read)
+        ),
+        why: "busy polling spins on the NIC queue's NAPI instead of waiting for its interrupt; \
+              it needs a NAPI behind the socket (the trader reports SO_INCOMING_NAPI_ID: 0 on veth)",
+        fix: String::new(),
+    });
 }
 
 /// The findings as text, one block each.
@@ -663,6 +689,8 @@ mod tests {
             "Not affected\n",
         );
         w("proc/sys/kernel/osrelease", "6.18.44-fc\n");
+        w("proc/sys/net/core/busy_poll", "0\n");
+        w("proc/sys/net/core/busy_read", "50\n");
         let m = Machine::at(d.path());
         (d, m)
     }
@@ -736,6 +764,17 @@ mod tests {
             find(&f, "C-states").found,
             "driver haltpoll: POLL (0 µs), haltpoll idle (1 µs); haltpoll polls up to 0 ns \
              before halting (guest_halt_poll_ns, writable)"
+        );
+    }
+
+    #[test]
+    fn the_busy_polling_sysctls_are_read_as_they_are() {
+        let (_d, m) = fixture(false);
+        let f = check(&m, 1);
+        let b = find(&f, "busy polling");
+        assert!(
+            b.found.contains("busy_poll = 0 µs") && b.found.contains("busy_read = 50 µs"),
+            "{b:?}"
         );
     }
 

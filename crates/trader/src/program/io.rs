@@ -106,6 +106,7 @@ pub(crate) fn run_xdp(
         xdp_program: prog.program_stats(x.xdp_stages),
         xsk_stats: x.xsk_stats,
         socket_drops: None,
+        napi_id: x.napi_id,
         rss_start_kib,
         trigger: x.trigger,
         order_session: x.order_session,
@@ -119,6 +120,8 @@ struct XskEnd {
     order_session: Option<results::OrderSessionReport>,
     frames_not_ours: FrameCounts,
     xsk_stats: Option<XskStats>,
+    /// The highest NAPI id the kernel delivered to the AF_XDP sockets from.
+    napi_id: Option<u32>,
     rx_queue_frames: Vec<u64>,
     xdp_counters: Option<XdpCounters>,
     /// The stages (`--xdp-stages`), read with the counters as one snapshot.
@@ -370,6 +373,11 @@ fn xsk_end<const BLOCK: bool, const BUSY_POLL: bool>(
             .collect::<Result<Vec<_>, _>>()
             .ok()
             .map(afxdp::xsk::sum_stats),
+        napi_id: io
+            .xsks()
+            .iter()
+            .filter_map(|x| sockopt::incoming_napi_id(x.raw_fd()).ok())
+            .max(),
         rx_queue_frames: io.frames_per_queue.clone(),
         xdp_counters,
         xdp_stages,
@@ -424,7 +432,7 @@ pub(crate) fn run_udp(
         process::lock_memory()?;
     }
     let rss_start_kib = ready(plan);
-    let (end, order_session, socket_drops) = if plan.receive.recvmmsg > 1 {
+    let (end, order_session, socket_drops, napi_id) = if plan.receive.recvmmsg > 1 {
         let mut io = MmsgIo::new(sock, plan.orders.to, usize::from(plan.receive.recvmmsg))?;
         if let Some(server) = plan.run.retransmit_to {
             io = io.with_retransmit_source(server);
@@ -434,7 +442,7 @@ pub(crate) fn run_udp(
         }
         let what = "recvmmsg on the market-data socket";
         let (end, session) = trade_with_orders(plan, &mut io, trader, rx_to_tx, stop, what)?;
-        (end, session, io.socket_drops())
+        (end, session, io.socket_drops(), io.napi_id())
     } else {
         let mut io = UdpIo::new(sock, plan.orders.to)?;
         if let Some(b) = plan.receive.port_b {
@@ -464,7 +472,7 @@ pub(crate) fn run_udp(
         }
         let what = "recv on the market-data socket";
         let (end, session) = trade_with_orders(plan, &mut io, trader, rx_to_tx, stop, what)?;
-        (end, session, io.socket_drops())
+        (end, session, io.socket_drops(), io.napi_id())
     };
     Ok(PathEnd {
         end,
@@ -475,6 +483,7 @@ pub(crate) fn run_udp(
         xdp_program: None,
         xsk_stats: None,
         socket_drops,
+        napi_id,
         rss_start_kib,
         trigger: None,
     })
@@ -534,6 +543,7 @@ pub(crate) fn run_reflect(plan: &Plan, stop: &AtomicBool) -> anyhow::Result<Path
         xdp_program: prog.program_stats(xdp_stages),
         xsk_stats: None,
         socket_drops: None,
+        napi_id: None,
         rss_start_kib,
         trigger: None,
         order_session: None,

@@ -36,6 +36,8 @@ pub(crate) struct PathEnd {
     pub(crate) xsk_stats: Option<XskStats>,
     /// The kernel UDP paths: the kernel's drops at the feed's sockets.
     pub(crate) socket_drops: Option<u64>,
+    /// The feed socket's `SO_INCOMING_NAPI_ID` after the run.
+    pub(crate) napi_id: Option<u32>,
     pub(crate) rss_start_kib: u64,
     /// The trigger path's arms and checks.
     pub(crate) trigger: Option<TriggerReport>,
@@ -112,6 +114,7 @@ pub fn run(mut o: Options) -> anyhow::Result<()> {
         xdp_program: run.xdp_program,
         xsk_stats: run.xsk_stats,
         socket_drops: run.socket_drops,
+        napi_id: run.napi_id,
         end: run.end.reason,
         rss_start_kib: run.rss_start_kib,
         rss_end_kib: host::rss_kib(),

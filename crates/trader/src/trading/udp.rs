@@ -112,6 +112,12 @@ impl UdpIo {
             .sum()
     }
 
+    /// The NAPI id the kernel last delivered line A's feed from (`SO_INCOMING_NAPI_ID`; 0: none,
+    /// so `--busy-poll` has nothing to poll).
+    pub fn napi_id(&self) -> Option<u32> {
+        afxdp::sockopt::incoming_napi_id(self.sock.as_raw_fd()).ok()
+    }
+
     /// Takes line B of an A/B feed from `sock_b` too. Both sockets are made non-blocking; with
     /// `block_ms`, a turn waits in `poll()` up to that long for either line.
     pub fn with_line_b(mut self, sock_b: UdpSocket, block_ms: Option<i32>) -> io::Result<Self> {
@@ -273,6 +279,11 @@ impl MmsgIo {
             &self.sock,
             &sock_filter::keep(source, self.retransmit_source),
         )
+    }
+
+    /// As [`UdpIo::napi_id`].
+    pub fn napi_id(&self) -> Option<u32> {
+        afxdp::sockopt::incoming_napi_id(self.sock.as_raw_fd()).ok()
     }
 
     /// As [`UdpIo::socket_drops`].
