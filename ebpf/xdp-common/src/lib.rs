@@ -438,7 +438,11 @@ pub struct Arm {
 /// waits for them. So a spinning trader reads the record's line only now and then and demotes
 /// it after each read, and the program's store finds that line in the shared cache too (72-85
 /// ns waited with the line in the trader's core, 37-39 with it demoted, measured with a
-/// locked add after the stores in a timed build).
+/// locked add after the stores in a timed build). Moving the record into the arm's line (its
+/// 8 spare bytes), so that a fire takes one line for writing rather than two, was measured
+/// on 2026-12-07 and made the fired run slower, 278-317 ns against 233-238 ns
+/// (docs/results/2026-12-07-fired-record-line-intel-2vcpu): the trader's reads of the record
+/// then bring the arm's line back to its core, where the program's next read snoops it.
 ///
 /// The record is the fired arm's generation and the tick's price: the rest of the order is the
 /// arm userspace wrote with that generation, which it keeps. The program writes the price,
