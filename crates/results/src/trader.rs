@@ -53,9 +53,9 @@ pub struct TraderReport {
     #[serde(default)]
     pub socket_drops: Option<u64>,
     /// The NAPI instance the kernel last delivered the feed from (`SO_INCOMING_NAPI_ID` on the
-    /// feed's UDP or AF_XDP socket, read after the run). 0: none, so per-socket busy polling
-    /// (`--busy-poll`) has no NAPI to poll and changes nothing but the receive's own spin.
-    /// Absent from reports made before it.
+    /// feed's UDP or AF_XDP sockets, the highest of them, read after the run). 0: none, so
+    /// per-socket busy polling (`--busy-poll`) has no NAPI to poll. None: not read (a
+    /// socket's read failed, or a report made before it).
     #[serde(default)]
     pub napi_id: Option<u32>,
     /// Why the loop ended.

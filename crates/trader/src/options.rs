@@ -233,8 +233,9 @@ pub struct Options {
     /// SO_BUSY_POLL on the socket for this many µs (the kernel polls the device in our
     /// syscalls instead of waiting for its interrupt; the XDP path then polls the socket when
     /// its ring is empty). It polls the NAPI instance the feed arrives through: the report's
-    /// napi_id, read after the run. On the lab's veth that is 0 on every path, so there is
-    /// nothing to poll and the option changes nothing but the receive call.
+    /// napi_id, read after the run. On the lab's veth that is 0 on every path, so the kernel
+    /// polls nothing: on the udp path the option changes nothing; on the xdp path the loop
+    /// still polls the socket on empty turns, and the trigger reads its record every turn.
     #[arg(long, help_heading = "Path and interface")]
     pub busy_poll: Option<i32>,
     /// With --busy-poll: SO_PREFER_BUSY_POLL (defer the device's interrupts to our polling).

@@ -376,8 +376,10 @@ fn xsk_end<const BLOCK: bool, const BUSY_POLL: bool>(
         napi_id: io
             .xsks()
             .iter()
-            .filter_map(|x| sockopt::incoming_napi_id(x.raw_fd()).ok())
-            .max(),
+            .map(|x| sockopt::incoming_napi_id(x.raw_fd()))
+            .collect::<Result<Vec<_>, _>>()
+            .ok()
+            .and_then(|ids| ids.into_iter().max()),
         rx_queue_frames: io.frames_per_queue.clone(),
         xdp_counters,
         xdp_stages,

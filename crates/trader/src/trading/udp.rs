@@ -112,10 +112,15 @@ impl UdpIo {
             .sum()
     }
 
-    /// The NAPI id the kernel last delivered line A's feed from (`SO_INCOMING_NAPI_ID`; 0: none,
-    /// so `--busy-poll` has nothing to poll).
+    /// The NAPI id the kernel last delivered the feed from (`SO_INCOMING_NAPI_ID`, the higher
+    /// of the two lines' on an A/B feed; 0: none, so `--busy-poll` has nothing to poll; None:
+    /// a read failed).
     pub fn napi_id(&self) -> Option<u32> {
-        afxdp::sockopt::incoming_napi_id(self.sock.as_raw_fd()).ok()
+        let a = afxdp::sockopt::incoming_napi_id(self.sock.as_raw_fd()).ok()?;
+        match &self.line_b {
+            Some((b, _)) => Some(a.max(afxdp::sockopt::incoming_napi_id(b.as_raw_fd()).ok()?)),
+            None => Some(a),
+        }
     }
 
     /// Takes line B of an A/B feed from `sock_b` too. Both sockets are made non-blocking; with
