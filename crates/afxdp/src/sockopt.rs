@@ -214,21 +214,7 @@ pub fn socket_drops(fd: std::os::fd::RawFd) -> std::io::Result<u32> {
     /// linux/sock_diag.h: the `SO_MEMINFO` array, and where its drops are.
     const SK_MEMINFO_VARS: usize = 9;
     const SK_MEMINFO_DROPS: usize = 8;
-    let mut info = [0u32; SK_MEMINFO_VARS];
-    let mut len = std::mem::size_of_val(&info) as libc::socklen_t;
-    // SAFETY: `info` is writable for `len` bytes, and the kernel writes at most that.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_MEMINFO,
-            info.as_mut_ptr().cast(),
-            &raw mut len,
-        )
-    };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    let info: [u32; SK_MEMINFO_VARS] = socket_option(fd, libc::SO_MEMINFO)?;
     Ok(info[SK_MEMINFO_DROPS])
 }
 
@@ -236,22 +222,31 @@ pub fn socket_drops(fd: std::os::fd::RawFd) -> std::io::Result<u32> {
 /// (`SO_INCOMING_NAPI_ID`; UDP and AF_XDP sockets): 0 when none has, or the device has no
 /// NAPI the socket can busy-poll. What per-socket busy polling (`SO_BUSY_POLL`) polls.
 pub fn incoming_napi_id(fd: std::os::fd::RawFd) -> std::io::Result<u32> {
-    let mut id: libc::c_uint = 0;
-    let mut len = std::mem::size_of::<libc::c_uint>() as libc::socklen_t;
-    // SAFETY: `id` is writable for `len` bytes, and the kernel writes at most that.
+    socket_option::<libc::c_uint>(fd, libc::SO_INCOMING_NAPI_ID)
+}
+
+/// A `SOL_SOCKET` option of socket `fd` that the kernel writes as plain integers (`T` is a
+/// `u32` or an array of them: every bit pattern is a value).
+fn socket_option<T: Copy + Default>(
+    fd: std::os::fd::RawFd,
+    name: libc::c_int,
+) -> std::io::Result<T> {
+    let mut value = T::default();
+    let mut len = std::mem::size_of::<T>() as libc::socklen_t;
+    // SAFETY: `value` is writable for `len` bytes, and the kernel writes at most that.
     let rc = unsafe {
         libc::getsockopt(
             fd,
             libc::SOL_SOCKET,
-            libc::SO_INCOMING_NAPI_ID,
-            (&raw mut id).cast(),
+            name,
+            (&raw mut value).cast(),
             &raw mut len,
         )
     };
     if rc != 0 {
         return Err(std::io::Error::last_os_error());
     }
-    Ok(id)
+    Ok(value)
 }
 
 #[cfg(test)]
